@@ -1,0 +1,31 @@
+// The analysis front end, shared by `gpuscope analyze` and `gpuscope run` (which analyses
+// its capture on exit).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/trace.h"
+
+namespace gpuscope::cli {
+
+struct AnalyzeCliOptions {
+  bool json = false;
+  std::string model_spec;                // --model gpt:params=124M,...
+  std::optional<double> flops_per_step;  // --flops-per-step
+  std::optional<double> peak_tflops;     // --peak-tflops
+  std::string step_range;                // --step-range NAME (NVTX/annotation step names)
+};
+
+// Declares --json, --model, --flops-per-step, --peak-tflops, --step-range on `app`.
+void add_analysis_options(CLI::App& app, AnalyzeCliOptions& options);
+
+// Analyses each trace (one per rank/process), prints the text report (or JSON with
+// options.json) to stdout, warnings to stderr. Returns the exit code: 0, or 2 for bad input
+// (e.g. an invalid --model) after printing one line naming the problem.
+int report_traces(std::vector<Trace>& traces, const AnalyzeCliOptions& options);
+
+}  // namespace gpuscope::cli

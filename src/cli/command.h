@@ -1,0 +1,32 @@
+// Subcommand registry: each front end (analyze, top, monitor, serve, run, export) lives in its
+// own cmd_*.cpp, compiled straight into the gpuscope executable, and registers itself here
+// with a static CommandRegistration. main.cpp knows none of them by name.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace gpuscope::cli {
+
+// Called once with the subcommand's CLI::App to declare its options; returns the action to
+// run if that subcommand is chosen. The action returns the process exit code
+// (0 success, 1 the analysed program or a check failed, 2 bad input or usage).
+using CommandSetup = std::function<std::function<int()>(CLI::App&)>;
+
+struct CommandSpec {
+  std::string name;
+  std::string description;
+  int order = 0;  // Position in --help.
+  CommandSetup setup;
+};
+
+std::vector<CommandSpec>& command_registry();
+
+struct CommandRegistration {
+  explicit CommandRegistration(CommandSpec spec) { command_registry().push_back(std::move(spec)); }
+};
+
+}  // namespace gpuscope::cli
