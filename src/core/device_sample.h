@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace gpuscope {
 
@@ -15,6 +16,8 @@ struct DeviceSample {
   int64_t time_ns = 0;      // End of the interval, host CLOCK_REALTIME nanoseconds.
   int64_t interval_ns = 0;  // Real elapsed time the ratios cover.
   int32_t device = 0;       // NVML index.
+  // MIG: the GPU instance id within `device` when this sample covers one instance only.
+  std::optional<int32_t> gpu_instance_id;
 
   // NVML classic.
   std::optional<double> gpu_util_pct;  // "Any kernel running": what nvidia-smi shows.
@@ -43,6 +46,22 @@ struct DeviceSample {
   std::optional<double> fp16_pct;
   std::optional<double> nvlink_rx_bytes_per_s;
   std::optional<double> nvlink_tx_bytes_per_s;
+};
+
+// One process using a GPU at the end of a sampling interval, with its identity as the host's
+// /proc revealed it. Identity strings are empty when unknown (e.g. the pid lives in another
+// PID namespace).
+struct ProcessSample {
+  int64_t time_ns = 0;  // Host CLOCK_REALTIME nanoseconds.
+  int32_t device = 0;   // NVML index.
+  uint32_t pid = 0;     // As NVML reports it: a pid in the host's PID namespace.
+  std::optional<uint64_t> memory_used_bytes;
+  std::optional<double> sm_util_pct;   // NVML per-process "SM util" (any kernel of the pid).
+  std::optional<double> mem_util_pct;
+  std::string command;       // argv joined by spaces, or comm.
+  std::string user;          // Login name, or the numeric uid.
+  std::string pod_uid;       // Kubernetes pod UID from the cgroup path.
+  std::string slurm_job_id;  // Slurm job id from the cgroup path.
 };
 
 }  // namespace gpuscope
