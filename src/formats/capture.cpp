@@ -1,0 +1,477 @@
+#include "formats/capture.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <unordered_map>
+
+#include <zlib.h>
+
+#include "formats/capture_format.h"
+
+namespace gpuscope {
+
+using capture::ByteReader;
+using capture::RecordType;
+
+namespace {
+
+// PyTorch profiler dtype names for cudaDataType_t values (library_types.h), so the core's
+// precision mix and FLOP counter treat interposed GEMMs like aten::mm ops of a PyTorch trace.
+std::string_view dtype_name(int32_t cuda_type) {
+  switch (cuda_type) {
+    case 0: return "float";
+    case 1: return "double";
+    case 2: return "c10::Half";
+    case 14: return "c10::BFloat16";
+    case 3: return "signed char";
+    case 8: return "unsigned char";
+    case 10: return "int";
+    case 28: return "c10::Float8_e4m3fn";
+    case 29: return "c10::Float8_e5m2";
+    default: return "unknown";
+  }
+}
+
+std::string hex_offset(size_t offset) {
+  std::ostringstream os;
+  os << offset;
+  return os.str();
+}
+
+// Reads one capture into a Trace. Keeps the per-file string ids and the pieces that need the
+// process record (pid) until the end.
+class CaptureDecoder {
+ public:
+  explicit CaptureDecoder(const std::string& source) { trace_.source = source; }
+
+  Status run(std::string_view bytes) {
+    if (bytes.size() < capture::kFileHeaderBytes || !looks_like_capture(bytes)) {
+      return Status::error(trace_.source +
+                           ": not a gpuscope capture (bad magic at offset 0); pass a file "
+                           "written by `gpuscope run`");
+    }
+    ByteReader header(bytes.data() + 8, 8);
+    uint32_t version = header.u32le();
+    if (version != capture::kVersion) {
+      return Status::error(trace_.source + ": capture version " + std::to_string(version) +
+                           " at offset 8 is not supported (this gpuscope reads version " +
+                           std::to_string(capture::kVersion) + "); use a matching gpuscope");
+    }
+    size_t offset = capture::kFileHeaderBytes;
+    while (offset < bytes.size()) {
+      offset = read_chunk(bytes, offset);
+    }
+    finish();
+    return ok_status();
+  }
+
+  Trace take() { return std::move(trace_); }
+
+ private:
+  // Returns the offset of the next chunk to try.
+  size_t read_chunk(std::string_view bytes, size_t offset) {
+    const size_t left = bytes.size() - offset;
+    if (left < capture::kChunkHeaderBytes) {
+      warn("capture ends inside a chunk header at offset " + hex_offset(offset) +
+           " (process killed while writing?); read up to there");
+      return bytes.size();
+    }
+    ByteReader h(bytes.data() + offset, capture::kChunkHeaderBytes);
+    uint32_t magic = h.u32le();
+    uint32_t stored = h.u32le();
+    uint32_t raw = h.u32le();
+    uint8_t codec = h.u8();
+    h.skip(3);
+    uint32_t payload_crc = h.u32le();
+    uint32_t header_crc = h.u32le();
+    if (magic != capture::kChunkMagic || header_crc != capture::crc32_of(bytes.data() + offset, 20) ||
+        stored > capture::kMaxChunkStoredBytes || raw > capture::kMaxChunkRawBytes) {
+      size_t next = resync(bytes, offset + 1);
+      warn("corrupt chunk header at offset " + hex_offset(offset) + "; skipped " +
+           std::to_string(next - offset) + " bytes");
+      return next;
+    }
+    const size_t payload_at = offset + capture::kChunkHeaderBytes;
+    if (stored > bytes.size() - payload_at) {
+      warn("capture ends inside a chunk at offset " + hex_offset(offset) +
+           " (process killed while writing?); read up to there");
+      return bytes.size();
+    }
+    const char* payload = bytes.data() + payload_at;
+    const size_t next = payload_at + stored;
+    if (capture::crc32_of(payload, stored) != payload_crc) {
+      warn("chunk at offset " + hex_offset(offset) + " fails its checksum; skipped");
+      return next;
+    }
+    if (codec == static_cast<uint8_t>(capture::Codec::kRaw)) {
+      if (raw != stored) {
+        warn("chunk at offset " + hex_offset(offset) + " has inconsistent sizes; skipped");
+        return next;
+      }
+      read_records(payload, stored, offset);
+    } else if (codec == static_cast<uint8_t>(capture::Codec::kZlib)) {
+      inflated_.resize(raw);
+      uLongf out_bytes = raw;
+      int rc = uncompress(reinterpret_cast<Bytef*>(inflated_.data()), &out_bytes,
+                          reinterpret_cast<const Bytef*>(payload), stored);
+      if (rc != Z_OK || out_bytes != raw) {
+        warn("chunk at offset " + hex_offset(offset) + " does not decompress; skipped");
+        return next;
+      }
+      read_records(inflated_.data(), raw, offset);
+    } else {
+      warn("chunk at offset " + hex_offset(offset) + " uses unknown codec " +
+           std::to_string(codec) + "; skipped");
+    }
+    ++chunks_;
+    return next;
+  }
+
+  // Next offset >= from holding a chunk magic with a valid header checksum, or the end.
+  size_t resync(std::string_view bytes, size_t from) {
+    for (size_t at = from; at + capture::kChunkHeaderBytes <= bytes.size(); ++at) {
+      ByteReader h(bytes.data() + at, capture::kChunkHeaderBytes);
+      if (h.u32le() != capture::kChunkMagic) continue;
+      h.skip(16);
+      if (h.u32le() == capture::crc32_of(bytes.data() + at, 20)) return at;
+    }
+    return bytes.size();
+  }
+
+  void read_records(const char* data, size_t bytes, size_t chunk_offset) {
+    ByteReader r(data, bytes);
+    while (!r.done()) {
+      uint8_t type = r.u8();
+      uint64_t body_bytes = r.varint();
+      if (!r.ok() || body_bytes > r.remaining()) {
+        warn("chunk at offset " + hex_offset(chunk_offset) + " has a truncated record; rest of "
+             "the chunk skipped");
+        return;
+      }
+      ByteReader body(r.position(), body_bytes);
+      r.skip(body_bytes);
+      if (!read_record(static_cast<RecordType>(type), body)) {
+        ++bad_records_;
+      }
+    }
+  }
+
+  StringId str(uint64_t file_id) {
+    if (file_id == 0) return 0;
+    auto it = strings_.find(file_id);
+    if (it != strings_.end()) return it->second;
+    ++missing_strings_;
+    return trace_.strings.intern("<unknown name " + std::to_string(file_id) + ">");
+  }
+
+  template <typename T>
+  static std::optional<T> opt(ByteReader& r, uint64_t mask, int bit, bool is_signed) {
+    if (!(mask & (uint64_t{1} << bit))) return std::nullopt;
+    return static_cast<T>(is_signed ? static_cast<uint64_t>(r.svarint()) : r.varint());
+  }
+
+  bool read_record(RecordType type, ByteReader& r) {
+    switch (type) {
+      case RecordType::kString: {
+        uint64_t id = r.varint();
+        std::string_view s = r.str();
+        if (!r.ok()) return false;
+        strings_[id] = trace_.strings.intern(s);
+        return true;
+      }
+      case RecordType::kProcess: {
+        pid_ = static_cast<int32_t>(r.svarint());
+        r.svarint();  // ppid
+        r.svarint();  // start_ns
+        r.str();      // hostname
+        r.str();      // command line
+        r.str();      // tool version
+        uint64_t mask = r.varint();
+        auto rank = opt<int32_t>(r, mask, 0, true);
+        auto world = opt<int32_t>(r, mask, 1, true);
+        if (!r.ok()) return false;
+        trace_.rank = rank;
+        trace_.world_size = world;
+        return true;
+      }
+      case RecordType::kDevice: {
+        Device d;
+        d.id = static_cast<int32_t>(r.svarint());
+        d.name = std::string(r.str());
+        uint64_t mask = r.varint();
+        d.num_sms = opt<int32_t>(r, mask, 0, true);
+        d.cc_major = opt<int32_t>(r, mask, 1, true);
+        d.cc_minor = opt<int32_t>(r, mask, 2, true);
+        d.memory_bytes = opt<uint64_t>(r, mask, 3, false);
+        d.max_threads_per_sm = opt<int32_t>(r, mask, 4, true);
+        d.regs_per_sm = opt<int32_t>(r, mask, 5, true);
+        d.shared_mem_per_sm_bytes = opt<int32_t>(r, mask, 6, true);
+        if (!r.ok()) return false;
+        for (auto& existing : trace_.devices) {
+          if (existing.id == d.id) {
+            existing = d;
+            return true;
+          }
+        }
+        trace_.devices.push_back(std::move(d));
+        return true;
+      }
+      case RecordType::kKernel: {
+        Kernel k;
+        k.start_ns = r.svarint();
+        k.end_ns = k.start_ns + r.svarint();
+        k.device = static_cast<int32_t>(r.svarint());
+        k.stream = static_cast<int32_t>(r.svarint());
+        k.name = str(r.varint());
+        k.grid = {static_cast<uint32_t>(r.varint()), static_cast<uint32_t>(r.varint()),
+                  static_cast<uint32_t>(r.varint())};
+        k.block = {static_cast<uint32_t>(r.varint()), static_cast<uint32_t>(r.varint()),
+                   static_cast<uint32_t>(r.varint())};
+        uint64_t mask = r.varint();
+        k.registers_per_thread = opt<int32_t>(r, mask, 0, true);
+        k.shared_memory_bytes = opt<int32_t>(r, mask, 1, true);
+        k.correlation = opt<uint64_t>(r, mask, 2, false);
+        if (opt<uint32_t>(r, mask, 3, false)) ++graph_kernels_;
+        if (!r.ok()) return false;
+        trace_.kernels.push_back(k);
+        return true;
+      }
+      case RecordType::kMemcpy: {
+        Memcpy m;
+        m.start_ns = r.svarint();
+        m.end_ns = m.start_ns + r.svarint();
+        m.device = static_cast<int32_t>(r.svarint());
+        m.stream = static_cast<int32_t>(r.svarint());
+        uint8_t kind = r.u8();
+        uint8_t host = r.u8();
+        m.kind = kind <= static_cast<uint8_t>(CopyKind::kPtoP) ? static_cast<CopyKind>(kind)
+                                                               : CopyKind::kUnknown;
+        m.host_memory = host <= static_cast<uint8_t>(HostMemory::kPinned)
+                            ? static_cast<HostMemory>(host)
+                            : HostMemory::kUnknown;
+        uint64_t mask = r.varint();
+        m.bytes = opt<uint64_t>(r, mask, 0, false);
+        m.correlation = opt<uint64_t>(r, mask, 1, false);
+        opt<uint32_t>(r, mask, 2, false);
+        if (!r.ok()) return false;
+        trace_.memcpys.push_back(m);
+        return true;
+      }
+      case RecordType::kMemset: {
+        Memset m;
+        m.start_ns = r.svarint();
+        m.end_ns = m.start_ns + r.svarint();
+        m.device = static_cast<int32_t>(r.svarint());
+        m.stream = static_cast<int32_t>(r.svarint());
+        uint64_t mask = r.varint();
+        m.bytes = opt<uint64_t>(r, mask, 0, false);
+        m.correlation = opt<uint64_t>(r, mask, 1, false);
+        opt<uint32_t>(r, mask, 2, false);
+        if (!r.ok()) return false;
+        trace_.memsets.push_back(m);
+        return true;
+      }
+      case RecordType::kApiCall: {
+        ApiCall a;
+        a.start_ns = r.svarint();
+        a.end_ns = a.start_ns + r.svarint();
+        a.tid = static_cast<int32_t>(r.svarint());
+        a.name = str(r.varint());
+        a.driver = r.u8() != 0;
+        uint64_t mask = r.varint();
+        a.correlation = opt<uint64_t>(r, mask, 0, false);
+        if (!r.ok()) return false;
+        a.api_class = classify_api(trace_.strings.view(a.name));
+        trace_.api_calls.push_back(a);
+        return true;
+      }
+      case RecordType::kRange: {
+        HostEvent e;
+        e.start_ns = r.svarint();
+        e.end_ns = e.start_ns + r.svarint();
+        e.tid = static_cast<int32_t>(r.svarint());
+        e.name = str(r.varint());
+        str(r.varint());  // domain
+        if (!r.ok()) return false;
+        e.kind = HostEventKind::kAnnotation;
+        trace_.host_events.push_back(e);
+        return true;
+      }
+      case RecordType::kGemm: {
+        HostEvent e;
+        e.start_ns = r.svarint();
+        e.end_ns = e.start_ns + r.svarint();
+        e.tid = static_cast<int32_t>(r.svarint());
+        str(r.varint());  // The cuBLAS entry point; the event is named for the core's counter.
+        int64_t m = r.svarint(), n = r.svarint(), k = r.svarint(), batch = r.svarint();
+        int32_t a_type = static_cast<int32_t>(r.svarint());
+        int32_t b_type = static_cast<int32_t>(r.svarint());
+        r.svarint();  // c_type
+        r.u8();       // transposes: do not change the FLOP count.
+        if (!r.ok() || m < 0 || n < 0 || k < 0 || batch < 1) return false;
+        e.kind = HostEventKind::kOp;
+        const bool batched = batch > 1;
+        e.name = trace_.strings.intern(batched ? "aten::bmm" : "aten::mm");
+        e.first_arg = static_cast<uint32_t>(trace_.op_args.size());
+        e.num_args = 2;
+        auto add_arg = [&](std::initializer_list<int64_t> dims, int32_t type) {
+          OpArg arg;
+          arg.first_dim = static_cast<uint32_t>(trace_.dims.size());
+          arg.rank = static_cast<uint16_t>(dims.size());
+          arg.dtype = trace_.strings.intern(dtype_name(type));
+          trace_.dims.insert(trace_.dims.end(), dims.begin(), dims.end());
+          trace_.op_args.push_back(arg);
+        };
+        if (batched) {
+          add_arg({batch, m, k}, a_type);
+          add_arg({batch, k, n}, b_type);
+        } else {
+          add_arg({m, k}, a_type);
+          add_arg({k, n}, b_type);
+        }
+        trace_.host_events.push_back(e);
+        ++gemms_;
+        return true;
+      }
+      case RecordType::kDeviceSample: {
+        DeviceSample s;
+        s.time_ns = r.svarint();
+        s.interval_ns = r.svarint();
+        s.device = static_cast<int32_t>(r.svarint());
+        uint64_t dmask = r.varint();
+        uint64_t umask = r.varint();
+        uint64_t extra_mask = r.varint();
+        s.gpu_instance_id = opt<int32_t>(r, extra_mask, 0, true);
+        for (size_t i = 0; i < std::size(capture::kSampleDoubleFields); ++i)
+          if (dmask & (uint64_t{1} << i)) s.*capture::kSampleDoubleFields[i] = r.f64();
+        for (size_t i = 0; i < std::size(capture::kSampleU64Fields); ++i)
+          if (umask & (uint64_t{1} << i)) s.*capture::kSampleU64Fields[i] = r.varint();
+        if (!r.ok()) return false;
+        trace_.device_samples.push_back(s);
+        return true;
+      }
+      case RecordType::kStats: {
+        capture::StatsRecord s;
+        s.records = r.varint();
+        s.dropped_records = r.varint();
+        s.dropped_buffers = r.varint();
+        s.unknown_activities = r.varint();
+        s.clean_exit = r.u8() != 0;
+        if (!r.ok()) return false;
+        stats_ = s;
+        return true;
+      }
+      case RecordType::kSync:
+      case RecordType::kMemory:
+        // Recorded for later analyses; the trace model has no place for them yet (the API
+        // calls that caused them are in api_calls).
+        return true;
+    }
+    ++unknown_records_;
+    return true;
+  }
+
+  void finish() {
+    for (auto& e : trace_.host_events) e.pid = pid_;
+    for (auto& a : trace_.api_calls) a.pid = pid_;
+    trace_.sort_events();
+    find_steps();
+    if (chunks_ == 0) warn("capture holds no complete chunk (the process ended before the "
+                           "first flush?)");
+    if (!stats_ || !stats_->clean_exit)
+      warn("capture has no clean-exit record: the process was killed or is still running; "
+           "events after the last flushed chunk are missing");
+    if (stats_ && (stats_->dropped_records > 0 || stats_->dropped_buffers > 0))
+      warn("tracer dropped " + std::to_string(stats_->dropped_records) + " records and " +
+           std::to_string(stats_->dropped_buffers) + " activity buffers; counts are lower bounds");
+    if (bad_records_ > 0) warn(std::to_string(bad_records_) + " malformed records skipped");
+    if (unknown_records_ > 0)
+      warn(std::to_string(unknown_records_) + " records of unknown type skipped (newer writer?)");
+    if (missing_strings_ > 0)
+      warn(std::to_string(missing_strings_) + " names refer to a lost chunk and read as "
+           "<unknown name N>");
+  }
+
+  void find_steps() {
+    int64_t index = 0;
+    bool profiler_steps = false;
+    for (const auto& e : trace_.host_events) {
+      if (e.kind != HostEventKind::kAnnotation || e.end_ns <= e.start_ns) continue;
+      std::string_view name = trace_.strings.view(e.name);
+      if (!is_default_step_range_name(name)) continue;
+      Step s;
+      s.start_ns = e.start_ns;
+      s.end_ns = e.end_ns;
+      s.number = index;
+      // Use the number in the name when there is one ("ProfilerStep#7", "step 7").
+      size_t digits = name.size();
+      while (digits > 0 && std::isdigit(static_cast<unsigned char>(name[digits - 1]))) --digits;
+      if (digits < name.size() && name.size() - digits < 18)
+        s.number = std::stoll(std::string(name.substr(digits)));
+      if (name.rfind("ProfilerStep", 0) == 0) profiler_steps = true;
+      trace_.steps.push_back(s);
+      ++index;
+    }
+    if (!trace_.steps.empty())
+      trace_.step_source = profiler_steps ? StepSource::kProfilerStep : StepSource::kNvtxRange;
+  }
+
+  void warn(std::string line) { trace_.warnings.push_back(trace_.source + ": " + line); }
+
+  Trace trace_;
+  std::unordered_map<uint64_t, StringId> strings_;
+  std::string inflated_;
+  std::optional<capture::StatsRecord> stats_;
+  int32_t pid_ = 0;
+  size_t chunks_ = 0;
+  size_t bad_records_ = 0;
+  size_t unknown_records_ = 0;
+  size_t missing_strings_ = 0;
+  size_t graph_kernels_ = 0;
+  size_t gemms_ = 0;
+};
+
+}  // namespace
+
+bool looks_like_capture(std::string_view first_bytes) {
+  return first_bytes.size() >= sizeof(capture::kMagic) &&
+         std::memcmp(first_bytes.data(), capture::kMagic, sizeof(capture::kMagic)) == 0;
+}
+
+bool is_default_step_range_name(std::string_view name) {
+  std::string lower;
+  for (char c : name) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  // Strip a trailing number and its separator: "step 12", "train_step#3", "ProfilerStep#7".
+  size_t end = lower.size();
+  while (end > 0 && std::isdigit(static_cast<unsigned char>(lower[end - 1]))) --end;
+  if (end < lower.size()) {
+    while (end > 0 && (lower[end - 1] == ' ' || lower[end - 1] == '#' || lower[end - 1] == '_' ||
+                       lower[end - 1] == '-' || lower[end - 1] == ':'))
+      --end;
+  }
+  std::string_view stem(lower.data(), end);
+  return stem == "step" || stem == "train_step" || stem == "training_step" ||
+         stem == "train step" || stem == "profilerstep";
+}
+
+StatusOr<Trace> read_capture_bytes(std::string_view bytes, const std::string& source) {
+  CaptureDecoder decoder(source);
+  RETURN_IF_ERROR(decoder.run(bytes));
+  return decoder.take();
+}
+
+StatusOr<Trace> read_capture_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Status::error(path + ": cannot open capture file (" + std::strerror(errno) +
+                         "); check the path");
+  }
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return read_capture_bytes(bytes, path);
+}
+
+}  // namespace gpuscope

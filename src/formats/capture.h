@@ -1,0 +1,36 @@
+// Reader for gpuscope capture files (written by libgpuscope_inject.so; format in
+// capture_format.h). Turns one capture (one traced process) into a core Trace.
+//
+// Contract:
+// - A capture is read up to its last complete chunk: a torn last chunk (the process was killed
+//   mid-write) or a corrupt chunk is skipped with a line in Trace::warnings, never an error.
+//   Errors are reserved for files that are not captures or whose header is unusable.
+// - GEMM calls recorded by the cuBLAS interposer become HostEvents of kind kOp named
+//   "aten::mm" ([m,k] x [k,n]) or "aten::bmm" ([b,m,k] x [b,k,n]) with dtype strings as the
+//   PyTorch profiler writes them, so the core counts their FLOPs like those of a PyTorch trace.
+// - NVTX ranges become kAnnotation HostEvents; ranges with step-like names ("step",
+//   "train_step", "ProfilerStep#N", optionally numbered) fill Trace::steps with
+//   StepSource::kNvtxRange (kProfilerStep for ProfilerStep#N). Otherwise steps stay empty.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/status.h"
+#include "core/trace.h"
+
+namespace gpuscope {
+
+// True when `first_bytes` (at least the first 8 bytes of a file) start with the capture magic.
+bool looks_like_capture(std::string_view first_bytes);
+
+StatusOr<Trace> read_capture_file(const std::string& path);
+
+// Same as read_capture_file for bytes already in memory; `source` names them in messages.
+StatusOr<Trace> read_capture_bytes(std::string_view bytes, const std::string& source);
+
+// True for NVTX range names read as step markers by default ("step", "train_step",
+// "ProfilerStep#3", "step 12", ...).
+bool is_default_step_range_name(std::string_view name);
+
+}  // namespace gpuscope

@@ -1,0 +1,363 @@
+#include "formats/capture.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "formats/capture_format.h"
+#include "formats/capture_writer.h"
+
+namespace gpuscope {
+namespace {
+
+using capture::CaptureWriter;
+
+std::string temp_path(const char* name) {
+  return ::testing::TempDir() + "/" + name + "." + std::to_string(getpid());
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Writes a small capture: one device, two kernels (one in a graph), a copy, a set, API calls,
+// NVTX steps, a GEMM, a device sample, and (optionally) the clean-exit stats record.
+// chunk_bytes small enough that the file has several chunks.
+std::string write_sample(const std::string& path, bool compress, bool clean_exit,
+                         size_t chunk_bytes = 64) {
+  CaptureWriter w;
+  CaptureWriter::Options o;
+  o.compress = compress;
+  o.chunk_bytes = chunk_bytes;
+  std::string error;
+  EXPECT_TRUE(w.open(path, o, &error)) << error;
+  capture::ProcessRecord p;
+  p.pid = 4242;
+  p.rank = 1;
+  p.world_size = 8;
+  p.command_line = "python train.py";
+  w.add(p);
+  capture::DeviceRecord d;
+  d.id = 0;
+  d.name = "NVIDIA H200";
+  d.num_sms = 132;
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  d.memory_bytes = 150ull << 30;
+  w.add(d);
+  for (int step = 0; step < 2; ++step) {
+    const int64_t base = 1'000'000'000 + step * 10'000'000;
+    capture::RangeRecord range;
+    range.start_ns = base;
+    range.end_ns = base + 9'000'000;
+    range.tid = 7;
+    range.name = w.intern("train_step");
+    w.add(range);
+    capture::ApiCallRecord api;
+    api.start_ns = base + 100;
+    api.end_ns = base + 2'000;
+    api.tid = 7;
+    api.name = w.intern("cudaLaunchKernel");
+    api.correlation = 10 + step;
+    w.add(api);
+    capture::KernelRecord k;
+    k.start_ns = base + 5'000;
+    k.end_ns = base + 1'005'000;
+    k.device = 0;
+    k.stream = 7;
+    k.name = w.intern("ampere_sgemm_128x64_nn");
+    k.grid[0] = 132;
+    k.grid[1] = k.grid[2] = 1;
+    k.block[0] = 256;
+    k.block[1] = k.block[2] = 1;
+    k.registers_per_thread = 128;
+    k.shared_memory_bytes = 49152;
+    k.correlation = 10 + step;
+    if (step == 1) k.graph_id = 3;
+    w.add(k);
+    capture::GemmRecord g;
+    g.start_ns = base + 50;
+    g.end_ns = base + 2'100;
+    g.tid = 7;
+    g.api = w.intern("cublasLtMatmul");
+    g.m = 1024;
+    g.n = 768;
+    g.k = 3072;
+    g.batch = step == 0 ? 1 : 12;
+    g.a_type = g.b_type = g.c_type = 14;  // CUDA_R_16BF
+    w.add(g);
+  }
+  capture::MemcpyRecord m;
+  m.start_ns = 1'050'000'000;
+  m.end_ns = 1'050'100'000;
+  m.copy_kind = static_cast<uint8_t>(CopyKind::kHtoD);
+  m.host_memory = static_cast<uint8_t>(HostMemory::kPinned);
+  m.bytes = 1 << 20;
+  w.add(m);
+  capture::MemsetRecord s;
+  s.start_ns = 1'060'000'000;
+  s.end_ns = 1'060'000'500;
+  s.bytes = 4096;
+  w.add(s);
+  DeviceSample ds;
+  ds.time_ns = 1'100'000'000;
+  ds.interval_ns = 100'000'000;
+  ds.sm_active_pct = 86.5;
+  ds.tensor_active_pct = 29.0;
+  ds.memory_used_bytes = 1ull << 34;
+  ds.gpu_instance_id = 2;
+  w.add(ds);
+  if (clean_exit) {
+    capture::StatsRecord st;
+    st.records = w.records();
+    st.clean_exit = true;
+    w.add(st);
+  }
+  w.close();
+  return slurp(path);
+}
+
+TEST(Capture, MagicIsRecognised) {
+  std::string bytes = write_sample(temp_path("magic"), true, true);
+  EXPECT_TRUE(looks_like_capture(bytes));
+  EXPECT_FALSE(looks_like_capture("{\"traceEvents\": []}"));
+  EXPECT_FALSE(looks_like_capture(std::string_view(bytes).substr(0, 4)));
+}
+
+void expect_full_sample(const Trace& t) {
+  ASSERT_EQ(t.devices.size(), 1u);
+  EXPECT_EQ(t.devices[0].name, "NVIDIA H200");
+  EXPECT_EQ(t.devices[0].num_sms, 132);
+  EXPECT_EQ(t.devices[0].memory_bytes, 150ull << 30);
+  EXPECT_FALSE(t.devices[0].max_threads_per_sm.has_value());
+  EXPECT_EQ(t.rank, 1);
+  EXPECT_EQ(t.world_size, 8);
+  ASSERT_EQ(t.kernels.size(), 2u);
+  const Kernel& k = t.kernels[0];
+  EXPECT_EQ(k.start_ns, 1'000'005'000);
+  EXPECT_EQ(k.end_ns, 1'001'005'000);
+  EXPECT_EQ(t.strings.view(k.name), "ampere_sgemm_128x64_nn");
+  EXPECT_EQ(k.grid.x, 132u);
+  EXPECT_EQ(k.block.x, 256u);
+  EXPECT_EQ(k.registers_per_thread, 128);
+  EXPECT_EQ(k.shared_memory_bytes, 49152);
+  EXPECT_EQ(k.correlation, 10u);
+  ASSERT_EQ(t.api_calls.size(), 2u);
+  EXPECT_EQ(t.strings.view(t.api_calls[0].name), "cudaLaunchKernel");
+  EXPECT_EQ(t.api_calls[0].api_class, ApiClass::kLaunch);
+  EXPECT_EQ(t.api_calls[0].pid, 4242);
+  ASSERT_EQ(t.memcpys.size(), 1u);
+  EXPECT_EQ(t.memcpys[0].kind, CopyKind::kHtoD);
+  EXPECT_EQ(t.memcpys[0].host_memory, HostMemory::kPinned);
+  EXPECT_EQ(t.memcpys[0].bytes, 1u << 20);
+  EXPECT_FALSE(t.memcpys[0].correlation.has_value());
+  ASSERT_EQ(t.memsets.size(), 1u);
+  EXPECT_EQ(t.memsets[0].bytes, 4096u);
+  ASSERT_EQ(t.device_samples.size(), 1u);
+  EXPECT_DOUBLE_EQ(*t.device_samples[0].sm_active_pct, 86.5);
+  EXPECT_DOUBLE_EQ(*t.device_samples[0].tensor_active_pct, 29.0);
+  EXPECT_FALSE(t.device_samples[0].gpu_util_pct.has_value());
+  EXPECT_EQ(t.device_samples[0].memory_used_bytes, 1ull << 34);
+  EXPECT_EQ(t.device_samples[0].gpu_instance_id, 2);
+  // Steps from the NVTX ranges.
+  EXPECT_EQ(t.step_source, StepSource::kNvtxRange);
+  ASSERT_EQ(t.steps.size(), 2u);
+  EXPECT_EQ(t.steps[1].start_ns, 1'010'000'000);
+  EXPECT_EQ(t.steps[1].end_ns, 1'019'000'000);
+  // GEMMs as aten ops with shapes and PyTorch dtype names.
+  int mm = 0, bmm = 0;
+  for (const auto& e : t.host_events) {
+    if (e.kind != HostEventKind::kOp) continue;
+    ASSERT_EQ(e.num_args, 2);
+    const OpArg& a = t.op_args[e.first_arg];
+    const OpArg& b = t.op_args[e.first_arg + 1];
+    EXPECT_EQ(t.strings.view(a.dtype), "c10::BFloat16");
+    if (t.strings.view(e.name) == "aten::mm") {
+      ++mm;
+      ASSERT_EQ(a.rank, 2);
+      EXPECT_EQ(t.dims[a.first_dim], 1024);
+      EXPECT_EQ(t.dims[a.first_dim + 1], 3072);
+      EXPECT_EQ(t.dims[b.first_dim], 3072);
+      EXPECT_EQ(t.dims[b.first_dim + 1], 768);
+    } else {
+      EXPECT_EQ(t.strings.view(e.name), "aten::bmm");
+      ++bmm;
+      ASSERT_EQ(a.rank, 3);
+      EXPECT_EQ(t.dims[a.first_dim], 12);
+    }
+  }
+  EXPECT_EQ(mm, 1);
+  EXPECT_EQ(bmm, 1);
+}
+
+TEST(Capture, RoundTripCompressed) {
+  std::string path = temp_path("rt_z");
+  write_sample(path, true, true);
+  auto t = read_capture_file(path);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  expect_full_sample(*t);
+  EXPECT_TRUE(t->warnings.empty()) << t->warnings[0];
+}
+
+TEST(Capture, RoundTripRawOneChunk) {
+  std::string path = temp_path("rt_raw");
+  write_sample(path, false, true, 1 << 20);
+  auto t = read_capture_file(path);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  expect_full_sample(*t);
+}
+
+TEST(Capture, MissingCleanExitIsAWarningNotAnError) {
+  std::string bytes = write_sample(temp_path("noexit"), true, false);
+  auto t = read_capture_bytes(bytes, "x.gpuscope");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->kernels.size(), 2u);
+  ASSERT_FALSE(t->warnings.empty());
+  EXPECT_NE(t->warnings[0].find("clean-exit"), std::string::npos);
+}
+
+// Every truncation point yields a trace (never an error once the header is whole) holding a
+// prefix of the events: what a killed process leaves behind.
+TEST(Capture, EveryTruncationReadsUpToLastCompleteChunk) {
+  std::string bytes = write_sample(temp_path("trunc"), true, true);
+  size_t previous_kernels = 0;
+  for (size_t cut = capture::kFileHeaderBytes; cut <= bytes.size(); ++cut) {
+    auto t = read_capture_bytes(std::string_view(bytes).substr(0, cut), "cut");
+    ASSERT_TRUE(t.ok()) << "cut at " << cut << ": " << t.status().message();
+    EXPECT_GE(t->kernels.size(), previous_kernels) << "cut at " << cut;
+    previous_kernels = t->kernels.size();
+    if (cut < bytes.size()) {
+      EXPECT_FALSE(t->warnings.empty()) << "cut at " << cut;
+    }
+  }
+  EXPECT_EQ(previous_kernels, 2u);
+}
+
+TEST(Capture, ShortOrForeignFileIsAnErrorNamingTheFile) {
+  auto t = read_capture_bytes("\x89GPUSCA", "short.gpuscope");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("short.gpuscope"), std::string::npos);
+  EXPECT_NE(t.status().message().find("offset 0"), std::string::npos);
+  std::string bytes = write_sample(temp_path("ver"), true, true);
+  bytes[8] = 99;  // Version.
+  auto v = read_capture_bytes(bytes, "v.gpuscope");
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.status().message().find("version 99"), std::string::npos);
+}
+
+// A flipped byte inside one chunk loses that chunk only; the reader resynchronises.
+TEST(Capture, CorruptChunkIsSkippedAndReadingContinues) {
+  std::string bytes = write_sample(temp_path("corrupt"), false, true);
+  auto clean = read_capture_bytes(bytes, "clean");
+  ASSERT_TRUE(clean.ok());
+  size_t total_events = clean->kernels.size() + clean->api_calls.size() +
+                        clean->host_events.size() + clean->memcpys.size();
+  int damaged_runs = 0;
+  for (size_t at = capture::kFileHeaderBytes; at < bytes.size(); at += 7) {
+    std::string bad = bytes;
+    bad[at] = static_cast<char>(bad[at] ^ 0x5a);
+    auto t = read_capture_bytes(bad, "bad");
+    ASSERT_TRUE(t.ok()) << at;
+    size_t events = t->kernels.size() + t->api_calls.size() + t->host_events.size() +
+                    t->memcpys.size();
+    EXPECT_LE(events, total_events);
+    if (!t->warnings.empty()) ++damaged_runs;
+  }
+  EXPECT_GT(damaged_runs, 0);
+  // Corrupting the middle chunk's payload keeps later chunks.
+  std::string bad = bytes;
+  bad[bytes.size() / 2] ^= 0x01;
+  auto t = read_capture_bytes(bad, "mid");
+  ASSERT_TRUE(t.ok());
+  EXPECT_FALSE(t->device_samples.empty()) << "chunks after the damaged one must still be read";
+}
+
+TEST(Capture, UnknownRecordTypesAreSkipped) {
+  std::string path = temp_path("unknown");
+  CaptureWriter w;
+  std::string error;
+  ASSERT_TRUE(w.open(path, {}, &error));
+  w.flush();
+  w.close();
+  // Hand-build a chunk with an unknown record type 200 followed by a string record.
+  capture::ByteWriter raw;
+  raw.u8(200);
+  raw.varint(3);
+  raw.u8(1);
+  raw.u8(2);
+  raw.u8(3);
+  raw.u8(static_cast<uint8_t>(capture::RecordType::kString));
+  capture::ByteWriter body;
+  body.varint(1);
+  body.str("hello");
+  raw.varint(body.size());
+  raw.buffer() += body.buffer();
+  capture::ByteWriter chunk;
+  chunk.u32le(capture::kChunkMagic);
+  chunk.u32le(static_cast<uint32_t>(raw.size()));
+  chunk.u32le(static_cast<uint32_t>(raw.size()));
+  chunk.u32le(0);
+  chunk.u32le(capture::crc32_of(raw.buffer().data(), raw.size()));
+  chunk.u32le(capture::crc32_of(chunk.buffer().data(), 20));
+  std::string bytes = slurp(path) + chunk.buffer() + raw.buffer();
+  auto t = read_capture_bytes(bytes, "u");
+  ASSERT_TRUE(t.ok());
+  bool mentioned = false;
+  for (const auto& w2 : t->warnings) mentioned |= w2.find("unknown type") != std::string::npos;
+  EXPECT_TRUE(mentioned);
+}
+
+TEST(Capture, DefaultStepNames) {
+  EXPECT_TRUE(is_default_step_range_name("step"));
+  EXPECT_TRUE(is_default_step_range_name("train_step"));
+  EXPECT_TRUE(is_default_step_range_name("ProfilerStep#12"));
+  EXPECT_TRUE(is_default_step_range_name("step 3"));
+  EXPECT_TRUE(is_default_step_range_name("Train_Step#3"));
+  EXPECT_FALSE(is_default_step_range_name("forward"));
+  EXPECT_FALSE(is_default_step_range_name("optimizer.step"));
+  EXPECT_FALSE(is_default_step_range_name("stepper"));
+}
+
+TEST(Capture, ProfilerStepNumbersComeFromTheName) {
+  std::string path = temp_path("pstep");
+  CaptureWriter w;
+  std::string error;
+  ASSERT_TRUE(w.open(path, {}, &error));
+  for (int i = 5; i < 8; ++i) {
+    capture::RangeRecord r;
+    r.start_ns = i * 1000;
+    r.end_ns = i * 1000 + 900;
+    r.name = w.intern("ProfilerStep#" + std::to_string(i));
+    w.add(r);
+  }
+  w.close();
+  auto t = read_capture_file(path);
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->step_source, StepSource::kProfilerStep);
+  ASSERT_EQ(t->steps.size(), 3u);
+  EXPECT_EQ(t->steps[0].number, 5);
+  EXPECT_EQ(t->steps[2].number, 7);
+}
+
+TEST(Capture, VarintsRoundTripExtremes) {
+  capture::ByteWriter w;
+  const int64_t values[] = {0, 1, -1, INT64_MAX, INT64_MIN, 1'700'000'000'000'000'000};
+  for (int64_t v : values) w.svarint(v);
+  w.varint(UINT64_MAX);
+  capture::ByteReader r(w.buffer().data(), w.size());
+  for (int64_t v : values) EXPECT_EQ(r.svarint(), v);
+  EXPECT_EQ(r.varint(), UINT64_MAX);
+  EXPECT_TRUE(r.ok());
+  EXPECT_TRUE(r.done());
+  EXPECT_EQ(r.u8(), 0);
+  EXPECT_FALSE(r.ok());
+}
+
+}  // namespace
+}  // namespace gpuscope

@@ -1,0 +1,303 @@
+#include "formats/capture_writer.h"
+
+#include <cerrno>
+#include <cstring>
+#include <iterator>
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+namespace gpuscope::capture {
+
+uint32_t crc32_of(const void* data, size_t bytes) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  const auto* p = static_cast<const Bytef*>(data);
+  while (bytes > 0) {
+    uInt n = bytes > (1u << 30) ? (1u << 30) : static_cast<uInt>(bytes);
+    crc = crc32(crc, p, n);
+    p += n;
+    bytes -= n;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+namespace {
+
+// Presence mask helper: bit i set when optional i has a value.
+template <typename... Opt>
+uint64_t mask_of(const Opt&... opts) {
+  uint64_t mask = 0;
+  int bit = 0;
+  ((mask |= (opts.has_value() ? uint64_t{1} << bit : 0), ++bit), ...);
+  return mask;
+}
+
+}  // namespace
+
+CaptureWriter::~CaptureWriter() { close(); }
+
+bool CaptureWriter::open(const std::string& path, const Options& options, std::string* error) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
+  if (fd < 0) {
+    if (error) *error = "cannot create capture file " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  return open_fd(fd, options, error);
+}
+
+bool CaptureWriter::open_fd(int fd, const Options& options, std::string* error) {
+  fd_ = fd;
+  options_ = options;
+  failed_ = false;
+  ByteWriter header;
+  for (char c : kMagic) header.u8(static_cast<uint8_t>(c));
+  header.u32le(kVersion);
+  header.u32le(0);
+  if (!write_all(header.buffer().data(), header.size())) {
+    if (error) *error = error_;
+    return false;
+  }
+  return true;
+}
+
+bool CaptureWriter::write_all(const char* data, size_t bytes) {
+  while (bytes > 0) {
+    ssize_t n = ::write(fd_, data, bytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      error_ = std::string("capture write failed: ") + std::strerror(errno);
+      failed_ = true;
+      return false;
+    }
+    data += n;
+    bytes -= static_cast<size_t>(n);
+    bytes_written_ += static_cast<uint64_t>(n);
+  }
+  return true;
+}
+
+uint32_t CaptureWriter::intern(std::string_view s) {
+  auto it = strings_.find(std::string(s));
+  if (it != strings_.end()) return it->second;
+  uint32_t id = static_cast<uint32_t>(strings_.size() + 1);  // 0 means "no string".
+  strings_.emplace(std::string(s), id);
+  body_.varint(id);
+  body_.str(s);
+  finish_record(RecordType::kString);
+  return id;
+}
+
+void CaptureWriter::finish_record(RecordType type) {
+  if (failed_ || fd_ < 0) {
+    body_.clear();
+    return;
+  }
+  chunk_.u8(static_cast<uint8_t>(type));
+  chunk_.varint(body_.size());
+  chunk_.buffer().append(body_.buffer());
+  body_.clear();
+  ++records_;
+  if (chunk_.size() >= options_.chunk_bytes) flush();
+}
+
+void CaptureWriter::add(const ProcessRecord& r) {
+  body_.svarint(r.pid);
+  body_.svarint(r.ppid);
+  body_.svarint(r.start_ns);
+  body_.str(r.hostname);
+  body_.str(r.command_line);
+  body_.str(r.tool_version);
+  body_.varint(mask_of(r.rank, r.world_size));
+  if (r.rank) body_.svarint(*r.rank);
+  if (r.world_size) body_.svarint(*r.world_size);
+  finish_record(RecordType::kProcess);
+}
+
+void CaptureWriter::add(const DeviceRecord& r) {
+  body_.svarint(r.id);
+  body_.str(r.name);
+  body_.varint(mask_of(r.num_sms, r.cc_major, r.cc_minor, r.memory_bytes, r.max_threads_per_sm,
+                       r.regs_per_sm, r.shared_mem_per_sm_bytes));
+  if (r.num_sms) body_.svarint(*r.num_sms);
+  if (r.cc_major) body_.svarint(*r.cc_major);
+  if (r.cc_minor) body_.svarint(*r.cc_minor);
+  if (r.memory_bytes) body_.varint(*r.memory_bytes);
+  if (r.max_threads_per_sm) body_.svarint(*r.max_threads_per_sm);
+  if (r.regs_per_sm) body_.svarint(*r.regs_per_sm);
+  if (r.shared_mem_per_sm_bytes) body_.svarint(*r.shared_mem_per_sm_bytes);
+  finish_record(RecordType::kDevice);
+}
+
+void CaptureWriter::add(const KernelRecord& r) {
+  body_.svarint(r.start_ns);
+  body_.svarint(r.end_ns - r.start_ns);
+  body_.svarint(r.device);
+  body_.svarint(r.stream);
+  body_.varint(r.name);
+  for (uint32_t v : r.grid) body_.varint(v);
+  for (uint32_t v : r.block) body_.varint(v);
+  body_.varint(mask_of(r.registers_per_thread, r.shared_memory_bytes, r.correlation, r.graph_id));
+  if (r.registers_per_thread) body_.svarint(*r.registers_per_thread);
+  if (r.shared_memory_bytes) body_.svarint(*r.shared_memory_bytes);
+  if (r.correlation) body_.varint(*r.correlation);
+  if (r.graph_id) body_.varint(*r.graph_id);
+  finish_record(RecordType::kKernel);
+}
+
+void CaptureWriter::add(const MemcpyRecord& r) {
+  body_.svarint(r.start_ns);
+  body_.svarint(r.end_ns - r.start_ns);
+  body_.svarint(r.device);
+  body_.svarint(r.stream);
+  body_.u8(r.copy_kind);
+  body_.u8(r.host_memory);
+  body_.varint(mask_of(r.bytes, r.correlation, r.graph_id));
+  if (r.bytes) body_.varint(*r.bytes);
+  if (r.correlation) body_.varint(*r.correlation);
+  if (r.graph_id) body_.varint(*r.graph_id);
+  finish_record(RecordType::kMemcpy);
+}
+
+void CaptureWriter::add(const MemsetRecord& r) {
+  body_.svarint(r.start_ns);
+  body_.svarint(r.end_ns - r.start_ns);
+  body_.svarint(r.device);
+  body_.svarint(r.stream);
+  body_.varint(mask_of(r.bytes, r.correlation, r.graph_id));
+  if (r.bytes) body_.varint(*r.bytes);
+  if (r.correlation) body_.varint(*r.correlation);
+  if (r.graph_id) body_.varint(*r.graph_id);
+  finish_record(RecordType::kMemset);
+}
+
+void CaptureWriter::add(const ApiCallRecord& r) {
+  body_.svarint(r.start_ns);
+  body_.svarint(r.end_ns - r.start_ns);
+  body_.svarint(r.tid);
+  body_.varint(r.name);
+  body_.u8(r.driver ? 1 : 0);
+  body_.varint(mask_of(r.correlation));
+  if (r.correlation) body_.varint(*r.correlation);
+  finish_record(RecordType::kApiCall);
+}
+
+void CaptureWriter::add(const RangeRecord& r) {
+  body_.svarint(r.start_ns);
+  body_.svarint(r.end_ns - r.start_ns);
+  body_.svarint(r.tid);
+  body_.varint(r.name);
+  body_.varint(r.domain);
+  finish_record(RecordType::kRange);
+}
+
+void CaptureWriter::add(const GemmRecord& r) {
+  body_.svarint(r.start_ns);
+  body_.svarint(r.end_ns - r.start_ns);
+  body_.svarint(r.tid);
+  body_.varint(r.api);
+  body_.svarint(r.m);
+  body_.svarint(r.n);
+  body_.svarint(r.k);
+  body_.svarint(r.batch);
+  body_.svarint(r.a_type);
+  body_.svarint(r.b_type);
+  body_.svarint(r.c_type);
+  body_.u8(static_cast<uint8_t>((r.trans_a ? 1 : 0) | (r.trans_b ? 2 : 0)));
+  finish_record(RecordType::kGemm);
+}
+
+void CaptureWriter::add(const SyncRecord& r) {
+  body_.svarint(r.start_ns);
+  body_.svarint(r.end_ns - r.start_ns);
+  body_.u8(r.type);
+  body_.varint(mask_of(r.stream, r.correlation));
+  if (r.stream) body_.svarint(*r.stream);
+  if (r.correlation) body_.varint(*r.correlation);
+  finish_record(RecordType::kSync);
+}
+
+void CaptureWriter::add(const MemoryRecord& r) {
+  body_.svarint(r.time_ns);
+  body_.svarint(r.device);
+  body_.u8(r.is_free ? 1 : 0);
+  body_.u8(r.memory_kind);
+  body_.varint(r.address);
+  body_.varint(r.bytes);
+  body_.varint(mask_of(r.correlation));
+  if (r.correlation) body_.varint(*r.correlation);
+  finish_record(RecordType::kMemory);
+}
+
+void CaptureWriter::add(const DeviceSample& r) {
+  body_.svarint(r.time_ns);
+  body_.svarint(r.interval_ns);
+  body_.svarint(r.device);
+  uint32_t dmask = 0, umask = 0;
+  for (size_t i = 0; i < std::size(kSampleDoubleFields); ++i)
+    if ((r.*kSampleDoubleFields[i]).has_value()) dmask |= 1u << i;
+  for (size_t i = 0; i < std::size(kSampleU64Fields); ++i)
+    if ((r.*kSampleU64Fields[i]).has_value()) umask |= 1u << i;
+  body_.varint(dmask);
+  body_.varint(umask);
+  body_.varint(mask_of(r.gpu_instance_id));
+  if (r.gpu_instance_id) body_.svarint(*r.gpu_instance_id);
+  for (auto field : kSampleDoubleFields)
+    if ((r.*field).has_value()) body_.f64(*(r.*field));
+  for (auto field : kSampleU64Fields)
+    if ((r.*field).has_value()) body_.varint(*(r.*field));
+  finish_record(RecordType::kDeviceSample);
+}
+
+void CaptureWriter::add(const StatsRecord& r) {
+  body_.varint(r.records);
+  body_.varint(r.dropped_records);
+  body_.varint(r.dropped_buffers);
+  body_.varint(r.unknown_activities);
+  body_.u8(r.clean_exit ? 1 : 0);
+  finish_record(RecordType::kStats);
+}
+
+bool CaptureWriter::flush() {
+  if (failed_ || fd_ < 0) return false;
+  if (chunk_.size() == 0) return true;
+  const std::string& raw = chunk_.buffer();
+  const char* payload = raw.data();
+  size_t stored = raw.size();
+  Codec codec = Codec::kRaw;
+  if (options_.compress) {
+    uLongf bound = compressBound(static_cast<uLong>(raw.size()));
+    compressed_.resize(bound);
+    if (compress2(reinterpret_cast<Bytef*>(compressed_.data()), &bound,
+                  reinterpret_cast<const Bytef*>(raw.data()), static_cast<uLong>(raw.size()),
+                  1) == Z_OK &&
+        bound < raw.size()) {
+      payload = compressed_.data();
+      stored = bound;
+      codec = Codec::kZlib;
+    }
+  }
+  ByteWriter out;
+  out.u32le(kChunkMagic);
+  out.u32le(static_cast<uint32_t>(stored));
+  out.u32le(static_cast<uint32_t>(raw.size()));
+  out.u8(static_cast<uint8_t>(codec));
+  out.u8(0);
+  out.u8(0);
+  out.u8(0);
+  out.u32le(crc32_of(payload, stored));
+  out.u32le(crc32_of(out.buffer().data(), out.size()));
+  out.buffer().append(payload, stored);
+  chunk_.clear();
+  // One write() per chunk: a reader sees whole chunks or a torn last one.
+  return write_all(out.buffer().data(), out.size());
+}
+
+void CaptureWriter::close() {
+  if (fd_ < 0) return;
+  flush();
+  ::close(fd_);
+  fd_ = -1;
+}
+
+}  // namespace gpuscope::capture
