@@ -1,0 +1,165 @@
+// cuBLASLt GEMMs in column-major terms, with a plan cache so that each distinct shape pays for
+// descriptor creation and the algorithm heuristic once.
+//
+// Row-major conventions of the model map onto column-major cuBLASLt as follows (X row-major
+// (r, c) is the column-major matrix Xᵀ (c, r) with ld c):
+//   out(rows,OC) = inp(rows,C)·Wᵀ      → m=OC, n=rows, k=C,  A=W op T, B=inp op N
+//   dinp(rows,C) = dout(rows,OC)·W     → m=C,  n=rows, k=OC, A=W op N, B=dout op N
+//   dW(OC,C)    += dout(rows,OC)ᵀ·inp  → m=C,  n=OC,  k=rows, A=inp op N, B=dout op T
+// Compute type is always CUBLAS_COMPUTE_32F: fp32 runs are true fp32 (no TF32), bf16 runs use
+// tensor cores with fp32 accumulation.
+#pragma once
+
+#include <cublasLt.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include "gpt/layers/common.cuh"
+
+namespace gpuscope::gpt {
+
+inline void CublasLtCheck(cublasStatus_t s, const char* call, const char* file, int line) {
+  if (s != CUBLAS_STATUS_SUCCESS) {
+    std::fprintf(stderr, "%s:%d: %s failed: cuBLAS status %d\n", file, line, call, static_cast<int>(s));
+    std::exit(1);
+  }
+}
+#define CUBLASLT_CHECK(call) ::gpuscope::gpt::CublasLtCheck((call), #call, __FILE__, __LINE__)
+
+struct GemmArgs {
+  bool trans_a = false, trans_b = false;
+  int m = 0, n = 0, k = 0;
+  const void* a = nullptr; int lda = 0; long long stride_a = 0;
+  const void* b = nullptr; int ldb = 0; long long stride_b = 0;
+  void* d = nullptr; int ldd = 0; long long stride_d = 0;
+  int batch = 1;
+  float alpha = 1.f, beta = 0.f;
+  cudaDataType_t ab_type = CUDA_R_32F, d_type = CUDA_R_32F;
+  const void* bias = nullptr;  // length m, type d_type; CUBLASLT_EPILOGUE_BIAS when set
+};
+
+class Matmul {
+ public:
+  Matmul() {
+    CUBLASLT_CHECK(cublasLtCreate(&handle_));
+    if (cudaMalloc(&workspace_, kWorkspaceBytes) != cudaSuccess) {
+      std::fprintf(stderr, "cudaMalloc of the cuBLASLt workspace failed\n");
+      std::exit(1);
+    }
+  }
+  ~Matmul() {
+    for (auto& [key, p] : plans_) {
+      cublasLtMatrixLayoutDestroy(p.a);
+      cublasLtMatrixLayoutDestroy(p.b);
+      cublasLtMatrixLayoutDestroy(p.d);
+      cublasLtMatmulDescDestroy(p.op);
+    }
+    cudaFree(workspace_);
+    cublasLtDestroy(handle_);
+  }
+  Matmul(const Matmul&) = delete;
+  Matmul& operator=(const Matmul&) = delete;
+
+  void Run(const GemmArgs& g, cudaStream_t stream) {
+    Plan& p = GetPlan(g);
+    if (g.bias) CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+    CUBLASLT_CHECK(cublasLtMatmul(handle_, p.op, &g.alpha, g.a, p.a, g.b, p.b, &g.beta, g.d, p.d, g.d, p.d, &p.algo,
+                                  workspace_, kWorkspaceBytes, stream));
+  }
+
+ private:
+  static constexpr size_t kWorkspaceBytes = 32ull << 20;
+  struct Plan {
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t a, b, d;
+    cublasLtMatmulAlgo_t algo;
+  };
+
+  static cublasLtMatrixLayout_t Layout(cudaDataType_t t, int rows, int cols, int ld, int batch, long long stride) {
+    cublasLtMatrixLayout_t l;
+    CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&l, t, rows, cols, ld));
+    if (batch > 1) {
+      int32_t bc = batch;
+      int64_t st = stride;
+      CUBLASLT_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof(bc)));
+      CUBLASLT_CHECK(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &st, sizeof(st)));
+    }
+    return l;
+  }
+
+  Plan& GetPlan(const GemmArgs& g) {
+    char key[256];
+    std::snprintf(key, sizeof key, "%d%d %d %d %d %d %lld %d %lld %d %lld %d %d %d %d %d", g.trans_a, g.trans_b, g.m,
+                  g.n, g.k, g.lda, g.stride_a, g.ldb, g.stride_b, g.ldd, g.stride_d, g.batch, int(g.ab_type),
+                  int(g.d_type), g.bias != nullptr, g.beta != 0.f);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return it->second;
+    Plan p;
+    CUBLASLT_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    if (g.bias) {
+      const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+      CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+      CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+    }
+    p.a = g.trans_a ? Layout(g.ab_type, g.k, g.m, g.lda, g.batch, g.stride_a)
+                    : Layout(g.ab_type, g.m, g.k, g.lda, g.batch, g.stride_a);
+    p.b = g.trans_b ? Layout(g.ab_type, g.n, g.k, g.ldb, g.batch, g.stride_b)
+                    : Layout(g.ab_type, g.k, g.n, g.ldb, g.batch, g.stride_b);
+    p.d = Layout(g.d_type, g.m, g.n, g.ldd, g.batch, g.stride_d);
+    cublasLtMatmulPreference_t pref;
+    CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    const size_t ws = kWorkspaceBytes;
+    CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    cublasLtMatmulHeuristicResult_t res;
+    int found = 0;
+    CUBLASLT_CHECK(cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.d, p.d, pref, 1, &res, &found));
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (found == 0) {
+      std::fprintf(stderr, "cuBLASLt found no algorithm for GEMM [%s]\n", key);
+      std::exit(1);
+    }
+    p.algo = res.algo;
+    return plans_.emplace(key, p).first->second;
+  }
+
+  cublasLtHandle_t handle_;
+  void* workspace_ = nullptr;
+  std::map<std::string, Plan> plans_;
+};
+
+// Linear layer helpers over row-major activations (see the file comment for the mapping).
+// T is the activation/weight storage type; weight gradients are fp32.
+template <class T>
+void LinearForwardGemm(Matmul& mm, T* out, const T* inp, const T* w, const T* bias, int rows, int C, int OC,
+                       cudaStream_t s) {
+  GemmArgs g;
+  g.trans_a = true; g.m = OC; g.n = rows; g.k = C;
+  g.a = w; g.lda = C; g.b = inp; g.ldb = C; g.d = out; g.ldd = OC;
+  g.ab_type = g.d_type = CudaType<T>();
+  g.bias = bias;
+  mm.Run(g, s);
+}
+
+template <class T>
+void LinearBackwardGemms(Matmul& mm, T* dinp, float* dw, const T* dout, const T* inp, const T* w, int rows, int C,
+                         int OC, cudaStream_t s) {
+  GemmArgs g;  // dinp = dout · W
+  g.m = C; g.n = rows; g.k = OC;
+  g.a = w; g.lda = C; g.b = dout; g.ldb = OC; g.d = dinp; g.ldd = C;
+  g.ab_type = g.d_type = CudaType<T>();
+  mm.Run(g, s);
+  GemmArgs h;  // dW += doutᵀ · inp
+  h.trans_b = true; h.m = C; h.n = OC; h.k = rows;
+  h.a = inp; h.lda = C; h.b = dout; h.ldb = OC; h.d = dw; h.ldd = C;
+  h.beta = 1.f;
+  h.ab_type = CudaType<T>(); h.d_type = CUDA_R_32F;
+  mm.Run(h, s);
+}
+
+}  // namespace gpuscope::gpt
