@@ -46,6 +46,20 @@ bool CaptureWriter::open(const std::string& path, const Options& options, std::s
   return open_fd(fd, options, error);
 }
 
+bool CaptureWriter::open_append(const std::string& path, const Options& options,
+                                std::string* error, uint32_t first_id) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0) {
+    if (error) *error = "cannot append to capture file " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  fd_ = fd;
+  options_ = options;
+  failed_ = false;
+  first_string_id_ = first_id;
+  return true;
+}
+
 bool CaptureWriter::open_fd(int fd, const Options& options, std::string* error) {
   fd_ = fd;
   options_ = options;
@@ -80,7 +94,8 @@ bool CaptureWriter::write_all(const char* data, size_t bytes) {
 uint32_t CaptureWriter::intern(std::string_view s) {
   auto it = strings_.find(std::string(s));
   if (it != strings_.end()) return it->second;
-  uint32_t id = static_cast<uint32_t>(strings_.size() + 1);  // 0 means "no string".
+  // 0 means "no string".
+  uint32_t id = first_string_id_ + static_cast<uint32_t>(strings_.size());
   strings_.emplace(std::string(s), id);
   body_.varint(id);
   body_.str(s);

@@ -33,6 +33,11 @@ class CaptureWriter {
   // Creates (truncates) `path` and writes the file header. On failure returns false and sets
   // *error to one line naming the path and errno text.
   bool open(const std::string& path, const Options& options, std::string* error);
+  // Opens an existing capture to append chunks (e.g. device samples added after the traced
+  // process ended). Does not write a header; records must not use strings of earlier chunks
+  // unless they are interned again (interning here starts a new id range above `first_id`).
+  bool open_append(const std::string& path, const Options& options, std::string* error,
+                   uint32_t first_id = 1u << 30);
   // Adopts an already open descriptor (tests); writes the header.
   bool open_fd(int fd, const Options& options, std::string* error);
 
@@ -74,6 +79,7 @@ class CaptureWriter {
   ByteWriter chunk_;  // Raw records of the current chunk.
   std::string compressed_;
   std::unordered_map<std::string, uint32_t> strings_;
+  uint32_t first_string_id_ = 1;
   uint64_t records_ = 0;
   uint64_t bytes_written_ = 0;
   std::string error_;

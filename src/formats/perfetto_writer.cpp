@@ -1,0 +1,303 @@
+#include "formats/perfetto_writer.h"
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string_view>
+#include <unordered_map>
+
+namespace gpuscope {
+
+namespace {
+
+void escape(std::string& out, std::string_view s) {
+  out.push_back('"');
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+          out += buf;
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+// Microseconds with three decimals, exact for int64 nanoseconds.
+void micros(std::string& out, int64_t ns) {
+  char buf[40];
+  if (ns < 0) {
+    out.push_back('-');
+    ns = -ns;
+  }
+  std::snprintf(buf, sizeof(buf), "%" PRId64 ".%03" PRId64, ns / 1000, ns % 1000);
+  out += buf;
+}
+
+class JsonEvents {
+ public:
+  explicit JsonEvents(std::ostream& out) : out_(out) { out_ << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"; }
+  ~JsonEvents() { out_ << "\n]}\n"; }
+
+  void complete(std::string_view name, std::string_view cat, int64_t pid, int64_t tid,
+                int64_t start_ns, int64_t end_ns, const std::string& args = {}) {
+    begin();
+    buf_ += "{\"ph\":\"X\",\"name\":";
+    escape(buf_, name);
+    buf_ += ",\"cat\":";
+    escape(buf_, cat);
+    ids(pid, tid);
+    buf_ += ",\"ts\":";
+    micros(buf_, start_ns);
+    buf_ += ",\"dur\":";
+    micros(buf_, end_ns > start_ns ? end_ns - start_ns : 0);
+    if (!args.empty()) buf_ += ",\"args\":{" + args + "}";
+    end();
+  }
+  void instant(std::string_view name, std::string_view cat, int64_t pid, int64_t tid,
+               int64_t ts_ns) {
+    begin();
+    buf_ += "{\"ph\":\"i\",\"s\":\"t\",\"name\":";
+    escape(buf_, name);
+    buf_ += ",\"cat\":";
+    escape(buf_, cat);
+    ids(pid, tid);
+    buf_ += ",\"ts\":";
+    micros(buf_, ts_ns);
+    end();
+  }
+  void flow(bool start, uint64_t id, int64_t pid, int64_t tid, int64_t ts_ns) {
+    begin();
+    buf_ += start ? "{\"ph\":\"s\"" : "{\"ph\":\"f\",\"bp\":\"e\"";
+    buf_ += ",\"name\":\"launch\",\"cat\":\"correlation\",\"id\":" + std::to_string(id);
+    ids(pid, tid);
+    buf_ += ",\"ts\":";
+    micros(buf_, ts_ns);
+    end();
+  }
+  void counter(std::string_view name, int64_t pid, int64_t ts_ns, double value) {
+    begin();
+    buf_ += "{\"ph\":\"C\",\"name\":";
+    escape(buf_, name);
+    ids(pid, 0);
+    buf_ += ",\"ts\":";
+    micros(buf_, ts_ns);
+    char v[48];
+    std::snprintf(v, sizeof(v), "%.6g", value);
+    buf_ += ",\"args\":{\"value\":";
+    buf_ += v;
+    buf_ += "}";
+    end();
+  }
+  void name(bool process, int64_t pid, int64_t tid, std::string_view value, int64_t sort) {
+    begin();
+    buf_ += process ? "{\"ph\":\"M\",\"name\":\"process_name\"" : "{\"ph\":\"M\",\"name\":\"thread_name\"";
+    ids(pid, tid);
+    buf_ += ",\"args\":{\"name\":";
+    escape(buf_, value);
+    buf_ += "}";
+    end();
+    begin();
+    buf_ += process ? "{\"ph\":\"M\",\"name\":\"process_sort_index\"" : "{\"ph\":\"M\",\"name\":\"thread_sort_index\"";
+    ids(pid, tid);
+    buf_ += ",\"args\":{\"sort_index\":" + std::to_string(sort) + "}";
+    end();
+  }
+
+ private:
+  void begin() {
+    if (!first_) buf_ += ",\n";
+    first_ = false;
+  }
+  void ids(int64_t pid, int64_t tid) {
+    buf_ += ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid);
+  }
+  void end() {
+    buf_.push_back('}');
+    if (buf_.size() > (1 << 20)) {
+      out_ << buf_;
+      buf_.clear();
+    }
+  }
+
+ public:
+  void flush() {
+    out_ << buf_;
+    buf_.clear();
+  }
+
+ private:
+  std::ostream& out_;
+  std::string buf_;
+  bool first_ = true;
+};
+
+const char* copy_kind_name(CopyKind k) {
+  switch (k) {
+    case CopyKind::kHtoD: return "Memcpy HtoD";
+    case CopyKind::kDtoH: return "Memcpy DtoH";
+    case CopyKind::kDtoD: return "Memcpy DtoD";
+    case CopyKind::kHtoH: return "Memcpy HtoH";
+    case CopyKind::kPtoP: return "Memcpy PtoP";
+    default: return "Memcpy";
+  }
+}
+
+void write_trace(const Trace& t, size_t index, JsonEvents& json) {
+  // Host pid: the traced process id when known (several traces may come from one run).
+  int64_t host_pid = 0;
+  if (!t.api_calls.empty()) host_pid = t.api_calls.front().pid;
+  if (host_pid == 0 && !t.host_events.empty()) host_pid = t.host_events.front().pid;
+  if (host_pid == 0) host_pid = static_cast<int64_t>(index + 1);
+  auto gpu_pid = [&](int32_t device) { return int64_t{1'000'000'000} + host_pid * 100 + device; };
+
+  std::string label = "process " + std::to_string(host_pid);
+  if (t.rank) label += " (rank " + std::to_string(*t.rank) + ")";
+  json.name(true, host_pid, 0, label, static_cast<int64_t>(index * 100));
+  std::set<int32_t> devices;
+  for (const auto& k : t.kernels) devices.insert(k.device);
+  for (const auto& m : t.memcpys) devices.insert(m.device);
+  for (const auto& s : t.device_samples) devices.insert(s.device);
+  for (int32_t d : devices) {
+    std::string name = "GPU " + std::to_string(d);
+    if (const Device* dev = t.find_device(d); dev && !dev->name.empty()) name += " " + dev->name;
+    name += " (pid " + std::to_string(host_pid) + ")";
+    json.name(true, gpu_pid(d), 0, name, static_cast<int64_t>(index * 100 + 1 + d));
+  }
+  std::set<std::pair<int32_t, int32_t>> streams;
+  std::unordered_map<uint64_t, int32_t> launch_tid;  // correlation -> host tid
+  for (const auto& a : t.api_calls) {
+    std::string args;
+    if (a.correlation) args = "\"correlation\":" + std::to_string(*a.correlation);
+    json.complete(t.strings.view(a.name), a.driver ? "cuda_driver" : "cuda_runtime", host_pid,
+                  a.tid, a.start_ns, a.end_ns, args);
+    if (a.correlation && a.api_class == ApiClass::kLaunch) {
+      json.flow(true, *a.correlation, host_pid, a.tid, a.start_ns);
+      launch_tid[*a.correlation] = a.tid;
+    }
+  }
+  for (const auto& e : t.host_events) {
+    std::string args;
+    if (e.num_args > 0) {
+      args = "\"Input Dims\":[";
+      for (uint16_t i = 0; i < e.num_args; ++i) {
+        const OpArg& a = t.op_args[e.first_arg + i];
+        if (i) args += ",";
+        args += "[";
+        for (uint16_t r = 0; r < a.rank; ++r) {
+          if (r) args += ",";
+          args += std::to_string(t.dims[a.first_dim + r]);
+        }
+        args += "]";
+      }
+      args += "],\"Input type\":[";
+      for (uint16_t i = 0; i < e.num_args; ++i) {
+        if (i) args += ",";
+        escape(args, t.strings.view(t.op_args[e.first_arg + i].dtype));
+      }
+      args += "]";
+    }
+    const char* cat = e.kind == HostEventKind::kOp ? "cpu_op" : "user_annotation";
+    if (e.end_ns == e.start_ns && e.kind == HostEventKind::kAnnotation)
+      json.instant(t.strings.view(e.name), cat, host_pid, e.tid, e.start_ns);
+    else
+      json.complete(t.strings.view(e.name), cat, host_pid, e.tid, e.start_ns, e.end_ns, args);
+  }
+  for (const auto& k : t.kernels) {
+    streams.insert({k.device, k.stream});
+    std::string args = "\"grid\":[" + std::to_string(k.grid.x) + "," + std::to_string(k.grid.y) +
+                       "," + std::to_string(k.grid.z) + "],\"block\":[" +
+                       std::to_string(k.block.x) + "," + std::to_string(k.block.y) + "," +
+                       std::to_string(k.block.z) + "]";
+    if (k.registers_per_thread) args += ",\"registers per thread\":" + std::to_string(*k.registers_per_thread);
+    if (k.shared_memory_bytes) args += ",\"shared memory\":" + std::to_string(*k.shared_memory_bytes);
+    if (k.correlation) args += ",\"correlation\":" + std::to_string(*k.correlation);
+    json.complete(t.strings.view(k.name), "kernel", gpu_pid(k.device), k.stream, k.start_ns,
+                  k.end_ns, args);
+    if (k.correlation && launch_tid.count(*k.correlation))
+      json.flow(false, *k.correlation, gpu_pid(k.device), k.stream, k.start_ns);
+  }
+  for (const auto& m : t.memcpys) {
+    streams.insert({m.device, m.stream});
+    std::string args;
+    if (m.bytes) args = "\"bytes\":" + std::to_string(*m.bytes);
+    if (m.host_memory != HostMemory::kUnknown)
+      args += std::string(args.empty() ? "" : ",") + "\"host memory\":\"" +
+              (m.host_memory == HostMemory::kPinned ? "pinned" : "pageable") + "\"";
+    json.complete(copy_kind_name(m.kind), "gpu_memcpy", gpu_pid(m.device), m.stream, m.start_ns,
+                  m.end_ns, args);
+  }
+  for (const auto& m : t.memsets) {
+    streams.insert({m.device, m.stream});
+    std::string args;
+    if (m.bytes) args = "\"bytes\":" + std::to_string(*m.bytes);
+    json.complete("Memset", "gpu_memset", gpu_pid(m.device), m.stream, m.start_ns, m.end_ns, args);
+  }
+  for (const auto& [device, stream] : streams)
+    json.name(false, gpu_pid(device), stream, "stream " + std::to_string(stream), stream);
+  struct Metric {
+    const char* name;
+    std::optional<double> DeviceSample::*field;
+  };
+  static const Metric kMetrics[] = {
+      {"nvml util %", &DeviceSample::gpu_util_pct},
+      {"SM active %", &DeviceSample::sm_active_pct},
+      {"SM occupancy %", &DeviceSample::sm_occupancy_pct},
+      {"tensor active %", &DeviceSample::tensor_active_pct},
+      {"DRAM bandwidth %", &DeviceSample::dram_bw_pct},
+      {"power W", &DeviceSample::power_w},
+      {"SM clock MHz", &DeviceSample::sm_clock_mhz},
+      {"PCIe TX B/s", &DeviceSample::pcie_tx_bytes_per_s},
+      {"PCIe RX B/s", &DeviceSample::pcie_rx_bytes_per_s},
+      {"NVLink RX B/s", &DeviceSample::nvlink_rx_bytes_per_s},
+      {"NVLink TX B/s", &DeviceSample::nvlink_tx_bytes_per_s},
+  };
+  for (const auto& s : t.device_samples) {
+    for (const auto& m : kMetrics) {
+      if ((s.*m.field).has_value()) json.counter(m.name, gpu_pid(s.device), s.time_ns, *(s.*m.field));
+    }
+    if (s.memory_used_bytes)
+      json.counter("memory used GiB", gpu_pid(s.device), s.time_ns,
+                   static_cast<double>(*s.memory_used_bytes) / (1u << 30));
+  }
+}
+
+}  // namespace
+
+void write_perfetto_json(const std::vector<Trace>& traces, std::ostream& out) {
+  JsonEvents json(out);
+  for (size_t i = 0; i < traces.size(); ++i) write_trace(traces[i], i, json);
+  json.flush();
+}
+
+Status write_perfetto_file(const std::vector<Trace>& traces, const std::string& path) {
+  if (path == "-") {
+    write_perfetto_json(traces, std::cout);
+    return ok_status();
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) {
+    return Status::error(path + ": cannot create output file (" + std::strerror(errno) +
+                         "); check the directory exists and is writable");
+  }
+  write_perfetto_json(traces, out);
+  out.flush();
+  if (!out) return Status::error(path + ": write failed; check free disk space");
+  return ok_status();
+}
+
+}  // namespace gpuscope
