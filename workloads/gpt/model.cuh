@@ -19,6 +19,7 @@
 #include "gpt/layers/encoder.cuh"
 #include "gpt/layers/layernorm.cuh"
 #include "gpt/layers/matmul.cuh"
+#include "gpt/profile.cuh"
 
 namespace gpuscope::gpt {
 
@@ -117,6 +118,8 @@ class GptModel {
   float* params() { return params_; }
   float* grads() { return grads_; }
   size_t bytes() const { return buf_.bytes(); }
+  // Attach (or detach with nullptr) a section timer for a per-kernel-group time breakdown.
+  void set_timer(SectionTimer* t) { timer_ = t; }
 
   // Forward pass including the loss (and, in fused mode, dlogits); writes the mean loss to
   // *loss_out (device pointer).
@@ -126,24 +129,38 @@ class GptModel {
     const size_t BTC = size_t(BT) * C;
     const bool fused = o_.fused_kernels;
     const AttentionShape sh{B_, T_, c_.num_heads, c_.head_size()};
-    EncoderForward(encoded_, inputs_, PX(kWte), PX(kWpe), B_, T_, C, s);
+    {
+      Section sec(timer_, "encoder", s);
+      EncoderForward(encoded_, inputs_, PX(kWte), PX(kWpe), B_, T_, C, s);
+    }
     for (int l = 0; l < L; ++l) {
       const T* residual = l == 0 ? encoded_ : res3_[l - 1];
-      if (!fused || l == 0)
+      if (!fused || l == 0) {
+        Section sec(timer_, "layernorm_residual", s);
         LayerNormForward(ln1_[l], ln1_mean_[l], ln1_rstd_[l], residual, PX(kLn1W, l), PX(kLn1B, l), BT, C, s);
+      }
       Linear(qkv_[l], ln1_[l], PX(kQkvW, l), PX(kQkvB, l), BT, C, 3 * C, s);
-      AttentionForward(mm_, atty_[l], q_[l], k_[l], v_act_[l], att_[l], y_, qkv_[l], sh, fused, s);
+      {
+        Section sec(timer_, "attention_fwd", s);
+        AttentionForward(mm_, atty_[l], q_[l], k_[l], v_act_[l], att_[l], y_, qkv_[l], sh, fused, s);
+      }
       Linear(proj_, atty_[l], PX(kAttProjW, l), PX(kAttProjB, l), BT, C, C, s);
       if (fused) {
+        Section sec(timer_, "layernorm_residual", s);
         ResidualLayerNormForward(res2_[l], ln2_[l], ln2_mean_[l], ln2_rstd_[l], residual, proj_, PX(kLn2W, l),
                                  PX(kLn2B, l), BT, C, s);
       } else {
+        Section sec(timer_, "layernorm_residual", s);
         ResidualAdd(res2_[l], residual, proj_, BTC, s);
         LayerNormForward(ln2_[l], ln2_mean_[l], ln2_rstd_[l], res2_[l], PX(kLn2W, l), PX(kLn2B, l), BT, C, s);
       }
       Linear(fch_[l], ln2_[l], PX(kFcW, l), PX(kFcB, l), BT, C, 4 * C, s);
-      GeluForward(fch_gelu_[l], fch_[l], 4 * BTC, s);
+      {
+        Section sec(timer_, "gelu", s);
+        GeluForward(fch_gelu_[l], fch_[l], 4 * BTC, s);
+      }
       Linear(proj_, fch_gelu_[l], PX(kFcProjW, l), PX(kFcProjB, l), BT, 4 * C, C, s);
+      Section sec(timer_, "layernorm_residual", s);
       if (fused) {
         // The next layer's ln1 (or the final layernorm) fused with this residual add.
         const bool last = l + 1 == L;
@@ -154,8 +171,15 @@ class GptModel {
         ResidualAdd(res3_[l], res2_[l], proj_, BTC, s);
       }
     }
-    if (!fused) LayerNormForward(lnf_, lnf_mean_, lnf_rstd_, res3_[L - 1], PX(kLnfW), PX(kLnfB), BT, C, s);
-    LinearForwardGemm<T>(mm_, logits_, lnf_, PX(kWte), nullptr, BT, C, Vp, s);
+    if (!fused) {
+      Section sec(timer_, "layernorm_residual", s);
+      LayerNormForward(lnf_, lnf_mean_, lnf_rstd_, res3_[L - 1], PX(kLnfW), PX(kLnfB), BT, C, s);
+    }
+    {
+      Section sec(timer_, "matmul_fwd", s);
+      LinearForwardGemm<T>(mm_, logits_, lnf_, PX(kWte), nullptr, BT, C, Vp, s);
+    }
+    Section sec(timer_, "classifier", s);
     if (fused) {
       FusedClassifier(logits_, losses_, targets_, BT, V, Vp, s);
     } else {
@@ -173,26 +197,45 @@ class GptModel {
     const size_t BTC = size_t(BT) * C;
     const bool fused = o_.fused_kernels;
     const AttentionShape sh{B_, T_, c_.num_heads, c_.head_size()};
-    CUDA_CHECK(cudaMemsetAsync(grads_, 0, layout_.total * sizeof(float), s));
-    CUDA_CHECK(cudaMemsetAsync(dres_, 0, BTC * sizeof(T), s));
-    if (!fused) CrossEntropyBackward(logits_, probs_, targets_, BT, V, Vp, s);  // logits_ now holds dlogits
-    LinearBackwardGemms<T>(mm_, dln_, G(kWte), logits_, lnf_, PX(kWte), BT, C, Vp, s);
+    {
+      Section sec(timer_, "zero_grad", s);
+      CUDA_CHECK(cudaMemsetAsync(grads_, 0, layout_.total * sizeof(float), s));
+      CUDA_CHECK(cudaMemsetAsync(dres_, 0, BTC * sizeof(T), s));
+    }
+    if (!fused) {
+      Section sec(timer_, "classifier", s);
+      CrossEntropyBackward(logits_, probs_, targets_, BT, V, Vp, s);  // logits_ now holds dlogits
+    }
+    {
+      Section sec(timer_, "matmul_bwd", s);
+      LinearBackwardGemms<T>(mm_, dln_, G(kWte), logits_, lnf_, PX(kWte), BT, C, Vp, s);
+    }
     LnBackward(dln_, res3_[L - 1], PX(kLnfW), G(kLnfW), G(kLnfB), lnf_mean_, lnf_rstd_, s);
     for (int l = L - 1; l >= 0; --l) {
       const T* residual = l == 0 ? encoded_ : res3_[l - 1];
       // dres = dL/dres3[l]
       LinearBackward(dfch_gelu_, G(kFcProjW, l), G(kFcProjB, l), dres_, fch_gelu_[l], PX(kFcProjW, l), BT, 4 * C, C, s);
-      GeluBackward(dfch_, fch_[l], dfch_gelu_, 4 * BTC, s);
+      {
+        Section sec(timer_, "gelu", s);
+        GeluBackward(dfch_, fch_[l], dfch_gelu_, 4 * BTC, s);
+      }
       LinearBackward(dln_, G(kFcW, l), G(kFcB, l), dfch_, ln2_[l], PX(kFcW, l), BT, C, 4 * C, s);
       LnBackward(dln_, res2_[l], PX(kLn2W, l), G(kLn2W, l), G(kLn2B, l), ln2_mean_[l], ln2_rstd_[l], s);
       // dres = dL/dres2[l]
       LinearBackward(datty_, G(kAttProjW, l), G(kAttProjB, l), dres_, atty_[l], PX(kAttProjW, l), BT, C, C, s);
-      AttentionBackward(mm_, dqkv_, dy_, dq_, dk_, dv_, datt_, datty_, q_[l], k_[l], v_act_[l], att_[l], sh, fused, s);
+      {
+        Section sec(timer_, "attention_bwd", s);
+        AttentionBackward(mm_, dqkv_, dy_, dq_, dk_, dv_, datt_, datty_, q_[l], k_[l], v_act_[l], att_[l], sh, fused,
+                          s);
+      }
       LinearBackward(dln_, G(kQkvW, l), G(kQkvB, l), dqkv_, ln1_[l], PX(kQkvW, l), BT, C, 3 * C, s);
       LnBackward(dln_, residual, PX(kLn1W, l), G(kLn1W, l), G(kLn1B, l), ln1_mean_[l], ln1_rstd_[l], s);
       // dres = dL/dresidual (input of layer l)
     }
-    EncoderBackward(G(kWte), G(kWpe), dres_, inputs_, B_, T_, C, s);
+    {
+      Section sec(timer_, "encoder", s);
+      EncoderBackward(G(kWte), G(kWpe), dres_, inputs_, B_, T_, C, s);
+    }
     CUDA_CHECK_LAUNCH();
   }
 
@@ -202,6 +245,7 @@ class GptModel {
                  1.f - std::pow(o_.beta1, float(t)), 1.f - std::pow(o_.beta2, float(t))};
     T* copy = nullptr;
     if constexpr (kBf16) copy = params_x_;
+    Section sec(timer_, "optimizer", s);
     if (o_.fused_optimizer) {
       AdamWFusedKernel<T><<<sms_ * 8, 256, 0, s>>>(params_, copy, grads_, m_, v_, layout_.total, h);
     } else {
@@ -233,16 +277,21 @@ class GptModel {
 
   // Linear layer forward: fused = bias in the GEMM epilogue; unfused = GEMM then a bias kernel.
   void Linear(T* out, const T* inp, const T* w, const T* bias, int rows, int C, int OC, cudaStream_t s) {
+    Section sec(timer_, "matmul_fwd", s);
     if (o_.fused_kernels) {
       LinearForwardGemm<T>(mm_, out, inp, w, bias, rows, C, OC, s);
     } else {
       LinearForwardGemm<T>(mm_, out, inp, w, nullptr, rows, C, OC, s);
-      BiasAdd(out, bias, rows, OC, s);
+      BiasAdd(out, bias, rows, OC, s);  // counted with the GEMM: the cost of not fusing it
     }
   }
   void LinearBackward(T* dinp, float* dw, float* db, const T* dout, const T* inp, const T* w, int rows, int C, int OC,
                       cudaStream_t s) {
-    LinearBackwardGemms<T>(mm_, dinp, dw, dout, inp, w, rows, C, OC, s);
+    {
+      Section sec(timer_, "matmul_bwd", s);
+      LinearBackwardGemms<T>(mm_, dinp, dw, dout, inp, w, rows, C, OC, s);
+    }
+    Section sec(timer_, "bias_grad", s);
     BiasBackward(db, dout, rows, OC, s);
   }
   // dres += LN backward of dout. Fused: accumulated inside the kernel; unfused: written to a
@@ -250,6 +299,7 @@ class GptModel {
   void LnBackward(const T* dout, const T* inp, const T* w, float* dw, float* db, const float* mean,
                   const float* rstd, cudaStream_t s) {
     const int BT = B_ * T_, C = c_.channels;
+    Section sec(timer_, "layernorm_residual", s);
     if (o_.fused_kernels) {
       LayerNormBackward(dres_, dw, db, dout, inp, w, mean, rstd, BT, C, true, sms_, s);
     } else {
@@ -263,6 +313,7 @@ class GptModel {
   int B_, T_;
   ModelOptions o_;
   int sms_;
+  SectionTimer* timer_ = nullptr;
   DeviceBuffers buf_;
   Matmul mm_;
   float *params_, *grads_, *m_, *v_;

@@ -3,7 +3,7 @@
 //   train_gpt [--precision fp32|bf16] [--kernels unfused|fused] [--optimizer per-tensor|fused]
 //             [--input sync|async] [--batch 16] [--seq 1024] [--layers 12] [--heads 12]
 //             [--channels 768] [--vocab 50257] [--steps 20] [--warmup 3] [--prep-ms 20]
-//             [--lr 3e-4] [--weight-decay 0] [--peak-tflops 989.4] [--seed 1]
+//             [--lr 3e-4] [--weight-decay 0] [--peak-tflops 989.4] [--seed 1] [--breakdown N]
 //   train_gpt --check [--precision ...] [--kernels ...] [--optimizer ...]
 //
 // Training prints one line per step on stderr and one JSON line on stdout at the end with
@@ -17,6 +17,9 @@
 // --input async: a producer thread prepares batches into pinned buffers; copies go on a second
 // stream, double-buffered on the device, ordered with events; losses are read once at the end.
 //
+// --breakdown N: after the timed steps, N more steps with CUDA events around kernel groups;
+// prints GPU ms per step per group (matmul, attention, layernorm, ...) and GEMM TFLOP/s.
+//
 // --check: a tiny configuration; gradients of one forward/backward against the double-precision
 // CPU reference (gpt_ref.h), then one optimizer step against AdamW computed on the CPU from the
 // GPU's own gradients. Exit 0 when relative errors (‖gpu − ref‖ / ‖ref‖ per tensor) are within
@@ -26,6 +29,8 @@
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -49,7 +54,7 @@ struct Options {
   std::string precision, kernels, optimizer, input;
   GptConfig config;
   int batch = 16, seq = 1024;
-  long steps = 20, warmup = 3;
+  long steps = 20, warmup = 3, breakdown = 0;
   double prep_ms = 20, peak_tflops = 989.4;
   uint64_t seed = 1;
   ModelOptions model;
@@ -256,6 +261,8 @@ int Train(const Options& o) {
     for (long s = 0; s < total_steps; ++s) std::fprintf(stderr, "step %ld loss %.4f\n", s, losses[s]);
   pipe.reset();
 
+  if (o.breakdown > 0) PrintBreakdown(model, o, compute, elapsed / o.steps);
+
   const double tokens_per_s = double(o.steps) * B * Tn / elapsed;
   const double mfu = tokens_per_s * flops_per_token / (o.peak_tflops * 1e12);
   std::fprintf(stderr, "%.1f ms/step, %.0f tokens/s, MFU %.1f%% (6N+12LHQT FLOPs/token over %.1f TFLOP/s peak)\n",
@@ -273,6 +280,61 @@ int Train(const Options& o) {
   cudaStreamDestroy(compute);
   cudaStreamDestroy(copy);
   return std::isfinite(losses.back()) ? 0 : 1;
+}
+
+// Runs o.breakdown more steps (same batch, no input pipeline) with a section timer attached and
+// prints GPU milliseconds per step per kernel group, with achieved TFLOP/s for the GEMM groups.
+template <class T>
+void PrintBreakdown(GptModel<T>& model, const Options& o, cudaStream_t s, double step_s) {
+  const GptConfig& c = o.config;
+  SectionTimer timer;
+  float* loss;
+  CUDA_CHECK(cudaMalloc(&loss, sizeof(float)));
+  model.set_timer(&timer);
+  const double t0 = NowS();
+  for (long i = 0; i < o.breakdown; ++i) {
+    model.Forward(loss, s);
+    model.Backward(s);
+    model.Update(int(o.warmup + o.steps + i + 1), s);
+  }
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  const double wall_ms = 1e3 * (NowS() - t0) / o.breakdown;
+  model.set_timer(nullptr);
+  cudaFree(loss);
+  const double tokens = double(o.batch) * o.seq;
+  // GEMM FLOPs per step from shapes: linear layers (incl. the LM head) 2·params·tokens forward,
+  // twice that backward; attention 2 GEMMs forward, 4 backward, each 2·B·NH·T²·HS (full T²,
+  // the causal half included, as computed).
+  const double linear_params = double(c.num_layers) * 12.0 * c.channels * c.channels +
+                               double(c.padded_vocab_size) * c.channels;
+  const double att_gemm = 2.0 * o.batch * c.num_heads * double(o.seq) * o.seq * c.head_size() * c.num_layers;
+  const std::map<std::string, double> flops = {{"matmul_fwd", 2 * linear_params * tokens},
+                                               {"matmul_bwd", 4 * linear_params * tokens},
+                                               {"attention_fwd", 2 * att_gemm},
+                                               {"attention_bwd", 4 * att_gemm}};
+  double total = 0;
+  const auto ms = timer.Collect();
+  std::fprintf(stderr, "breakdown (%ld steps, GPU ms per step; timed step %.1f ms, breakdown wall %.1f ms):\n",
+               o.breakdown, 1e3 * step_s, wall_ms);
+  JsonLine j;
+  j.Add("workload", "train_gpt_breakdown").Add("precision", o.precision).Add("kernels", o.kernels)
+      .Add("optimizer", o.optimizer).Add("step_ms", 1e3 * step_s).Add("breakdown_wall_ms", wall_ms);
+  for (const auto& [name, v] : ms) {
+    const double per = v / o.breakdown;
+    total += per;
+    auto f = flops.find(name);
+    if (f != flops.end()) {
+      const double tf = f->second / (per * 1e-3) / 1e12;
+      std::fprintf(stderr, "  %-20s %8.2f ms  %7.1f TFLOP/s\n", name.c_str(), per, tf);
+      j.Add(name + "_tflops", tf);
+    } else {
+      std::fprintf(stderr, "  %-20s %8.2f ms\n", name.c_str(), per);
+    }
+    j.Add(name + "_ms", per);
+  }
+  std::fprintf(stderr, "  %-20s %8.2f ms\n", "sum", total);
+  j.Add("sum_ms", total);
+  j.Print();
 }
 
 double RelErr(const float* gpu, const double* ref, size_t n) {
@@ -397,6 +459,7 @@ int main(int argc, char** argv) {
   o.config.max_seq_len = std::max(1024, o.seq);
   o.steps = args.Int("steps", 20);
   o.warmup = args.Int("warmup", 3);
+  o.breakdown = args.Int("breakdown", 0);
   o.prep_ms = args.Real("prep-ms", 20);
   o.peak_tflops = args.Real("peak-tflops", 989.4);
   o.seed = uint64_t(args.Int("seed", 1));

@@ -421,15 +421,15 @@ struct Case {
 };
 
 const Case kCases[] = {
-    {"input_bound", InputBound, 100, "host prepares each batch between steps"},
-    {"sync_bound", SyncBound, 50, "cudaDeviceSynchronize after every kernel"},
+    {"input_bound", InputBound, 200, "host prepares each batch between steps"},
+    {"sync_bound", SyncBound, 200, "cudaDeviceSynchronize after every kernel"},
     {"pageable_copy", PageableCopy, 20, "synchronous copies from pageable host memory"},
     {"launch_bound", LaunchBound, 50, "thousands of tiny kernels per step"},
     {"alloc_churn", AllocChurn, 50, "cudaMalloc/cudaFree every step"},
-    {"underfilled_grid", UnderfilledGrid, 20, "fewer blocks than SMs"},
-    {"fp32_gemm", Fp32Gemm, 50, "fp32 GEMM where bf16 tensor cores would serve"},
-    {"unfused_chain", UnfusedChain, 50, "elementwise chain as separate kernels"},
-    {"low_occupancy", LowOccupancy, 50, "shared-memory starved blocks"},
+    {"underfilled_grid", UnderfilledGrid, 200, "fewer blocks than SMs"},
+    {"fp32_gemm", Fp32Gemm, 200, "fp32 GEMM where bf16 tensor cores would serve"},
+    {"unfused_chain", UnfusedChain, 200, "elementwise chain as separate kernels"},
+    {"low_occupancy", LowOccupancy, 200, "shared-memory starved blocks"},
 };
 
 void PrintUsage() {
