@@ -1,0 +1,140 @@
+// gpuscope analyze TRACE... : read PyTorch profiler traces (or gpuscope captures) and report
+// how much real work the GPU did, where the rest of the time went, and what to change.
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+
+#include <fmt/core.h>
+
+#include "cli/analyze_command.h"
+#include "cli/command.h"
+#include "cli/report_text.h"
+#include "core/analysis.h"
+#include "formats/report_json.h"
+#include "formats/trace_input.h"
+
+namespace gpuscope::cli {
+
+void add_analysis_options(CLI::App& app, AnalyzeCliOptions& o) {
+  app.add_flag("--json", o.json, "Print the report as JSON (schema gpuscope.report/1) instead of text");
+  app.add_option("--model", o.model_spec,
+                 "Model for MFU, e.g. gpt:params=124M,layers=12,heads=12,dmodel=768,seq=1024,batch=16\n"
+                 "(training FLOPs per token = 6N + 12*L*H*Q*T, PaLM appendix B)");
+  app.add_option("--flops-per-step", o.flops_per_step, "Model FLOPs per training step, for MFU (instead of --model)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--peak-tflops", o.peak_tflops,
+                 "Dense peak TFLOP/s to divide by (default: from the device name; bf16 dense, e.g. 989.4 "
+                 "for H100/H200 SXM)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--step-range", o.step_range,
+                 "Name of the annotation/NVTX range that marks one step (default: ProfilerStep#N, then "
+                 "'step'/'train_step', then optimizer steps)");
+}
+
+int report_traces(std::vector<Trace>& traces, const AnalyzeCliOptions& o) {
+  AnalysisOptions options;
+  if (!o.model_spec.empty()) {
+    auto spec = parse_model_spec(o.model_spec);
+    if (!spec.ok()) {
+      fmt::print(stderr, "gpuscope: {}\n", spec.status().message());
+      return 2;
+    }
+    options.model = spec.value();
+  }
+  options.flops_per_step = o.flops_per_step;
+  options.peak_tflops = o.peak_tflops;
+  options.step_range = o.step_range;
+  const Report report = analyze_traces(traces, options);
+  for (const auto& w : report.warnings) fmt::print(stderr, "gpuscope: warning: {}\n", w);
+  if (report.devices.empty()) {
+    for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: {}\n", r);
+    return 2;
+  }
+  for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: skipped {}\n", r);
+  const std::string text = o.json ? report_to_json(report) : render_report(report, style_for(stdout));
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  return 0;
+}
+
+namespace {
+
+struct AnalyzeArgs {
+  std::vector<std::string> paths;
+  AnalyzeCliOptions options;
+};
+
+// A progress line on stderr while large files are read, only when stderr is a terminal.
+class Progress {
+ public:
+  explicit Progress(std::string name) : name_(std::move(name)), on_(isatty(fileno(stderr))) {}
+  ~Progress() {
+    if (shown_) fmt::print(stderr, "\r\033[K");
+  }
+  void update(uint64_t done, uint64_t total) {
+    if (!on_ || total < (64u << 20)) return;  // Small files read in well under a second.
+    const int pct = static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total));
+    if (pct == last_pct_) return;
+    last_pct_ = pct;
+    shown_ = true;
+    fmt::print(stderr, "\rreading {}: {}% of {:.0f} MB", name_, pct, static_cast<double>(total) / 1e6);
+  }
+
+ private:
+  std::string name_;
+  bool on_;
+  bool shown_ = false;
+  int last_pct_ = -1;
+};
+
+int run_analyze(const AnalyzeArgs& args) {
+  auto paths = expand_trace_paths(args.paths);
+  if (!paths.ok()) {
+    fmt::print(stderr, "gpuscope: {}\n", paths.status().message());
+    return 2;
+  }
+  std::vector<Trace> traces;
+  bool failed = false;
+  for (const auto& path : paths.value()) {
+    Progress progress(path);
+    auto trace = read_trace_file(path, [&](uint64_t done, uint64_t total) { progress.update(done, total); });
+    if (!trace.ok()) {
+      fmt::print(stderr, "gpuscope: {}: {}\n", path, trace.status().message());
+      failed = true;
+      continue;
+    }
+    traces.push_back(std::move(trace).value());
+  }
+  if (failed) return 2;
+  return report_traces(traces, args.options);
+}
+
+CommandRegistration kAnalyze{CommandSpec{
+    "analyze",
+    "Analyse PyTorch profiler traces or gpuscope captures: utilization vs SM activity vs MFU, idle causes, "
+    "kernels, precision, findings",
+    10,
+    [](CLI::App& app) -> std::function<int()> {
+      auto args = std::make_shared<AnalyzeArgs>();
+      app.add_option("TRACE", args->paths,
+                     "Trace files (.json, .json.gz from torch.profiler; .gpuscope captures) or directories of "
+                     "per-rank traces")
+          ->required();
+      add_analysis_options(app, args->options);
+      app.footer(
+          "\nExamples:\n"
+          "  gpuscope analyze trace.json.gz\n"
+          "  gpuscope analyze --model gpt:params=124M,layers=12,heads=12,dmodel=768,seq=1024,batch=16 trace.json.gz\n"
+          "  gpuscope analyze --json traces/ > report.json      # one analysis per rank + summary\n\n"
+          "Record a trace with record_shapes=True so matmul FLOPs (HFU) and precision can be counted:\n"
+          "  with torch.profiler.profile(activities=[CPU, CUDA], record_shapes=True,\n"
+          "                              schedule=torch.profiler.schedule(wait=1, warmup=1, active=3)) as p:\n"
+          "      for batch in loader: train_step(batch); p.step()\n"
+          "  p.export_chrome_trace(\"trace.json.gz\")\n\n"
+          "Exit codes: 0 report printed; 2 bad input (one line on stderr says what and where).");
+      return [args] { return run_analyze(*args); };
+    }}};
+
+}  // namespace
+}  // namespace gpuscope::cli

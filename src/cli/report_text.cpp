@@ -1,0 +1,190 @@
+#include "cli/report_text.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include <fmt/core.h>
+
+namespace gpuscope::cli {
+namespace {
+
+struct Painter {
+  bool on;
+  std::string wrap(std::string_view code, std::string_view text) const {
+    if (!on) return std::string(text);
+    return fmt::format("\033[{}m{}\033[0m", code, text);
+  }
+  std::string bold(std::string_view t) const { return wrap("1", t); }
+  std::string dim(std::string_view t) const { return wrap("2", t); }
+  std::string red(std::string_view t) const { return wrap("31", t); }
+  std::string yellow(std::string_view t) const { return wrap("33", t); }
+  std::string green(std::string_view t) const { return wrap("32", t); }
+  std::string cyan(std::string_view t) const { return wrap("36", t); }
+};
+
+std::string bar(double pct, int width) {
+  const double clamped = std::clamp(pct, 0.0, 100.0);
+  const int full = static_cast<int>(std::lround(clamped / 100.0 * width));
+  std::string s;
+  for (int i = 0; i < width; ++i) s += i < full ? "█" : "░";
+  return s;
+}
+
+std::string ms(int64_t ns) { return fmt::format("{:.2f} ms", static_cast<double>(ns) / 1e6); }
+
+std::string clip(std::string_view s, size_t n) {
+  if (s.size() <= n) return std::string(s);
+  return std::string(s.substr(0, n - 3)) + "...";
+}
+
+// Word-wraps `text` to `width` columns, each line prefixed by `indent`.
+std::string wrap_text(std::string_view text, size_t width, std::string_view indent) {
+  std::string out, line;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t next = text.find(' ', pos);
+    if (next == std::string_view::npos) next = text.size();
+    std::string_view word = text.substr(pos, next - pos);
+    if (!line.empty() && indent.size() + line.size() + 1 + word.size() > width) {
+      out += std::string(indent) + line + "\n";
+      line.clear();
+    }
+    if (!line.empty()) line += ' ';
+    line += word;
+    pos = next + 1;
+  }
+  if (!line.empty()) out += std::string(indent) + line + "\n";
+  return out;
+}
+
+std::string headline_row(const Painter& p, std::string_view label, std::optional<double> value,
+                         std::string_view note) {
+  if (!value) return fmt::format("  {:<22} {:>6}  {:<40}  {}\n", label, "n/a", "", p.dim(note));
+  return fmt::format("  {:<22} {:>5.1f}%  {}  {}\n", label, *value, bar(*value, 40), p.dim(note));
+}
+
+void render_device(std::string& out, const DeviceReport& d, const Painter& p, int width) {
+  const double steps = std::max<int64_t>(1, d.step_count);
+  std::string title = fmt::format("{} · {}", d.name, d.num_sms ? fmt::format("{} SMs", *d.num_sms) : "SM count unknown");
+  if (d.rank) title += fmt::format(" · rank {}", *d.rank);
+  out += p.bold(fmt::format("gpuscope · {}", title)) + "\n";
+  out += p.dim(fmt::format("  {} · window {} · {} step{} ({}){}", d.source, ms(d.window_ns), d.step_count,
+                           d.step_count == 1 ? "" : "s", d.step_source,
+                           d.step_mean_ms ? fmt::format(" · {:.2f} ms/step", *d.step_mean_ms) : "")) +
+         "\n\n";
+
+  out += headline_row(p, "Utilization (busy)", d.busy_pct, "any kernel running: what nvidia-smi shows");
+  out += headline_row(p, "SM active (estimate)", d.sm_active_est_pct, "from grid sizes vs SMs");
+  if (d.hw_sm_active_pct) out += headline_row(p, "SM active (hardware)", d.hw_sm_active_pct, "GPM, sampled");
+  if (d.hw_tensor_active_pct) out += headline_row(p, "Tensor active (hw)", d.hw_tensor_active_pct, "GPM, sampled");
+  out += headline_row(p, "MFU", d.mfu_pct,
+                      d.mfu_pct ? "model FLOPs / dense peak" : "needs --model or --flops-per-step");
+  out += headline_row(p, "HFU (matmul)", d.hfu_pct,
+                      d.hfu_pct ? "matmul FLOPs from op shapes / dense peak" : "needs recorded shapes and a known peak");
+  if (d.peak_tflops) out += p.dim(fmt::format("  peak {:.1f} TFLOP/s: {}", *d.peak_tflops, d.peak_basis)) + "\n";
+  if (!d.model_flops_formula.empty()) out += p.dim(wrap_text("model FLOPs: " + d.model_flops_formula, width, "  "));
+  if (d.matmul_flops_per_step) {
+    out += p.dim(fmt::format("  matmul FLOPs per step (from op shapes): {:.4g}", *d.matmul_flops_per_step)) + "\n";
+  }
+  if (d.copy_pct > 0.05) out += p.dim(fmt::format("  copy/set engines busy {:.1f}% of the window", d.copy_pct)) + "\n";
+
+  out += "\n" + p.bold(fmt::format("Idle {:.1f}% of the window", d.idle_pct)) + p.dim("  (cause · share · per step · what the host was doing)") + "\n";
+  std::vector<const IdleCause*> causes;
+  for (const auto& c : d.idle_causes) if (c.ns > 0) causes.push_back(&c);
+  std::sort(causes.begin(), causes.end(), [](auto* a, auto* b) { return a->ns > b->ns; });
+  for (const IdleCause* c : causes) {
+    std::string host;
+    for (const auto& h : c->top_host) {
+      if (!host.empty()) host += ", ";
+      host += clip(h.name, 40);
+    }
+    out += fmt::format("  {:<11} {:>5.1f}%  {:>10}  {}\n", c->cause, c->pct,
+                       ms(static_cast<int64_t>(static_cast<double>(c->ns) / steps)), p.dim(clip(host, width - 34)));
+  }
+  if (causes.empty()) out += "  none\n";
+
+  out += "\n" + p.bold(fmt::format("Kernels {} · GPU time by category", d.kernel_count)) + "\n";
+  for (const auto& c : d.categories) {
+    if (c.ns == 0) continue;
+    out += fmt::format("  {:<15} {:>5.1f}%  {}  {:>10}/step  {:>7} launches\n", c.category, c.pct, bar(c.pct, 25),
+                       ms(static_cast<int64_t>(static_cast<double>(c.ns) / steps)), c.count);
+  }
+  out += p.dim(fmt::format("  {:.0f}% of kernels under 10 us ({:.1f}% of kernel time)", d.launch.under_10us_count_pct,
+                           d.launch.under_10us_time_pct));
+  if (d.launch.shorter_than_launch_pct) {
+    out += p.dim(fmt::format("; {:.0f}% shorter than their launch call; launch-to-start median {:.0f} us, p90 {:.0f} us",
+                             *d.launch.shorter_than_launch_pct, d.launch.launch_delay_median_us.value_or(0),
+                             d.launch.launch_delay_p90_us.value_or(0)));
+  }
+  out += "\n";
+  out += p.bold("Top kernels") + "\n";
+  for (size_t i = 0; i < d.top_kernels.size() && i < 5; ++i) {
+    const auto& k = d.top_kernels[i];
+    out += fmt::format("  {:>5.1f}%  {:>6}x  {:<14} {}\n", k.pct, k.count, k.category, clip(k.name, width - 34));
+  }
+
+  if (!d.precision.empty()) {
+    out += "\n" + p.bold("Precision of GEMM and attention time") + "\n";
+    for (const auto& pr : d.precision) {
+      out += fmt::format("  {:<8} {:>5.1f}%  {}\n", pr.dtype, pr.pct, bar(pr.pct, 25));
+    }
+  }
+
+  if (!d.fusion.empty()) {
+    out += "\n" + p.bold("Fusion candidates") + p.dim("  (recurring chains of memory-bound kernels)") + "\n";
+    for (size_t i = 0; i < d.fusion.size() && i < 3; ++i) {
+      const auto& f = d.fusion[i];
+      std::string chain;
+      for (size_t k = 0; k < f.kernels.size() && k < 3; ++k) chain += (k ? " → " : "") + clip(f.kernels[k], 28);
+      if (f.kernels.size() > 3) chain += fmt::format(" → … ({})", f.kernels.size());
+      out += fmt::format("  {:>4}x  {:>5.1f}%  saves ~{} (est.)  {}\n", f.occurrences, f.pct,
+                         ms(static_cast<int64_t>(static_cast<double>(f.est_saving_ns) / steps)) + "/step", chain);
+    }
+  }
+
+  out += "\n" + p.bold("Findings") + p.dim("  (estimated speedup of the whole step if fixed)") + "\n";
+  if (d.findings.empty()) out += "  none above the reporting thresholds\n";
+  int n = 0;
+  for (const auto& f : d.findings) {
+    const std::string sev = f.severity == "high" ? p.red("high") : f.severity == "medium" ? p.yellow("medium") : p.green("low");
+    out += fmt::format("  {}. [{}] {}  {}  {}\n", ++n, sev, p.bold(f.id),
+                       f.est_speedup ? p.cyan(fmt::format("×{:.2f} est.", *f.est_speedup)) : "", f.title);
+    out += p.dim(wrap_text(f.evidence, width, "     "));
+    out += wrap_text("→ " + f.recommendation, width, "     ");
+  }
+}
+
+}  // namespace
+
+TextStyle style_for(FILE* stream) {
+  TextStyle s;
+  const char* no_color = std::getenv("NO_COLOR");
+  s.color = isatty(fileno(stream)) && !(no_color && *no_color) && std::getenv("TERM") != nullptr &&
+            std::string_view(std::getenv("TERM")) != "dumb";
+  return s;
+}
+
+std::string render_report(const Report& report, const TextStyle& style) {
+  Painter p{style.color};
+  std::string out;
+  for (size_t i = 0; i < report.devices.size(); ++i) {
+    if (i) out += "\n" + std::string(static_cast<size_t>(style.width), '-') + "\n\n";
+    render_device(out, report.devices[i], p, style.width);
+  }
+  if (report.ranks) {
+    const auto& r = *report.ranks;
+    out += "\n" + p.bold(fmt::format("Across {} ranks/devices", r.ranks)) + "\n";
+    out += fmt::format("  busy {:.1f}% .. {:.1f}%", r.busy_min_pct, r.busy_max_pct);
+    if (r.step_min_ms && r.step_max_ms) {
+      out += fmt::format(" · step {:.2f} .. {:.2f} ms (slowest: {}; spread {:.0f}%)", *r.step_min_ms, *r.step_max_ms,
+                         r.slowest, 100.0 * (*r.step_max_ms / *r.step_min_ms - 1.0));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace gpuscope::cli

@@ -1,0 +1,33 @@
+// The analyses: from a Trace to a Report. Pure computation; no I/O.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/flops.h"
+#include "core/report.h"
+#include "core/trace.h"
+
+namespace gpuscope {
+
+struct AnalysisOptions {
+  std::optional<ModelSpec> model;        // Model FLOPs per step from a model description...
+  std::optional<double> flops_per_step;  // ...or given directly (wins over model).
+  std::optional<double> peak_tflops;     // Overrides the catalogue.
+  std::string step_range;                // Annotation name that marks a step.
+};
+
+// One report per device of `trace` that ran GPU work (kernels, copies or sets). The trace's
+// event vectors must be sorted (Trace::sort_events). Empty when no device ran anything.
+std::vector<DeviceReport> analyze_trace(const Trace& trace, const AnalysisOptions& options);
+
+// Analyses several traces (e.g. one per rank) and adds a cross-rank summary when more than
+// one device report results. Traces with no GPU work are listed in Report::rejected.
+Report analyze_traces(const std::vector<Trace>& traces, const AnalysisOptions& options);
+
+// Idle causes, in the order DESIGN.md's attribution rules apply them.
+inline constexpr const char* kIdleCauses[] = {"memcpy", "alloc",  "input", "collective",
+                                              "launch", "sync",   "other"};
+
+}  // namespace gpuscope

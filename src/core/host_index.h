@@ -1,0 +1,71 @@
+// What each host thread was doing at every moment, flattened from its nested ops, annotations
+// and CUDA API calls into non-overlapping segments with flags; plus the links from GPU work
+// back to the API call and op that launched it. Built once per trace, used by the idle
+// attribution, precision and FLOP attribution.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "core/trace.h"
+
+namespace gpuscope {
+
+enum HostFlag : uint16_t {
+  kHostMemcpy = 1 << 0,      // Inside a copy/set API call.
+  kHostAlloc = 1 << 1,       // Inside an allocation or free.
+  kHostInput = 1 << 2,       // Inside data loading (DataLoader and similar annotations).
+  kHostCollective = 1 << 3,  // Inside a collective (NCCL, c10d).
+  kHostLaunch = 1 << 4,      // Inside an op or API call that issues GPU work, or dispatching.
+  kHostBlocking = 1 << 5,    // Blocked waiting for the GPU (synchronize, .item(), blocking copy).
+  kHostOptimizer = 1 << 6,   // Inside an optimizer step.
+};
+
+struct HostSegment {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint16_t flags = 0;
+  StringId name = 0;  // Innermost event; 0 when no op or API call covers the moment.
+};
+
+struct ThreadTimeline {
+  int32_t pid = 0;
+  int32_t tid = 0;
+  int64_t first_ns = 0;  // Host information covers [first_ns, last_ns).
+  int64_t last_ns = 0;
+  int64_t launches = 0;
+  std::vector<HostSegment> segments;  // Sorted, non-overlapping; gaps have no events at all.
+  // The segment covering t, or nullptr.
+  const HostSegment* at(int64_t t) const;
+};
+
+// Gaps shorter than this between ops, with no op or API call on the thread, are framework
+// dispatch between launches (Python and C++ overhead), counted as launch overhead.
+inline constexpr int64_t kDispatchGapNs = 50'000;
+
+class HostIndex {
+ public:
+  explicit HostIndex(const Trace& trace);
+
+  // Index into Trace::api_calls of the call with this correlation id, or -1.
+  int64_t api_for_correlation(std::optional<uint64_t> correlation) const;
+  // Innermost op with recorded shapes enclosing an API call, or -1.
+  int64_t owner_op(size_t api_index) const { return api_owner_op_[api_index]; }
+  // Flags of everything enclosing an API call (e.g. kHostOptimizer).
+  uint16_t context_flags(size_t api_index) const { return api_context_flags_[api_index]; }
+  const ThreadTimeline* thread(int32_t pid, int32_t tid) const;
+  // The thread that launched the most GPU work, or nullptr without host events.
+  const ThreadTimeline* main_thread() const;
+
+ private:
+  void build_thread(const Trace& trace, ThreadTimeline& timeline,
+                    std::vector<struct HostItem>& items);
+  std::vector<ThreadTimeline> threads_;
+  std::unordered_map<uint64_t, size_t> thread_by_key_;
+  std::unordered_map<uint64_t, uint32_t> api_by_correlation_;
+  std::vector<int64_t> api_owner_op_;
+  std::vector<uint16_t> api_context_flags_;
+};
+
+}  // namespace gpuscope

@@ -1,0 +1,139 @@
+// The report model: everything the analyses conclude, in units, ready for any front end
+// (text, JSON). Unknown values are std::optional and stay empty, never 0.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/trace.h"
+
+namespace gpuscope {
+
+struct HostTime {
+  std::string name;  // A host op or annotation that covered idle time.
+  int64_t ns = 0;
+};
+
+struct IdleCause {
+  std::string cause;  // memcpy, alloc, input, collective, launch, sync, other.
+  int64_t ns = 0;
+  double pct = 0;               // Of the window.
+  std::vector<HostTime> top_host;  // What the host was doing meanwhile, longest first.
+};
+
+struct CategoryTime {
+  std::string category;
+  int64_t ns = 0;  // Sum of durations (streams may overlap).
+  double pct = 0;  // Of all GPU activity time on the device.
+  int64_t count = 0;
+};
+
+struct PrecisionTime {
+  std::string dtype;
+  int64_t ns = 0;
+  double pct = 0;  // Of GEMM (+attention) time.
+};
+
+struct TopKernel {
+  std::string name;
+  std::string category;
+  int64_t count = 0;
+  int64_t ns = 0;
+  double pct = 0;  // Of kernel time.
+};
+
+struct FusionCandidate {
+  std::vector<std::string> kernels;  // Short names, in launch order.
+  int64_t occurrences = 0;
+  int64_t ns = 0;            // Kernel time of all occurrences.
+  double pct = 0;            // Of the window.
+  int64_t est_saving_ns = 0;  // Estimate: (k-1)/k of the run's kernel time.
+};
+
+struct Finding {
+  std::string id;
+  std::string severity;  // high, medium, low.
+  std::string title;
+  std::string evidence;
+  std::optional<double> est_speedup;  // Whole-step speedup if fixed; an estimate.
+  std::string recommendation;
+};
+
+struct LaunchStats {
+  int64_t kernels_under_10us = 0;
+  double under_10us_count_pct = 0;
+  double under_10us_time_pct = 0;
+  std::optional<int64_t> shorter_than_launch;  // Needs correlation to launch calls.
+  std::optional<double> shorter_than_launch_pct;
+  std::optional<double> launch_delay_median_us;  // Kernel start minus launch-call start.
+  std::optional<double> launch_delay_p90_us;
+};
+
+struct StepReport {
+  int64_t number = 0;
+  int64_t start_ns = 0;
+  int64_t duration_ns = 0;
+  double busy_pct = 0;
+  std::optional<double> matmul_flops;
+};
+
+struct DeviceReport {
+  std::string source;  // Trace file.
+  std::optional<int32_t> rank;
+  int32_t device = 0;
+  std::string name;
+  std::optional<int32_t> num_sms;
+  int64_t window_start_ns = 0;
+  int64_t window_ns = 0;
+
+  double busy_pct = 0;  // Any kernel running: what nvidia-smi utilization measures.
+  double copy_pct = 0;  // Copy/set engines busy.
+  double sm_active_est_pct = 0;  // Estimate from grid sizes.
+  // Hardware counters sampled during the trace (captures), reported beside the estimates.
+  std::optional<double> hw_gpu_util_pct;
+  std::optional<double> hw_sm_active_pct;
+  std::optional<double> hw_tensor_active_pct;
+
+  double idle_pct = 0;
+  std::vector<IdleCause> idle_causes;
+
+  int64_t kernel_count = 0;
+  std::vector<CategoryTime> categories;
+  std::vector<TopKernel> top_kernels;
+  LaunchStats launch;
+  std::vector<PrecisionTime> precision;
+  std::vector<FusionCandidate> fusion;
+
+  std::string step_source;  // profiler_step, nvtx_range, optimizer_step, whole_window.
+  int64_t step_count = 0;
+  std::optional<double> step_mean_ms;
+  std::vector<StepReport> steps;
+
+  std::optional<double> matmul_flops_per_step;
+  std::optional<double> model_flops_per_step;
+  std::string model_flops_formula;
+  std::optional<double> peak_tflops;
+  std::string peak_basis;  // e.g. "H200 SXM bf16 dense (NVIDIA H200 datasheet)".
+  std::optional<double> mfu_pct;
+  std::optional<double> hfu_pct;
+
+  std::vector<Finding> findings;
+};
+
+struct RankSummary {
+  int64_t ranks = 0;
+  double busy_min_pct = 0, busy_max_pct = 0;
+  std::optional<double> step_min_ms, step_max_ms;
+  std::string slowest;  // Source of the slowest rank.
+};
+
+struct Report {
+  std::vector<DeviceReport> devices;
+  std::optional<RankSummary> ranks;  // When several traces (ranks) were analysed.
+  std::vector<std::string> warnings;
+  std::vector<std::string> rejected;  // "file: reason" for inputs with nothing to analyse.
+};
+
+}  // namespace gpuscope

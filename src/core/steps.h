@@ -1,0 +1,26 @@
+// Step detection: where training iterations begin and end on the host clock.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "core/trace.h"
+
+namespace gpuscope {
+
+struct StepDetection {
+  StepSource source = StepSource::kWholeWindow;
+  std::vector<Step> steps;  // Empty for kWholeWindow.
+};
+
+// In order of preference:
+// 1. steps the collector already set (Trace::steps);
+// 2. host annotations named ProfilerStep#N;
+// 3. annotations named `step_range` (or, when empty, "step", "train_step", "training_step");
+// 4. repeated optimizer-step annotations ("Optimizer.step#..."): a step ends where one ends;
+// 5. none: the caller treats the whole window as one step.
+StepDetection detect_steps(const Trace& trace, std::string_view step_range);
+
+std::string_view step_source_name(StepSource s);
+
+}  // namespace gpuscope

@@ -1,0 +1,734 @@
+#include "formats/kineto_reader.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include <fmt/core.h>
+#include <simdjson.h>
+
+namespace gpuscope {
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// Byte sources. zlib's gz* API reads gzip and plain files alike (gzdirect).
+
+class Input {
+ public:
+  virtual ~Input() = default;
+  // Reads up to n bytes; 0 at end of input. Sets `error` on a read or decompression error.
+  virtual size_t read(char* dst, size_t n, std::string& error) = 0;
+  virtual uint64_t compressed_offset() const = 0;
+};
+
+class GzInput : public Input {
+ public:
+  explicit GzInput(gzFile f) : f_(f) { gzbuffer(f_, 1 << 18); }
+  ~GzInput() override { gzclose(f_); }
+  size_t read(char* dst, size_t n, std::string& error) override {
+    const int got = gzread(f_, dst, static_cast<unsigned>(n));
+    if (got < 0) {
+      int code = 0;
+      const char* msg = gzerror(f_, &code);
+      error = msg ? msg : "read error";
+      return 0;
+    }
+    if (got == 0 && !gzeof(f_)) {
+      int code = 0;
+      const char* msg = gzerror(f_, &code);
+      if (code != Z_OK) error = msg ? msg : "read error";
+    }
+    return static_cast<size_t>(got);
+  }
+  uint64_t compressed_offset() const override { return static_cast<uint64_t>(gzoffset(f_)); }
+
+ private:
+  gzFile f_;
+};
+
+class MemoryInput : public Input {
+ public:
+  explicit MemoryInput(std::string_view data) : data_(data) {}
+  size_t read(char* dst, size_t n, std::string&) override {
+    const size_t k = std::min(n, data_.size() - pos_);
+    std::memcpy(dst, data_.data() + pos_, k);
+    pos_ += k;
+    return k;
+  }
+  uint64_t compressed_offset() const override { return pos_; }
+
+ private:
+  std::string_view data_;
+  size_t pos_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------
+// Numbers. Chrome trace timestamps are microseconds, often with a fractional part
+// ("5154460552087.714"); parsing the text directly keeps nanoseconds exact where a double
+// would round at epoch-scale values.
+
+std::optional<int64_t> parse_us_as_ns(std::string_view t) {
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t')) t.remove_suffix(1);
+  if (t.empty()) return std::nullopt;
+  if (t.find_first_of("eE") != std::string_view::npos) {
+    double v = 0;
+    auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+    if (ec != std::errc() || !std::isfinite(v) || std::fabs(v) > 9e12 * 1e3) return std::nullopt;
+    return static_cast<int64_t>(std::llround(v * 1000.0));
+  }
+  bool negative = false;
+  if (t.front() == '-') negative = true, t.remove_prefix(1);
+  const size_t dot = t.find('.');
+  const std::string_view whole = t.substr(0, dot);
+  int64_t us = 0;
+  if (whole.empty()) return std::nullopt;
+  auto [p, ec] = std::from_chars(whole.data(), whole.data() + whole.size(), us);
+  if (ec != std::errc() || p != whole.data() + whole.size()) return std::nullopt;
+  if (us > INT64_MAX / 1000 - 1) return std::nullopt;
+  int64_t ns = us * 1000;
+  if (dot != std::string_view::npos) {
+    const std::string_view frac = t.substr(dot + 1);
+    int64_t scale = 100;
+    for (size_t i = 0; i < frac.size(); ++i) {
+      if (frac[i] < '0' || frac[i] > '9') return std::nullopt;
+      if (i < 3) {
+        ns += (frac[i] - '0') * scale;
+        scale /= 10;
+      } else if (i == 3 && frac[i] >= '5') {
+        ns += 1;  // Round to the nearest nanosecond.
+      }
+    }
+  }
+  return negative ? -ns : ns;
+}
+
+// ---------------------------------------------------------------------------------------
+// One event as read from JSON, before it becomes a core event.
+
+struct RawEvent {
+  std::string_view ph, cat, name;
+  std::optional<int64_t> pid_num, tid_num;
+  std::string_view pid_str, tid_str;
+  std::optional<int64_t> ts_ns, dur_ns;
+  std::optional<int64_t> device, stream, correlation, registers, shared_memory, bytes;
+  Dim3 grid, block;
+  // Shapes: each entry is one argument; rank -1 when not a plain tensor.
+  std::vector<std::vector<int64_t>> dims;
+  std::vector<int> dims_rank;
+  std::vector<std::string_view> types;
+  bool has_shapes = false;
+  int ignored_args = 0;
+
+  void clear() {
+    ignored_args = 0;
+    ph = cat = name = pid_str = tid_str = {};
+    pid_num = tid_num = ts_ns = dur_ns = std::nullopt;
+    device = stream = correlation = registers = shared_memory = bytes = std::nullopt;
+    grid = block = Dim3{};
+    dims_rank.clear();
+    types.clear();
+    has_shapes = false;
+  }
+};
+
+using simdjson::ondemand::value;
+
+// Each returns false on an unexpected type.
+bool get_int(value v, std::optional<int64_t>& out) {
+  std::string_view str;
+  if (!v.get_string().get(str)) {  // Some producers (ROCm) write numbers as strings: "0x0", "2560".
+    int64_t n = 0;
+    const bool hex = str.starts_with("0x") || str.starts_with("0X");
+    const char* b = str.data() + (hex ? 2 : 0);
+    auto [p, ec] = std::from_chars(b, str.data() + str.size(), n, hex ? 16 : 10);
+    if (ec != std::errc() || p != str.data() + str.size()) return false;
+    out = n;
+    return true;
+  }
+  int64_t i = 0;
+  if (!v.get_int64().get(i)) {
+    out = i;
+    return true;
+  }
+  double d = 0;
+  if (!v.get_double().get(d) && std::isfinite(d)) {
+    out = static_cast<int64_t>(d);
+    return true;
+  }
+  return false;
+}
+
+bool get_dim3(value v, Dim3& out) {
+  simdjson::ondemand::array a;
+  if (v.get_array().get(a)) return false;
+  uint32_t vals[3] = {0, 0, 0};
+  int i = 0;
+  for (auto e : a) {
+    int64_t x = 0;
+    if (e.get_int64().get(x) || x < 0 || x > UINT32_MAX) return false;
+    if (i < 3) vals[i] = static_cast<uint32_t>(x);
+    ++i;
+  }
+  out = {vals[0], vals[1], vals[2]};
+  return true;
+}
+
+bool get_id(value v, std::optional<int64_t>& num, std::string_view& str) {
+  simdjson::ondemand::json_type t;
+  if (v.type().get(t)) return false;
+  if (t == simdjson::ondemand::json_type::string) {
+    if (v.get_string().get(str)) return false;
+    int64_t n = 0;
+    auto [p, ec] = std::from_chars(str.data(), str.data() + str.size(), n);
+    if (ec == std::errc() && p == str.data() + str.size()) num = n;
+    return true;
+  }
+  return get_int(v, num);
+}
+
+bool get_time(value v, std::optional<int64_t>& out) {
+  simdjson::ondemand::json_type t;
+  if (v.type().get(t) || t != simdjson::ondemand::json_type::number) return false;
+  out = parse_us_as_ns(v.raw_json_token());
+  return out.has_value();
+}
+
+bool parse_shapes(value v, RawEvent& ev) {
+  simdjson::ondemand::array a;
+  if (v.get_array().get(a)) return false;
+  size_t i = 0;
+  for (auto arg : a) {
+    if (ev.dims.size() <= i) ev.dims.emplace_back();
+    auto& shape = ev.dims[i];
+    shape.clear();
+    int rank = 0;
+    simdjson::ondemand::array inner;
+    if (arg.get_array().get(inner)) {
+      rank = -1;  // Not an array: unusual but harmless.
+    } else {
+      for (auto d : inner) {
+        int64_t x = 0;
+        simdjson::ondemand::json_type t;
+        if (d.type().get(t)) return false;
+        if (t != simdjson::ondemand::json_type::number || d.get_int64().get(x)) {
+          rank = -1;  // A tensor list ([[..],[..]]): not a single shape.
+          break;
+        }
+        shape.push_back(x);
+        ++rank;
+      }
+    }
+    ev.dims_rank.push_back(rank);
+    ++i;
+  }
+  ev.has_shapes = true;
+  return true;
+}
+
+bool parse_types(value v, RawEvent& ev) {
+  simdjson::ondemand::array a;
+  if (v.get_array().get(a)) return false;
+  for (auto t : a) {
+    std::string_view s;
+    if (t.get_string().get(s)) s = {};
+    ev.types.push_back(s);
+  }
+  return true;
+}
+
+// Args are producer-specific: a field of an unexpected type is ignored (left unknown), never
+// a reason to drop the event.
+bool parse_args(value v, RawEvent& ev) {
+  simdjson::ondemand::object args;
+  if (v.get_object().get(args)) return false;
+  for (auto field : args) {
+    std::string_view key;
+    if (field.unescaped_key().get(key)) return false;
+    value fv;
+    if (field.value().get(fv)) return false;
+    bool ok = true;
+    if (key == "device") ok = get_int(fv, ev.device);
+    else if (key == "stream") ok = get_int(fv, ev.stream);
+    else if (key == "correlation") ok = get_int(fv, ev.correlation);
+    else if (key == "registers per thread") ok = get_int(fv, ev.registers);
+    else if (key == "shared memory") ok = get_int(fv, ev.shared_memory);
+    else if (key == "bytes") ok = get_int(fv, ev.bytes);
+    else if (key == "grid") ok = get_dim3(fv, ev.grid);
+    else if (key == "block") ok = get_dim3(fv, ev.block);
+    else if (key == "Input Dims") ok = parse_shapes(fv, ev);
+    else if (key == "Input type") ok = parse_types(fv, ev);
+    if (!ok) ++ev.ignored_args;
+  }
+  return true;
+}
+
+enum class Category { kIgnored, kKernel, kMemcpy, kMemset, kRuntime, kDriver, kOp, kAnnotation, kGpuAnnotation };
+
+Category category_of(std::string_view cat) {
+  if (cat == "kernel" || cat == "Kernel") return Category::kKernel;
+  if (cat == "gpu_memcpy" || cat == "Memcpy") return Category::kMemcpy;
+  if (cat == "gpu_memset" || cat == "Memset") return Category::kMemset;
+  if (cat == "cuda_runtime" || cat == "Runtime") return Category::kRuntime;
+  if (cat == "cuda_driver") return Category::kDriver;
+  if (cat == "cpu_op" || cat == "Operator") return Category::kOp;
+  if (cat == "user_annotation") return Category::kAnnotation;
+  if (cat == "gpu_user_annotation") return Category::kGpuAnnotation;
+  return Category::kIgnored;
+}
+
+CopyKind copy_kind(std::string_view name) {
+  if (name.find("HtoD") != std::string_view::npos) return CopyKind::kHtoD;
+  if (name.find("DtoH") != std::string_view::npos) return CopyKind::kDtoH;
+  if (name.find("DtoD") != std::string_view::npos) return CopyKind::kDtoD;
+  if (name.find("HtoH") != std::string_view::npos) return CopyKind::kHtoH;
+  if (name.find("PtoP") != std::string_view::npos) return CopyKind::kPtoP;
+  return CopyKind::kUnknown;
+}
+
+// ---------------------------------------------------------------------------------------
+
+class KinetoReader {
+ public:
+  KinetoReader(Input& in, std::string source, const KinetoReadOptions& options)
+      : in_(in), options_(options) {
+    trace_.source = std::move(source);
+    buf_.resize(kInitialBuffer + simdjson::SIMDJSON_PADDING);
+  }
+
+  StatusOr<Trace> run() {
+    if (!fill()) return fail_io_or("the file is empty: expected a PyTorch profiler trace (JSON)");
+    skip_ws();
+    if (!available() && !fill_ws()) return fail_io_or("the file holds only whitespace: expected a PyTorch profiler trace");
+    const char c = buf_[pos_];
+    if (c == '[') {
+      saw_events_ = true;
+      RETURN_IF_ERROR(stream_events());
+    } else if (c == '{') {
+      ++pos_;
+      RETURN_IF_ERROR(read_object());
+    } else {
+      return error_at(pos_, fmt::format("not JSON (found '{}' where a trace object starts); expected a "
+                                        "PyTorch profiler trace",
+                                        printable(c)));
+    }
+    if (!saw_events_) {
+      return Status::error(
+          "no \"traceEvents\" array: this JSON is not a PyTorch profiler (Chrome trace) file; export one with "
+          "torch.profiler's export_chrome_trace() or on_trace_ready=tensorboard_trace_handler");
+    }
+    if (skipped_ > 0) {
+      trace_.warnings.push_back(fmt::format(
+          "skipped {} event{} with unexpected field types or invalid JSON (first at byte {}: {})", skipped_,
+          skipped_ == 1 ? "" : "s", first_skip_offset_, first_skip_reason_));
+    }
+    trace_.sort_events();
+    return std::move(trace_);
+  }
+
+ private:
+  static constexpr size_t kInitialBuffer = 4 << 20;
+
+  size_t available() const { return end_ - pos_; }
+  uint64_t offset(size_t pos) const { return base_ + pos; }
+
+  static std::string printable(char c) {
+    if (c >= 32 && c < 127) return std::string(1, c);
+    return fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+  }
+
+  Status error_at(size_t pos, std::string what) {
+    return Status::error(fmt::format("byte {}: {}", offset(pos), what));
+  }
+
+  Status fail_io_or(std::string what) {
+    if (!io_error_.empty()) return Status::error(fmt::format("cannot read: {} (is the file a complete gzip?)", io_error_));
+    return Status::error(std::move(what));
+  }
+
+  // Moves unread bytes to the front, grows the buffer if it is full, reads more. Returns
+  // false when nothing more could be read.
+  bool fill() {
+    if (eof_) return false;
+    if (pos_ > 0) {
+      std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+      base_ += pos_;
+      end_ -= pos_;
+      pos_ = 0;
+    }
+    const size_t capacity = buf_.size() - simdjson::SIMDJSON_PADDING;
+    if (end_ == capacity) {
+      buf_.resize(capacity * 2 + simdjson::SIMDJSON_PADDING);
+    }
+    const size_t room = buf_.size() - simdjson::SIMDJSON_PADDING - end_;
+    const size_t got = in_.read(buf_.data() + end_, room, io_error_);
+    if (got == 0) {
+      eof_ = true;
+      return false;
+    }
+    end_ += got;
+    if (options_.progress) options_.progress(base_ + end_, in_.compressed_offset());
+    return true;
+  }
+
+  void skip_ws() {
+    while (pos_ < end_) {
+      const char c = buf_[pos_];
+      if (c != ' ' && c != '\n' && c != '\r' && c != '\t') return;
+      ++pos_;
+    }
+  }
+  // Skips whitespace across refills; false at end of input.
+  bool fill_ws() {
+    for (;;) {
+      skip_ws();
+      if (available()) return true;
+      if (!fill()) return false;
+    }
+  }
+
+  // Finds the end of the JSON value starting at pos_ (exclusive), refilling as needed.
+  // Returns npos at end of input (truncated value).
+  size_t scan_value() {
+    for (;;) {
+      const size_t end = scan_from(pos_);
+      if (end != std::string::npos) return end;
+      if (!fill()) return std::string::npos;
+    }
+  }
+
+  // Bracket- and string-aware scan over buf_[p, end_). npos if the value is incomplete.
+  size_t scan_from(size_t p) const {
+    const char* b = buf_.data();
+    const char first = b[p];
+    if (first == '"') return skip_string(p + 1);
+    if (first != '{' && first != '[') {
+      while (p < end_) {
+        const char c = b[p];
+        if (c == ',' || c == '}' || c == ']' || c == ' ' || c == '\n' || c == '\r' || c == '\t') return p;
+        ++p;
+      }
+      return eof_ ? p : std::string::npos;
+    }
+    int depth = 0;
+    while (p < end_) {
+      const char c = b[p];
+      if (c == '"') {
+        p = skip_string(p + 1);
+        if (p == std::string::npos) return p;
+        continue;
+      }
+      if (c == '{' || c == '[') ++depth;
+      else if (c == '}' || c == ']') {
+        if (--depth == 0) return p + 1;
+      }
+      ++p;
+    }
+    return std::string::npos;
+  }
+
+  // p is just after an opening quote; returns the index after the closing quote, or npos.
+  size_t skip_string(size_t p) const {
+    const char* b = buf_.data();
+    for (;;) {
+      const void* q = std::memchr(b + p, '"', end_ - p);
+      if (!q) return std::string::npos;
+      size_t at = static_cast<const char*>(q) - b;
+      size_t backslashes = 0;
+      while (at - backslashes > p && b[at - backslashes - 1] == '\\') ++backslashes;
+      if (backslashes % 2 == 0) return at + 1;
+      p = at + 1;
+    }
+  }
+
+  Status truncated(std::string_view where) {
+    if (!io_error_.empty()) {
+      trace_.warnings.push_back(fmt::format("the file could not be read to its end ({}) after {} bytes of JSON: "
+                                            "analysed the {} events before that point",
+                                            io_error_, offset(end_), events_));
+    } else {
+      trace_.warnings.push_back(fmt::format("the JSON ends early ({}) at byte {}: the file looks truncated; "
+                                            "analysed the {} events before that point",
+                                            where, offset(end_), events_));
+    }
+    truncated_ = true;
+    return ok_status();
+  }
+
+  Status read_object() {
+    for (;;) {
+      if (!fill_ws()) return truncated("inside the top-level object");
+      const char c = buf_[pos_];
+      if (c == '}') {
+        ++pos_;
+        return ok_status();
+      }
+      if (c == ',') {
+        ++pos_;
+        continue;
+      }
+      if (c != '"') return error_at(pos_, fmt::format("invalid JSON: expected a key, found '{}'", printable(c)));
+      const size_t key_end = scan_value();
+      if (key_end == std::string::npos) return truncated("inside a key");
+      const std::string key(buf_.data() + pos_ + 1, key_end - pos_ - 2);
+      pos_ = key_end;
+      if (!fill_ws()) return truncated("after a key");
+      if (buf_[pos_] != ':') return error_at(pos_, "invalid JSON: expected ':' after a key");
+      ++pos_;
+      if (!fill_ws()) return truncated("after a key");
+      if (key == "traceEvents") {
+        if (buf_[pos_] != '[') return error_at(pos_, "\"traceEvents\" is not an array");
+        saw_events_ = true;
+        RETURN_IF_ERROR(stream_events());
+        if (truncated_) return ok_status();
+        continue;
+      }
+      const size_t value_end = scan_value();
+      if (value_end == std::string::npos) return truncated(fmt::format("inside \"{}\"", key));
+      if (key == "deviceProperties" || key == "distributedInfo") {
+        RETURN_IF_ERROR(read_metadata(key, pos_, value_end));
+      }
+      pos_ = value_end;
+    }
+  }
+
+  Status read_metadata(const std::string& key, size_t begin, size_t end) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element root;
+    if (auto err = parser.parse(buf_.data() + begin, end - begin, true).get(root)) {
+      return error_at(begin, fmt::format("invalid JSON in \"{}\": {}", key, simdjson::error_message(err)));
+    }
+    if (key == "distributedInfo") {
+      int64_t v = 0;
+      if (!root["rank"].get_int64().get(v)) trace_.rank = static_cast<int32_t>(v);
+      if (!root["world_size"].get_int64().get(v)) trace_.world_size = static_cast<int32_t>(v);
+      return ok_status();
+    }
+    simdjson::dom::array devices;
+    if (root.get_array().get(devices)) return error_at(begin, "\"deviceProperties\" is not an array");
+    for (simdjson::dom::element d : devices) {
+      Device dev;
+      int64_t v = 0;
+      std::string_view s;
+      if (!d["id"].get_int64().get(v)) dev.id = static_cast<int32_t>(v);
+      if (!d["name"].get_string().get(s)) dev.name = std::string(s);
+      if (!d["numSms"].get_int64().get(v) && v > 0) dev.num_sms = static_cast<int32_t>(v);
+      if (!d["computeMajor"].get_int64().get(v)) dev.cc_major = static_cast<int32_t>(v);
+      if (!d["computeMinor"].get_int64().get(v)) dev.cc_minor = static_cast<int32_t>(v);
+      if (!d["totalGlobalMem"].get_int64().get(v) && v > 0) dev.memory_bytes = static_cast<uint64_t>(v);
+      if (!d["maxThreadsPerMultiprocessor"].get_int64().get(v)) dev.max_threads_per_sm = static_cast<int32_t>(v);
+      if (!d["regsPerMultiprocessor"].get_int64().get(v)) dev.regs_per_sm = static_cast<int32_t>(v);
+      if (!d["sharedMemPerMultiprocessor"].get_int64().get(v)) dev.shared_mem_per_sm_bytes = static_cast<int32_t>(v);
+      if (dev.name.empty()) dev.name = fmt::format("GPU {}", dev.id);
+      trace_.devices.push_back(std::move(dev));
+    }
+    return ok_status();
+  }
+
+  Status stream_events() {
+    ++pos_;  // '['
+    for (;;) {
+      if (!fill_ws()) return truncated("inside \"traceEvents\"");
+      const char c = buf_[pos_];
+      if (c == ']') {
+        ++pos_;
+        return ok_status();
+      }
+      if (c == ',') {
+        ++pos_;
+        continue;
+      }
+      const size_t end = scan_value();
+      if (end == std::string::npos) return truncated("inside an event of \"traceEvents\"");
+      handle_event(pos_, end);
+      pos_ = end;
+    }
+  }
+
+  void skip_event(size_t pos, std::string_view why) {
+    if (skipped_++ == 0) {
+      first_skip_offset_ = offset(pos);
+      first_skip_reason_ = std::string(why);
+    }
+  }
+
+  void handle_event(size_t begin, size_t end) {
+    const size_t len = end - begin;
+    // The bytes after the event are still in the buffer (and the padding after them), which
+    // is what simdjson's padded view requires.
+    const size_t capacity = buf_.size() - begin;
+    simdjson::ondemand::document doc;
+    if (parser_.iterate(simdjson::padded_string_view(buf_.data() + begin, len, capacity)).get(doc)) {
+      return skip_event(begin, "invalid JSON");
+    }
+    simdjson::ondemand::object obj;
+    if (doc.get_object().get(obj)) return skip_event(begin, "an event that is not an object");
+    ev_.clear();
+    for (auto field : obj) {
+      std::string_view key;
+      if (field.unescaped_key().get(key)) return skip_event(begin, "invalid JSON");
+      value v;
+      if (field.value().get(v)) return skip_event(begin, "invalid JSON");
+      bool ok = true;
+      if (key == "ph") ok = !v.get_string().get(ev_.ph);
+      else if (key == "cat") ok = !v.get_string().get(ev_.cat);
+      else if (key == "name") ok = !v.get_string().get(ev_.name);
+      else if (key == "pid") ok = get_id(v, ev_.pid_num, ev_.pid_str);
+      else if (key == "tid") ok = get_id(v, ev_.tid_num, ev_.tid_str);
+      else if (key == "ts") ok = get_time(v, ev_.ts_ns);
+      else if (key == "dur") ok = get_time(v, ev_.dur_ns);
+      else if (key == "args") ok = parse_args(v, ev_);
+      if (!ok) return skip_event(begin, fmt::format("field \"{}\" has an unexpected type", key));
+    }
+    ++events_;
+    if (ev_.ph != "X") return;
+    const Category cat = category_of(ev_.cat);
+    if (cat == Category::kIgnored) return;
+    if (!ev_.ts_ns) return skip_event(begin, "an event without \"ts\"");
+    const int64_t dur = ev_.dur_ns.value_or(0);
+    if (dur < 0) return skip_event(begin, "an event with negative \"dur\"");
+    add_event(cat, *ev_.ts_ns, *ev_.ts_ns + dur);
+  }
+
+  int32_t id_of(const std::optional<int64_t>& num, std::string_view str) {
+    if (num) return static_cast<int32_t>(*num);
+    if (str.empty()) return 0;
+    return -1 - static_cast<int32_t>(trace_.strings.intern(str));  // Named lanes: negative ids.
+  }
+
+  void add_event(Category cat, int64_t start, int64_t end) {
+    const StringId name = trace_.strings.intern(ev_.name);
+    auto corr = [&]() -> std::optional<uint64_t> {
+      if (!ev_.correlation || *ev_.correlation < 0) return std::nullopt;
+      return static_cast<uint64_t>(*ev_.correlation);
+    };
+    const int32_t gpu = ev_.device ? static_cast<int32_t>(*ev_.device) : id_of(ev_.pid_num, ev_.pid_str);
+    const int32_t stream = ev_.stream ? static_cast<int32_t>(*ev_.stream) : id_of(ev_.tid_num, ev_.tid_str);
+    switch (cat) {
+      case Category::kKernel: {
+        Kernel k;
+        k.start_ns = start;
+        k.end_ns = end;
+        k.device = gpu;
+        k.stream = stream;
+        k.name = name;
+        k.grid = ev_.grid;
+        k.block = ev_.block;
+        if (ev_.registers) k.registers_per_thread = static_cast<int32_t>(*ev_.registers);
+        if (ev_.shared_memory) k.shared_memory_bytes = static_cast<int32_t>(*ev_.shared_memory);
+        k.correlation = corr();
+        trace_.kernels.push_back(k);
+        break;
+      }
+      case Category::kMemcpy: {
+        Memcpy m;
+        m.start_ns = start;
+        m.end_ns = end;
+        m.device = gpu;
+        m.stream = stream;
+        m.kind = copy_kind(ev_.name);
+        m.host_memory = ev_.name.find("Pageable") != std::string_view::npos ? HostMemory::kPageable
+                        : ev_.name.find("Pinned") != std::string_view::npos ? HostMemory::kPinned
+                                                                           : HostMemory::kUnknown;
+        if (ev_.bytes && *ev_.bytes >= 0) m.bytes = static_cast<uint64_t>(*ev_.bytes);
+        m.correlation = corr();
+        trace_.memcpys.push_back(m);
+        break;
+      }
+      case Category::kMemset: {
+        Memset m;
+        m.start_ns = start;
+        m.end_ns = end;
+        m.device = gpu;
+        m.stream = stream;
+        if (ev_.bytes && *ev_.bytes >= 0) m.bytes = static_cast<uint64_t>(*ev_.bytes);
+        m.correlation = corr();
+        trace_.memsets.push_back(m);
+        break;
+      }
+      case Category::kRuntime:
+      case Category::kDriver: {
+        ApiCall c;
+        c.start_ns = start;
+        c.end_ns = end;
+        c.pid = id_of(ev_.pid_num, ev_.pid_str);
+        c.tid = id_of(ev_.tid_num, ev_.tid_str);
+        c.name = name;
+        c.api_class = classify_api(ev_.name);
+        c.driver = cat == Category::kDriver;
+        c.correlation = corr();
+        trace_.api_calls.push_back(c);
+        break;
+      }
+      case Category::kOp:
+      case Category::kAnnotation: {
+        HostEvent e;
+        e.start_ns = start;
+        e.end_ns = end;
+        e.pid = id_of(ev_.pid_num, ev_.pid_str);
+        e.tid = id_of(ev_.tid_num, ev_.tid_str);
+        e.name = name;
+        e.kind = cat == Category::kOp ? HostEventKind::kOp : HostEventKind::kAnnotation;
+        if (ev_.has_shapes) {
+          e.first_arg = static_cast<uint32_t>(trace_.op_args.size());
+          const size_t n = std::min<size_t>(ev_.dims_rank.size(), UINT16_MAX);
+          for (size_t i = 0; i < n; ++i) {
+            OpArg a;
+            a.first_dim = static_cast<uint32_t>(trace_.dims.size());
+            if (ev_.dims_rank[i] > 0) {
+              a.rank = static_cast<uint16_t>(ev_.dims_rank[i]);
+              trace_.dims.insert(trace_.dims.end(), ev_.dims[i].begin(), ev_.dims[i].end());
+            }
+            if (i < ev_.types.size() && !ev_.types[i].empty()) a.dtype = trace_.strings.intern(ev_.types[i]);
+            trace_.op_args.push_back(a);
+          }
+          e.num_args = static_cast<uint16_t>(n);
+        }
+        trace_.host_events.push_back(e);
+        break;
+      }
+      case Category::kGpuAnnotation: {
+        trace_.gpu_annotations.push_back({start, end, gpu, name});
+        break;
+      }
+      case Category::kIgnored: break;
+    }
+  }
+
+  Input& in_;
+  const KinetoReadOptions& options_;
+  Trace trace_;
+  std::string buf_;
+  size_t pos_ = 0, end_ = 0;
+  uint64_t base_ = 0;  // Offset of buf_[0] in the uncompressed stream.
+  bool eof_ = false, truncated_ = false, saw_events_ = false;
+  std::string io_error_;
+  simdjson::ondemand::parser parser_;
+  RawEvent ev_;
+  int64_t events_ = 0, skipped_ = 0;
+  uint64_t first_skip_offset_ = 0;
+  std::string first_skip_reason_;
+};
+
+}  // namespace
+
+StatusOr<Trace> read_kineto_file(const std::string& path, const KinetoReadOptions& options) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) return Status::error(fmt::format("cannot open: {}", std::strerror(errno)));
+  GzInput in(f);
+  KinetoReader reader(in, path, options);
+  return reader.run();
+}
+
+StatusOr<Trace> read_kineto_buffer(std::string_view json, const std::string& source) {
+  MemoryInput in(json);
+  KinetoReadOptions options;
+  KinetoReader reader(in, source, options);
+  return reader.run();
+}
+
+}  // namespace gpuscope

@@ -1,0 +1,122 @@
+#include "formats/report_json.h"
+
+#include <nlohmann/json.hpp>
+
+namespace gpuscope {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+json opt(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
+
+json device_json(const DeviceReport& d) {
+  json j;
+  j["source"] = d.source;
+  j["rank"] = opt(d.rank);
+  j["device"] = d.device;
+  j["name"] = d.name;
+  j["num_sms"] = opt(d.num_sms);
+  j["window_us"] = us(d.window_ns);
+  j["busy_pct"] = d.busy_pct;
+  j["copy_pct"] = d.copy_pct;
+  j["sm_active_est_pct"] = d.sm_active_est_pct;
+  j["sm_active_est_note"] =
+      "estimate: kernel time weighted by min(1, blocks/SMs), capped at 1 per instant";
+  j["hardware"] = {{"gpu_util_pct", opt(d.hw_gpu_util_pct)},
+                   {"sm_active_pct", opt(d.hw_sm_active_pct)},
+                   {"tensor_active_pct", opt(d.hw_tensor_active_pct)}};
+
+  json causes = json::array();
+  int64_t idle_ns = 0;
+  for (const auto& c : d.idle_causes) {
+    json top = json::array();
+    for (const auto& h : c.top_host) top.push_back({{"name", h.name}, {"us", us(h.ns)}});
+    causes.push_back({{"cause", c.cause}, {"us", us(c.ns)}, {"pct", c.pct}, {"top_host", top}});
+    idle_ns += c.ns;
+  }
+  j["idle"] = {{"total_pct", d.idle_pct}, {"total_us", us(idle_ns)}, {"causes", causes}};
+
+  json cats = json::array();
+  for (const auto& c : d.categories) {
+    cats.push_back({{"category", c.category}, {"us", us(c.ns)}, {"pct", c.pct}, {"count", c.count}});
+  }
+  json top = json::array();
+  for (const auto& k : d.top_kernels) {
+    top.push_back({{"name", k.name}, {"category", k.category}, {"count", k.count}, {"us", us(k.ns)}, {"pct", k.pct}});
+  }
+  j["kernels"] = {
+      {"count", d.kernel_count},
+      {"categories", cats},
+      {"top", top},
+      {"under_10us", {{"count", d.launch.kernels_under_10us},
+                      {"count_pct", d.launch.under_10us_count_pct},
+                      {"time_pct", d.launch.under_10us_time_pct}}},
+      {"shorter_than_launch", {{"count", opt(d.launch.shorter_than_launch)},
+                               {"pct", opt(d.launch.shorter_than_launch_pct)}}},
+      {"launch_delay_us", {{"median", opt(d.launch.launch_delay_median_us)},
+                           {"p90", opt(d.launch.launch_delay_p90_us)}}},
+  };
+
+  json prec = json::array();
+  for (const auto& p : d.precision) prec.push_back({{"dtype", p.dtype}, {"us", us(p.ns)}, {"pct", p.pct}});
+  j["precision"] = prec;
+
+  json fusion = json::array();
+  for (const auto& f : d.fusion) {
+    fusion.push_back({{"kernels", f.kernels}, {"occurrences", f.occurrences}, {"us", us(f.ns)},
+                      {"pct", f.pct}, {"est_saving_us", us(f.est_saving_ns)}});
+  }
+  j["fusion"] = fusion;
+
+  json steps = json::array();
+  for (const auto& s : d.steps) {
+    steps.push_back({{"number", s.number}, {"start_us", us(s.start_ns)}, {"duration_ms", static_cast<double>(s.duration_ns) / 1e6},
+                     {"busy_pct", s.busy_pct}, {"matmul_flops", opt(s.matmul_flops)}});
+  }
+  j["steps"] = {{"source", d.step_source}, {"count", d.step_count}, {"mean_ms", opt(d.step_mean_ms)}, {"list", steps}};
+  j["flops"] = {{"matmul", opt(d.matmul_flops_per_step)},
+                {"model", opt(d.model_flops_per_step)},
+                {"per", "step"},
+                {"model_formula", d.model_flops_formula.empty() ? json(nullptr) : json(d.model_flops_formula)},
+                {"peak_tflops", opt(d.peak_tflops)},
+                {"peak_basis", d.peak_basis.empty() ? json(nullptr) : json(d.peak_basis)}};
+  j["mfu_pct"] = opt(d.mfu_pct);
+  j["hfu_pct"] = opt(d.hfu_pct);
+
+  json findings = json::array();
+  for (const auto& f : d.findings) {
+    findings.push_back({{"id", f.id}, {"severity", f.severity}, {"title", f.title}, {"evidence", f.evidence},
+                        {"est_speedup", opt(f.est_speedup)}, {"recommendation", f.recommendation}});
+  }
+  j["findings"] = findings;
+  return j;
+}
+
+}  // namespace
+
+std::string report_to_json(const Report& report) {
+  json j;
+  j["schema"] = kReportSchema;
+  json devices = json::array();
+  for (const auto& d : report.devices) devices.push_back(device_json(d));
+  j["devices"] = devices;
+  if (report.ranks) {
+    const auto& r = *report.ranks;
+    j["ranks"] = {{"count", r.ranks}, {"busy_min_pct", r.busy_min_pct}, {"busy_max_pct", r.busy_max_pct},
+                  {"step_min_ms", opt(r.step_min_ms)}, {"step_max_ms", opt(r.step_max_ms)},
+                  {"slowest", r.slowest.empty() ? json(nullptr) : json(r.slowest)}};
+  } else {
+    j["ranks"] = nullptr;
+  }
+  j["warnings"] = report.warnings;
+  j["rejected"] = report.rejected;
+  // Invalid UTF-8 in kernel names must not abort the dump.
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace gpuscope

@@ -1,0 +1,15 @@
+// The machine-readable report: schema "gpuscope.report/1". Unknown values are null.
+#pragma once
+
+#include <string>
+
+#include "core/report.h"
+
+namespace gpuscope {
+
+inline constexpr const char* kReportSchema = "gpuscope.report/1";
+
+// Pretty-printed JSON text of the report (ends with a newline).
+std::string report_to_json(const Report& report);
+
+}  // namespace gpuscope
