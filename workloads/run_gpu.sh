@@ -8,7 +8,9 @@
 # 2. every zoo case without and with --fixed;
 # 3. the GPT-2 124M trainer, batch 16 × 1024, from all optimizations off to all on;
 # 4. compute-sanitizer memcheck of one --check run, if time is left.
-# Full logs go to $OUT/NAME.out and NAME.err, every JSON line to $OUT/results.jsonl; a table is printed last.
+# Everything every program printed goes to $OUT/run.log, every JSON line to $OUT/results.jsonl,
+# nvidia-smi's output to $OUT/nvidia-smi.txt; a table is printed last. (Keep it to few files: the
+# device tool brings back at most 8 files from $OUT.)
 set -u
 BIN=${BIN:-.carry-work}
 OUT=${OUT:-/tmp/workloads-out}
@@ -18,7 +20,9 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
   [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 done
 RESULTS="$OUT/results.jsonl"
+LOG="$OUT/run.log"
 : > "$RESULTS"
+: > "$LOG"
 
 # run NAME TIMEOUT_S CMD...: stdout JSON lines go to results.jsonl, everything to NAME.log.
 run() {
@@ -28,14 +32,14 @@ run() {
     echo "SKIPPED $name (time budget spent)" | tee -a "$OUT/skipped.txt"
     return
   fi
-  echo "== $name: $*" >&2
-  echo "\$ $*" > "$OUT/$name.err"
-  timeout "$limit" "$@" > "$OUT/$name.out" 2>> "$OUT/$name.err"
+  echo "== $name: $*" >> "$LOG"
+  timeout "$limit" "$@" > "$OUT/cur.out" 2> "$OUT/cur.err"
   local rc=$?
-  echo "rc=$rc" >> "$OUT/$name.err"
-  grep '^{' "$OUT/$name.out" >> "$RESULTS"
-  grep -v '^{' "$OUT/$name.out" >&2
-  tail -n 2 "$OUT/$name.err" >&2
+  cat "$OUT/cur.out" "$OUT/cur.err" >> "$LOG"
+  echo "rc=$rc" >> "$LOG"
+  grep '^{' "$OUT/cur.out" >> "$RESULTS"
+  echo "== $name rc=$rc: $(tail -n 1 "$OUT/cur.err")" >&2
+  rm -f "$OUT/cur.out" "$OUT/cur.err"
 }
 
 { date -u; nvidia-smi; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; } \
@@ -83,5 +87,12 @@ for r in rows:
         print("gpt %-30s %8.1f ms/step %9.0f tok/s  MFU %5.1f%%  loss %.3f -> %.3f" % (
             "/".join([r["precision"], r["kernels"], r["optimizer"], r["input"]]), r["step_ms"],
             r["tokens_per_s"], r["mfu_pct"], r["loss_first"], r["loss_last"]))
+    elif w == "train_gpt_breakdown":
+        print("breakdown %s/%s/%s, GPU ms per step (step %.1f ms):" % (
+            r["precision"], r["kernels"], r["optimizer"], r["step_ms"]))
+        for k, v in r.items():
+            if k.endswith("_ms") and k not in ("step_ms",):
+                tf = r.get(k[:-3] + "_tflops")
+                print("  %-26s %8.2f%s" % (k[:-3], v, "  %6.1f TFLOP/s" % tf if tf else ""))
 PY
 echo "total ${SECONDS}s"
