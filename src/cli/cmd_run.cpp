@@ -46,6 +46,7 @@ struct RunOptions {
   std::string sample_interval = "100ms";
   bool no_report = false;
   AnalyzeCliOptions analysis;
+  std::vector<std::string> command;
 };
 
 std::string exe_dir() {
@@ -296,13 +297,14 @@ CommandRegistration kRun({
           ->capture_default_str();
       app.add_flag("--no-report", options->no_report, "Only write the capture(s)");
       add_analysis_options(app, options->analysis);
-      app.prefix_command();
+      // Everything after `--` is the command, options included.
+      app.add_option("command", options->command, "The program to trace and its arguments, after --")
+          ->take_all();
       app.footer(
           "Example: gpuscope run -- python train.py --epochs 1\n"
           "Every process of the program that uses CUDA is traced (CUPTI kernels, copies, API "
           "calls, NVTX ranges, cuBLAS GEMM shapes). gpuscope exits with the program's exit code.");
-      CLI::App* self = &app;
-      return [options, self]() { return run_command(*options, self->remaining()); };
+      return [options]() { return run_command(*options, options->command); };
     },
 });
 

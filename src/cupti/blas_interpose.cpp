@@ -141,6 +141,24 @@ bool is_trans(cublasOperation_t op) { return op != CUBLAS_OP_N; }
 
 extern "C" {
 
+// _exit (Python's os._exit, used by DataLoader workers and scripts that skip interpreter
+// teardown) runs no atexit handler, so the injection library registers its final flush here.
+// The hook is a no-op in forked children (the injection library checks).
+static std::atomic<void (*)()> g_exit_hook{nullptr};
+
+__attribute__((visibility("default"))) void gpuscope_blas_set_exit_hook(void (*hook)()) {
+  g_exit_hook.store(hook);
+}
+
+__attribute__((visibility("default"), noreturn)) void _exit(int status) {
+  if (auto hook = g_exit_hook.exchange(nullptr)) hook();
+  using ExitFn = void (*)(int);
+  static auto real_exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_exit"));
+  if (real_exit) real_exit(status);
+  syscall(SYS_exit_group, status);
+  __builtin_unreachable();
+}
+
 __attribute__((visibility("default"))) size_t gpuscope_blas_drain(GpuscopeGemmCall* out,
                                                                   size_t max,
                                                                   uint64_t* dropped_total) {

@@ -100,6 +100,7 @@ class Tracer {
   std::atomic<bool> initialized_{false};
   bool forked_child_ = false;
   std::atomic<bool> warned_{false};
+  std::atomic<bool> shutting_down_{false};
 
   capture::CaptureWriter writer_;
   std::unique_ptr<ActivityDecoder> decoder_;
@@ -431,12 +432,16 @@ int Tracer::initialize() {
     writer_loop();
   });
   std::atexit([] { Tracer::get().shutdown(); });
+  // _exit skips atexit; libgpuscope_blas.so (preloaded, global) calls this hook from _exit.
+  using SetHookFn = void (*)(void (*)());
+  if (auto set_hook = reinterpret_cast<SetHookFn>(dlsym(RTLD_DEFAULT, "gpuscope_blas_set_exit_hook")))
+    set_hook([] { Tracer::get().shutdown(); });
   install_signal_handlers();
   return 1;
 }
 
 void Tracer::shutdown() {
-  if (forked_child_ || !thread_.joinable()) return;
+  if (forked_child_ || shutting_down_.exchange(true) || !thread_.joinable()) return;
   if (enabled_) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   char b = 'S';
   (void)!write(wake_pipe_[1], &b, 1);

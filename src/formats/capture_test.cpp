@@ -361,3 +361,30 @@ TEST(Capture, VarintsRoundTripExtremes) {
 
 }  // namespace
 }  // namespace gpuscope
+
+namespace gpuscope {
+namespace {
+
+// `gpuscope run` appends device samples to a finished capture.
+TEST(Capture, AppendedChunksAreRead) {
+  std::string path = temp_path("append");
+  write_sample(path, true, true);
+  capture::CaptureWriter w;
+  std::string error;
+  ASSERT_TRUE(w.open_append(path, {}, &error)) << error;
+  DeviceSample s;
+  s.time_ns = 2'000'000'000;
+  s.tensor_active_pct = 12.5;
+  w.add(s);
+  w.intern("a string defined in the appended chunk");
+  w.close();
+  auto t = read_capture_file(path);
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->device_samples.size(), 2u);
+  EXPECT_DOUBLE_EQ(*t->device_samples[1].tensor_active_pct, 12.5);
+  EXPECT_EQ(t->kernels.size(), 2u);
+  EXPECT_TRUE(t->warnings.empty());
+}
+
+}  // namespace
+}  // namespace gpuscope
