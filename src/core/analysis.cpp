@@ -748,7 +748,12 @@ Report analyze_traces(const std::vector<Trace>& traces, const AnalysisOptions& o
   for (const Trace& t : traces) {
     for (const auto& w : t.warnings) report.warnings.push_back(fmt::format("{}: {}", t.source, w));
     auto devices = analyze_trace(t, options);
-    if (devices.empty()) {
+    if (devices.empty() && t.truncated) {
+      report.rejected.push_back(fmt::format(
+          "{}: the file ends before any GPU events (the profiler writes them after the CPU events); "
+          "the trace is truncated: export it again",
+          t.source));
+    } else if (devices.empty()) {
       report.rejected.push_back(fmt::format(
           "{}: no GPU kernels, copies or sets in this trace (a CPU-only rank, or the profiler ran without "
           "ProfilerActivity.CUDA)",

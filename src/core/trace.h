@@ -177,6 +177,7 @@ struct Trace {
   std::vector<int64_t> dims;
   StringTable strings;
   std::vector<std::string> warnings;  // What the reader skipped, one line each.
+  bool truncated = false;              // The input ended early; events after that are missing.
 
   const Device* find_device(int32_t id) const;
   // Sorts every event vector by start time (then end), as the analyses require.

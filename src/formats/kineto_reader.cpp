@@ -34,14 +34,17 @@ class GzInput : public Input {
     const int got = gzread(f_, dst, static_cast<unsigned>(n));
     if (got < 0) {
       int code = 0;
-      const char* msg = gzerror(f_, &code);
-      error = msg ? msg : "read error";
+      gzerror(f_, &code);
+      error = code == Z_DATA_ERROR ? "corrupt gzip data" : code == Z_ERRNO ? std::strerror(errno) : "read error";
       return 0;
     }
-    if (got == 0 && !gzeof(f_)) {
+    if (got == 0) {
+      // A gzip stream cut short reads as end of file with Z_BUF_ERROR set.
       int code = 0;
-      const char* msg = gzerror(f_, &code);
-      if (code != Z_OK) error = msg ? msg : "read error";
+      gzerror(f_, &code);
+      if (code == Z_BUF_ERROR) error = "unexpected end of the gzip stream";
+      else if (code == Z_DATA_ERROR) error = "corrupt gzip data";
+      else if (code != Z_OK && code != Z_STREAM_END) error = "read error";
     }
     return static_cast<size_t>(got);
   }
@@ -456,6 +459,7 @@ class KinetoReader {
                                             where, offset(end_), events_));
     }
     truncated_ = true;
+    trace_.truncated = true;
     return ok_status();
   }
 

@@ -1,0 +1,260 @@
+#include "core/analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "core/test_builder.h"
+
+namespace gpuscope {
+namespace {
+
+using testing::TraceBuilder;
+
+const IdleCause& cause(const DeviceReport& r, std::string_view name) {
+  for (const auto& c : r.idle_causes) {
+    if (c.cause == name) return c;
+  }
+  static IdleCause none;
+  return none;
+}
+
+double idle_sum_pct(const DeviceReport& r) {
+  double s = 0;
+  for (const auto& c : r.idle_causes) s += c.pct;
+  return s;
+}
+
+DeviceReport only(const Trace& t, const AnalysisOptions& o = {}) {
+  auto reports = analyze_trace(t, o);
+  EXPECT_EQ(reports.size(), 1u);
+  return reports.empty() ? DeviceReport{} : reports.front();
+}
+
+TEST(Analysis, BusyIsUnionOfKernelsAcrossStreams) {
+  TraceBuilder b;
+  b.kernel(0, 100, "gemm_a", 1000, 0, 7);
+  b.kernel(50, 150, "gemm_b", 1000, 0, 8);  // Overlaps the first on another stream.
+  b.kernel(190, 200, "gemm_c", 1000, 0, 7);
+  const auto r = only(b.build());
+  EXPECT_EQ(r.window_ns, 200'000);
+  EXPECT_NEAR(r.busy_pct, 80.0, 1e-9);
+  EXPECT_NEAR(r.idle_pct, 20.0, 1e-9);
+  EXPECT_NEAR(idle_sum_pct(r), r.idle_pct, 1e-9);
+}
+
+TEST(Analysis, SmActiveEstimateWeighsGridAndCapsAtOne) {
+  TraceBuilder b(100);
+  b.kernel(0, 100, "half_grid", 50);
+  const auto half = only(b.build());
+  EXPECT_NEAR(half.sm_active_est_pct, 50.0, 1e-9);
+  EXPECT_NEAR(half.busy_pct, 100.0, 1e-9);
+
+  TraceBuilder c(100);
+  c.kernel(0, 100, "a", 50, 0, 1);
+  c.kernel(0, 100, "b", 50, 0, 2);
+  c.kernel(0, 100, "c", 50, 0, 3);  // 150% demand is capped at 100%.
+  EXPECT_NEAR(only(c.build()).sm_active_est_pct, 100.0, 1e-9);
+}
+
+TEST(Analysis, InputIdleIsAttributedToDataLoading) {
+  TraceBuilder b;
+  b.annotation(0, 1000, "ProfilerStep#1");
+  b.annotation(0, 800, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+  b.kernel(900, 1000, "gemm", 1000, 0, 7, 850, 5);
+  b.annotation(1000, 2000, "ProfilerStep#2");
+  b.annotation(1000, 1800, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+  b.kernel(1900, 2000, "gemm", 1000, 0, 7, 1850, 5);
+  const auto r = only(b.build());
+  EXPECT_EQ(r.step_source, "profiler_step");
+  EXPECT_EQ(r.step_count, 2);
+  EXPECT_NEAR(*r.step_mean_ms, 1.0, 1e-9);
+  EXPECT_NEAR(r.busy_pct, 10.0, 1e-9);
+  EXPECT_NEAR(cause(r, "input").pct, 90.0 - cause(r, "launch").pct, 1e-9);
+  EXPECT_GT(cause(r, "input").pct, 79.0);  // 800 of 900 idle us per step are inside the loader.
+  EXPECT_NEAR(idle_sum_pct(r), r.idle_pct, 1e-9);
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings.front().id, "input-bound");
+  // Removing the input idle time would leave window - input.
+  const double w = static_cast<double>(r.window_ns);
+  EXPECT_NEAR(*r.findings.front().est_speedup, w / (w - cause(r, "input").ns), 1e-9);
+  EXPECT_EQ(r.findings.front().severity, "high");
+}
+
+TEST(Analysis, SyncIdleBeginsWhenTheHostWaits) {
+  TraceBuilder b;
+  b.kernel(0, 100, "gemm", 1000, 0, 7, 0, 5);
+  b.api(10, 102, "cudaDeviceSynchronize");
+  // The host then runs Python for ~190 us and launches the next kernel at 295.
+  b.kernel(300, 400, "gemm", 1000, 0, 7, 295, 5);
+  const auto r = only(b.build());
+  EXPECT_NEAR(r.busy_pct, 200.0 / 400.0 * 100.0, 1e-9);
+  EXPECT_NEAR(cause(r, "sync").ns, 195'000, 1);   // [100, 295)
+  EXPECT_NEAR(cause(r, "launch").ns, 5'000, 1);   // the launch call [295, 300)
+  EXPECT_NEAR(idle_sum_pct(r), r.idle_pct, 1e-9);
+  EXPECT_EQ(r.findings.front().id, "host-sync");
+}
+
+TEST(Analysis, DeviceCopiesAndAllocationsAreTheirOwnCauses) {
+  TraceBuilder b;
+  b.kernel(0, 100, "gemm", 1000, 0, 7, 0, 5);
+  b.memcpy(100, 150);  // Copy on the device while no kernel runs.
+  b.api(150, 250, "cudaMalloc");
+  b.kernel(300, 400, "gemm", 1000, 0, 7, 295, 5);
+  const auto r = only(b.build());
+  EXPECT_NEAR(cause(r, "memcpy").ns, 50'000, 1);
+  EXPECT_NEAR(cause(r, "alloc").ns, 100'000, 1);
+  EXPECT_NEAR(r.copy_pct, 50.0 / 400.0 * 100.0, 1e-9);
+  EXPECT_NEAR(idle_sum_pct(r), r.idle_pct, 1e-9);
+}
+
+TEST(Analysis, LaunchBoundLoopOfTinyKernels) {
+  TraceBuilder b;
+  // 100 kernels of 2 us, each launched by a 10 us call right before it.
+  for (int i = 0; i < 100; ++i) b.kernel(i * 10.0 + 8, i * 10.0 + 10, "vectorized_elementwise_kernel", 1000, 0, 7, i * 10.0, 8);
+  const auto r = only(b.build());
+  EXPECT_NEAR(r.busy_pct, 200.0 / 992.0 * 100.0, 1e-6);
+  EXPECT_GT(cause(r, "launch").pct, 79.0);
+  EXPECT_EQ(r.launch.kernels_under_10us, 100);
+  ASSERT_TRUE(r.launch.shorter_than_launch_pct.has_value());
+  EXPECT_NEAR(*r.launch.shorter_than_launch_pct, 100.0, 1e-9);
+  EXPECT_EQ(r.findings.front().id, "launch-bound");
+}
+
+TEST(Analysis, NoHostInformationIsOther) {
+  Trace t;
+  t.devices.push_back({0, "NVIDIA A100-SXM4-80GB", 108});
+  for (int i = 0; i < 2; ++i) {
+    Kernel k;
+    k.start_ns = i * 1000;
+    k.end_ns = i * 1000 + 500;
+    k.name = t.strings.intern("gemm");
+    t.kernels.push_back(k);
+  }
+  t.sort_events();
+  const auto r = only(t);
+  EXPECT_NEAR(cause(r, "other").pct, r.idle_pct, 1e-9);
+  EXPECT_FALSE(r.launch.shorter_than_launch.has_value());  // Unknown, not zero.
+  EXPECT_FALSE(r.mfu_pct.has_value());
+  EXPECT_FALSE(r.hfu_pct.has_value());
+}
+
+TEST(Analysis, SeveralDevicesGetSeparateReports) {
+  TraceBuilder b;
+  b.device(1, 132, "NVIDIA H200");
+  b.kernel(0, 100, "gemm", 1000, 0);
+  b.kernel(0, 50, "gemm", 1000, 1);
+  b.kernel(150, 200, "gemm", 1000, 1);
+  const auto reports = analyze_trace(b.build(), {});
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].device, 0);
+  EXPECT_NEAR(reports[0].busy_pct, 100.0, 1e-9);
+  EXPECT_EQ(reports[1].name, "NVIDIA H200");
+  EXPECT_NEAR(reports[1].busy_pct, 50.0, 1e-9);
+}
+
+TEST(Analysis, StepWithoutGpuWork) {
+  TraceBuilder b;
+  b.annotation(0, 100, "ProfilerStep#1");
+  b.kernel(10, 90, "gemm", 1000, 0, 7, 5, 5);
+  b.annotation(100, 200, "ProfilerStep#2");  // Nothing launched.
+  b.annotation(200, 300, "ProfilerStep#3");
+  b.kernel(210, 290, "gemm", 1000, 0, 7, 205, 5);
+  const auto r = only(b.build());
+  ASSERT_EQ(r.steps.size(), 3u);
+  EXPECT_NEAR(r.steps[1].busy_pct, 0.0, 1e-9);
+  EXPECT_NEAR(r.steps[0].busy_pct, 80.0, 1e-9);
+  EXPECT_NEAR(idle_sum_pct(r), r.idle_pct, 1e-9);
+}
+
+TEST(Analysis, MatmulFlopsCountNestedOpsOnceAndGiveMfu) {
+  TraceBuilder b(132, "NVIDIA H100 80GB HBM3");
+  b.annotation(0, 1000, "ProfilerStep#1");
+  // aten::linear -> aten::addmm: one product of [64,128] x [128,256] counted once.
+  b.op(10, 100, "aten::linear", {{64, 128}, {256, 128}, {256}}, "c10::BFloat16");
+  b.op(20, 90, "aten::addmm", {{256}, {64, 128}, {128, 256}}, "c10::BFloat16");
+  b.kernel(50, 900, "nvjet_sm90_tst_gemm", 1000, 0, 7, 30, 5);
+  b.op(100, 200, "aten::bmm", {{4, 32, 16}, {4, 16, 8}}, "c10::BFloat16");
+  b.op(300, 310, "aten::mm", {}, "");  // No shapes recorded: not counted.
+  AnalysisOptions o;
+  o.flops_per_step = 1e9;
+  const auto r = only(b.build(), o);
+  const double expected = 2.0 * 64 * 128 * 256 + 2.0 * 4 * 32 * 16 * 8;
+  ASSERT_TRUE(r.matmul_flops_per_step.has_value());
+  EXPECT_DOUBLE_EQ(*r.matmul_flops_per_step, expected);
+  ASSERT_TRUE(r.peak_tflops.has_value());
+  EXPECT_DOUBLE_EQ(*r.peak_tflops, 989.4);
+  const double step_s = static_cast<double>(r.window_ns) / 1e9;
+  EXPECT_NEAR(*r.mfu_pct, 100.0 * 1e9 / (step_s * 989.4e12), 1e-12);
+  EXPECT_NEAR(*r.hfu_pct, 100.0 * expected / (step_s * 989.4e12), 1e-12);
+  ASSERT_EQ(r.precision.size(), 1u);
+  EXPECT_EQ(r.precision[0].dtype, "bf16");  // From the launching op's dtype.
+}
+
+TEST(Analysis, PrecisionFromKernelNameAndFp32Finding) {
+  TraceBuilder b;
+  b.kernel(0, 400, "sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n", 1000);
+  b.kernel(400, 1000, "cutlass_80_simt_sgemm_256x128_8x4_nn_align1", 1000);
+  const auto r = only(b.build());
+  ASSERT_EQ(r.precision.size(), 2u);
+  EXPECT_EQ(r.precision[0].dtype, "fp32");
+  EXPECT_NEAR(r.precision[0].pct, 60.0, 1e-9);
+  EXPECT_EQ(r.precision[1].dtype, "tf32");
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings.front().id, "precision-fp32");
+  // 600 us fp32 -> 4x faster saves 450; 400 us tf32 -> 2x saves 200: 1000 / 350.
+  EXPECT_NEAR(*r.findings.front().est_speedup, 1000.0 / 350.0, 1e-9);
+}
+
+TEST(Analysis, RecurringElementwiseChainsAreFusionCandidates) {
+  TraceBuilder b;
+  double t = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    b.kernel(t, t + 50, "nvjet_gemm", 1000);
+    t += 50;
+    for (const char* k : {"vectorized_elementwise_kernel<GeluFunctor>", "vectorized_elementwise_kernel<AddFunctor>",
+                          "vectorized_layer_norm_kernel"}) {
+      b.kernel(t, t + 10, k, 1000);
+      t += 10;
+    }
+  }
+  const auto r = only(b.build());
+  ASSERT_EQ(r.fusion.size(), 1u);
+  EXPECT_EQ(r.fusion[0].occurrences, 3);
+  EXPECT_EQ(r.fusion[0].kernels.size(), 3u);
+  EXPECT_EQ(r.fusion[0].ns, 90'000);
+  EXPECT_EQ(r.fusion[0].est_saving_ns, 60'000);  // (k-1)/k of the chain.
+}
+
+TEST(Analysis, TraceWithoutGpuWorkIsRejected) {
+  TraceBuilder b;
+  b.op(0, 10, "aten::add");
+  std::vector<Trace> traces;
+  traces.push_back(b.build());
+  const Report report = analyze_traces(traces, {});
+  EXPECT_TRUE(report.devices.empty());
+  ASSERT_EQ(report.rejected.size(), 1u);
+  EXPECT_NE(report.rejected[0].find("no GPU kernels"), std::string::npos);
+}
+
+TEST(Analysis, RankSummaryAcrossTraces) {
+  std::vector<Trace> traces;
+  for (int rank = 0; rank < 2; ++rank) {
+    TraceBuilder b;
+    b.annotation(0, 100 + rank * 100, "ProfilerStep#1");
+    b.kernel(0, 50, "gemm", 1000, 0, 7, 0, 0);
+    Trace t = b.build();
+    t.rank = rank;
+    t.source = "rank" + std::to_string(rank);
+    traces.push_back(std::move(t));
+  }
+  const Report report = analyze_traces(traces, {});
+  ASSERT_TRUE(report.ranks.has_value());
+  EXPECT_EQ(report.ranks->ranks, 2);
+  EXPECT_EQ(report.ranks->slowest, "rank1");
+  EXPECT_NEAR(*report.ranks->step_max_ms, 0.2, 1e-9);
+  EXPECT_NEAR(report.ranks->busy_min_pct, 25.0, 1e-9);
+}
+
+}  // namespace
+}  // namespace gpuscope

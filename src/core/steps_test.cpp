@@ -1,0 +1,52 @@
+#include "core/steps.h"
+
+#include <gtest/gtest.h>
+
+#include "core/test_builder.h"
+
+namespace gpuscope {
+namespace {
+
+using testing::TraceBuilder;
+
+TEST(Steps, ProfilerStepsWin) {
+  TraceBuilder b;
+  b.annotation(0, 10, "ProfilerStep#7").annotation(10, 20, "ProfilerStep#8").annotation(2, 3, "train_step");
+  const auto d = detect_steps(b.build(), "");
+  EXPECT_EQ(d.source, StepSource::kProfilerStep);
+  ASSERT_EQ(d.steps.size(), 2u);
+  EXPECT_EQ(d.steps[0].number, 7);
+  EXPECT_EQ(d.steps[1].start_ns, 10'000);
+}
+
+TEST(Steps, NamedRangesAndNestingKeepsOutermost) {
+  TraceBuilder b;
+  b.annotation(0, 10, "train_step").annotation(1, 5, "train_step").annotation(10, 20, "train_step");
+  const auto d = detect_steps(b.build(), "");
+  EXPECT_EQ(d.source, StepSource::kNvtxRange);
+  EXPECT_EQ(d.steps.size(), 2u);
+  TraceBuilder c;
+  c.annotation(0, 10, "iteration").annotation(10, 20, "iteration");
+  EXPECT_EQ(detect_steps(c.build(), "iteration").steps.size(), 2u);
+}
+
+TEST(Steps, OptimizerStepsBoundIterations) {
+  TraceBuilder b;
+  for (int i = 0; i < 4; ++i) b.annotation(i * 100 + 90, i * 100 + 100, "Optimizer.step#AdamW.step");
+  const auto d = detect_steps(b.build(), "");
+  EXPECT_EQ(d.source, StepSource::kOptimizerStep);
+  ASSERT_EQ(d.steps.size(), 3u);
+  EXPECT_EQ(d.steps[0].start_ns, 100'000);
+  EXPECT_EQ(d.steps[0].end_ns, 200'000);
+}
+
+TEST(Steps, NoneMeansWholeWindow) {
+  TraceBuilder b;
+  b.op(0, 10, "aten::mm");
+  const auto d = detect_steps(b.build(), "");
+  EXPECT_EQ(d.source, StepSource::kWholeWindow);
+  EXPECT_TRUE(d.steps.empty());
+}
+
+}  // namespace
+}  // namespace gpuscope

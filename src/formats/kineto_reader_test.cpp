@@ -1,0 +1,244 @@
+#include "formats/kineto_reader.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/analysis.h"
+#include "formats/report_json.h"
+#include "formats/trace_input.h"
+
+namespace gpuscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string source_dir() {
+  const char* env = std::getenv("GPUSCOPE_SOURCE_DIR");
+  return env ? env : GPUSCOPE_SOURCE_DIR;
+}
+
+std::string temp_file(const std::string& name, const std::string& bytes) {
+  const fs::path p = fs::temp_directory_path() / ("gpuscope_test_" + name);
+  std::ofstream(p, std::ios::binary) << bytes;
+  return p.string();
+}
+
+std::string gzip(const std::string& data) {
+  std::string out(compressBound(data.size()) + 64, '\0');
+  z_stream z{};
+  deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  z.avail_in = static_cast<uInt>(data.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return out;
+}
+
+const char* kSmallTrace = R"json({
+  "schemaVersion": 1,
+  "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "numSms": 132, "computeMajor": 9,
+                        "computeMinor": 0, "totalGlobalMem": 85000000000}],
+  "distributedInfo": {"rank": 3, "world_size": 8},
+  "traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#5", "pid": 10, "tid": 10,
+     "ts": 1000000000000.000, "dur": 100},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 10, "tid": 10, "ts": 1000000000001.5,
+     "dur": 20, "args": {"Input Dims": [[64, 32], [32, 16]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10,
+     "ts": 1000000000002.0005, "dur": 5, "args": {"correlation": 77}},
+    {"ph": "X", "cat": "kernel", "name": "nvjet_sm90_gemm", "pid": 0, "tid": 7, "ts": 1000000000010,
+     "dur": 40.25, "args": {"device": 0, "stream": 7, "correlation": 77, "grid": [66, 1, 1],
+     "block": [128, 1, 1], "registers per thread": 168, "shared memory": 1024}},
+    {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7,
+     "ts": 1000000000060, "dur": 10, "args": {"device": 0, "stream": 7, "bytes": 4096}},
+    {"ph": "s", "id": 77, "pid": 10, "tid": 10, "ts": 1000000000002, "cat": "ac2g", "name": "ac2g"},
+    {"ph": "M", "name": "process_name", "pid": 10, "args": {"name": "python"}}
+  ],
+  "traceName": "x", "displayTimeUnit": "ms"
+})json";
+
+TEST(KinetoReader, ReadsEventsDevicesAndRank) {
+  auto t = read_kineto_buffer(kSmallTrace, "small");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->rank, 3);
+  EXPECT_EQ(t->world_size, 8);
+  ASSERT_EQ(t->devices.size(), 1u);
+  EXPECT_EQ(t->devices[0].num_sms, 132);
+  ASSERT_EQ(t->kernels.size(), 1u);
+  const Kernel& k = t->kernels[0];
+  EXPECT_EQ(k.start_ns, 1000000000010000);
+  EXPECT_EQ(k.end_ns - k.start_ns, 40250);  // Fractional microseconds kept exactly.
+  EXPECT_EQ(k.grid.x, 66u);
+  EXPECT_EQ(k.registers_per_thread, 168);
+  EXPECT_EQ(k.correlation, 77u);
+  ASSERT_EQ(t->api_calls.size(), 1u);
+  EXPECT_EQ(t->api_calls[0].start_ns, 1000000000002001);  // .0005 us rounds to 1 ns.
+  EXPECT_EQ(t->api_calls[0].api_class, ApiClass::kLaunch);
+  ASSERT_EQ(t->memcpys.size(), 1u);
+  EXPECT_EQ(t->memcpys[0].kind, CopyKind::kHtoD);
+  EXPECT_EQ(t->memcpys[0].host_memory, HostMemory::kPageable);
+  EXPECT_EQ(t->memcpys[0].bytes, 4096u);
+  ASSERT_EQ(t->host_events.size(), 2u);
+  const HostEvent& mm = t->host_events[1];
+  ASSERT_EQ(mm.num_args, 2);
+  EXPECT_EQ(t->op_args[mm.first_arg].rank, 2);
+  EXPECT_EQ(t->dims[t->op_args[mm.first_arg].first_dim], 64);
+  EXPECT_EQ(t->strings.view(t->op_args[mm.first_arg].dtype), "c10::BFloat16");
+  EXPECT_TRUE(t->warnings.empty());
+}
+
+TEST(KinetoReader, SmallBufferRefillsAcrossEventBoundaries) {
+  // The same trace gzipped through the file path (4 MiB buffer, one refill) and a trace large
+  // enough to need several refills must read identically.
+  std::string big = R"json({"traceEvents": [)json";
+  for (int i = 0; i < 60000; ++i) {
+    big += (i ? "," : "");
+    big += R"json({"ph": "X", "cat": "kernel", "name": "k\"quoted\\", "pid": 0, "tid": 7, "ts": )json" +
+           std::to_string(i * 10) + R"json(, "dur": 5, "args": {"device": 0, "stream": 7}})json";
+  }
+  big += "]}";
+  const std::string path = temp_file("big.json.gz", gzip(big));
+  auto t = read_kineto_file(path);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->kernels.size(), 60000u);
+  EXPECT_EQ(t->strings.view(t->kernels[0].name), "k\"quoted\\");
+  EXPECT_EQ(t->kernels.back().start_ns, 599990000);
+}
+
+struct BadInput {
+  const char* name;
+  std::string bytes;
+  const char* expect;  // Substring of the one-line error.
+};
+
+TEST(KinetoReader, BadInputsGiveOneLineErrors) {
+  const std::string valid_gz = gzip(kSmallTrace);
+  const std::vector<BadInput> cases = {
+      {"empty.json", "", "empty"},
+      {"spaces.json", "   \n", "whitespace"},
+      {"text.json", "hello", "not JSON"},
+      {"not_trace.json", R"json({"a": 1, "b": [1, 2]})json", "no \"traceEvents\""},
+      {"events_not_array.json", R"json({"traceEvents": 5})json", "not an array"},
+      {"bad_key.json", R"json({"traceEvents": [], 5: 1})json", "byte 20"},
+      {"truncated.json.gz", valid_gz.substr(0, 30), "cannot read"},
+      {"bad_devices.json", R"json({"deviceProperties": {"x": 1}, "traceEvents": []})json", "not an array"},
+  };
+  for (const auto& c : cases) {
+    auto t = read_kineto_file(temp_file(c.name, c.bytes));
+    ASSERT_FALSE(t.ok()) << c.name;
+    const std::string& msg = t.status().message();
+    EXPECT_NE(msg.find(c.expect), std::string::npos) << c.name << ": " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << c.name;
+  }
+  auto missing = read_trace_file("/nonexistent/trace.json");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("No such file"), std::string::npos);
+}
+
+TEST(KinetoReader, PartlyReadableTracesWarn) {
+  // Truncated in the middle of the event list: what came before is kept, with a warning.
+  const std::string text = kSmallTrace;
+  const size_t cut = text.find("gpu_memcpy");
+  auto t = read_kineto_buffer(text.substr(0, cut), "cut");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->kernels.size(), 1u);
+  ASSERT_EQ(t->warnings.size(), 1u);
+  EXPECT_NE(t->warnings[0].find("truncated"), std::string::npos);
+
+  // Unexpected types: "ts" as a string skips that event; an odd arg is ignored.
+  auto odd = read_kineto_buffer(
+      R"json({"traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "a", "ts": "12", "dur": 1},
+        {"ph": "X", "cat": "kernel", "name": "b", "ts": 12, "dur": 1, "args": {"stream": "0x10", "grid": "grid(1,)"}},
+        {"ph": "X", "cat": "kernel", "name": 5, "ts": 12, "dur": 1},
+        [1, 2]
+      ]})json",
+      "odd");
+  ASSERT_TRUE(odd.ok()) << odd.status().message();
+  ASSERT_EQ(odd->kernels.size(), 1u);
+  EXPECT_EQ(odd->kernels[0].stream, 16);
+  EXPECT_FALSE(odd->kernels[0].has_grid());
+  ASSERT_EQ(odd->warnings.size(), 1u);
+  EXPECT_NE(odd->warnings[0].find("skipped 3 events"), std::string::npos) << odd->warnings[0];
+}
+
+TEST(KinetoReader, BareEventArrayIsAccepted) {
+  auto t = read_kineto_buffer(R"json([{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2}])json", "array");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->kernels.size(), 1u);
+}
+
+// Every public trace from other set-ups is analysed or rejected with a reason; none crash.
+TEST(PublicTraces, AnalysedOrRejected) {
+  const fs::path dir = fs::path(source_dir()) / "testdata" / "hta";
+  int analysed = 0, rejected = 0;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    if (!entry.path().string().ends_with(".json.gz")) continue;
+    auto t = read_trace_file(entry.path().string());
+    ASSERT_TRUE(t.ok()) << entry.path() << ": " << t.status().message();
+    std::vector<Trace> traces;
+    traces.push_back(std::move(t).value());
+    const Report r = analyze_traces(traces, {});
+    if (r.devices.empty()) {
+      ASSERT_EQ(r.rejected.size(), 1u);
+      ++rejected;
+      continue;
+    }
+    ++analysed;
+    for (const auto& d : r.devices) {
+      EXPECT_GE(d.busy_pct, 0.0);
+      EXPECT_LE(d.busy_pct, 100.0 + 1e-9);
+      double idle = 0;
+      for (const auto& c : d.idle_causes) idle += c.pct;
+      EXPECT_NEAR(idle, d.idle_pct, 1e-6) << entry.path();
+      EXPECT_LE(d.sm_active_est_pct, d.busy_pct + 1e-9) << entry.path();
+    }
+  }
+  EXPECT_EQ(analysed, 11);
+  EXPECT_EQ(rejected, 3);  // The CPU-only rank, the non-GPU rank, the CUPTI-profiler-range trace.
+}
+
+// Golden reports on traces recorded on the H200 (testdata/pytorch). Regenerate with
+// GPUSCOPE_UPDATE_GOLDENS=1 and review the diff.
+class Golden : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Golden, ReportMatches) {
+  const std::string name = GetParam();
+  const fs::path root(source_dir());
+  auto t = read_trace_file((root / "testdata" / "pytorch" / (name + ".json.gz")).string());
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  t->source = "testdata/pytorch/" + name + ".json.gz";
+  AnalysisOptions o;
+  const bool small_batch = name == "fp32_sync";
+  o.model = parse_model_spec(std::string("gpt:params=123.69M,layers=12,heads=12,dmodel=768,seq=1024,batch=") +
+                             (small_batch ? "8" : "16"))
+                .value();
+  std::vector<Trace> traces;
+  traces.push_back(std::move(t).value());
+  const std::string json = report_to_json(analyze_traces(traces, o));
+  const fs::path golden = root / "testdata" / "golden" / (name + ".json");
+  if (const char* update = std::getenv("GPUSCOPE_UPDATE_GOLDENS"); update && *update == '1') {
+    fs::create_directories(golden.parent_path());
+    std::ofstream(golden) << json;
+    GTEST_SKIP() << "updated " << golden;
+  }
+  std::ifstream in(golden);
+  ASSERT_TRUE(in) << "missing " << golden << " (run with GPUSCOPE_UPDATE_GOLDENS=1)";
+  std::stringstream expected;
+  expected << in.rdbuf();
+  EXPECT_EQ(json, expected.str()) << "report changed; review and regenerate with GPUSCOPE_UPDATE_GOLDENS=1";
+}
+
+INSTANTIATE_TEST_SUITE_P(PyTorchH200, Golden,
+                         ::testing::Values("fp32_sync", "bf16_sync", "bf16_async", "bf16_compile"));
+
+}  // namespace
+}  // namespace gpuscope
