@@ -62,8 +62,8 @@ std::string wrap_text(std::string_view text, size_t width, std::string_view inde
 
 std::string headline_row(const Painter& p, std::string_view label, std::optional<double> value,
                          std::string_view note) {
-  if (!value) return fmt::format("  {:<22} {:>6}  {:<40}  {}\n", label, "n/a", "", p.dim(note));
-  return fmt::format("  {:<22} {:>5.1f}%  {}  {}\n", label, *value, bar(*value, 40), p.dim(note));
+  if (!value) return fmt::format("  {:<22} {:>6}  {:<30}  {}\n", label, "n/a", "", p.dim(note));
+  return fmt::format("  {:<22} {:>5.1f}%  {}  {}\n", label, *value, bar(*value, 30), p.dim(note));
 }
 
 void render_device(std::string& out, const DeviceReport& d, const Painter& p, int width) {
@@ -71,19 +71,19 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   std::string title = fmt::format("{} · {}", d.name, d.num_sms ? fmt::format("{} SMs", *d.num_sms) : "SM count unknown");
   if (d.rank) title += fmt::format(" · rank {}", *d.rank);
   out += p.bold(fmt::format("gpuscope · {}", title)) + "\n";
-  out += p.dim(fmt::format("  {} · window {} · {} step{} ({}){}", d.source, ms(d.window_ns), d.step_count,
+  out += p.dim("  " + clip(d.source, static_cast<size_t>(width) - 2)) + "\n";
+  out += p.dim(fmt::format("  window {} · {} step{} ({}){}", ms(d.window_ns), d.step_count,
                            d.step_count == 1 ? "" : "s", d.step_source,
                            d.step_mean_ms ? fmt::format(" · {:.2f} ms/step", *d.step_mean_ms) : "")) +
          "\n\n";
 
-  out += headline_row(p, "Utilization (busy)", d.busy_pct, "any kernel running: what nvidia-smi shows");
-  out += headline_row(p, "SM active (estimate)", d.sm_active_est_pct, "from grid sizes vs SMs");
+  out += headline_row(p, "Utilization (busy)", d.busy_pct, "any kernel running (= nvidia-smi)");
+  out += headline_row(p, "SM active (estimate)", d.sm_active_est_pct, "grid sizes vs SM count");
   if (d.hw_sm_active_pct) out += headline_row(p, "SM active (hardware)", d.hw_sm_active_pct, "GPM, sampled");
   if (d.hw_tensor_active_pct) out += headline_row(p, "Tensor active (hw)", d.hw_tensor_active_pct, "GPM, sampled");
-  out += headline_row(p, "MFU", d.mfu_pct,
-                      d.mfu_pct ? "model FLOPs / dense peak" : "needs --model or --flops-per-step");
+  out += headline_row(p, "MFU", d.mfu_pct, d.mfu_pct ? "model FLOPs / dense peak" : "needs --model or --flops-per-step");
   out += headline_row(p, "HFU (matmul)", d.hfu_pct,
-                      d.hfu_pct ? "matmul FLOPs from op shapes / dense peak" : "needs recorded shapes and a known peak");
+                      d.hfu_pct ? "matmul FLOPs from shapes / peak" : "needs record_shapes=True, known peak");
   if (d.peak_tflops) out += p.dim(fmt::format("  peak {:.1f} TFLOP/s: {}", *d.peak_tflops, d.peak_basis)) + "\n";
   if (!d.model_flops_formula.empty()) out += p.dim(wrap_text("model FLOPs: " + d.model_flops_formula, width, "  "));
   if (d.matmul_flops_per_step) {
@@ -115,7 +115,7 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   out += p.dim(fmt::format("  {:.0f}% of kernels under 10 us ({:.1f}% of kernel time)", d.launch.under_10us_count_pct,
                            d.launch.under_10us_time_pct));
   if (d.launch.shorter_than_launch_pct) {
-    out += p.dim(fmt::format("; {:.0f}% shorter than their launch call; launch-to-start median {:.0f} us, p90 {:.0f} us",
+    out += p.dim(fmt::format("; {:.0f}% shorter than their launch call\n  launch call to kernel start: median {:.0f} us, p90 {:.0f} us",
                              *d.launch.shorter_than_launch_pct, d.launch.launch_delay_median_us.value_or(0),
                              d.launch.launch_delay_p90_us.value_or(0)));
   }
@@ -138,10 +138,10 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
     for (size_t i = 0; i < d.fusion.size() && i < 3; ++i) {
       const auto& f = d.fusion[i];
       std::string chain;
-      for (size_t k = 0; k < f.kernels.size() && k < 3; ++k) chain += (k ? " → " : "") + clip(f.kernels[k], 28);
-      if (f.kernels.size() > 3) chain += fmt::format(" → … ({})", f.kernels.size());
-      out += fmt::format("  {:>4}x  {:>5.1f}%  saves ~{} (est.)  {}\n", f.occurrences, f.pct,
-                         ms(static_cast<int64_t>(static_cast<double>(f.est_saving_ns) / steps)) + "/step", chain);
+      for (size_t k = 0; k < f.kernels.size(); ++k) chain += (k ? " → " : "") + f.kernels[k];
+      out += fmt::format("  {:>4}x  {:>5.1f}% of the window  {} kernels  saves ~{}/step (est.)\n", f.occurrences, f.pct,
+                         f.kernels.size(), ms(static_cast<int64_t>(static_cast<double>(f.est_saving_ns) / steps)));
+      out += p.dim("         " + clip(chain, static_cast<size_t>(width) - 9)) + "\n";
     }
   }
 

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the gpuscope command line: exit codes, one-line errors, JSON schema,
+colour rules. Usage: tests/cli_test.py GPUSCOPE_BINARY"""
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+BIN = None
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRACE = os.path.join(ROOT, "testdata", "pytorch", "bf16_sync.json.gz")
+MODEL = "gpt:params=123.69M,layers=12,heads=12,dmodel=768,seq=1024,batch=16"
+
+
+def run(*args, env=None):
+    e = dict(os.environ)
+    e.pop("NO_COLOR", None)
+    e.update(env or {})
+    return subprocess.run([BIN, *args], capture_output=True, text=True, env=e, timeout=120)
+
+
+class BadInput(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, name, data):
+        path = os.path.join(self.dir.name, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def assert_one_line_error(self, args, expect):
+        r = run("analyze", *args)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        lines = [l for l in r.stderr.splitlines() if not l.startswith("gpuscope: warning:")]
+        self.assertEqual(len(lines), 1, r.stderr)
+        self.assertIn(expect, lines[0])
+        self.assertEqual(r.stdout, "")
+        return lines[0]
+
+    def test_missing_file(self):
+        self.assert_one_line_error(["/nonexistent/t.json"], "no such file")
+
+    def test_empty_file(self):
+        p = self.write("empty.json", b"")
+        line = self.assert_one_line_error([p], "empty")
+        self.assertIn(p, line)
+
+    def test_truncated_gzip(self):
+        with open(TRACE, "rb") as f:
+            data = f.read()
+        p = self.write("cut.json.gz", data[:5000])
+        self.assert_one_line_error([p], "truncated")
+
+    def test_corrupt_gzip(self):
+        with open(TRACE, "rb") as f:
+            data = bytearray(f.read()[:20000])
+        data[100:200] = b"\x00" * 100
+        p = self.write("corrupt.json.gz", bytes(data))
+        self.assert_one_line_error([p], p)
+
+    def test_invalid_json(self):
+        p = self.write("bad.json", b"{this is not json")
+        self.assert_one_line_error([p], "byte 1")
+
+    def test_not_a_trace(self):
+        p = self.write("config.json", b'{"model": "gpt2", "layers": 12}')
+        self.assert_one_line_error([p], "traceEvents")
+
+    def test_no_gpu_events(self):
+        p = os.path.join(ROOT, "testdata", "hta", "cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz")
+        self.assert_one_line_error([p], "no GPU kernels")
+
+    def test_unexpected_field_types_warn(self):
+        doc = {"traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": "k", "ts": "oops", "dur": 1},
+            {"ph": "X", "cat": "kernel", "name": "k", "ts": 10, "dur": 5, "args": {"device": 0}},
+            {"ph": "X", "cat": "kernel", "name": "k", "ts": 20, "dur": 5, "args": {"device": 0}}]}
+        p = self.write("types.json", json.dumps(doc).encode())
+        r = run("analyze", p)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("skipped 1 event", r.stderr)
+
+    def test_bad_model_spec(self):
+        r = run("analyze", "--model", "gpt:params=12", TRACE)
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(len(r.stderr.splitlines()), 1)
+        self.assertIn("--model", r.stderr)
+
+    def test_unknown_option(self):
+        r = run("analyze", "--frobnicate", TRACE)
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(len(r.stderr.splitlines()), 1)
+
+    def test_empty_directory(self):
+        r = run("analyze", self.dir.name)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("no traces", r.stderr)
+
+
+class Reports(unittest.TestCase):
+    def test_json_schema_and_keys(self):
+        r = run("analyze", "--json", "--model", MODEL, TRACE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        j = json.loads(r.stdout)
+        self.assertEqual(j["schema"], "gpuscope.report/1")
+        d = j["devices"][0]
+        for key in ["name", "num_sms", "window_us", "busy_pct", "sm_active_est_pct", "mfu_pct", "hfu_pct"]:
+            self.assertIn(key, d)
+        self.assertIn("total_pct", d["idle"])
+        for c in d["idle"]["causes"]:
+            self.assertEqual(set(c) >= {"cause", "us", "pct"}, True)
+        self.assertAlmostEqual(sum(c["pct"] for c in d["idle"]["causes"]), d["idle"]["total_pct"], places=6)
+        self.assertIn("count", d["kernels"])
+        for c in d["kernels"]["categories"]:
+            self.assertEqual(set(c) >= {"category", "us", "pct"}, True)
+        for p in d["precision"]:
+            self.assertEqual(set(p) >= {"dtype", "us", "pct"}, True)
+        self.assertEqual(d["steps"]["count"], 3)
+        self.assertGreater(d["steps"]["mean_ms"], 0)
+        self.assertGreater(d["flops"]["matmul"], 0)
+        self.assertGreater(d["flops"]["model"], 0)
+        self.assertEqual(d["findings"][0]["id"], "input-bound")
+        for f in d["findings"]:
+            self.assertEqual(set(f) >= {"id", "severity", "evidence", "est_speedup", "recommendation"}, True)
+
+    def test_unknown_values_are_null(self):
+        r = run("analyze", "--json", TRACE)  # No --model: no model FLOPs, no MFU.
+        d = json.loads(r.stdout)["devices"][0]
+        self.assertIsNone(d["mfu_pct"])
+        self.assertIsNone(d["flops"]["model"])
+        self.assertIsNotNone(d["hfu_pct"])
+
+    def test_text_report_headline_and_width(self):
+        r = run("analyze", "--model", MODEL, TRACE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("\033[", r.stdout)  # Not a terminal: no colour.
+        lines = r.stdout.splitlines()
+        self.assertTrue(any("Utilization" in l for l in lines[:6]))
+        self.assertTrue(any("MFU" in l for l in lines[:8]))
+        for l in lines:
+            self.assertLessEqual(len(l), 100, l)
+
+    def test_directory_of_ranks(self):
+        with tempfile.TemporaryDirectory() as d:
+            for name in ("bf16_sync", "bf16_async"):
+                src = os.path.join(ROOT, "testdata", "pytorch", name + ".json.gz")
+                os.symlink(src, os.path.join(d, name + ".json.gz"))
+            r = run("analyze", "--json", d)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            j = json.loads(r.stdout)
+            self.assertEqual(len(j["devices"]), 2)
+            self.assertEqual(j["ranks"]["count"], 2)
+            self.assertTrue(j["ranks"]["slowest"].endswith("bf16_sync.json.gz"))
+
+    def test_help_teaches(self):
+        r = run("analyze", "--help")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("--model", r.stdout)
+        self.assertIn("record_shapes=True", r.stdout)
+        top = run("--help")
+        self.assertEqual(top.returncode, 0)
+        self.assertIn("analyze", top.stdout)
+
+
+if __name__ == "__main__":
+    BIN = os.path.abspath(sys.argv.pop(1))
+    unittest.main(verbosity=1)
