@@ -36,7 +36,7 @@ std::string_view dtype_name(int32_t cuda_type) {
   }
 }
 
-std::string hex_offset(size_t offset) {
+std::string offset_text(size_t offset) {
   std::ostringstream os;
   os << offset;
   return os.str();
@@ -76,7 +76,7 @@ class CaptureDecoder {
   size_t read_chunk(std::string_view bytes, size_t offset) {
     const size_t left = bytes.size() - offset;
     if (left < capture::kChunkHeaderBytes) {
-      warn("capture ends inside a chunk header at offset " + hex_offset(offset) +
+      warn("capture ends inside a chunk header at offset " + offset_text(offset) +
            " (process killed while writing?); read up to there");
       return bytes.size();
     }
@@ -91,25 +91,25 @@ class CaptureDecoder {
     if (magic != capture::kChunkMagic || header_crc != capture::crc32_of(bytes.data() + offset, 20) ||
         stored > capture::kMaxChunkStoredBytes || raw > capture::kMaxChunkRawBytes) {
       size_t next = resync(bytes, offset + 1);
-      warn("corrupt chunk header at offset " + hex_offset(offset) + "; skipped " +
+      warn("corrupt chunk header at offset " + offset_text(offset) + "; skipped " +
            std::to_string(next - offset) + " bytes");
       return next;
     }
     const size_t payload_at = offset + capture::kChunkHeaderBytes;
     if (stored > bytes.size() - payload_at) {
-      warn("capture ends inside a chunk at offset " + hex_offset(offset) +
+      warn("capture ends inside a chunk at offset " + offset_text(offset) +
            " (process killed while writing?); read up to there");
       return bytes.size();
     }
     const char* payload = bytes.data() + payload_at;
     const size_t next = payload_at + stored;
     if (capture::crc32_of(payload, stored) != payload_crc) {
-      warn("chunk at offset " + hex_offset(offset) + " fails its checksum; skipped");
+      warn("chunk at offset " + offset_text(offset) + " fails its checksum; skipped");
       return next;
     }
     if (codec == static_cast<uint8_t>(capture::Codec::kRaw)) {
       if (raw != stored) {
-        warn("chunk at offset " + hex_offset(offset) + " has inconsistent sizes; skipped");
+        warn("chunk at offset " + offset_text(offset) + " has inconsistent sizes; skipped");
         return next;
       }
       read_records(payload, stored, offset);
@@ -119,12 +119,12 @@ class CaptureDecoder {
       int rc = uncompress(reinterpret_cast<Bytef*>(inflated_.data()), &out_bytes,
                           reinterpret_cast<const Bytef*>(payload), stored);
       if (rc != Z_OK || out_bytes != raw) {
-        warn("chunk at offset " + hex_offset(offset) + " does not decompress; skipped");
+        warn("chunk at offset " + offset_text(offset) + " does not decompress; skipped");
         return next;
       }
       read_records(inflated_.data(), raw, offset);
     } else {
-      warn("chunk at offset " + hex_offset(offset) + " uses unknown codec " +
+      warn("chunk at offset " + offset_text(offset) + " uses unknown codec " +
            std::to_string(codec) + "; skipped");
     }
     ++chunks_;
@@ -148,7 +148,7 @@ class CaptureDecoder {
       uint8_t type = r.u8();
       uint64_t body_bytes = r.varint();
       if (!r.ok() || body_bytes > r.remaining()) {
-        warn("chunk at offset " + hex_offset(chunk_offset) + " has a truncated record; rest of "
+        warn("chunk at offset " + offset_text(chunk_offset) + " has a truncated record; rest of "
              "the chunk skipped");
         return;
       }
