@@ -146,6 +146,8 @@ def main():
     batches = iter(loader)
 
     def train_step():
+        # An NVTX range per step lets `gpuscope run` (and Nsight) find step boundaries.
+        torch.cuda.nvtx.range_push("train_step")
         x, y = next(batches)
         x = x.to(dev, non_blocking=args.input == "async")
         y = y.to(dev, non_blocking=args.input == "async")
@@ -156,6 +158,7 @@ def main():
         opt.zero_grad(set_to_none=True)
         if args.item_every_step:
             loss.item()
+        torch.cuda.nvtx.range_pop()
         return loss
 
     for _ in range(args.warmup):
