@@ -1,0 +1,131 @@
+// Shared pieces of the live front ends (live_common.h).
+#include <signal.h>
+
+#include <charconv>
+#include <cmath>
+
+#include <fmt/core.h>
+
+#include "cli/live_common.h"
+
+namespace gpuscope::cli {
+
+std::atomic<bool> g_interrupted{false};
+
+namespace {
+void on_interrupt(int) { g_interrupted.store(true); }
+}  // namespace
+
+void install_interrupt_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+StatusOr<int64_t> parse_duration_ns(std::string_view text, std::string_view option) {
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  std::string_view unit(end, static_cast<size_t>(text.data() + text.size() - end));
+  double scale = 0;
+  if (unit.empty() || unit == "s") scale = 1e9;
+  else if (unit == "ms") scale = 1e6;
+  else if (unit == "us") scale = 1e3;
+  else if (unit == "m") scale = 60e9;
+  else if (unit == "h") scale = 3600e9;
+  if (ec != std::errc() || scale == 0 || !(value >= 0) || std::isinf(value)) {
+    return Status::error(fmt::format("{} {}: not a duration; write e.g. 100ms, 2s or 5m", option, text));
+  }
+  return static_cast<int64_t>(std::llround(value * scale));
+}
+
+void add_live_options(CLI::App& app, LiveCliOptions& o) {
+  app.add_option("--interval", o.interval, "Sampling interval, >= 100ms (GPM's minimum)")
+      ->capture_default_str();
+  app.add_option("--idle-after", o.idle_after,
+                 "Signal idle_holding_memory after a process holds memory on an idle GPU this long")
+      ->capture_default_str();
+  app.add_option("--signal-after", o.signal_after,
+                 "Other signals fire after their condition holds this long")
+      ->capture_default_str();
+  app.add_option("--idle-memory-gib", o.idle_memory_gib,
+                 "idle_holding_memory: minimum memory a process holds (GiB)")
+      ->capture_default_str();
+  app.add_option("--idle-sm-active", o.idle_sm_active_pct,
+                 "idle_holding_memory: SM active (%) below which the GPU counts as idle")
+      ->capture_default_str();
+  app.add_option("--busy-util", o.busy_util_pct, "busy_not_working: utilization (%) at or above")
+      ->capture_default_str();
+  app.add_option("--busy-sm-active", o.busy_sm_active_pct,
+                 "busy_not_working: with SM active (%) below")
+      ->capture_default_str();
+  app.add_option("--tensor-sm-active", o.tensor_sm_active_pct,
+                 "tensor_cores_unused: SM active (%) at or above, tensor active ~0")
+      ->capture_default_str();
+  app.add_option("--membw-dram", o.membw_dram_pct,
+                 "memory_bandwidth_bound: DRAM bandwidth (%) at or above")
+      ->capture_default_str();
+}
+
+std::optional<LiveSettings> live_settings(const LiveCliOptions& o) {
+  LiveSettings s;
+  auto interval = parse_duration_ns(o.interval, "--interval");
+  auto idle_after = parse_duration_ns(o.idle_after, "--idle-after");
+  auto signal_after = parse_duration_ns(o.signal_after, "--signal-after");
+  for (const Status* st : {&interval.status(), &idle_after.status(), &signal_after.status()}) {
+    if (!st->ok()) {
+      fmt::print(stderr, "gpuscope: {}\n", st->message());
+      return std::nullopt;
+    }
+  }
+  if (*interval < 100'000'000) {
+    fmt::print(stderr,
+               "gpuscope: --interval {}: below 100ms, the shortest window NVML GPM measures; use "
+               "--interval 100ms or more\n",
+               o.interval);
+    return std::nullopt;
+  }
+  s.interval_ns = *interval;
+  s.thresholds.idle_after_ns = *idle_after;
+  s.thresholds.signal_after_ns = *signal_after;
+  s.thresholds.idle_memory_bytes = o.idle_memory_gib * 1024.0 * 1024 * 1024;
+  s.thresholds.idle_sm_active_pct = o.idle_sm_active_pct;
+  s.thresholds.busy_util_pct = o.busy_util_pct;
+  s.thresholds.busy_sm_active_pct = o.busy_sm_active_pct;
+  s.thresholds.tensor_sm_active_pct = o.tensor_sm_active_pct;
+  s.thresholds.membw_dram_pct = o.membw_dram_pct;
+  return s;
+}
+
+std::unique_ptr<nvml::Sampler> open_sampler_or_report() {
+  auto sampler = nvml::Sampler::open();
+  if (!sampler.ok()) {
+    fmt::print(stderr, "gpuscope: {}\n", sampler.status().message());
+    return nullptr;
+  }
+  return std::move(*sampler);
+}
+
+std::string job_of(const ProcessSample& p) {
+  if (!p.pod_uid.empty()) return "pod " + p.pod_uid;
+  if (!p.slurm_job_id.empty()) return "slurm job " + p.slurm_job_id;
+  return "";
+}
+
+std::string describe_signal(const Signal& s) {
+  std::string where = s.gpu_instance_id ? fmt::format("GPU {} MIG {}", s.device, *s.gpu_instance_id)
+                                        : fmt::format("GPU {}", s.device);
+  std::string line = fmt::format("{}: {}: {}", where, signal_name(s.kind), s.evidence);
+  if (s.process) {
+    const ProcessSample& p = *s.process;
+    line += fmt::format("; pid {}", p.pid);
+    if (!p.user.empty()) line += fmt::format(" ({})", p.user);
+    if (!p.command.empty()) line += " " + p.command;
+    std::string job = job_of(p);
+    if (!job.empty()) line += ", " + job;
+  }
+  return line;
+}
+
+}  // namespace gpuscope::cli

@@ -1,0 +1,69 @@
+// `gpuscope serve`: the Prometheus exporter (src/exporter). Binds to loopback unless told
+// otherwise; port 9464 by default (dcgm-exporter's is 9400).
+#include <unistd.h>
+
+#include <fmt/core.h>
+
+#include "cli/command.h"
+#include "cli/live_common.h"
+#include "exporter/server.h"
+
+namespace gpuscope::cli {
+namespace {
+
+struct ServeCliOptions {
+  LiveCliOptions live;
+  std::string listen = fmt::format("127.0.0.1:{}", exporter::kDefaultPort);
+  bool dcgm_compat = false;
+};
+
+int run_serve(const ServeCliOptions& o) {
+  auto settings = live_settings(o.live);
+  if (!settings) return 2;
+  auto listen = exporter::parse_listen(o.listen);
+  if (!listen.ok()) {
+    fmt::print(stderr, "gpuscope: {}\n", listen.status().message());
+    return 2;
+  }
+  auto sampler = open_sampler_or_report();
+  if (!sampler) return 2;
+  const size_t gpus = sampler->devices().size();
+  exporter::ServeOptions so;
+  so.listen = *listen;
+  so.interval_ns = settings->interval_ns;
+  so.thresholds = settings->thresholds;
+  so.exposition.dcgm_compat = o.dcgm_compat;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  so.exposition.hostname = host;
+  install_interrupt_handlers();
+  exporter::LiveExporter server(std::move(sampler), so);
+  Status st = server.start();
+  if (!st.ok()) {
+    fmt::print(stderr, "gpuscope: {}\n", st.message());
+    return 2;
+  }
+  const bool v6 = listen->host.find(':') != std::string::npos;
+  fmt::print(stderr, "gpuscope: serving http://{}{}{}:{}/metrics ({} GPU entries, every {:.1f} s); Ctrl-C stops\n",
+             v6 ? "[" : "", listen->host, v6 ? "]" : "", server.port(), gpus,
+             settings->interval_ns / 1e9);
+  server.wait(g_interrupted);
+  server.stop();
+  return 0;
+}
+
+const CommandRegistration kServe{CommandSpec{
+    "serve", "Prometheus exporter: /metrics (gpuscope_* and optional DCGM names), /healthz", 50,
+    [](CLI::App& app) -> std::function<int()> {
+      auto o = std::make_shared<ServeCliOptions>();
+      add_live_options(app, o->live);
+      app.add_option("--listen", o->listen,
+                     "HOST:PORT to bind; loopback by default, 0.0.0.0:PORT for every interface")
+          ->capture_default_str();
+      app.add_flag("--dcgm-compat", o->dcgm_compat,
+                   "Also emit dcgm-exporter names (DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_DEV_GPU_UTIL, ...)");
+      return [o] { return run_serve(*o); };
+    }}};
+
+}  // namespace
+}  // namespace gpuscope::cli

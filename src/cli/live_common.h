@@ -1,0 +1,60 @@
+// Shared by the live front ends (top, monitor, serve): option parsing for intervals and
+// signal thresholds, opening the sampler with the one-line "no GPU/driver" error, and text
+// for signals. Implemented in cmd_live.cpp.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+
+#include "core/signals.h"
+#include "core/status.h"
+#include "nvml/sampler.h"
+
+namespace gpuscope::cli {
+
+// "100ms", "1s", "2.5s", "1m", "1h"; a bare number is seconds.
+StatusOr<int64_t> parse_duration_ns(std::string_view text, std::string_view option);
+
+struct LiveCliOptions {
+  std::string interval = "1s";
+  std::string idle_after = "60s";
+  std::string signal_after = "10s";
+  double idle_memory_gib = 1.0;
+  double idle_sm_active_pct = 5.0;
+  double busy_util_pct = 80.0;
+  double busy_sm_active_pct = 30.0;
+  double tensor_sm_active_pct = 60.0;
+  double membw_dram_pct = 60.0;
+};
+
+// Declares --interval and the signal threshold options.
+void add_live_options(CLI::App& app, LiveCliOptions& options);
+
+// Validated interval (>= 100 ms, GPM's minimum) and thresholds; prints one line and returns
+// nullopt on bad input.
+struct LiveSettings {
+  int64_t interval_ns = 0;
+  SignalThresholds thresholds;
+};
+std::optional<LiveSettings> live_settings(const LiveCliOptions& options);
+
+// Opens NVML and the sampler; on failure prints "gpuscope: <why>" and returns null (exit 2).
+std::unique_ptr<nvml::Sampler> open_sampler_or_report();
+
+// "GPU 0: busy_not_working: utilization 100.0% but SM active 0.8%; pid 12 (alice) python3 x.py, pod U"
+std::string describe_signal(const Signal& s);
+
+// "pod <uid>", "slurm job <id>" or "".
+std::string job_of(const ProcessSample& p);
+
+// Set by SIGINT/SIGTERM once install_interrupt_handlers() ran.
+extern std::atomic<bool> g_interrupted;
+void install_interrupt_handlers();
+
+}  // namespace gpuscope::cli

@@ -1,0 +1,286 @@
+#include "exporter/prometheus.h"
+
+#include <cmath>
+#include <optional>
+
+#include <fmt/core.h>
+
+#include "nvml/sample_fields.h"
+
+namespace gpuscope::exporter {
+
+namespace {
+
+using nvml::DeviceInfo;
+
+struct Family {
+  const char* name;
+  const char* type;  // "gauge" or "counter".
+  const char* help;
+};
+
+void header(std::string& out, const Family& f) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", f.name, f.help, f.name, f.type);
+}
+
+void value_line(std::string& out, const char* name, const std::string& labels, double v) {
+  if (std::isnan(v)) return;
+  out += name;
+  out += '{';
+  out += labels;
+  out += "} ";
+  out += fmt::format("{}", v);
+  out += '\n';
+}
+
+std::string device_labels(const DeviceInfo& d) {
+  std::string l = fmt::format("gpu=\"{}\",uuid=\"{}\",model=\"{}\"", d.index,
+                              escape_label_value(d.uuid), escape_label_value(d.name));
+  if (d.gpu_instance_id) l += fmt::format(",gpu_instance=\"{}\"", *d.gpu_instance_id);
+  return l;
+}
+
+std::string dcgm_labels(const DeviceInfo& d, const std::string& hostname) {
+  std::string l = fmt::format("gpu=\"{}\",UUID=\"{}\",device=\"nvidia{}\",modelName=\"{}\",Hostname=\"{}\"",
+                              d.index, escape_label_value(d.uuid), d.index,
+                              escape_label_value(d.name), escape_label_value(hostname));
+  if (d.gpu_instance_id) l += fmt::format(",GPU_I_ID=\"{}\"", *d.gpu_instance_id);
+  return l;
+}
+
+template <typename T>
+std::optional<double> opt(const std::optional<T>& v, double scale = 1.0) {
+  if (!v) return std::nullopt;
+  return static_cast<double>(*v) * scale;
+}
+
+// One family over all devices; `get` returns the value for a device or nullopt.
+template <typename Get>
+void device_family(std::string& out, const Family& f, const ExpositionInput& in,
+                   const std::vector<std::string>& labels, Get get) {
+  bool any = false;
+  const auto& snap = *in.snapshot;
+  for (size_t i = 0; i < in.devices->size() && i < snap.devices.size(); ++i) {
+    std::optional<double> v = get(snap.devices[i], snap.counters[i]);
+    if (!v) continue;
+    if (!any) header(out, f);
+    any = true;
+    value_line(out, f.name, labels[i], *v);
+  }
+}
+
+}  // namespace
+
+std::string escape_label_value(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions& options) {
+  std::string out;
+  out.reserve(16384);
+  header(out, {"gpuscope_exporter_info", "gauge",
+               "gpuscope version and NVIDIA driver version; always 1."});
+  value_line(out, "gpuscope_exporter_info",
+             fmt::format("version=\"0.1.0\",driver=\"{}\"", escape_label_value(in.driver_version)),
+             1);
+  if (!in.snapshot || !in.devices) return out;
+  const nvml::LiveSnapshot& snap = *in.snapshot;
+
+  std::vector<std::string> labels;
+  for (const DeviceInfo& d : *in.devices) labels.push_back(device_labels(d));
+
+  header(out, {"gpuscope_last_sample_timestamp_seconds", "gauge",
+               "Unix time of the end of the latest sample."});
+  value_line(out, "gpuscope_last_sample_timestamp_seconds", "", snap.time_ns / 1e9);
+
+  using S = const DeviceSample&;
+  using C = const nvml::ActiveCounters&;
+#define GPUSCOPE_GAUGE(name, help, expr) \
+  device_family(out, {name, "gauge", help}, in, labels, [&](S s, C c) { return expr; })
+#define GPUSCOPE_COUNTER(name, help, expr) \
+  device_family(out, {name, "counter", help}, in, labels, [&](S s, C c) { return expr; })
+
+  GPUSCOPE_GAUGE("gpuscope_gpu_utilization_ratio",
+                 "NVML utilization.gpu: share of the driver's sample period with any kernel running (what nvidia-smi shows; one tiny kernel reads 1).",
+                 opt(s.gpu_util_pct, 0.01));
+  GPUSCOPE_GAUGE("gpuscope_memory_utilization_ratio",
+                 "NVML utilization.memory: share of the sample period device memory was read or written.",
+                 opt(s.mem_util_pct, 0.01));
+  GPUSCOPE_GAUGE("gpuscope_sm_active_ratio",
+                 "GPM SM_UTIL: share of SM cycles with at least one warp resident, averaged over SMs, over the sample interval.",
+                 opt(s.sm_active_pct, 0.01));
+  GPUSCOPE_GAUGE("gpuscope_sm_occupancy_ratio",
+                 "GPM SM_OCCUPANCY: resident warps over the maximum, averaged over SMs.",
+                 opt(s.sm_occupancy_pct, 0.01));
+  GPUSCOPE_GAUGE("gpuscope_tensor_active_ratio",
+                 "GPM ANY_TENSOR_UTIL: share of cycles any tensor pipe was active.",
+                 opt(s.tensor_active_pct, 0.01));
+  GPUSCOPE_GAUGE("gpuscope_tensor_hmma_active_ratio", "GPM HMMA_TENSOR_UTIL: half-precision tensor pipe activity.",
+                 opt(s.tensor_hmma_pct, 0.01));
+  GPUSCOPE_GAUGE("gpuscope_tensor_imma_active_ratio", "GPM IMMA_TENSOR_UTIL: integer tensor pipe activity.",
+                 opt(s.tensor_imma_pct, 0.01));
+  GPUSCOPE_GAUGE("gpuscope_tensor_dfma_active_ratio", "GPM DFMA_TENSOR_UTIL: FP64 tensor pipe activity.",
+                 opt(s.tensor_dfma_pct, 0.01));
+  GPUSCOPE_GAUGE("gpuscope_dram_active_ratio", "GPM DRAM_BW_UTIL: DRAM bandwidth used over peak.",
+                 opt(s.dram_bw_pct, 0.01));
+  GPUSCOPE_GAUGE("gpuscope_fp64_active_ratio", "GPM FP64_UTIL: FP64 pipe activity.", opt(s.fp64_pct, 0.01));
+  GPUSCOPE_GAUGE("gpuscope_fp32_active_ratio", "GPM FP32_UTIL: FP32 pipe activity.", opt(s.fp32_pct, 0.01));
+  GPUSCOPE_GAUGE("gpuscope_fp16_active_ratio", "GPM FP16_UTIL: FP16 pipe activity.", opt(s.fp16_pct, 0.01));
+  GPUSCOPE_GAUGE("gpuscope_memory_used_bytes", "Device memory in use.", opt(s.memory_used_bytes));
+  GPUSCOPE_GAUGE("gpuscope_memory_total_bytes", "Device memory size.", opt(s.memory_total_bytes));
+  GPUSCOPE_GAUGE("gpuscope_power_watts", "Power draw.", opt(s.power_w));
+  GPUSCOPE_COUNTER("gpuscope_energy_joules_total", "Energy consumed since the driver was loaded.",
+                   opt(s.energy_j));
+  GPUSCOPE_GAUGE("gpuscope_sm_clock_hertz", "SM clock.", opt(s.sm_clock_mhz, 1e6));
+  GPUSCOPE_GAUGE("gpuscope_memory_clock_hertz", "Memory clock.", opt(s.mem_clock_mhz, 1e6));
+  GPUSCOPE_GAUGE("gpuscope_temperature_celsius", "GPU die temperature.", opt(s.temperature_c));
+  GPUSCOPE_GAUGE("gpuscope_clocks_event_reasons",
+                 "NVML clocks event (throttle) reasons bitmask; 0 none, 1 idle, see nvmlClocksEventReasons.",
+                 opt(s.throttle_reasons));
+  GPUSCOPE_GAUGE("gpuscope_pcie_tx_bytes_per_second", "PCIe transmit throughput.", opt(s.pcie_tx_bytes_per_s));
+  GPUSCOPE_GAUGE("gpuscope_pcie_rx_bytes_per_second", "PCIe receive throughput.", opt(s.pcie_rx_bytes_per_s));
+  GPUSCOPE_GAUGE("gpuscope_nvlink_tx_bytes_per_second", "NVLink transmit throughput, all links.",
+                 opt(s.nvlink_tx_bytes_per_s));
+  GPUSCOPE_GAUGE("gpuscope_nvlink_rx_bytes_per_second", "NVLink receive throughput, all links.",
+                 opt(s.nvlink_rx_bytes_per_s));
+  GPUSCOPE_COUNTER("gpuscope_gpu_busy_seconds_total",
+                   "Seconds with any kernel running (utilization x interval, summed); rate() gives utilization over any window.",
+                   c.gpu_busy_s);
+  GPUSCOPE_COUNTER("gpuscope_sm_active_seconds_total",
+                   "SM-active seconds (SM active ratio x interval, summed); rate() gives SM active over any window.",
+                   c.sm_active_s);
+  GPUSCOPE_COUNTER("gpuscope_tensor_active_seconds_total",
+                   "Tensor-active seconds (tensor active ratio x interval, summed).", c.tensor_active_s);
+  GPUSCOPE_COUNTER("gpuscope_dram_active_seconds_total",
+                   "DRAM-active seconds (DRAM bandwidth ratio x interval, summed).", c.dram_active_s);
+#undef GPUSCOPE_GAUGE
+#undef GPUSCOPE_COUNTER
+
+  header(out, {"gpuscope_metric_supported", "gauge",
+               "1 if the metric was measured on this GPU in the latest sample, 0 if unsupported or unreadable."});
+  for (size_t i = 0; i < in.devices->size() && i < snap.devices.size(); ++i) {
+    for (const nvml::SampleField& f : nvml::device_sample_fields()) {
+      value_line(out, "gpuscope_metric_supported", labels[i] + fmt::format(",metric=\"{}\"", f.name),
+                 f.get(snap.devices[i]) ? 1 : 0);
+    }
+  }
+
+  if (in.signals) {
+    header(out, {"gpuscope_waste_signal", "gauge",
+                 "1 while the waste signal holds on this GPU (thresholds: gpuscope serve --help); see gpuscope_process_info for who."});
+    for (size_t i = 0; i < in.devices->size(); ++i) {
+      const DeviceInfo& d = (*in.devices)[i];
+      for (SignalKind kind : kAllSignalKinds) {
+        bool on = false;
+        for (const Signal& s : *in.signals) {
+          on |= s.kind == kind && s.device == d.index && s.gpu_instance_id == d.gpu_instance_id;
+        }
+        value_line(out, "gpuscope_waste_signal",
+                   labels[i] + fmt::format(",signal=\"{}\"", signal_name(kind)), on ? 1 : 0);
+      }
+    }
+  }
+
+  // Processes: keyed by GPU and pid; identity only on the info series.
+  auto process_labels = [&](const ProcessSample& p) {
+    for (const DeviceInfo& d : *in.devices) {
+      if (d.index == p.device && !d.gpu_instance_id) {
+        return fmt::format("gpu=\"{}\",uuid=\"{}\",pid=\"{}\"", d.index, escape_label_value(d.uuid), p.pid);
+      }
+    }
+    return fmt::format("gpu=\"{}\",uuid=\"\",pid=\"{}\"", p.device, p.pid);
+  };
+  if (!snap.processes.empty()) {
+    header(out, {"gpuscope_process_info", "gauge",
+                 "A process using the GPU, with its identity from /proc; always 1."});
+    for (const ProcessSample& p : snap.processes) {
+      value_line(out, "gpuscope_process_info",
+                 process_labels(p) + fmt::format(",command=\"{}\",user=\"{}\",pod_uid=\"{}\",slurm_job_id=\"{}\"",
+                                                 escape_label_value(p.command), escape_label_value(p.user),
+                                                 escape_label_value(p.pod_uid),
+                                                 escape_label_value(p.slurm_job_id)),
+                 1);
+    }
+    bool any = false;
+    for (const ProcessSample& p : snap.processes) {
+      if (!p.memory_used_bytes) continue;
+      if (!any) header(out, {"gpuscope_process_memory_used_bytes", "gauge", "Device memory held by the process."});
+      any = true;
+      value_line(out, "gpuscope_process_memory_used_bytes", process_labels(p),
+                 static_cast<double>(*p.memory_used_bytes));
+    }
+    any = false;
+    for (const ProcessSample& p : snap.processes) {
+      if (!p.sm_util_pct) continue;
+      if (!any) {
+        header(out, {"gpuscope_process_sm_utilization_ratio", "gauge",
+                     "NVML per-process SM utilization: share of time a kernel of this process ran."});
+      }
+      any = true;
+      value_line(out, "gpuscope_process_sm_utilization_ratio", process_labels(p), *p.sm_util_pct / 100);
+    }
+  }
+
+  if (options.dcgm_compat) {
+    std::vector<std::string> dl;
+    for (const DeviceInfo& d : *in.devices) dl.push_back(dcgm_labels(d, options.hostname));
+    constexpr double kMiB = 1.0 / (1024.0 * 1024.0);
+#define GPUSCOPE_DCGM(name, type, help, expr) \
+  device_family(out, {name, type, help}, in, dl, [&](S s, C) { return expr; })
+    GPUSCOPE_DCGM("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", opt(s.gpu_util_pct));
+    GPUSCOPE_DCGM("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", opt(s.mem_util_pct));
+    GPUSCOPE_DCGM("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).",
+                  opt(s.memory_used_bytes, kMiB));
+    GPUSCOPE_DCGM("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).",
+                  (s.memory_used_bytes && s.memory_total_bytes)
+                      ? std::optional<double>((static_cast<double>(*s.memory_total_bytes) -
+                                               static_cast<double>(*s.memory_used_bytes)) * kMiB)
+                      : std::nullopt);
+    GPUSCOPE_DCGM("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", opt(s.power_w));
+    // dcgm-exporter declares this a counter; a gauge here keeps `promtool check metrics`
+    // clean (counters must end in _total). Values are the same (mJ since driver load).
+    GPUSCOPE_DCGM("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "gauge",
+                  "Total energy consumption since boot (in mJ).", opt(s.energy_j, 1000.0));
+    GPUSCOPE_DCGM("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", opt(s.sm_clock_mhz));
+    GPUSCOPE_DCGM("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", opt(s.mem_clock_mhz));
+    GPUSCOPE_DCGM("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", opt(s.temperature_c));
+    GPUSCOPE_DCGM("DCGM_FI_PROF_SM_ACTIVE", "gauge",
+                  "The ratio of cycles an SM has at least 1 warp assigned (from NVML GPM).",
+                  opt(s.sm_active_pct, 0.01));
+    GPUSCOPE_DCGM("DCGM_FI_PROF_SM_OCCUPANCY", "gauge",
+                  "The ratio of number of warps resident on an SM (from NVML GPM).",
+                  opt(s.sm_occupancy_pct, 0.01));
+    GPUSCOPE_DCGM("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
+                  "Ratio of cycles the tensor (HMMA) pipe is active (from NVML GPM, any tensor).",
+                  opt(s.tensor_active_pct, 0.01));
+    GPUSCOPE_DCGM("DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
+                  "Ratio of cycles the device memory interface is active sending or receiving data (from NVML GPM).",
+                  opt(s.dram_bw_pct, 0.01));
+    GPUSCOPE_DCGM("DCGM_FI_PROF_PIPE_FP64_ACTIVE", "gauge", "Ratio of cycles the fp64 pipes are active.",
+                  opt(s.fp64_pct, 0.01));
+    GPUSCOPE_DCGM("DCGM_FI_PROF_PIPE_FP32_ACTIVE", "gauge", "Ratio of cycles the fp32 pipes are active.",
+                  opt(s.fp32_pct, 0.01));
+    GPUSCOPE_DCGM("DCGM_FI_PROF_PIPE_FP16_ACTIVE", "gauge", "Ratio of cycles the fp16 pipes are active.",
+                  opt(s.fp16_pct, 0.01));
+    GPUSCOPE_DCGM("DCGM_FI_PROF_PCIE_TX_BYTES", "gauge", "The rate of data transmitted over the PCIe bus (bytes/s).",
+                  opt(s.pcie_tx_bytes_per_s));
+    GPUSCOPE_DCGM("DCGM_FI_PROF_PCIE_RX_BYTES", "gauge", "The rate of data received over the PCIe bus (bytes/s).",
+                  opt(s.pcie_rx_bytes_per_s));
+    GPUSCOPE_DCGM("DCGM_FI_PROF_NVLINK_TX_BYTES", "gauge", "The rate of data transmitted over NVLink (bytes/s).",
+                  opt(s.nvlink_tx_bytes_per_s));
+    GPUSCOPE_DCGM("DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge", "The rate of data received over NVLink (bytes/s).",
+                  opt(s.nvlink_rx_bytes_per_s));
+#undef GPUSCOPE_DCGM
+  }
+  return out;
+}
+
+}  // namespace gpuscope::exporter

@@ -1,0 +1,40 @@
+// Prometheus text exposition (format 0.0.4) of the live sampler's latest snapshot.
+//
+// Contract:
+// - Every family has HELP and TYPE lines and appears once.
+// - Device series carry labels gpu (NVML index), uuid, model; MIG instances add
+//   gpu_instance. An absent (unmeasured) metric has no series: never a 0.
+// - Ratios are 0..1 (`_ratio`), bytes, watts, hertz, joules, seconds: Prometheus base units.
+// - Process identity (command, user, pod, job) is only on gpuscope_process_info, so that the
+//   value series stay bounded by GPUs x processes, not by every label combination.
+// - With dcgm_compat, the dcgm-exporter names and units are emitted too (DCGM_FI_DEV_GPU_UTIL
+//   in percent, DCGM_FI_PROF_SM_ACTIVE as a ratio, FB memory in MiB, ...) with its labels
+//   (gpu, UUID, device, modelName, Hostname), so that existing dashboards work.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/signals.h"
+#include "nvml/sampler.h"
+
+namespace gpuscope::exporter {
+
+struct ExpositionOptions {
+  bool dcgm_compat = false;
+  std::string hostname;  // For the DCGM Hostname label.
+};
+
+struct ExpositionInput {
+  const std::vector<nvml::DeviceInfo>* devices = nullptr;
+  const nvml::LiveSnapshot* snapshot = nullptr;  // Null before the first sample.
+  const std::vector<Signal>* signals = nullptr;
+  std::string driver_version;
+};
+
+std::string render_prometheus(const ExpositionInput& input, const ExpositionOptions& options);
+
+// Escapes a label value: backslash, double quote and newline.
+std::string escape_label_value(std::string_view v);
+
+}  // namespace gpuscope::exporter
