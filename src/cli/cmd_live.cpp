@@ -2,6 +2,7 @@
 #include <signal.h>
 
 #include <charconv>
+#include <cstdlib>
 #include <cmath>
 
 #include <fmt/core.h>
@@ -99,7 +100,11 @@ std::optional<LiveSettings> live_settings(const LiveCliOptions& o) {
 }
 
 std::unique_ptr<nvml::Sampler> open_sampler_or_report() {
-  auto sampler = nvml::Sampler::open();
+  nvml::SamplerOptions options;
+  // The host's /proc where it is mounted elsewhere (a container with the host's /proc at
+  // /host/proc), or a fake one in tests.
+  if (const char* root = std::getenv("GPUSCOPE_PROC_ROOT"); root && *root) options.proc_root = root;
+  auto sampler = nvml::Sampler::open(options);
   if (!sampler.ok()) {
     fmt::print(stderr, "gpuscope: {}\n", sampler.status().message());
     return nullptr;
