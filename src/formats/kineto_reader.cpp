@@ -141,6 +141,10 @@ struct RawEvent {
 
 using simdjson::ondemand::value;
 
+// On-Demand contract: once an array element or object field is itself an error, the document
+// is broken there and iteration must stop (continuing can yield the same error forever).
+// Every loop below checks that first. A value of an unexpected *type* is not such an error.
+
 // Each returns false on an unexpected type.
 bool get_int(value v, std::optional<int64_t>& out) {
   std::string_view str;
@@ -172,6 +176,7 @@ bool get_dim3(value v, Dim3& out) {
   uint32_t vals[3] = {0, 0, 0};
   int i = 0;
   for (auto e : a) {
+    if (e.error()) return false;
     int64_t x = 0;
     if (e.get_int64().get(x) || x < 0 || x > UINT32_MAX) return false;
     if (i < 3) vals[i] = static_cast<uint32_t>(x);
@@ -206,6 +211,7 @@ bool parse_shapes(value v, RawEvent& ev) {
   if (v.get_array().get(a)) return false;
   size_t i = 0;
   for (auto arg : a) {
+    if (arg.error()) return false;
     if (ev.dims.size() <= i) ev.dims.emplace_back();
     auto& shape = ev.dims[i];
     shape.clear();
@@ -215,6 +221,7 @@ bool parse_shapes(value v, RawEvent& ev) {
       rank = -1;  // Not an array: unusual but harmless.
     } else {
       for (auto d : inner) {
+        if (d.error()) return false;
         int64_t x = 0;
         simdjson::ondemand::json_type t;
         if (d.type().get(t)) return false;
@@ -237,6 +244,7 @@ bool parse_types(value v, RawEvent& ev) {
   simdjson::ondemand::array a;
   if (v.get_array().get(a)) return false;
   for (auto t : a) {
+    if (t.error()) return false;
     std::string_view s;
     if (t.get_string().get(s)) s = {};
     ev.types.push_back(s);
@@ -250,6 +258,7 @@ bool parse_args(value v, RawEvent& ev) {
   simdjson::ondemand::object args;
   if (v.get_object().get(args)) return false;
   for (auto field : args) {
+    if (field.error()) return false;
     std::string_view key;
     if (field.unescaped_key().get(key)) return false;
     value fv;
@@ -493,6 +502,9 @@ class KinetoReader {
       }
       const size_t value_end = scan_value();
       if (value_end == std::string::npos) return truncated(fmt::format("inside \"{}\"", key));
+      if (value_end == pos_) {
+        return error_at(pos_, fmt::format("invalid JSON: unexpected '{}' after \"{}\":", printable(buf_[pos_]), key));
+      }
       if (key == "deviceProperties" || key == "distributedInfo") {
         RETURN_IF_ERROR(read_metadata(key, pos_, value_end));
       }
@@ -548,6 +560,9 @@ class KinetoReader {
       }
       const size_t end = scan_value();
       if (end == std::string::npos) return truncated("inside an event of \"traceEvents\"");
+      if (end == pos_) {
+        return error_at(pos_, fmt::format("invalid JSON: unexpected '{}' in \"traceEvents\"", printable(c)));
+      }
       handle_event(pos_, end);
       pos_ = end;
     }
@@ -573,6 +588,7 @@ class KinetoReader {
     if (doc.get_object().get(obj)) return skip_event(begin, "an event that is not an object");
     ev_.clear();
     for (auto field : obj) {
+      if (field.error()) return skip_event(begin, "invalid JSON");
       std::string_view key;
       if (field.unescaped_key().get(key)) return skip_event(begin, "invalid JSON");
       value v;
