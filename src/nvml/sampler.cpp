@@ -373,6 +373,19 @@ Status Sampler::sample(LiveSnapshot* out) {
     int64_t gpm_prev = d.gpm_prev_mono_ns;
     bool had_prev = d.gpm_prev_valid;
     read_gpm(d, s, clock_ns(CLOCK_MONOTONIC));
+    // PCIe from GPM when it has it; otherwise NVML's counter, which samples for ~20 ms inside
+    // the call (NVML docs, nvmlDeviceGetPcieThroughput), so it is read only without GPM.
+    if (!d.gpu_instance_id && !d.gpm) {
+      unsigned int kbs = 0;
+      if (ok(NvmlApi::call(api_->device_get_pcie_throughput, d.handle, +NVML_PCIE_UTIL_TX_BYTES, &kbs),
+             "nvmlDeviceGetPcieThroughput", d)) {
+        s.pcie_tx_bytes_per_s = kbs * 1024.0;
+      }
+      if (ok(NvmlApi::call(api_->device_get_pcie_throughput, d.handle, +NVML_PCIE_UTIL_RX_BYTES, &kbs),
+             "nvmlDeviceGetPcieThroughput", d)) {
+        s.pcie_rx_bytes_per_s = kbs * 1024.0;
+      }
+    }
     // GPM ratios cover their own sample pair; report that interval when it was read.
     if (had_prev && s.sm_active_pct) s.interval_ns = d.gpm_prev_mono_ns - gpm_prev;
     if (options_.processes && !d.gpu_instance_id) read_processes(d, now_real, &out->processes);

@@ -149,6 +149,18 @@ TEST(Sampler, LegacyDriverWithoutGpmLeavesMetricsAbsent) {
   EXPECT_TRUE(sampler->take_warnings().empty());
 }
 
+TEST(Sampler, PcieFromNvmlCounterWithoutGpm) {
+  use_fixture_text(
+      "device 0 uuid=GPU-a gpm=0 mig=0 name=Fake GPU\n"
+      "frame\ns 0 gpu_util=5 mem_util=0 pcie_tx_kbs=1000 pcie_rx_kbs=2000\n");
+  auto sampler = open_fake(GPUSCOPE_FAKE_NVML_LEGACY_PATH);
+  ASSERT_TRUE(sampler);
+  LiveSnapshot snap;
+  ASSERT_TRUE(sampler->sample(&snap).ok());
+  EXPECT_EQ(snap.devices[0].pcie_tx_bytes_per_s, 1000.0 * 1024);  // NVML KB/s -> bytes/s
+  EXPECT_EQ(snap.devices[0].pcie_rx_bytes_per_s, 2000.0 * 1024);
+}
+
 TEST(Sampler, ErrorsMakeMetricsAbsentAndWarnOnce) {
   use_fixture_text(
       "driver 1.0\n"
