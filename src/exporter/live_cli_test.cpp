@@ -1,5 +1,11 @@
 // `gpuscope top|monitor|serve` run as a user runs them, against the fake NVML.
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
 
 #include <cstdio>
 #include <fstream>
@@ -90,6 +96,59 @@ TEST(LiveCli, TopDegradesToPlainLinesWithoutATerminal) {
   EXPECT_NE(r.out.find("! GPU 1: idle_holding_memory: holds 4.0 GiB, SM active 0.0%; pid 4343"),
             std::string::npos)
       << r.out;
+}
+
+// On a terminal: alternate screen, lines rewritten in place (never a full-screen clear, which
+// is what flickers), colour unless NO_COLOR, and a single 'q' quits.
+TEST(LiveCli, TopOnATerminalRedrawsInPlaceAndQuitsOnQ) {
+  int master = -1;
+  pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("GPUSCOPE_NVML_LIBRARY", GPUSCOPE_FAKE_NVML_PATH, 1);
+    setenv("GPUSCOPE_FAKE_NVML_FIXTURE", synthetic().c_str(), 1);
+    setenv("GPUSCOPE_PROC_ROOT", gpuscope::nvml::testing::testdata("proc").c_str(), 1);
+    unsetenv("NO_COLOR");
+    execl(GPUSCOPE_BIN, GPUSCOPE_BIN, "top", "--interval", "100ms", "--idle-after", "0s",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::string out;
+  auto read_for = [&](int ms) {
+    auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < end) {
+      pollfd pfd{master, POLLIN, 0};
+      if (poll(&pfd, 1, 20) > 0) {
+        char buf[4096];
+        ssize_t n = read(master, buf, sizeof buf);
+        if (n <= 0) break;
+        out.append(buf, static_cast<size_t>(n));
+      }
+    }
+  };
+  read_for(800);  // Several frames.
+  ASSERT_EQ(write(master, "q", 1), 1);
+  int status = -1;
+  bool exited = false;
+  for (int i = 0; i < 300 && !exited; ++i) {
+    read_for(10);
+    exited = waitpid(pid, &status, WNOHANG) == pid;
+    if (!exited) usleep(10000);
+  }
+  if (!exited) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    FAIL() << "top did not quit on q; output: " << out.substr(out.size() > 600 ? out.size() - 600 : 0);
+  }
+  read_for(200);  // What it wrote on the way out.
+  close(master);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_NE(out.find("\x1b[?1049h"), std::string::npos);  // Alternate screen on...
+  EXPECT_NE(out.find("\x1b[?1049l"), std::string::npos);  // ...and off again.
+  EXPECT_EQ(out.find("\x1b[2J"), std::string::npos);      // Never a full clear.
+  EXPECT_GE(count_lines(out, "\x1b[H"), 2);              // Redrawn from home, in place.
+  EXPECT_NE(out.find("\x1b[1;31mGPU 1: idle_holding_memory"), std::string::npos);  // Highlighted.
+  EXPECT_NE(out.find("python3 train.py --batch 16"), std::string::npos);
 }
 
 TEST(LiveCli, NoDriverIsOneLineAndExitTwo) {
