@@ -20,6 +20,7 @@ int64_t clock_ns(clockid_t clock) {
 
 // GPM requires at least 100 ms between the two samples of a metrics query.
 constexpr int64_t kGpmMinIntervalNs = 100'000'000;
+constexpr int64_t kGpmMaxWaitNs = 15'000'000;
 constexpr double kMiB = 1024.0 * 1024.0;
 
 // The GPM metrics gpuscope reads, and where each lands in a DeviceSample.
@@ -253,7 +254,14 @@ void Sampler::read_classic(DeviceState& d, DeviceSample& s) {
 void Sampler::read_gpm(DeviceState& d, DeviceSample& s, int64_t now_mono_ns) {
   NvmlApi& nv = *api_;
   if (!d.gpm) return;
-  if (d.gpm_prev_valid && now_mono_ns - d.gpm_prev_mono_ns < kGpmMinIntervalNs) return;
+  if (d.gpm_prev_valid && now_mono_ns - d.gpm_prev_mono_ns < kGpmMinIntervalNs) {
+    // At --interval 100ms the schedule's jitter would skip about every other GPM reading;
+    // a pass that is at most kGpmMaxWaitNs early waits for the 100 ms instead.
+    const int64_t short_by = kGpmMinIntervalNs - (now_mono_ns - d.gpm_prev_mono_ns);
+    if (short_by > kGpmMaxWaitNs) return;
+    timespec ts{0, static_cast<long>(short_by + 200'000)};
+    nanosleep(&ts, nullptr);
+  }
   nvmlReturn_t rc = d.gpu_instance_id
                         ? NvmlApi::call(nv.gpm_mig_sample_get, d.handle, *d.gpu_instance_id,
                                         d.gpm_cur)
@@ -372,7 +380,7 @@ Status Sampler::sample(LiveSnapshot* out) {
     if (!d.gpu_instance_id) read_classic(d, s);
     int64_t gpm_prev = d.gpm_prev_mono_ns;
     bool had_prev = d.gpm_prev_valid;
-    read_gpm(d, s, clock_ns(CLOCK_MONOTONIC));
+    read_gpm(d, s, clock_ns(CLOCK_MONOTONIC));  // May wait up to 15 ms; see read_gpm.
     // PCIe from GPM when it has it; otherwise NVML's counter, which samples for ~20 ms inside
     // the call (NVML docs, nvmlDeviceGetPcieThroughput), so it is read only without GPM.
     if (!d.gpu_instance_id && !d.gpm) {

@@ -4,7 +4,8 @@
 //
 // Clocks: sample times are host CLOCK_REALTIME; intervals are measured on CLOCK_MONOTONIC, so
 // a GPM ratio is over the real elapsed time between two GPM samples (>= 100 ms, as NVML
-// requires; a call sooner than that leaves the GPM fields of that sample absent).
+// requires; a pass up to 15 ms early waits for it, one earlier than that leaves the GPM fields
+// of that sample absent).
 // NVML's own utilization rates cover the driver's sample period, not ours (NVML docs:
 // "between 1 second and 1/6 second depending on the product"), and are reported as read.
 //

@@ -107,6 +107,17 @@ TEST(Sampler, GpmNeedsOneHundredMillisecondsBetweenSamples) {
   EXPECT_GE(snap.devices[0].interval_ns, 110'000'000);
 }
 
+TEST(Sampler, SlightlyEarlyPassWaitsForGpm) {
+  use_fixture(testdata("synthetic_2gpu.txt"));
+  auto sampler = open_fake();
+  ASSERT_TRUE(sampler);
+  std::this_thread::sleep_for(std::chrono::milliseconds(92));  // A 100 ms schedule, early.
+  LiveSnapshot snap;
+  ASSERT_TRUE(sampler->sample(&snap).ok());
+  EXPECT_EQ(snap.devices[0].sm_active_pct, 96.5);
+  EXPECT_GE(snap.devices[0].interval_ns, 100'000'000);
+}
+
 TEST(Sampler, ActiveSecondsAreRatioTimesRealInterval) {
   use_fixture(testdata("synthetic_2gpu.txt"));
   auto sampler = open_fake();
