@@ -1,6 +1,7 @@
 #include "formats/capture.h"
 
 #include <algorithm>
+#include <map>
 #include <cctype>
 #include <cstring>
 #include <fstream>
@@ -379,6 +380,7 @@ class CaptureDecoder {
     for (auto& e : trace_.host_events) e.pid = pid_;
     for (auto& a : trace_.api_calls) a.pid = pid_;
     trace_.sort_events();
+    align_gemm_threads();
     find_steps();
     if (chunks_ == 0) warn("capture holds no complete chunk (the process ended before the "
                            "first flush?)");
@@ -394,6 +396,32 @@ class CaptureDecoder {
     if (missing_strings_ > 0)
       warn(std::to_string(missing_strings_) + " names refer to a lost chunk and read as "
            "<unknown name N>");
+  }
+
+  // The GEMM interposer names threads by gettid(); CUPTI's API records use its own thread ids.
+  // Map each interposer thread to the CUPTI thread whose launch calls fall inside its GEMM
+  // calls (majority vote), so the analyses can see which op launched which kernel.
+  void align_gemm_threads() {
+    std::map<int32_t, std::map<int32_t, int64_t>> votes;
+    const auto& calls = trace_.api_calls;
+    for (const HostEvent& e : trace_.host_events) {
+      if (e.kind != HostEventKind::kOp) continue;
+      auto it = std::lower_bound(calls.begin(), calls.end(), e.start_ns,
+                                 [](const ApiCall& c, int64_t t) { return c.start_ns < t; });
+      for (; it != calls.end() && it->start_ns < e.end_ns; ++it) {
+        if (it->api_class == ApiClass::kLaunch) ++votes[e.tid][it->tid];
+      }
+    }
+    std::map<int32_t, int32_t> remap;
+    for (const auto& [tid, counts] : votes) {
+      auto best = std::max_element(counts.begin(), counts.end(),
+                                   [](const auto& a, const auto& b) { return a.second < b.second; });
+      remap[tid] = best->first;
+    }
+    for (HostEvent& e : trace_.host_events) {
+      if (e.kind != HostEventKind::kOp) continue;
+      if (auto it = remap.find(e.tid); it != remap.end()) e.tid = it->second;
+    }
   }
 
   void find_steps() {

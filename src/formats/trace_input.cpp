@@ -8,11 +8,8 @@
 
 #include <fmt/core.h>
 
-#include "formats/kineto_reader.h"
-#if __has_include("formats/capture.h")
 #include "formats/capture.h"
-#define GPUSCOPE_HAVE_CAPTURE 1
-#endif
+#include "formats/kineto_reader.h"
 
 namespace gpuscope {
 namespace fs = std::filesystem;
@@ -58,9 +55,7 @@ StatusOr<Trace> read_trace_file(const std::string& path, const std::function<voi
   f.read(head, sizeof head);
   const std::string_view first(head, static_cast<size_t>(f.gcount()));
   f.close();
-#ifdef GPUSCOPE_HAVE_CAPTURE
   if (looks_like_capture(first)) return read_capture_file(path);
-#endif
   const uint64_t total = fs::file_size(path, ec);
   KinetoReadOptions options;
   if (progress) {
