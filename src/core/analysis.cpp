@@ -343,6 +343,35 @@ std::string top_names(const IdleCause& c) {
   return out;
 }
 
+enum class OccupancyLimiter { kThreads, kRegisters, kSharedMemory, kBlocks };
+struct Occupancy {
+  double fraction;  // Resident warps / maximum warps per SM.
+  OccupancyLimiter limiter;
+};
+
+// Theoretical occupancy of a kernel from its launch configuration and the device's per-SM
+// limits (the CUDA occupancy calculator's model, without allocation granularity).
+std::optional<Occupancy> theoretical_occupancy(const Device& dev, const Kernel& k) {
+  const uint64_t threads = k.block.volume();
+  if (threads == 0 || !dev.max_threads_per_sm || *dev.max_threads_per_sm <= 0) return std::nullopt;
+  const double max_warps = *dev.max_threads_per_sm / 32.0;
+  const double warps_per_block = std::ceil(static_cast<double>(threads) / 32.0);
+  constexpr double kMaxBlocksPerSm = 32;
+  double blocks = std::floor(static_cast<double>(*dev.max_threads_per_sm) / static_cast<double>(threads));
+  OccupancyLimiter limiter = OccupancyLimiter::kThreads;
+  if (kMaxBlocksPerSm < blocks) blocks = kMaxBlocksPerSm, limiter = OccupancyLimiter::kBlocks;
+  if (k.registers_per_thread && *k.registers_per_thread > 0 && dev.regs_per_sm) {
+    const double by_regs = std::floor(static_cast<double>(*dev.regs_per_sm) /
+                                      (static_cast<double>(*k.registers_per_thread) * warps_per_block * 32.0));
+    if (by_regs < blocks) blocks = by_regs, limiter = OccupancyLimiter::kRegisters;
+  }
+  if (k.shared_memory_bytes && *k.shared_memory_bytes > 0 && dev.shared_mem_per_sm_bytes) {
+    const double by_smem = std::floor(static_cast<double>(*dev.shared_mem_per_sm_bytes) / *k.shared_memory_bytes);
+    if (by_smem < blocks) blocks = by_smem, limiter = OccupancyLimiter::kSharedMemory;
+  }
+  return Occupancy{std::min(1.0, blocks * warps_per_block / max_warps), limiter};
+}
+
 void add_findings(const DeviceContext& ctx, DeviceReport& r, const std::vector<KernelCategory>& categories,
                   const std::vector<Precision>& precisions, int64_t pageable_copies) {
   const double window = static_cast<double>(r.window_ns);
@@ -473,6 +502,36 @@ void add_findings(const DeviceContext& ctx, DeviceReport& r, const std::vector<K
           speedup_removing(0.5 * lost),
           "Give each kernel more parallel work: a larger batch or sequence, fewer but larger tensors, or "
           "torch.compile to fuse small ops. Estimate assumes half the idle SM capacity is recovered.");
+    }
+  }
+
+  // Low occupancy: non-matrix kernels whose registers or shared memory leave few warps per SM
+  // (GEMM and attention kernels run at low occupancy by design and are excluded).
+  if (ctx.device && ctx.device->max_threads_per_sm && ctx.device->regs_per_sm) {
+    double kernel_ns = 0, starved_ns = 0, saved_ns = 0;
+    int64_t by_regs = 0, by_smem = 0;
+    for (size_t i = 0; i < ctx.kernels.size(); ++i) {
+      const Kernel& k = *ctx.kernels[i];
+      const double d = static_cast<double>(k.end_ns - k.start_ns);
+      kernel_ns += d;
+      if (categories[i] == KernelCategory::kGemm || categories[i] == KernelCategory::kAttention) continue;
+      const auto occ = theoretical_occupancy(*ctx.device, k);
+      if (!occ || occ->fraction >= 0.25 || occ->limiter == OccupancyLimiter::kThreads) continue;
+      starved_ns += d;
+      // Estimate: a bandwidth-bound kernel's throughput grows with resident warps up to ~50%.
+      saved_ns += d * (1.0 - occ->fraction / 0.5);
+      (occ->limiter == OccupancyLimiter::kRegisters ? by_regs : by_smem) += 1;
+    }
+    if (kernel_ns > 0 && starved_ns > 0.1 * kernel_ns) {
+      add("low-occupancy", "Kernels keep too few warps resident to hide memory latency",
+          fmt::format("{:.0f}% of kernel time runs at under 25% theoretical occupancy, limited by {} ({} "
+                      "launches by registers, {} by shared memory)",
+                      pct(starved_ns, kernel_ns), by_regs >= by_smem ? "registers" : "shared memory", by_regs,
+                      by_smem),
+          speedup_removing(saved_ns),
+          "Cut registers per thread (__launch_bounds__, -maxrregcount, simpler per-thread state) or shared "
+          "memory per block so more blocks fit per SM; in PyTorch this usually means a custom or Triton kernel: "
+          "tune num_warps/BLOCK sizes. Estimate assumes throughput grows with occupancy up to 50%.");
     }
   }
 

@@ -258,3 +258,39 @@ TEST(Analysis, RankSummaryAcrossTraces) {
 
 }  // namespace
 }  // namespace gpuscope
+
+namespace gpuscope {
+namespace {
+
+TEST(Analysis, LowOccupancyFromRegisters) {
+  testing::TraceBuilder b;
+  Trace t = b.build();
+  t.devices[0].max_threads_per_sm = 2048;
+  t.devices[0].regs_per_sm = 65536;
+  t.devices[0].shared_mem_per_sm_bytes = 233472;
+  // 256 threads x 255 registers: one block (8 warps) of 64 per SM = 12.5% occupancy.
+  Kernel k;
+  k.start_ns = 0;
+  k.end_ns = 100'000;
+  k.name = t.strings.intern("vectorized_elementwise_kernel<Heavy>");
+  k.grid = {1000, 1, 1};
+  k.block = {256, 1, 1};
+  k.registers_per_thread = 255;
+  t.kernels.push_back(k);
+  Kernel gemm = k;  // A GEMM at the same occupancy is not flagged.
+  gemm.start_ns = 100'000;
+  gemm.end_ns = 200'000;
+  gemm.name = t.strings.intern("nvjet_sm90_gemm");
+  t.kernels.push_back(gemm);
+  const auto r = analyze_trace(t, {}).at(0);
+  const Finding* f = nullptr;
+  for (const auto& x : r.findings) if (x.id == "low-occupancy") f = &x;
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->evidence.find("registers"), std::string::npos);
+  EXPECT_NE(f->evidence.find("50%"), std::string::npos);  // Half of the kernel time.
+  // 100 us at 12.5% -> 25 us at 50%: saves 75 of 200 us.
+  EXPECT_NEAR(*f->est_speedup, 200.0 / 125.0, 1e-9);
+}
+
+}  // namespace
+}  // namespace gpuscope
