@@ -12,6 +12,7 @@
 
 #include "core/catalog.h"
 #include "core/host_index.h"
+#include "core/name_cache.h"
 #include "core/steps.h"
 
 namespace gpuscope {
@@ -123,6 +124,10 @@ struct DeviceContext {
   std::vector<Interval> copy_union;
   int64_t window_start = 0, window_end = 0;
   int64_t window() const { return window_end - window_start; }
+  // Per-name results, computed once per distinct kernel name.
+  NameCache<KernelCategory, KernelCategory (*)(std::string_view)> category_of{trace.strings, &classify_kernel};
+  NameCache<Precision, Precision (*)(std::string_view)> precision_of{trace.strings, &precision_from_kernel_name};
+  NameCache<std::string, std::string (*)(std::string_view)> short_name_of{trace.strings, &short_kernel_name};
   bool in_window(int64_t t) const { return t >= window_start && t < window_end; }
 };
 
@@ -248,9 +253,8 @@ double sm_active_estimate(const DeviceContext& ctx) {
   return pct(area, static_cast<double>(ctx.window()));
 }
 
-Precision kernel_precision(const DeviceContext& ctx, const Kernel& k) {
-  const std::string_view name = ctx.trace.strings.view(k.name);
-  const Precision from_name = precision_from_kernel_name(name);
+Precision kernel_precision(DeviceContext& ctx, const Kernel& k) {
+  const Precision from_name = ctx.precision_of(k.name);
   if (from_name == Precision::kTf32 || from_name == Precision::kFp8) return from_name;
   const int64_t api = ctx.host.api_for_correlation(k.correlation);
   if (api >= 0) {
@@ -268,8 +272,8 @@ Precision kernel_precision(const DeviceContext& ctx, const Kernel& k) {
   return from_name;
 }
 
-KernelCategory kernel_category(const DeviceContext& ctx, const Kernel& k) {
-  const KernelCategory c = classify_kernel(ctx.trace.strings.view(k.name));
+KernelCategory kernel_category(DeviceContext& ctx, const Kernel& k) {
+  const KernelCategory c = ctx.category_of(k.name);
   if (c == KernelCategory::kGemm || c == KernelCategory::kAttention || c == KernelCategory::kCommunication) return c;
   const int64_t api = ctx.host.api_for_correlation(k.correlation);
   if (api >= 0 && (ctx.host.context_flags(static_cast<size_t>(api)) & kHostOptimizer)) {
@@ -283,7 +287,7 @@ struct FusionRun {
   int64_t ns = 0;
 };
 
-std::vector<FusionCandidate> fusion_candidates(const DeviceContext& ctx,
+std::vector<FusionCandidate> fusion_candidates(DeviceContext& ctx,
                                                const std::vector<KernelCategory>& categories) {
   // Per stream, runs of >= 2 consecutive memory-bound kernels, broken by anything else.
   std::map<int32_t, std::vector<size_t>> by_stream;
@@ -298,7 +302,7 @@ std::vector<FusionCandidate> fusion_candidates(const DeviceContext& ctx,
         std::vector<std::string> names;
         int64_t ns = 0;
         for (size_t k = i; k < j; ++k) {
-          names.push_back(short_kernel_name(ctx.trace.strings.view(ctx.kernels[idx[k]]->name)));
+          names.push_back(ctx.short_name_of(ctx.kernels[idx[k]]->name));
           ns += ctx.kernels[idx[k]]->end_ns - ctx.kernels[idx[k]]->start_ns;
         }
         const size_t n = names.size();

@@ -1,5 +1,7 @@
 #include "core/host_index.h"
 
+#include "core/name_cache.h"
+
 #include <algorithm>
 #include <array>
 #include <string>
@@ -87,10 +89,10 @@ HostIndex::HostIndex(const Trace& trace)
     }
     return items_by_thread[it->second];
   };
+  NameCache<uint16_t, uint16_t (*)(std::string_view)> flags_of(trace.strings, &host_event_flags);
   for (uint32_t i = 0; i < trace.host_events.size(); ++i) {
     const HostEvent& e = trace.host_events[i];
-    items_for(e.pid, e.tid).push_back({e.start_ns, e.end_ns, e.name,
-                                       host_event_flags(trace.strings.view(e.name)), false,
+    items_for(e.pid, e.tid).push_back({e.start_ns, e.end_ns, e.name, flags_of(e.name), false,
                                        e.kind == HostEventKind::kOp, i});
   }
   for (uint32_t i = 0; i < trace.api_calls.size(); ++i) {
