@@ -1,0 +1,137 @@
+#!/usr/bin/env python3
+"""Tests of scripts/validate_table.py (the validation table logic) on a hand-made fixture,
+testdata/validate/results.jsonl: three zoo cases (diagnosed within target; planted finding ranked
+second and far off; no findings) and two trainer configurations, traced and untraced."""
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stdout
+
+ROOT = os.environ.get("GPUSCOPE_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import validate_table as vt  # noqa: E402
+
+FIXTURE = os.path.join(ROOT, "testdata", "validate", "results.jsonl")
+STDOUT = os.path.join(ROOT, "testdata", "validate", "run_stdout.txt")
+
+
+class ZooRows(unittest.TestCase):
+    def setUp(self):
+        self.meta, runs = vt.load(FIXTURE)
+        self.rows = {r["case"]: r for r in vt.zoo_rows(runs)}
+
+    def test_cases_in_zoo_order_and_only_present_ones(self):
+        _, runs = vt.load(FIXTURE)
+        self.assertEqual([r["case"] for r in vt.zoo_rows(runs)], ["input_bound", "unfused_chain", "low_occupancy"])
+
+    def test_diagnosed_within_target(self):
+        r = self.rows["input_bound"]
+        self.assertEqual(r["top_id"], "input-bound")
+        self.assertTrue(r["named"])
+        self.assertEqual(r["rank"], 1)
+        self.assertAlmostEqual(r["predicted"], 2.4)
+        self.assertAlmostEqual(r["measured"], 3.0)
+        self.assertAlmostEqual(r["measured_untraced"], 3.2)
+        self.assertAlmostEqual(r["err_pct"], -20.0)
+        self.assertTrue(r["within"])
+        # the device with kernels is chosen, not the first one
+        self.assertAlmostEqual(r["util"]["busy"], 90.0)
+        self.assertAlmostEqual(r["util"]["hw_sm"], 70.0)
+
+    def test_planted_finding_not_on_top(self):
+        r = self.rows["unfused_chain"]
+        self.assertEqual(r["top_id"], "small-grid")
+        self.assertFalse(r["named"])
+        self.assertEqual(r["rank"], 2)
+        self.assertAlmostEqual(r["predicted"], 1.5)   # the planted cause's finding, not the top one
+        self.assertAlmostEqual(r["measured"], 10.0)
+        self.assertAlmostEqual(r["err_pct"], -85.0)
+        self.assertFalse(r["within"])
+        self.assertIsNone(r["measured_untraced"])
+
+    def test_no_findings(self):
+        r = self.rows["low_occupancy"]
+        self.assertIsNone(r["top_id"])
+        self.assertFalse(r["named"])
+        self.assertIsNone(r["rank"])
+        self.assertIsNone(r["predicted"])
+        self.assertIsNone(r["err_pct"])
+        self.assertFalse(r["within"])
+
+
+class GptRows(unittest.TestCase):
+    def test_effect_and_prediction(self):
+        _, runs = vt.load(FIXTURE)
+        rows = vt.gpt_rows(runs)
+        self.assertEqual([r["name"] for r in rows], ["all_off", "bf16"])
+        off, bf16 = rows
+        self.assertNotIn("measured", off)
+        self.assertAlmostEqual(bf16["measured"], 3.0)
+        self.assertAlmostEqual(bf16["measured_untraced"], 3.0)
+        self.assertAlmostEqual(bf16["predicted"], 2.5)  # precision-fp32 on all_off
+        self.assertAlmostEqual(bf16["err_pct"], 100 * (2.5 / 3.0 - 1))
+        self.assertAlmostEqual(off["util"]["mfu"], 3.4)
+        self.assertAlmostEqual(off["mfu_untraced"], 3.7)
+
+
+class Markdown(unittest.TestCase):
+    def test_document(self):
+        meta, runs = vt.load(FIXTURE)
+        md = vt.markdown(meta, vt.zoo_rows(runs), vt.gpt_rows(runs), "## Notes\n\nhand-written")
+        self.assertIn("| GPU | Fake GPU |", md)
+        self.assertIn("the top finding names the planted cause in 1 of 3 cases (missed: unfused_chain, "
+                      "low_occupancy)", md)
+        self.assertIn("within ±25% of the measured one in 1 of 3 cases (input_bound)", md)
+        self.assertIn("| input_bound | host prepares each batch between steps | input-bound | input-bound x2.40 | "
+                      "yes | 1 | x2.40 | x3.00 | -20% | yes | x3.20 |", md)
+        self.assertIn("| low_occupancy | 200 KiB shared memory per block: 1 block/SM | low-occupancy | none | no | "
+                      "absent | n/a | x3.00 | n/a | no | n/a |", md)
+        self.assertIn("| bf16 | precision-fp32 | x2.50 | x3.00 | -17% | x3.00 |", md)
+        self.assertIn("busy 97.0%, hardware utilization 100.0%, MFU 3.5%: met.", md)
+        self.assertTrue(md.rstrip().endswith("hand-written"))
+
+    def test_cli_writes_file_and_summary(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "v.md")
+            p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "validate_table.py"), "--results",
+                                FIXTURE, "--out", out, "--summary"], capture_output=True, text=True, check=True)
+            self.assertIn("input_bound", p.stdout)
+            self.assertIn("Zoo: the top finding names", p.stdout)
+            with open(out) as f:
+                self.assertTrue(f.read().startswith("# Validation"))
+
+
+class Collect(unittest.TestCase):
+    def test_parse_stdout(self):
+        with open(STDOUT) as f:
+            workload, report, other = vt.parse_stdout(f.read())
+        self.assertEqual(workload, [{"case": "sync_bound", "fixed": False, "steps": 5, "steps_per_s": 250.5}])
+        self.assertEqual(report["schema"], "gpuscope.report/1")
+        self.assertEqual(report["devices"][1]["findings"][0]["id"], "host-sync")
+        self.assertEqual(other, ["some other line"])
+
+    def test_untraced_and_broken_report(self):
+        w, r, o = vt.parse_stdout('{"a":1}\n')
+        self.assertEqual((w, r, o), ([{"a": 1}], None, []))
+        w, r, o = vt.parse_stdout('{"a":1}\n{\n  "schema": \n')
+        self.assertIsNone(r)
+        self.assertTrue(o[0].startswith("report did not parse"))
+
+    def test_collect_record(self):
+        buf = io.StringIO()
+        with redirect_stdout(buf):
+            vt.main(["collect", "--name", "zoo_sync_bound", "--kind", "zoo", "--case", "sync_bound", "--fixed", "0",
+                     "--traced", "1", "--rc", "0", "--wall-ms", "1234", "--stdout", STDOUT, "--command", "x"])
+        rec = json.loads(buf.getvalue())
+        self.assertEqual((rec["kind"], rec["case"], rec["fixed"], rec["traced"], rec["rc"]),
+                         ("zoo", "sync_bound", False, True, 0))
+        self.assertEqual(rec["workload"][0]["steps_per_s"], 250.5)
+        self.assertEqual(rec["report"]["schema"], "gpuscope.report/1")
+
+
+if __name__ == "__main__":
+    unittest.main()
