@@ -71,9 +71,22 @@ def parse_stdout(text):
     return workload, report, other
 
 
+def shrink(report, keep=5):
+    """Keeps results small (the GPU machine returns files of at most 16 MiB): per-step lists are
+    cut to their first `keep` entries (steps.list_total says how many there were)."""
+    for d in (report or {}).get("devices") or []:
+        steps = d.get("steps") or {}
+        lst = steps.get("list")
+        if isinstance(lst, list) and len(lst) > keep:
+            steps["list_total"] = len(lst)
+            steps["list"] = lst[:keep]
+    return report
+
+
 def collect(a):
     with open(a.stdout, errors="replace") as f:
         workload, report, other = parse_stdout(f.read())
+    report = shrink(report)
     rec = {"name": a.name, "kind": a.kind, "case": a.case, "fixed": a.fixed == "1",
            "traced": a.traced == "1", "rc": int(a.rc), "wall_ms": int(a.wall_ms), "command": a.command,
            "workload": workload, "report": report, "other_stdout": other[:20]}

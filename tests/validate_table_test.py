@@ -121,6 +121,13 @@ class Collect(unittest.TestCase):
         self.assertIsNone(r)
         self.assertTrue(o[0].startswith("report did not parse"))
 
+    def test_shrink_cuts_step_lists(self):
+        rep = {"devices": [{"steps": {"count": 8, "list": list(range(8))}}, {"steps": {"list": [1]}}, {}]}
+        vt.shrink(rep, keep=3)
+        self.assertEqual(rep["devices"][0]["steps"], {"count": 8, "list": [0, 1, 2], "list_total": 8})
+        self.assertEqual(rep["devices"][1]["steps"], {"list": [1]})
+        self.assertIsNone(vt.shrink(None))
+
     def test_collect_record(self):
         buf = io.StringIO()
         with redirect_stdout(buf):
