@@ -208,6 +208,7 @@ TEST(Analysis, PrecisionFromKernelNameAndFp32Finding) {
 
 TEST(Analysis, RecurringElementwiseChainsAreFusionCandidates) {
   TraceBuilder b;
+  b.annotation(0, 240, "ProfilerStep#1");  // One explicit step (else the pattern makes steps).
   double t = 0;
   for (int rep = 0; rep < 3; ++rep) {
     b.kernel(t, t + 50, "nvjet_gemm", 1000);

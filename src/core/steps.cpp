@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <unordered_map>
 
 namespace gpuscope {
 
@@ -10,6 +12,7 @@ std::string_view step_source_name(StepSource s) {
     case StepSource::kProfilerStep: return "profiler_step";
     case StepSource::kNvtxRange: return "nvtx_range";
     case StepSource::kOptimizerStep: return "optimizer_step";
+    case StepSource::kKernelPattern: return "kernel_pattern";
     case StepSource::kWholeWindow: return "whole_window";
   }
   return "whole_window";
@@ -26,6 +29,51 @@ std::vector<Step> outermost(std::vector<Step> steps) {
     out.push_back(s);
   }
   return out;
+}
+
+// Steps from the period of a kernel that runs once per iteration. Kernels of one device (the
+// busiest) are used; the candidate with the fewest occurrences among the regular ones wins,
+// since a once-per-step kernel recurs least often.
+std::vector<Step> kernel_pattern_steps(const Trace& trace) {
+  if (trace.kernels.size() < 6) return {};
+  std::unordered_map<int32_t, size_t> per_device;
+  for (const Kernel& k : trace.kernels) ++per_device[k.device];
+  const int32_t device = std::max_element(per_device.begin(), per_device.end(),
+                                          [](auto& a, auto& b) { return a.second < b.second; })->first;
+  std::unordered_map<StringId, std::vector<int64_t>> starts;
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (const Kernel& k : trace.kernels) {
+    if (k.device != device) continue;
+    starts[k.name].push_back(k.start_ns);
+    first = std::min(first, k.start_ns);
+    last = std::max(last, k.end_ns);
+  }
+  const std::vector<int64_t>* best = nullptr;
+  double best_cv = 0;
+  for (const auto& [name, times] : starts) {
+    if (times.size() < 3) continue;
+    const double span = static_cast<double>(times.back() - times.front());
+    if (span < 0.5 * static_cast<double>(last - first)) continue;
+    const double mean = span / static_cast<double>(times.size() - 1);
+    if (mean <= 0) continue;
+    double var = 0;
+    for (size_t i = 1; i < times.size(); ++i) {
+      const double d = static_cast<double>(times[i] - times[i - 1]) - mean;
+      var += d * d;
+    }
+    const double cv = std::sqrt(var / static_cast<double>(times.size() - 1)) / mean;
+    if (cv >= 0.25) continue;
+    if (!best || times.size() < best->size() || (times.size() == best->size() && cv < best_cv)) {
+      best = &times;
+      best_cv = cv;
+    }
+  }
+  std::vector<Step> steps;
+  if (!best) return steps;
+  for (size_t i = 1; i < best->size(); ++i) {
+    steps.push_back({(*best)[i - 1], (*best)[i], static_cast<int64_t>(i)});
+  }
+  return steps;
 }
 
 }  // namespace
@@ -66,6 +114,9 @@ StepDetection detect_steps(const Trace& trace, std::string_view step_range) {
     for (size_t i = 1; i < optimizer.size(); ++i) {
       d.steps.push_back({optimizer[i - 1].end_ns, optimizer[i].end_ns, static_cast<int64_t>(i)});
     }
+  } else if (auto pattern = kernel_pattern_steps(trace); !pattern.empty()) {
+    d.source = StepSource::kKernelPattern;
+    d.steps = std::move(pattern);
   }
   return d;
 }

@@ -18,7 +18,10 @@ struct StepDetection {
 // 2. host annotations named ProfilerStep#N;
 // 3. annotations named `step_range` (or, when empty, "step", "train_step", "training_step");
 // 4. repeated optimizer-step annotations ("Optimizer.step#..."): a step ends where one ends;
-// 5. none: the caller treats the whole window as one step.
+// 5. the periodic kernel pattern: the rarest kernel name that recurs at regular intervals
+//    (coefficient of variation under 0.25, at least 3 times, spanning half the GPU activity)
+//    marks one step per period;
+// 6. none: the caller treats the whole window as one step.
 StepDetection detect_steps(const Trace& trace, std::string_view step_range);
 
 std::string_view step_source_name(StepSource s);

@@ -50,3 +50,32 @@ TEST(Steps, NoneMeansWholeWindow) {
 
 }  // namespace
 }  // namespace gpuscope
+
+namespace gpuscope {
+namespace {
+
+TEST(Steps, PeriodicKernelPatternWithoutMarkers) {
+  testing::TraceBuilder b;
+  // 5 iterations of 1 ms: one "embedding" kernel, then 4 GEMMs and 3 elementwise kernels.
+  for (int it = 0; it < 5; ++it) {
+    const double t0 = it * 1000.0 + 3.0 * (it % 2);  // Slight jitter.
+    b.kernel(t0, t0 + 10, "embedding_kernel");
+    for (int g = 0; g < 4; ++g) b.kernel(t0 + 20 + g * 100, t0 + 100 + g * 100, "nvjet_gemm");
+    for (int e = 0; e < 3; ++e) b.kernel(t0 + 500 + e * 50, t0 + 540 + e * 50, "vectorized_elementwise_kernel");
+  }
+  const auto d = detect_steps(b.build(), "");
+  EXPECT_EQ(d.source, StepSource::kKernelPattern);
+  ASSERT_EQ(d.steps.size(), 4u);
+  EXPECT_EQ(d.steps[0].start_ns, 0);
+  EXPECT_EQ(d.steps[0].end_ns, 1'003'000);
+}
+
+TEST(Steps, IrregularKernelsGiveNoPattern) {
+  testing::TraceBuilder b;
+  const double starts[] = {0, 10, 500, 520, 4000, 4100, 9000};
+  for (double t : starts) b.kernel(t, t + 5, "k");
+  EXPECT_EQ(detect_steps(b.build(), "").source, StepSource::kWholeWindow);
+}
+
+}  // namespace
+}  // namespace gpuscope
