@@ -91,6 +91,24 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   }
   if (d.copy_pct > 0.05) out += p.dim(fmt::format("  copy/set engines busy {:.1f}% of the window", d.copy_pct)) + "\n";
 
+  if (d.steps.size() > 1) {
+    // One compact line per up to four steps: duration and busy share, to spot outliers.
+    out += p.dim("  steps:");
+    size_t col = 9;
+    for (size_t i = 0; i < d.steps.size() && i < 16; ++i) {
+      const auto& st = d.steps[i];
+      const std::string cell = fmt::format(" #{} {:.1f} ms {:.0f}% busy", st.number,
+                                           static_cast<double>(st.duration_ns) / 1e6, st.busy_pct);
+      if (col + cell.size() > static_cast<size_t>(width)) {
+        out += "\n        ";
+        col = 8;
+      }
+      out += p.dim(cell + (i + 1 < d.steps.size() ? ";" : ""));
+      col += cell.size() + 1;
+    }
+    if (d.steps.size() > 16) out += p.dim(fmt::format(" ... ({} steps)", d.steps.size()));
+    out += "\n";
+  }
   out += "\n" + p.bold(fmt::format("Idle {:.1f}% of the window", d.idle_pct)) + p.dim("  (cause · share · per step · what the host was doing)") + "\n";
   std::vector<const IdleCause*> causes;
   for (const auto& c : d.idle_causes) if (c.ns > 0) causes.push_back(&c);
