@@ -22,6 +22,7 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -76,19 +77,21 @@ struct FakeState {
   std::map<std::string, int> errors;
   std::vector<nvmlDevice_st*> devices;
   std::vector<std::vector<nvmlDevice_st*>> mig_devices;
+  // Every handle ever created, kept across reloads so a stale nvmlDevice_t never dangles.
+  std::vector<std::unique_ptr<nvmlDevice_st>> owned;
   std::vector<std::vector<FakeFrameDevice>> frames;  // [frame][device]
   size_t ticks = 0;
   size_t frame() const { return frames.empty() ? 0 : (ticks == 0 ? 0 : ticks - 1) % frames.size(); }
 };
 
 FakeState& state() {
-  static FakeState* s = new FakeState();  // Never destroyed: handles stay valid.
-  return *s;
+  static FakeState s;  // Destroyed when the library is unloaded (dlclose).
+  return s;
 }
 
-// Called by every nvmlInit while not initialized: tests load the library once per process
-// (dlclose does not unload it) and use a different fixture per test. Old handles are leaked
-// on purpose so that a stale nvmlDevice_t never dangles.
+// Called by every nvmlInit while not initialized: a test may init the same loaded library
+// again with another fixture. Old handles stay in `owned` so that a stale nvmlDevice_t never
+// dangles while the library is loaded.
 void load_fixture(FakeState& st) {
   st.init_error = 0;
   st.driver = "000.00";
@@ -124,7 +127,7 @@ void load_fixture(FakeState& st) {
       ls >> fn >> code;
       st.errors[fn] = code;
     } else if (kind == "device") {
-      auto* d = new nvmlDevice_st();
+      auto* d = st.owned.emplace_back(std::make_unique<nvmlDevice_st>()).get();
       ls >> d->index;
       for (std::string tok; ls >> tok;) {
         if (tok.rfind("uuid=", 0) == 0) d->uuid = tok.substr(5);
@@ -140,7 +143,7 @@ void load_fixture(FakeState& st) {
       st.devices.push_back(d);
       std::vector<nvmlDevice_st*> migs;
       for (int m = 0; m < d->mig; ++m) {
-        auto* md = new nvmlDevice_st(*d);
+        auto* md = st.owned.emplace_back(std::make_unique<nvmlDevice_st>(*d)).get();
         md->gpu_instance_id = m + 1;
         md->mig = 0;
         md->uuid = "MIG-" + d->uuid + "-" + std::to_string(m + 1);
