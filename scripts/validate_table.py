@@ -228,7 +228,8 @@ def fmt(v, nd=1, suffix=""):
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, (int, float)):
-        return ("{:,.%df}" % nd).format(v) + suffix
+        out = ("{:,.%df}" % nd).format(v)
+        return (out[1:] if out.startswith("-") and not out.strip("-0.,") else out) + suffix  # no "-0"
     return str(v)
 
 
@@ -409,8 +410,11 @@ def main(argv):
     p.add_argument("--out")
     p.add_argument("--notes")
     p.add_argument("--summary", action="store_true")
+    p.add_argument("--command", help="the exact command that produced the results (for the document)")
     a = p.parse_args(argv)
     meta, runs = load(a.results)
+    if a.command:
+        meta["command"] = a.command
     zrows, grows = zoo_rows(runs), gpt_rows(runs)
     if a.out:
         notes = open(a.notes).read() if a.notes else ""

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Tests of scripts/validate_table.py (the validation table logic) on a hand-made fixture,
-testdata/validate/results.jsonl: three zoo cases (diagnosed within target; planted finding ranked
+testdata/validate/fixture.jsonl: three zoo cases (diagnosed within target; planted finding ranked
 second and far off; no findings) and two trainer configurations, traced and untraced."""
 import io
 import json
@@ -15,7 +15,7 @@ ROOT = os.environ.get("GPUSCOPE_SOURCE_DIR") or os.path.dirname(os.path.dirname(
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import validate_table as vt  # noqa: E402
 
-FIXTURE = os.path.join(ROOT, "testdata", "validate", "results.jsonl")
+FIXTURE = os.path.join(ROOT, "testdata", "validate", "fixture.jsonl")
 STDOUT = os.path.join(ROOT, "testdata", "validate", "run_stdout.txt")
 
 
