@@ -160,12 +160,15 @@ std::vector<IdleCause> attribute_idle(const DeviceContext& ctx) {
     if (!thread && next != ctx.kernels.begin()) thread = launching_thread(ctx, *std::prev(next));
     if (!thread) thread = fallback;
 
-    // Did the gap begin while the host was blocked waiting for the GPU?
-    bool began_in_sync = false;
+    // Did the gap begin while the host was blocked waiting for the GPU, or stalled in an
+    // allocation (cudaFree synchronises implicitly)? Then that, not what the host does next,
+    // is why the queue ran dry.
+    bool began_in_sync = false, began_in_alloc = false;
     if (thread) {
       for (int64_t probe : {gap.start_ns, std::min(gap.end_ns - 1, gap.start_ns + 20'000)}) {
         const HostSegment* s = thread->at(probe);
         if (s && (s->flags & kHostBlocking)) began_in_sync = true;
+        if (s && (s->flags & kHostAlloc)) began_in_alloc = true;
       }
     }
 
@@ -200,8 +203,9 @@ std::vector<IdleCause> attribute_idle(const DeviceContext& ctx) {
       else if (flags & kHostAlloc) cause = kAllocCause;
       else if (flags & kHostInput) cause = kInputCause;
       else if (flags & kHostCollective) cause = kCollectiveCause;
-      else if (flags & kHostLaunch) cause = kLaunchCause;
+      else if (began_in_alloc) cause = kAllocCause;
       else if (began_in_sync) cause = kSyncCause;
+      else if (flags & kHostLaunch) cause = kLaunchCause;
       else if (host_known) cause = kInputCause;
       const int64_t len = piece_end - t;
       acc[cause].ns += len;
@@ -347,6 +351,12 @@ std::string top_names(const IdleCause& c) {
   return out;
 }
 
+struct CopyStats {
+  int64_t pageable_count = 0;
+  uint64_t pageable_bytes = 0;
+  std::optional<double> pinned_bytes_per_s;  // Best host<->device pinned rate seen (>= 1 MiB).
+};
+
 enum class OccupancyLimiter { kThreads, kRegisters, kSharedMemory, kBlocks };
 struct Occupancy {
   double fraction;  // Resident warps / maximum warps per SM.
@@ -377,7 +387,7 @@ std::optional<Occupancy> theoretical_occupancy(const Device& dev, const Kernel& 
 }
 
 void add_findings(const DeviceContext& ctx, DeviceReport& r, const std::vector<KernelCategory>& categories,
-                  const std::vector<Precision>& precisions, int64_t pageable_copies) {
+                  const std::vector<Precision>& precisions, const CopyStats& copies) {
   const double window = static_cast<double>(r.window_ns);
   const double steps = std::max<int64_t>(1, r.step_count);
   auto speedup_removing = [&](double saved_ns) { return window / std::max(1.0, window - saved_ns); };
@@ -403,10 +413,22 @@ void add_findings(const DeviceContext& ctx, DeviceReport& r, const std::vector<K
           "Remove .item(), .cpu(), .tolist(), print(tensor) and torch.cuda.synchronize() from the step; "
           "log metrics every N steps; keep data on the GPU so the host never waits.");
     } else if (c.cause == "memcpy") {
-      add("memcpy", "Copies stall the GPU",
-          base + (pageable_copies > 0 ? fmt::format("; {} copies from pageable host memory", pageable_copies) : ""), s,
-          "Pin host memory (DataLoader pin_memory=True or tensor.pin_memory()) and copy with "
-          "non_blocking=True so copies overlap compute; keep tensors on the GPU between steps.");
+      // Estimate: pageable copies become pinned ones at the best pinned bandwidth seen in this
+      // trace (25 GB/s when none was seen) and stop blocking; other copy stalls overlap.
+      std::string ev = base;
+      double saved = static_cast<double>(c.ns);
+      if (copies.pageable_count > 0) {
+        const double bw = copies.pinned_bytes_per_s.value_or(25e9);
+        saved = std::max(0.0, saved - static_cast<double>(copies.pageable_bytes) / bw * 1e9);
+        ev += fmt::format("; {} copies ({:.1f} MB) from pageable host memory", copies.pageable_count,
+                          static_cast<double>(copies.pageable_bytes) / 1e6);
+      }
+      add("memcpy", "Copies stall the GPU", ev, speedup_removing(saved),
+          fmt::format("Pin host memory (DataLoader pin_memory=True or tensor.pin_memory()) and copy with "
+                      "non_blocking=True so copies overlap compute; keep tensors on the GPU between steps. "
+                      "Estimate assumes pinned copies at {:.0f} GB/s{}.",
+                      copies.pinned_bytes_per_s.value_or(25e9) / 1e9,
+                      copies.pinned_bytes_per_s ? " (the best pinned rate in this trace)" : " (none measured here)"));
     } else if (c.cause == "alloc") {
       add("allocation", "Memory allocation stalls the GPU", base, s,
           "Let PyTorch's caching allocator reuse memory: do not call torch.cuda.empty_cache() in the loop, "
@@ -437,18 +459,25 @@ void add_findings(const DeviceContext& ctx, DeviceReport& r, const std::vector<K
     if (precisions[i] == Precision::kFp32) fp32_ns += d;
   }
   if (gemm_ns > 0 && slow_ns > 0.1 * gemm_ns) {
-    // Estimate: fp32 GEMMs run ~4x faster in bf16, tf32 ~2x (peak ratios are larger; the
-    // realised gain is capped to stay conservative).
-    const double saved = static_cast<double>(fp32_ns) * (1 - 1.0 / 4) +
-                         static_cast<double>(slow_ns - fp32_ns) * (1 - 1.0 / 2);
+    // Estimate: GEMMs speed up by the ratio of the device's dense bf16 peak to its fp32 (or
+    // tf32) peak; without a known device, 4x for fp32 and 2x for tf32.
+    double fp32_factor = 4, tf32_factor = 2;
+    if (const auto bf16 = peak_tflops(r.name, Precision::kBf16)) {
+      if (const auto fp32 = peak_tflops(r.name, Precision::kFp32)) fp32_factor = *bf16 / *fp32;
+      if (const auto tf32 = peak_tflops(r.name, Precision::kTf32)) tf32_factor = *bf16 / *tf32;
+    }
+    const double saved = static_cast<double>(fp32_ns) * (1 - 1.0 / fp32_factor) +
+                         static_cast<double>(slow_ns - fp32_ns) * (1 - 1.0 / tf32_factor);
     add("precision-fp32", "Matrix math runs in fp32/tf32, not on bf16 tensor cores",
         fmt::format("{} of {} GEMM/attention time per step ({:.0f}%) is fp32 or tf32",
                     fmt_ms(static_cast<int64_t>(static_cast<double>(slow_ns) / steps)),
                     fmt_ms(static_cast<int64_t>(static_cast<double>(gemm_ns) / steps)), pct(slow_ns, gemm_ns)),
         speedup_removing(saved),
-        "Train in mixed precision: wrap the forward pass in torch.autocast(\"cuda\", dtype=torch.bfloat16) "
-        "(or set torch.backends.cuda.matmul.allow_tf32=True as a first step). Estimate assumes fp32 GEMMs "
-        "become 4x and tf32 2x faster.");
+        fmt::format("Train in mixed precision: wrap the forward pass in torch.autocast(\"cuda\", "
+                    "dtype=torch.bfloat16) (or set torch.backends.cuda.matmul.allow_tf32=True as a first step). "
+                    "Estimate assumes fp32 GEMMs become {:.1f}x and tf32 {:.1f}x faster (dense peak ratios); "
+                    "elementwise kernels, which also move half the bytes in bf16, are not counted.",
+                    fp32_factor, tf32_factor));
   }
 
   // Optimizer: many per-tensor kernels instead of a few fused multi-tensor ones.
@@ -556,13 +585,20 @@ DeviceReport analyze_device(const Trace& trace, const HostIndex& host, int32_t d
     first = std::min(first, k.start_ns);
     last = std::max(last, k.end_ns);
   }
-  int64_t pageable = 0;
+  CopyStats copies;
   for (const Memcpy& m : trace.memcpys) {
     if (m.device != device_id) continue;
     copy_iv.push_back({m.start_ns, m.end_ns});
     first = std::min(first, m.start_ns);
     last = std::max(last, m.end_ns);
-    if (m.host_memory == HostMemory::kPageable) ++pageable;
+    if (m.host_memory == HostMemory::kPageable) {
+      ++copies.pageable_count;
+      copies.pageable_bytes += m.bytes.value_or(0);
+    } else if (m.host_memory == HostMemory::kPinned && m.bytes && *m.bytes >= (1u << 20) && m.end_ns > m.start_ns &&
+               (m.kind == CopyKind::kHtoD || m.kind == CopyKind::kDtoH)) {
+      const double bw = static_cast<double>(*m.bytes) / (static_cast<double>(m.end_ns - m.start_ns) / 1e9);
+      copies.pinned_bytes_per_s = std::max(copies.pinned_bytes_per_s.value_or(0.0), bw);
+    }
   }
   for (const Memset& m : trace.memsets) {
     if (m.device != device_id) continue;
@@ -752,7 +788,27 @@ DeviceReport analyze_device(const Trace& trace, const HostIndex& host, int32_t d
     step_ns_sum += static_cast<double>(sr.duration_ns);
     r.steps.push_back(sr);
   }
-  const double step_ns = steps.steps.empty() ? window : step_ns_sum / static_cast<double>(step_list.size());
+  // Step time: the mean host step, unless the GPU takes longer. When the host runs ahead
+  // (launches queue up), host-side step ranges measure only the launching; the GPU's span from
+  // the first kernel of the steps to the end of their work, per step, is then the real step.
+  double step_ns = window;
+  if (!steps.steps.empty()) {
+    step_ns = step_ns_sum / static_cast<double>(step_list.size());
+    // The GPU part starts with the first kernel launched inside the steps (work queued before
+    // them belongs to earlier steps).
+    std::optional<int64_t> first_launched;
+    for (const Kernel* k : ctx.kernels) {
+      const int64_t api = host.api_for_correlation(k->correlation);
+      if (api >= 0 && trace.api_calls[api].start_ns >= ctx.window_start) {
+        first_launched = k->start_ns;
+        break;
+      }
+    }
+    if (first_launched) {
+      const double gpu_span = static_cast<double>(ctx.window_end - *first_launched);
+      step_ns = std::max(step_ns, gpu_span / static_cast<double>(step_list.size()));
+    }
+  }
   r.step_mean_ms = step_ns / 1e6;
   if (any_flops) {
     r.matmul_flops_per_step = std::accumulate(step_flops.begin(), step_flops.end(), 0.0) /
@@ -784,7 +840,7 @@ DeviceReport analyze_device(const Trace& trace, const HostIndex& host, int32_t d
     if (r.matmul_flops_per_step) r.hfu_pct = 100.0 * *r.matmul_flops_per_step / peak_per_step;
   }
 
-  add_findings(ctx, r, categories, precisions, pageable);
+  add_findings(ctx, r, categories, precisions, copies);
   return r;
 }
 

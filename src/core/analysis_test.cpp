@@ -89,10 +89,21 @@ TEST(Analysis, SyncIdleBeginsWhenTheHostWaits) {
   b.kernel(300, 400, "gemm", 1000, 0, 7, 295, 5);
   const auto r = only(b.build());
   EXPECT_NEAR(r.busy_pct, 200.0 / 400.0 * 100.0, 1e-9);
-  EXPECT_NEAR(cause(r, "sync").ns, 195'000, 1);   // [100, 295)
-  EXPECT_NEAR(cause(r, "launch").ns, 5'000, 1);   // the launch call [295, 300)
+  // The whole gap [100, 300), the next launch call included, is due to the sync that drained
+  // the queue: without it the host would have queued that launch long before.
+  EXPECT_NEAR(cause(r, "sync").ns, 200'000, 1);
+  EXPECT_NEAR(cause(r, "launch").ns, 0, 1);
   EXPECT_NEAR(idle_sum_pct(r), r.idle_pct, 1e-9);
   EXPECT_EQ(r.findings.front().id, "host-sync");
+}
+
+TEST(Analysis, IdleAfterAnAllocationStallIsAllocation) {
+  TraceBuilder b;
+  b.kernel(0, 100, "gemm", 1000, 0, 7, 0, 5);
+  b.api(90, 180, "cudaFree");  // Implicitly waits for the GPU, then frees.
+  b.kernel(300, 400, "gemm", 1000, 0, 7, 295, 5);
+  const auto r = only(b.build());
+  EXPECT_NEAR(cause(r, "alloc").ns, 200'000, 1);  // The whole gap [100, 300).
 }
 
 TEST(Analysis, DeviceCopiesAndAllocationsAreTheirOwnCauses) {
@@ -103,6 +114,7 @@ TEST(Analysis, DeviceCopiesAndAllocationsAreTheirOwnCauses) {
   b.kernel(300, 400, "gemm", 1000, 0, 7, 295, 5);
   const auto r = only(b.build());
   EXPECT_NEAR(cause(r, "memcpy").ns, 50'000, 1);
+  // [150, 250) inside cudaMalloc; the gap began with the copy, so [250, 295) is host code.
   EXPECT_NEAR(cause(r, "alloc").ns, 100'000, 1);
   EXPECT_NEAR(r.copy_pct, 50.0 / 400.0 * 100.0, 1e-9);
   EXPECT_NEAR(idle_sum_pct(r), r.idle_pct, 1e-9);
@@ -119,6 +131,20 @@ TEST(Analysis, LaunchBoundLoopOfTinyKernels) {
   ASSERT_TRUE(r.launch.shorter_than_launch_pct.has_value());
   EXPECT_NEAR(*r.launch.shorter_than_launch_pct, 100.0, 1e-9);
   EXPECT_EQ(r.findings.front().id, "launch-bound");
+}
+
+TEST(Analysis, StepTimeFollowsTheGpuWhenTheHostRunsAhead) {
+  TraceBuilder b(132, "NVIDIA H100 80GB HBM3");
+  // Three host steps of 10 us each only launch work; the GPU runs 1 ms per step.
+  for (int i = 0; i < 3; ++i) {
+    b.annotation(i * 10.0, i * 10.0 + 10, "ProfilerStep#" + std::to_string(i + 1));
+    b.kernel(100 + i * 1000.0, 1100 + i * 1000.0, "nvjet_gemm", 1000, 0, 7, i * 10.0 + 2, 5);
+  }
+  AnalysisOptions o;
+  o.flops_per_step = 1e12;
+  const auto r = only(b.build(), o);
+  EXPECT_NEAR(*r.step_mean_ms, 3000.0 / 3 / 1000.0, 1e-9);  // (3100 - 100) us / 3 steps.
+  EXPECT_NEAR(*r.mfu_pct, 100.0 * 1e12 / (1e-3 * 989.4e12), 1e-9);
 }
 
 TEST(Analysis, NoHostInformationIsOther) {
@@ -202,8 +228,9 @@ TEST(Analysis, PrecisionFromKernelNameAndFp32Finding) {
   EXPECT_EQ(r.precision[1].dtype, "tf32");
   ASSERT_FALSE(r.findings.empty());
   EXPECT_EQ(r.findings.front().id, "precision-fp32");
-  // 600 us fp32 -> 4x faster saves 450; 400 us tf32 -> 2x saves 200: 1000 / 350.
-  EXPECT_NEAR(*r.findings.front().est_speedup, 1000.0 / 350.0, 1e-9);
+  // H100 SXM: fp32 GEMMs speed up by 989.4/67 (dense bf16 over fp32), tf32 by 2.
+  const double saved = 600 * (1 - 67 / 989.4) + 400 * 0.5;
+  EXPECT_NEAR(*r.findings.front().est_speedup, 1000.0 / (1000.0 - saved), 1e-9);
 }
 
 TEST(Analysis, RecurringElementwiseChainsAreFusionCandidates) {

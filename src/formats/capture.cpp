@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <map>
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 #include <unordered_map>
 
+#include <cxxabi.h>
 #include <zlib.h>
 
 #include "formats/capture_format.h"
@@ -161,6 +163,19 @@ class CaptureDecoder {
     }
   }
 
+  // CUPTI reports kernel names mangled ("_Z15vector_add..."); the analyses classify kernels by
+  // their readable names, as PyTorch's profiler writes them.
+  static std::string demangled(std::string_view s) {
+    if (!s.starts_with("_Z")) return std::string(s);
+    int status = 0;
+    const std::string copy(s);
+    char* out = abi::__cxa_demangle(copy.c_str(), nullptr, nullptr, &status);
+    if (status != 0 || !out) return copy;
+    std::string result(out);
+    std::free(out);
+    return result;
+  }
+
   StringId str(uint64_t file_id) {
     if (file_id == 0) return 0;
     auto it = strings_.find(file_id);
@@ -181,7 +196,7 @@ class CaptureDecoder {
         uint64_t id = r.varint();
         std::string_view s = r.str();
         if (!r.ok()) return false;
-        strings_[id] = trace_.strings.intern(s);
+        strings_[id] = trace_.strings.intern(demangled(s));
         return true;
       }
       case RecordType::kProcess: {

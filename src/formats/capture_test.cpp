@@ -388,3 +388,52 @@ TEST(Capture, AppendedChunksAreRead) {
 
 }  // namespace
 }  // namespace gpuscope
+
+namespace gpuscope {
+namespace {
+
+// CUPTI names kernels mangled and threads by its own ids; the interposer uses gettid(). The
+// reader demangles names and moves each GEMM call onto the thread whose launches it contains.
+TEST(Capture, DemanglesKernelsAndAlignsGemmThreads) {
+  const std::string path = temp_path("align");
+  {
+    CaptureWriter w;
+    CaptureWriter::Options o;
+    std::string error;
+    ASSERT_TRUE(w.open(path, o, &error)) << error;
+    capture::ApiCallRecord api;
+    api.start_ns = 1'000;
+    api.end_ns = 2'000;
+    api.tid = 123456;  // CUPTI's id for the thread.
+    api.name = w.intern("cuLaunchKernelEx");
+    api.correlation = 5;
+    w.add(api);
+    capture::KernelRecord k;
+    k.start_ns = 3'000;
+    k.end_ns = 9'000;
+    k.name = w.intern("_Z10vector_addPfS_S_i");
+    k.correlation = 5;
+    w.add(k);
+    capture::GemmRecord g;
+    g.start_ns = 900;
+    g.end_ns = 2'100;
+    g.tid = 77;  // gettid() of the same thread.
+    g.api = w.intern("cublasLtMatmul");
+    g.m = g.n = g.k = 64;
+    g.batch = 1;
+    g.a_type = g.b_type = g.c_type = 14;
+    w.add(g);
+    capture::StatsRecord st;
+    st.clean_exit = true;
+    w.add(st);
+  }
+  auto t = read_capture_file(path);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->kernels.size(), 1u);
+  EXPECT_EQ(t->strings.view(t->kernels[0].name), "vector_add(float*, float*, float*, int)");
+  ASSERT_EQ(t->host_events.size(), 1u);
+  EXPECT_EQ(t->host_events[0].tid, 123456);
+}
+
+}  // namespace
+}  // namespace gpuscope
