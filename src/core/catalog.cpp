@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 #include <string>
+#include <vector>
 
 namespace gpuscope {
 namespace {
@@ -15,6 +16,29 @@ bool contains(std::string_view haystack, std::string_view needle) {
 template <size_t N>
 bool contains_any(std::string_view s, const std::array<std::string_view, N>& parts) {
   return std::any_of(parts.begin(), parts.end(), [&](std::string_view p) { return contains(s, p); });
+}
+
+// The words of a kernel's function name, lowercased: "void ns::AddC(float*)" -> {"add", "c"},
+// "bias_add_kernel<4>" -> {"bias", "add", "kernel"}.
+std::vector<std::string> name_words(std::string_view name) {
+  if (name.starts_with("void ")) name.remove_prefix(5);
+  name = name.substr(0, name.find_first_of("<("));
+  if (const size_t colon = name.rfind("::"); colon != std::string_view::npos) name = name.substr(colon + 2);
+  std::vector<std::string> words;
+  std::string current;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(name[i]);
+    const bool upper = std::isupper(c) != 0;
+    const bool prev_lower = i > 0 && std::islower(static_cast<unsigned char>(name[i - 1])) != 0;
+    if (!std::isalnum(c) || (upper && prev_lower)) {
+      if (!current.empty()) words.push_back(current);
+      current.clear();
+      if (!std::isalnum(c)) continue;
+    }
+    current += static_cast<char>(std::tolower(c));
+  }
+  if (!current.empty()) words.push_back(current);
+  return words;
 }
 
 std::string lower(std::string_view s) {
@@ -72,6 +96,23 @@ KernelCategory classify_kernel(std::string_view raw) {
       "elementwise", "triton_poi", "gelu", "relu", "silu", "dropout", "fill", "index",
       "embedding", "gather", "scatter", "where", "cast", "copy"};
   if (contains_any(name, kElementwise)) return KernelCategory::kElementwise;
+  // Custom kernels ("Scale", "AddC", "bias_add_kernel"): look at the words of the function's
+  // own name (camelCase and snake_case split), where substrings of long names would mislead.
+  static constexpr std::array<std::string_view, 24> kElementwiseWords = {
+      "scale", "add", "mul", "sub", "div", "square", "sqrt", "exp", "log", "neg", "abs", "axpy", "bias",
+      "residual", "clamp", "tanh", "sigmoid", "saxpy", "sin", "cos", "pow", "max", "min", "silu"};
+  static constexpr std::array<std::string_view, 4> kReductionWords = {"sum", "mean", "argmax", "norm"};
+  const std::vector<std::string> words = name_words(raw);
+  for (const auto& w : words) {
+    if (std::find(kReductionWords.begin(), kReductionWords.end(), w) != kReductionWords.end()) {
+      return KernelCategory::kReduction;
+    }
+  }
+  for (const auto& w : words) {
+    if (std::find(kElementwiseWords.begin(), kElementwiseWords.end(), w) != kElementwiseWords.end()) {
+      return KernelCategory::kElementwise;
+    }
+  }
   return KernelCategory::kOther;
 }
 

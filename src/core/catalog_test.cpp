@@ -24,6 +24,13 @@ TEST(Catalog, KernelCategories) {
   EXPECT_EQ(classify_kernel("triton_poi_fused_gelu_gelu_backward_view_6"), KernelCategory::kElementwise);
   EXPECT_EQ(classify_kernel("Memcpy HtoD (Pageable -> Device)"), KernelCategory::kCopySet);
   EXPECT_EQ(classify_kernel("my_custom_kernel"), KernelCategory::kOther);
+  // Custom kernels by the words of their own name.
+  EXPECT_EQ(classify_kernel("Scale(float const*, float*, unsigned long, float)"), KernelCategory::kElementwise);
+  EXPECT_EQ(classify_kernel("AddC(float const*, float*, unsigned long, float)"), KernelCategory::kElementwise);
+  EXPECT_EQ(classify_kernel("void ns::bias_add_kernel<4>(float*)"), KernelCategory::kElementwise);
+  EXPECT_EQ(classify_kernel("SumKernel(float const*, unsigned long, float*)"), KernelCategory::kReduction);
+  EXPECT_EQ(classify_kernel("FusedChain(float const*, float*, unsigned long, int)"), KernelCategory::kOther);
+  EXPECT_EQ(classify_kernel("Additive(float*)"), KernelCategory::kOther);  // Words, not substrings.
 }
 
 TEST(Catalog, PrecisionFromNamesAndDtypes) {
