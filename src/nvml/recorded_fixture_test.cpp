@@ -56,5 +56,35 @@ TEST(RecordedH200, ElementwiseLoopIsBandwidthBoundOnly) {
   EXPECT_EQ(r.signals, (std::set<std::string>{"memory_bandwidth_bound"}));
 }
 
+// The other loads of the same scripted check (scripts/gpu-check-live, 2026-11-30, H200): each
+// planted case raises exactly its signal; the bf16 GEMM loop and an idle GPU raise none.
+struct Planted {
+  const char* fixture;
+  std::set<std::string> signals;
+};
+
+class RecordedLoads : public ::testing::TestWithParam<Planted> {};
+
+TEST_P(RecordedLoads, RaiseOnlyThePlantedSignal) {
+  const Planted& p = GetParam();
+  Replay r = replay(p.fixture, 10);
+  ASSERT_EQ(r.samples.size(), 10u);
+  EXPECT_EQ(r.signals, p.signals) << p.fixture;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    H200, RecordedLoads,
+    ::testing::Values(Planted{"h200_gemm_bf16.txt", {}}, Planted{"h200_idle.txt", {}},
+                      Planted{"h200_gemm_fp32.txt", {"tensor_cores_unused"}},
+                      Planted{"h200_tiny_kernel.txt", {"busy_not_working"}},
+                      Planted{"h200_host_bound_hold.txt", {"idle_holding_memory"}}));
+
+TEST(RecordedH200, BusyButNotWorkingReadsAsUtilizationWithoutSmActivity) {
+  Replay r = replay("h200_tiny_kernel.txt", 5);
+  ASSERT_FALSE(r.samples.empty());
+  EXPECT_GE(*r.samples.back().gpu_util_pct, 90.0);
+  EXPECT_LT(*r.samples.back().sm_active_pct, 5.0);
+}
+
 }  // namespace
 }  // namespace gpuscope::nvml
