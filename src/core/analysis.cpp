@@ -414,11 +414,13 @@ void add_findings(const DeviceContext& ctx, DeviceReport& r, const std::vector<K
           "log metrics every N steps; keep data on the GPU so the host never waits.");
     } else if (c.cause == "memcpy") {
       // Estimate: pageable copies become pinned ones at the best pinned bandwidth seen in this
-      // trace (25 GB/s when none was seen) and stop blocking; other copy stalls overlap.
+      // trace, else an assumed rate for the host link (PCIe 5 on Hopper and later: 50 GB/s;
+      // PCIe 4: 25 GB/s), and stop blocking; other copy stalls overlap.
       std::string ev = base;
       double saved = static_cast<double>(c.ns);
+      const double assumed_bw = ctx.device && ctx.device->cc_major && *ctx.device->cc_major >= 9 ? 50e9 : 25e9;
       if (copies.pageable_count > 0) {
-        const double bw = copies.pinned_bytes_per_s.value_or(25e9);
+        const double bw = copies.pinned_bytes_per_s.value_or(assumed_bw);
         saved = std::max(0.0, saved - static_cast<double>(copies.pageable_bytes) / bw * 1e9);
         ev += fmt::format("; {} copies ({:.1f} MB) from pageable host memory", copies.pageable_count,
                           static_cast<double>(copies.pageable_bytes) / 1e6);
@@ -427,8 +429,9 @@ void add_findings(const DeviceContext& ctx, DeviceReport& r, const std::vector<K
           fmt::format("Pin host memory (DataLoader pin_memory=True or tensor.pin_memory()) and copy with "
                       "non_blocking=True so copies overlap compute; keep tensors on the GPU between steps. "
                       "Estimate assumes pinned copies at {:.0f} GB/s{}.",
-                      copies.pinned_bytes_per_s.value_or(25e9) / 1e9,
-                      copies.pinned_bytes_per_s ? " (the best pinned rate in this trace)" : " (none measured here)"));
+                      copies.pinned_bytes_per_s.value_or(assumed_bw) / 1e9,
+                      copies.pinned_bytes_per_s ? " (the best pinned rate in this trace)"
+                                                : " (assumed for the host link; none measured here)"));
     } else if (c.cause == "alloc") {
       add("allocation", "Memory allocation stalls the GPU", base, s,
           "Let PyTorch's caching allocator reuse memory: do not call torch.cuda.empty_cache() in the loop, "
