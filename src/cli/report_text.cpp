@@ -72,8 +72,9 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   if (d.rank) title += fmt::format(" · rank {}", *d.rank);
   out += p.bold(fmt::format("gpuscope · {}", title)) + "\n";
   out += p.dim("  " + clip(d.source, static_cast<size_t>(width) - 2)) + "\n";
-  out += p.dim(fmt::format("  window {} · {} step{} ({}){}", ms(d.window_ns), d.step_count,
+  out += p.dim(fmt::format("  window {} · {} step{} ({}{}){}", ms(d.window_ns), d.step_count,
                            d.step_count == 1 ? "" : "s", d.step_source,
+                           d.steps_skipped_warmup ? fmt::format(", {} warm-up skipped", d.steps_skipped_warmup) : "",
                            d.step_mean_ms ? fmt::format(" · {:.2f} ms/step", *d.step_mean_ms) : "")) +
          "\n\n";
 

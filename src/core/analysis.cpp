@@ -754,6 +754,7 @@ DeviceReport analyze_device(const Trace& trace, const HostIndex& host, int32_t d
   // Steps and FLOPs. Matmul FLOPs are counted on host ops of this trace whose launched work
   // (if known) ran on this device; nested matmul ops count once (the outermost).
   r.step_source = std::string(step_source_name(steps.source));
+  r.steps_skipped_warmup = steps.skipped_warmup;
   std::vector<Step> step_list = steps.steps;
   if (step_list.empty()) step_list.push_back({ctx.window_start, ctx.window_end, 0});
   r.step_count = static_cast<int64_t>(step_list.size());
@@ -857,7 +858,8 @@ std::vector<DeviceReport> analyze_trace(const Trace& trace, const AnalysisOption
   std::vector<DeviceReport> out;
   if (devices.empty()) return out;
   const HostIndex host(trace);
-  const StepDetection steps = detect_steps(trace, options.step_range);
+  StepDetection steps = detect_steps(trace, options.step_range);
+  drop_warmup_steps(steps);
   for (int32_t d : devices) {
     DeviceReport r = analyze_device(trace, host, d, steps, options);
     if (r.window_ns > 0) out.push_back(std::move(r));

@@ -22,6 +22,9 @@ bool contains_any(std::string_view s, const std::array<std::string_view, N>& par
 // "bias_add_kernel<4>" -> {"bias", "add", "kernel"}.
 std::vector<std::string> name_words(std::string_view name) {
   if (name.starts_with("void ")) name.remove_prefix(5);
+  std::string cleaned(name);
+  for (size_t at; (at = cleaned.find("(anonymous namespace)::")) != std::string::npos;) cleaned.erase(at, 23);
+  name = cleaned;
   name = name.substr(0, name.find_first_of("<("));
   if (const size_t colon = name.rfind("::"); colon != std::string_view::npos) name = name.substr(colon + 2);
   std::vector<std::string> words;

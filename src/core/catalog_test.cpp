@@ -31,6 +31,8 @@ TEST(Catalog, KernelCategories) {
   EXPECT_EQ(classify_kernel("SumKernel(float const*, unsigned long, float*)"), KernelCategory::kReduction);
   EXPECT_EQ(classify_kernel("FusedChain(float const*, float*, unsigned long, int)"), KernelCategory::kOther);
   EXPECT_EQ(classify_kernel("Additive(float*)"), KernelCategory::kOther);  // Words, not substrings.
+  EXPECT_EQ(classify_kernel("gpuscope::workloads::(anonymous namespace)::Square(float const*, float*)"),
+            KernelCategory::kElementwise);
 }
 
 TEST(Catalog, PrecisionFromNamesAndDtypes) {

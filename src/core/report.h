@@ -108,6 +108,7 @@ struct DeviceReport {
 
   std::string step_source;  // profiler_step, nvtx_range, optimizer_step, whole_window.
   int64_t step_count = 0;
+  int64_t steps_skipped_warmup = 0;  // Leading warm-up steps left out of the window.
   std::optional<double> step_mean_ms;
   std::vector<StepReport> steps;
 

@@ -121,4 +121,17 @@ StepDetection detect_steps(const Trace& trace, std::string_view step_range) {
   return d;
 }
 
+void drop_warmup_steps(StepDetection& d) {
+  const size_t n = d.steps.size();
+  if (n < 4) return;
+  std::vector<int64_t> rest;
+  for (size_t i = 1; i < n; ++i) rest.push_back(d.steps[i].end_ns - d.steps[i].start_ns);
+  std::nth_element(rest.begin(), rest.begin() + static_cast<ptrdiff_t>(rest.size() / 2), rest.end());
+  const int64_t median = rest[rest.size() / 2];
+  size_t drop = 0;
+  while (drop < n / 2 && d.steps[drop].end_ns - d.steps[drop].start_ns > 2 * median) ++drop;
+  d.steps.erase(d.steps.begin(), d.steps.begin() + static_cast<ptrdiff_t>(drop));
+  d.skipped_warmup = static_cast<int64_t>(drop);
+}
+
 }  // namespace gpuscope

@@ -11,7 +11,13 @@ namespace gpuscope {
 struct StepDetection {
   StepSource source = StepSource::kWholeWindow;
   std::vector<Step> steps;  // Empty for kWholeWindow.
+  int64_t skipped_warmup = 0;  // Leading steps dropped by drop_warmup_steps.
 };
+
+// Drops leading warm-up steps (CUDA context creation, cuBLAS/cuDNN autotuning, compilation):
+// with at least 4 steps, a leading step longer than twice the median of the others is not
+// representative and leaves the analysis window. At most half the steps are dropped.
+void drop_warmup_steps(StepDetection& d);
 
 // In order of preference:
 // 1. steps the collector already set (Trace::steps);

@@ -79,3 +79,30 @@ TEST(Steps, IrregularKernelsGiveNoPattern) {
 
 }  // namespace
 }  // namespace gpuscope
+
+namespace gpuscope {
+namespace {
+
+TEST(Steps, WarmupStepsAreDropped) {
+  StepDetection d;
+  d.source = StepSource::kNvtxRange;
+  const int64_t durations[] = {2'000'000, 130, 100, 101, 99, 100};  // A 2 ms first step.
+  int64_t t = 0;
+  for (int64_t dur : durations) {
+    d.steps.push_back({t, t + dur, 0});
+    t += dur;
+  }
+  drop_warmup_steps(d);
+  EXPECT_EQ(d.skipped_warmup, 1);
+  ASSERT_EQ(d.steps.size(), 5u);
+  EXPECT_EQ(d.steps.front().start_ns, 2'000'000);
+
+  StepDetection even;
+  for (int i = 0; i < 3; ++i) even.steps.push_back({i * 100, i * 100 + 100, i});
+  even.steps.front().end_ns = 10'000;  // Fewer than 4 steps: nothing is dropped.
+  drop_warmup_steps(even);
+  EXPECT_EQ(even.skipped_warmup, 0);
+}
+
+}  // namespace
+}  // namespace gpuscope

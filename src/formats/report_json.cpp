@@ -78,7 +78,8 @@ json device_json(const DeviceReport& d) {
     steps.push_back({{"number", s.number}, {"start_us", us(s.start_ns)}, {"duration_ms", static_cast<double>(s.duration_ns) / 1e6},
                      {"busy_pct", s.busy_pct}, {"matmul_flops", opt(s.matmul_flops)}});
   }
-  j["steps"] = {{"source", d.step_source}, {"count", d.step_count}, {"mean_ms", opt(d.step_mean_ms)}, {"list", steps}};
+  j["steps"] = {{"source", d.step_source}, {"count", d.step_count}, {"skipped_warmup", d.steps_skipped_warmup},
+                {"mean_ms", opt(d.step_mean_ms)}, {"list", steps}};
   j["flops"] = {{"matmul", opt(d.matmul_flops_per_step)},
                 {"model", opt(d.model_flops_per_step)},
                 {"per", "step"},
