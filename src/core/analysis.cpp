@@ -291,9 +291,21 @@ struct FusionRun {
   int64_t ns = 0;
 };
 
-std::vector<FusionCandidate> fusion_candidates(DeviceContext& ctx,
-                                               const std::vector<KernelCategory>& categories) {
-  // Per stream, runs of >= 2 consecutive memory-bound kernels, broken by anything else.
+std::vector<FusionCandidate> fusion_candidates(DeviceContext& ctx, const std::vector<KernelCategory>& categories,
+                                               const std::vector<Step>& steps) {
+  // Per stream, runs of >= 2 consecutive memory-bound kernels, broken by anything else and at
+  // step boundaries (a loop of only elementwise kernels would otherwise be one endless run).
+  // A kernel belongs to the step in which it was launched (or started, without launch data).
+  std::vector<size_t> step_of(ctx.kernels.size(), 0);
+  if (!steps.empty()) {
+    for (size_t i = 0; i < ctx.kernels.size(); ++i) {
+      const int64_t api = ctx.host.api_for_correlation(ctx.kernels[i]->correlation);
+      const int64_t t = api >= 0 ? ctx.trace.api_calls[api].start_ns : ctx.kernels[i]->start_ns;
+      step_of[i] = static_cast<size_t>(
+          std::upper_bound(steps.begin(), steps.end(), t, [](int64_t v, const Step& st) { return v < st.start_ns; }) -
+          steps.begin());
+    }
+  }
   std::map<int32_t, std::vector<size_t>> by_stream;
   for (size_t i = 0; i < ctx.kernels.size(); ++i) by_stream[ctx.kernels[i]->stream].push_back(i);
   std::map<std::vector<std::string>, FusionCandidate> groups;
@@ -301,7 +313,7 @@ std::vector<FusionCandidate> fusion_candidates(DeviceContext& ctx,
     size_t i = 0;
     while (i < idx.size()) {
       size_t j = i;
-      while (j < idx.size() && is_memory_bound(categories[idx[j]])) ++j;
+      while (j < idx.size() && is_memory_bound(categories[idx[j]]) && step_of[idx[j]] == step_of[idx[i]]) ++j;
       if (j - i >= 2) {
         std::vector<std::string> names;
         int64_t ns = 0;
@@ -748,7 +760,7 @@ DeviceReport analyze_device(const Trace& trace, const HostIndex& host, int32_t d
                            pct(static_cast<double>(prec_ns[p]), static_cast<double>(gemm_ns))});
   }
   std::sort(r.precision.begin(), r.precision.end(), [](auto& a, auto& b) { return a.ns > b.ns; });
-  r.fusion = fusion_candidates(ctx, categories);
+  r.fusion = fusion_candidates(ctx, categories, steps.steps);
   if (r.fusion.size() > 5) r.fusion.resize(5);
 
   // Steps and FLOPs. Matmul FLOPs are counted on host ops of this trace whose launched work

@@ -322,3 +322,26 @@ TEST(Analysis, LowOccupancyFromRegisters) {
 
 }  // namespace
 }  // namespace gpuscope
+
+namespace gpuscope {
+namespace {
+
+TEST(Analysis, ElementwiseOnlyLoopsSplitAtSteps) {
+  testing::TraceBuilder b;
+  // Four steps of Scale -> AddC -> Relu, nothing else: each step's chain is one candidate.
+  for (int s = 0; s < 4; ++s) {
+    const double t0 = s * 100.0;
+    b.annotation(t0, t0 + 100, "step");
+    b.kernel(t0 + 10, t0 + 20, "Scale(float const*, float*)", 1000, 0, 7, t0 + 1, 2);
+    b.kernel(t0 + 20, t0 + 30, "AddC(float const*, float*)", 1000, 0, 7, t0 + 3, 2);
+    b.kernel(t0 + 30, t0 + 40, "Relu(float const*, float*)", 1000, 0, 7, t0 + 5, 2);
+  }
+  const auto reports = analyze_trace(b.build(), {});
+  ASSERT_EQ(reports.size(), 1u);
+  ASSERT_EQ(reports[0].fusion.size(), 1u);
+  EXPECT_EQ(reports[0].fusion[0].occurrences, 4);
+  EXPECT_EQ(reports[0].fusion[0].kernels.size(), 3u);
+}
+
+}  // namespace
+}  // namespace gpuscope
