@@ -19,7 +19,7 @@ namespace gpuscope {
 namespace {
 
 constexpr int64_t kSmallKernelNs = 10'000;
-// Two copies of a kernel run count as one fusion candidate only if they recur this often.
+// A chain of memory-bound kernels is a fusion candidate only if it recurs this often.
 constexpr int64_t kMinFusionOccurrences = 2;
 
 struct Interval {
@@ -107,11 +107,6 @@ std::string short_kernel_name(std::string_view name) {
   if (out.size() > 90) out.resize(90);
   return out;
 }
-
-struct DeviceWindow {
-  int64_t start_ns = 0;
-  int64_t end_ns = 0;
-};
 
 // Everything the per-device analyses share.
 struct DeviceContext {
