@@ -88,3 +88,19 @@ TEST(RecordedH200, BusyButNotWorkingReadsAsUtilizationWithoutSmActivity) {
 
 }  // namespace
 }  // namespace gpuscope::nvml
+
+namespace gpuscope::nvml {
+namespace {
+
+// The energy counter costs milliseconds of CPU per read on the real driver, so it is read once
+// and held for 30 s: the recorded frames' changing energy must not show up frame by frame.
+TEST(RecordedH200, EnergyCounterIsReadAtMostEvery30Seconds) {
+  Replay r = replay("h200_gemm_bf16.txt", 4);
+  ASSERT_EQ(r.samples.size(), 4u);
+  ASSERT_TRUE(r.samples[0].energy_j.has_value());
+  for (const auto& s : r.samples) EXPECT_EQ(s.energy_j, r.samples[0].energy_j);
+  ASSERT_TRUE(r.samples[3].power_w.has_value());  // Power is still read every sample.
+}
+
+}  // namespace
+}  // namespace gpuscope::nvml
