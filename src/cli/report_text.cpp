@@ -110,6 +110,24 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
     if (d.steps.size() > 16) out += p.dim(fmt::format(" ... ({} steps)", d.steps.size()));
     out += "\n";
   }
+  if (!d.timeline.empty()) {
+    // The window as a strip: a block where kernels ran, the idle cause's letter elsewhere.
+    out += "\n" + p.bold("Timeline") +
+           p.dim(fmt::format(" {:.2f} ms/col; █ kernels, idle: i input s sync m memcpy a alloc l launch "
+                             "c collective o other",
+                             static_cast<double>(d.window_ns) / 1e6 / static_cast<double>(d.timeline.size()))) +
+           "\n  ";
+    for (char c : d.timeline) {
+      if (c == 'K') {
+        out += p.green("█");
+      } else {
+        const std::string letter(1, c);
+        out += c == 'i' || c == 's' ? p.red(letter) : p.yellow(letter);
+      }
+    }
+    out += "\n";
+  }
+
   out += "\n" + p.bold(fmt::format("Idle {:.1f}% of the window", d.idle_pct)) + p.dim("  (cause · share · per step · what the host was doing)") + "\n";
   std::vector<const IdleCause*> causes;
   for (const auto& c : d.idle_causes) if (c.ns > 0) causes.push_back(&c);

@@ -19,6 +19,7 @@ namespace gpuscope {
 namespace {
 
 constexpr int64_t kSmallKernelNs = 10'000;
+constexpr int kTimelineBuckets = 96;
 // A chain of memory-bound kernels is a fusion candidate only if it recurs this often.
 constexpr int64_t kMinFusionOccurrences = 2;
 
@@ -142,8 +143,45 @@ constexpr StringId kDeviceCopyName = 0xFFFFFFFFu;
 enum Cause { kMemcpyCause, kAllocCause, kInputCause, kCollectiveCause, kLaunchCause, kSyncCause, kOtherCause };
 
 // Attributes every idle moment of the window to one cause (DESIGN.md, "Idle attribution").
-std::vector<IdleCause> attribute_idle(const DeviceContext& ctx) {
+// Time per state in equal slices of the window, for the timeline picture: index 0 is
+// "kernels running", 1 + Cause the idle causes.
+class TimelineBuckets {
+ public:
+  TimelineBuckets(int64_t start, int64_t end, int buckets)
+      : start_(start), width_(std::max<double>(1.0, static_cast<double>(end - start) / buckets)),
+        time_(static_cast<size_t>(buckets), std::array<double, 8>{}) {}
+  void add(int state, int64_t a, int64_t b) {
+    while (a < b) {
+      const auto k = std::min(time_.size() - 1, static_cast<size_t>(static_cast<double>(a - start_) / width_));
+      const auto bucket_end = static_cast<int64_t>(static_cast<double>(start_) + width_ * static_cast<double>(k + 1));
+      const int64_t e = k + 1 == time_.size() ? b : std::min(b, std::max(bucket_end, a + 1));
+      time_[k][static_cast<size_t>(state)] += static_cast<double>(e - a);
+      a = e;
+    }
+  }
+  // One letter per bucket: K kernels, m memcpy, a alloc, i input, c collective, l launch,
+  // s sync, o other (the state that filled most of the bucket).
+  std::string letters() const {
+    static constexpr char kLetters[] = {'K', 'm', 'a', 'i', 'c', 'l', 's', 'o'};
+    std::string out;
+    for (const auto& t : time_) {
+      out += kLetters[std::max_element(t.begin(), t.end()) - t.begin()];
+    }
+    return out;
+  }
+
+ private:
+  int64_t start_;
+  double width_;
+  std::vector<std::array<double, 8>> time_;
+};
+
+std::vector<IdleCause> attribute_idle(const DeviceContext& ctx, TimelineBuckets& timeline) {
   std::array<CauseAccumulator, 7> acc;
+  for (const Interval& k : ctx.kernel_union) {
+    const int64_t a = std::max(k.start_ns, ctx.window_start), b = std::min(k.end_ns, ctx.window_end);
+    if (a < b) timeline.add(0, a, b);
+  }
   const std::vector<Interval> idle = gaps(ctx.kernel_union, ctx.window_start, ctx.window_end);
   const ThreadTimeline* fallback = ctx.host.main_thread();
   for (const Interval& gap : idle) {
@@ -204,6 +242,7 @@ std::vector<IdleCause> attribute_idle(const DeviceContext& ctx) {
       else if (host_known) cause = kInputCause;
       const int64_t len = piece_end - t;
       acc[cause].ns += len;
+      timeline.add(1 + cause, t, piece_end);
       acc[cause].by_name[copying ? kDeviceCopyName : (seg ? seg->name : 0)] += len;
       t = piece_end;
     }
@@ -653,7 +692,9 @@ DeviceReport analyze_device(const Trace& trace, const HostIndex& host, int32_t d
   r.copy_pct = pct(covered(ctx.copy_union, ctx.window_start, ctx.window_end), window);
   r.sm_active_est_pct = sm_active_estimate(ctx);
   r.idle_pct = 100.0 - r.busy_pct;
-  r.idle_causes = attribute_idle(ctx);
+  TimelineBuckets timeline(ctx.window_start, ctx.window_end, kTimelineBuckets);
+  r.idle_causes = attribute_idle(ctx, timeline);
+  r.timeline = timeline.letters();
 
   // Hardware counters sampled during the window (captures from `gpuscope run`).
   {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <numeric>
 
 #include "core/test_builder.h"
@@ -79,6 +81,14 @@ TEST(Analysis, InputIdleIsAttributedToDataLoading) {
   const double w = static_cast<double>(r.window_ns);
   EXPECT_NEAR(*r.findings.front().est_speedup, w / (w - cause(r, "input").ns), 1e-9);
   EXPECT_EQ(r.findings.front().severity, "high");
+  // The timeline strip: 96 slices; the loader fills the first 80% of each step, kernels the
+  // last 10%.
+  ASSERT_EQ(r.timeline.size(), 96u);
+  EXPECT_EQ(r.timeline.front(), 'i');
+  EXPECT_EQ(r.timeline.back(), 'K');
+  const auto kernels = std::count(r.timeline.begin(), r.timeline.end(), 'K');
+  EXPECT_GE(kernels, 9);
+  EXPECT_LE(kernels, 11);
 }
 
 TEST(Analysis, SyncIdleBeginsWhenTheHostWaits) {

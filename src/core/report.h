@@ -98,6 +98,10 @@ struct DeviceReport {
 
   double idle_pct = 0;
   std::vector<IdleCause> idle_causes;
+  // The window in equal slices, one letter each for what filled most of the slice:
+  // K kernels running; idle because of m memcpy, a alloc, i input, c collective, l launch,
+  // s sync, o other.
+  std::string timeline;
 
   int64_t kernel_count = 0;
   std::vector<CategoryTime> categories;

@@ -40,6 +40,10 @@ json device_json(const DeviceReport& d) {
     idle_ns += c.ns;
   }
   j["idle"] = {{"total_pct", d.idle_pct}, {"total_us", us(idle_ns)}, {"causes", causes}};
+  j["timeline"] = {{"slices", d.timeline.size()},
+                   {"slice_us", d.timeline.empty() ? 0.0 : us(d.window_ns) / static_cast<double>(d.timeline.size())},
+                   {"states", d.timeline},
+                   {"legend", "K kernels running; idle: m memcpy, a alloc, i input, c collective, l launch, s sync, o other"}};
 
   json cats = json::array();
   for (const auto& c : d.categories) {
