@@ -66,6 +66,17 @@ std::string headline_row(const Painter& p, std::string_view label, std::optional
   return fmt::format("  {:<22} {:>5.1f}%  {}  {}\n", label, *value, bar(*value, 30), p.dim(note));
 }
 
+void render_findings(std::string& out, const std::vector<Finding>& findings, const Painter& p, int width) {
+  int n = 0;
+  for (const auto& f : findings) {
+    const std::string sev = f.severity == "high" ? p.red("high") : f.severity == "medium" ? p.yellow("medium") : p.green("low");
+    out += fmt::format("  {}. [{}] {}  {}  {}\n", ++n, sev, p.bold(f.id),
+                       f.est_speedup ? p.cyan(fmt::format("×{:.2f} est.", *f.est_speedup)) : "", f.title);
+    out += p.dim(wrap_text(f.evidence, width, "     "));
+    out += wrap_text("→ " + f.recommendation, width, "     ");
+  }
+}
+
 void render_device(std::string& out, const DeviceReport& d, const Painter& p, int width) {
   const double steps = std::max<int64_t>(1, d.step_count);
   std::string title = fmt::format("{} · {}", d.name, d.num_sms ? fmt::format("{} SMs", *d.num_sms) : "SM count unknown");
@@ -184,14 +195,7 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
 
   out += "\n" + p.bold("Findings") + p.dim("  (estimated speedup of the whole step if fixed)") + "\n";
   if (d.findings.empty()) out += "  none above the reporting thresholds\n";
-  int n = 0;
-  for (const auto& f : d.findings) {
-    const std::string sev = f.severity == "high" ? p.red("high") : f.severity == "medium" ? p.yellow("medium") : p.green("low");
-    out += fmt::format("  {}. [{}] {}  {}  {}\n", ++n, sev, p.bold(f.id),
-                       f.est_speedup ? p.cyan(fmt::format("×{:.2f} est.", *f.est_speedup)) : "", f.title);
-    out += p.dim(wrap_text(f.evidence, width, "     "));
-    out += wrap_text("→ " + f.recommendation, width, "     ");
-  }
+  render_findings(out, d.findings, p, width);
 }
 
 }  // namespace
@@ -220,6 +224,7 @@ std::string render_report(const Report& report, const TextStyle& style) {
                          r.slowest, 100.0 * (*r.step_max_ms / *r.step_min_ms - 1.0));
     }
     out += "\n";
+    render_findings(out, r.findings, p, style.width);
   }
   return out;
 }

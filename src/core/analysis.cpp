@@ -948,6 +948,29 @@ Report analyze_traces(const std::vector<Trace>& traces, const AnalysisOptions& o
         if (!s.step_min_ms || *d.step_mean_ms < *s.step_min_ms) s.step_min_ms = d.step_mean_ms;
       }
     }
+    std::vector<double> step_ms;
+    for (const auto& d : report.devices) {
+      if (d.step_mean_ms && d.step_source != "whole_window") step_ms.push_back(*d.step_mean_ms);
+    }
+    if (step_ms.size() >= 2) {
+      // The median of the other ranks (without the slowest), the lower middle for even counts.
+      std::sort(step_ms.begin(), step_ms.end());
+      step_ms.pop_back();
+      s.step_median_ms = step_ms[(step_ms.size() - 1) / 2];
+      // Ranks meet at every collective, so each waits for the slowest: bringing it to the
+      // median would make every rank's step that much shorter (an estimate).
+      const double speedup = *s.step_max_ms / *s.step_median_ms;
+      if (speedup >= 1.1) {
+        s.findings.push_back(
+            {"straggler", severity_for(speedup), "One rank is slower than the others",
+             fmt::format("{} takes {:.2f} ms per step against a median of {:.2f} ms over the other {} rank{}",
+                         s.slowest, *s.step_max_ms, *s.step_median_ms, step_ms.size(), step_ms.size() == 1 ? "" : "s"),
+             speedup,
+             "Look at that rank's own idle causes above (input pipeline, host syncs); balance the data shards "
+             "and sequence lengths across ranks (bucket or pad); check for CPU contention on its host (other "
+             "processes, CPU affinity, fewer DataLoader workers than the others)."});
+      }
+    }
     report.ranks = s;
   }
   return report;

@@ -131,7 +131,9 @@ struct RankSummary {
   int64_t ranks = 0;
   double busy_min_pct = 0, busy_max_pct = 0;
   std::optional<double> step_min_ms, step_max_ms;
+  std::optional<double> step_median_ms;  // Of the ranks other than the slowest.
   std::string slowest;  // Source of the slowest rank.
+  std::vector<Finding> findings;  // Across ranks (e.g. a straggler).
 };
 
 struct Report {

@@ -14,6 +14,15 @@ json opt(const std::optional<T>& v) {
 
 double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 
+json findings_json(const std::vector<Finding>& list) {
+  json findings = json::array();
+  for (const auto& f : list) {
+    findings.push_back({{"id", f.id}, {"severity", f.severity}, {"title", f.title}, {"evidence", f.evidence},
+                        {"est_speedup", opt(f.est_speedup)}, {"recommendation", f.recommendation}});
+  }
+  return findings;
+}
+
 json device_json(const DeviceReport& d) {
   json j;
   j["source"] = d.source;
@@ -93,12 +102,7 @@ json device_json(const DeviceReport& d) {
   j["mfu_pct"] = opt(d.mfu_pct);
   j["hfu_pct"] = opt(d.hfu_pct);
 
-  json findings = json::array();
-  for (const auto& f : d.findings) {
-    findings.push_back({{"id", f.id}, {"severity", f.severity}, {"title", f.title}, {"evidence", f.evidence},
-                        {"est_speedup", opt(f.est_speedup)}, {"recommendation", f.recommendation}});
-  }
-  j["findings"] = findings;
+  j["findings"] = findings_json(d.findings);
   return j;
 }
 
@@ -114,7 +118,9 @@ std::string report_to_json(const Report& report) {
     const auto& r = *report.ranks;
     j["ranks"] = {{"count", r.ranks}, {"busy_min_pct", r.busy_min_pct}, {"busy_max_pct", r.busy_max_pct},
                   {"step_min_ms", opt(r.step_min_ms)}, {"step_max_ms", opt(r.step_max_ms)},
-                  {"slowest", r.slowest.empty() ? json(nullptr) : json(r.slowest)}};
+                  {"step_median_ms", opt(r.step_median_ms)},
+                  {"slowest", r.slowest.empty() ? json(nullptr) : json(r.slowest)},
+                  {"findings", findings_json(r.findings)}};
   } else {
     j["ranks"] = nullptr;
   }
