@@ -634,20 +634,11 @@ DeviceReport analyze_device(const Trace& trace, const HostIndex& host, int32_t d
     first = std::min(first, k.start_ns);
     last = std::max(last, k.end_ns);
   }
-  CopyStats copies;
   for (const Memcpy& m : trace.memcpys) {
     if (m.device != device_id) continue;
     copy_iv.push_back({m.start_ns, m.end_ns});
     first = std::min(first, m.start_ns);
     last = std::max(last, m.end_ns);
-    if (m.host_memory == HostMemory::kPageable) {
-      ++copies.pageable_count;
-      copies.pageable_bytes += m.bytes.value_or(0);
-    } else if (m.host_memory == HostMemory::kPinned && m.bytes && *m.bytes >= (1u << 20) && m.end_ns > m.start_ns &&
-               (m.kind == CopyKind::kHtoD || m.kind == CopyKind::kDtoH)) {
-      const double bw = static_cast<double>(*m.bytes) / (static_cast<double>(m.end_ns - m.start_ns) / 1e9);
-      copies.pinned_bytes_per_s = std::max(copies.pinned_bytes_per_s.value_or(0.0), bw);
-    }
   }
   for (const Memset& m : trace.memsets) {
     if (m.device != device_id) continue;
@@ -677,6 +668,20 @@ DeviceReport analyze_device(const Trace& trace, const HostIndex& host, int32_t d
   } else {
     ctx.window_start = first;
     ctx.window_end = last;
+  }
+
+  // Copies in the window: pageable ones to re-price, pinned ones for the achievable rate.
+  CopyStats copies;
+  for (const Memcpy& m : trace.memcpys) {
+    if (m.device != device_id || !ctx.in_window(m.start_ns)) continue;
+    if (m.host_memory == HostMemory::kPageable) {
+      ++copies.pageable_count;
+      copies.pageable_bytes += m.bytes.value_or(0);
+    } else if (m.host_memory == HostMemory::kPinned && m.bytes && *m.bytes >= (1u << 20) && m.end_ns > m.start_ns &&
+               (m.kind == CopyKind::kHtoD || m.kind == CopyKind::kDtoH)) {
+      const double bw = static_cast<double>(*m.bytes) / (static_cast<double>(m.end_ns - m.start_ns) / 1e9);
+      copies.pinned_bytes_per_s = std::max(copies.pinned_bytes_per_s.value_or(0.0), bw);
+    }
   }
 
   DeviceReport r;
