@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/device_sample.h"
+#include "core/trace.h"
 
 namespace gpuscope::capture {
 
@@ -72,17 +73,8 @@ struct ProcessRecord {
   std::string tool_version;
 };
 
-struct DeviceRecord {
-  int32_t id = 0;
-  std::string name;
-  std::optional<int32_t> num_sms;
-  std::optional<int32_t> cc_major;
-  std::optional<int32_t> cc_minor;
-  std::optional<uint64_t> memory_bytes;
-  std::optional<int32_t> max_threads_per_sm;
-  std::optional<int32_t> regs_per_sm;
-  std::optional<int32_t> shared_mem_per_sm_bytes;
-};
+// A device record carries exactly the core's device description.
+using DeviceRecord = ::gpuscope::Device;
 
 struct KernelRecord {
   int64_t start_ns = 0;
