@@ -125,10 +125,8 @@ struct RawEvent {
   std::vector<int> dims_rank;
   std::vector<std::string_view> types;
   bool has_shapes = false;
-  int ignored_args = 0;
 
   void clear() {
-    ignored_args = 0;
     ph = cat = name = pid_str = tid_str = {};
     pid_num = tid_num = ts_ns = dur_ns = std::nullopt;
     device = stream = correlation = registers = shared_memory = bytes = std::nullopt;
@@ -263,18 +261,17 @@ bool parse_args(value v, RawEvent& ev) {
     if (field.unescaped_key().get(key)) return false;
     value fv;
     if (field.value().get(fv)) return false;
-    bool ok = true;
-    if (key == "device") ok = get_int(fv, ev.device);
-    else if (key == "stream") ok = get_int(fv, ev.stream);
-    else if (key == "correlation") ok = get_int(fv, ev.correlation);
-    else if (key == "registers per thread") ok = get_int(fv, ev.registers);
-    else if (key == "shared memory") ok = get_int(fv, ev.shared_memory);
-    else if (key == "bytes") ok = get_int(fv, ev.bytes);
-    else if (key == "grid") ok = get_dim3(fv, ev.grid);
-    else if (key == "block") ok = get_dim3(fv, ev.block);
-    else if (key == "Input Dims") ok = parse_shapes(fv, ev);
-    else if (key == "Input type") ok = parse_types(fv, ev);
-    if (!ok) ++ev.ignored_args;
+    // A failed read leaves that field unknown (see above).
+    if (key == "device") get_int(fv, ev.device);
+    else if (key == "stream") get_int(fv, ev.stream);
+    else if (key == "correlation") get_int(fv, ev.correlation);
+    else if (key == "registers per thread") get_int(fv, ev.registers);
+    else if (key == "shared memory") get_int(fv, ev.shared_memory);
+    else if (key == "bytes") get_int(fv, ev.bytes);
+    else if (key == "grid") get_dim3(fv, ev.grid);
+    else if (key == "block") get_dim3(fv, ev.block);
+    else if (key == "Input Dims") parse_shapes(fv, ev);
+    else if (key == "Input type") parse_types(fv, ev);
   }
   return true;
 }
@@ -467,7 +464,6 @@ class KinetoReader {
                                             "analysed the {} events before that point",
                                             where, offset(end_), events_));
     }
-    truncated_ = true;
     trace_.truncated = true;
     return ok_status();
   }
@@ -497,7 +493,7 @@ class KinetoReader {
         if (buf_[pos_] != '[') return error_at(pos_, "\"traceEvents\" is not an array");
         saw_events_ = true;
         RETURN_IF_ERROR(stream_events());
-        if (truncated_) return ok_status();
+        if (trace_.truncated) return ok_status();
         continue;
       }
       const size_t value_end = scan_value();
@@ -738,7 +734,7 @@ class KinetoReader {
   std::string buf_;
   size_t pos_ = 0, end_ = 0;
   uint64_t base_ = 0;  // Offset of buf_[0] in the uncompressed stream.
-  bool eof_ = false, truncated_ = false, saw_events_ = false;
+  bool eof_ = false, saw_events_ = false;
   std::string io_error_;
   simdjson::ondemand::parser parser_;
   RawEvent ev_;
