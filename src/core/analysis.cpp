@@ -566,24 +566,40 @@ void add_findings(const DeviceContext& ctx, DeviceReport& r, const std::vector<K
         "dropout+residual+LayerNorm). Estimate assumes a fused chain of k kernels costs one kernel's time.");
   }
 
-  // Under-filled grids: fewer blocks than SMs.
+  // Under-filled grids: fewer blocks than SMs. The estimate uses the same throughput model as
+  // low-occupancy below: an SM's throughput grows with its resident warps up to 50% occupancy, so
+  // a kernel of g blocks (one per SM) speeds up by SMs·min(occ, 0.5) / (g·min(block warps, 0.5)),
+  // where occ is the kernel's theoretical occupancy; no kernel gets shorter than kMinKernelNs.
   if (ctx.device && ctx.device->num_sms) {
-    double lost = 0, busy = 0;
+    constexpr double kMinKernelNs = 2000;  // a launch's minimum on the GPU (~2 us)
+    const double sms = *ctx.device->num_sms;
+    double lost = 0, busy = 0, saved = 0;
     for (const Kernel* k : ctx.kernels) {
       const double d = static_cast<double>(k->end_ns - k->start_ns);
       busy += d;
-      if (k->has_grid()) {
-        lost += d * (1.0 - std::min(1.0, static_cast<double>(k->grid.volume()) / *ctx.device->num_sms));
+      if (!k->has_grid()) continue;
+      const double g = static_cast<double>(k->grid.volume());
+      if (g >= sms) continue;
+      lost += d * (1.0 - g / sms);
+      double gain = sms / g;
+      const auto occ = theoretical_occupancy(*ctx.device, *k);
+      if (occ && ctx.device->max_threads_per_sm) {
+        const double block_frac =
+            std::min(1.0, std::ceil(static_cast<double>(k->block.volume()) / 32.0) * 32.0 / *ctx.device->max_threads_per_sm);
+        gain *= std::min(occ->fraction, 0.5) / std::min(block_frac, 0.5);
       }
+      gain = std::max(1.0, gain);
+      saved += std::max(0.0, d - std::max(d / gain, std::min(d, kMinKernelNs)));
     }
-    if (busy > 0 && lost > 0.1 * busy) {
+    if (busy > 0 && lost > 0.1 * busy && saved > 0) {
       add("small-grid", "Kernels launch fewer blocks than the GPU has SMs",
           fmt::format("{:.0f}% of kernel time is SM capacity left idle by grids smaller than {} SMs "
                       "(SM-active estimate {:.1f}% vs busy {:.1f}%)",
                       pct(lost, busy), *ctx.device->num_sms, r.sm_active_est_pct, r.busy_pct),
-          speedup_removing(0.5 * lost),
-          "Give each kernel more parallel work: a larger batch or sequence, fewer but larger tensors, or "
-          "torch.compile to fuse small ops. Estimate assumes half the idle SM capacity is recovered.");
+          speedup_removing(saved),
+          "Give each kernel more parallel work: a larger batch or sequence, fewer but larger tensors, more "
+          "blocks per kernel (split the work), or torch.compile to fuse small ops. Estimate: the same work "
+          "spread over every SM, throughput growing with resident warps up to 50% occupancy.");
     }
   }
 

@@ -340,6 +340,37 @@ TEST(Analysis, LowOccupancyFromRegisters) {
 namespace gpuscope {
 namespace {
 
+TEST(Analysis, SmallGridEstimateFillsEverySmToHalfOccupancy) {
+  testing::TraceBuilder b;  // 100 SMs
+  Trace t = b.build();
+  t.devices[0].max_threads_per_sm = 2048;
+  t.devices[0].regs_per_sm = 65536;
+  // 10 blocks of 256 threads (8 of 64 warps, 12.5%) for 1 ms, then 1 ms of a full grid.
+  Kernel k;
+  k.start_ns = 0;
+  k.end_ns = 1'000'000;
+  k.name = t.strings.intern("compute_kernel");
+  k.grid = {10, 1, 1};
+  k.block = {256, 1, 1};
+  t.kernels.push_back(k);
+  Kernel full = k;
+  full.start_ns = 1'000'000;
+  full.end_ns = 2'000'000;
+  full.grid = {1000, 1, 1};
+  t.kernels.push_back(full);
+  Kernel tiny = k;  // one 1-block kernel of 1.5 us: already at the launch floor, saves nothing
+  tiny.start_ns = 2'000'000;
+  tiny.end_ns = 2'001'500;
+  tiny.grid = {1, 1, 1};
+  t.kernels.push_back(tiny);
+  const auto r = analyze_trace(t, {}).at(0);
+  const Finding* f = nullptr;
+  for (const auto& x : r.findings) if (x.id == "small-grid") f = &x;
+  ASSERT_NE(f, nullptr);
+  // 100 SMs / 10 blocks x (50% / 12.5%) = 40x: 1 ms -> 25 us, saving 975 us of 2001.5.
+  EXPECT_NEAR(*f->est_speedup, 2001.5 / (2001.5 - 975.0), 1e-6);
+}
+
 TEST(Analysis, ElementwiseOnlyLoopsSplitAtSteps) {
   testing::TraceBuilder b;
   // Four steps of Scale -> AddC -> Relu, nothing else: each step's chain is one candidate.
