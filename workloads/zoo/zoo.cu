@@ -2,7 +2,7 @@
 // `--fixed` mode that removes it. One binary with a subcommand per case keeps the build to one
 // nvcc invocation.
 //
-//   zoo CASE [--fixed] [--steps N] [--warmup N]
+//   zoo CASE [--fixed] [--fuse] [--steps N] [--warmup N]
 //
 // Each run prints one JSON line on stdout:
 //   {"case":"sync_bound","fixed":false,"steps":..,"elapsed_s":..,"steps_per_s":..,...}
@@ -129,6 +129,7 @@ __global__ void StreamKernel(const float4* x, size_t n4, float* out) {
 
 struct Options {
   bool fixed = false;
+  bool fuse = false;  // launch_bound --fixed: one merged kernel instead of a CUDA graph
   long steps = 0;
   long warmup = 0;
 };
@@ -274,15 +275,30 @@ void PageableCopy(Options o) {
   CUDA_CHECK(cudaFree(dev));
 }
 
-// 4096 tiny one-block kernels per step. Fixed: the same work as one launch of 4096 blocks.
+// 4096 tiny one-block kernels per step. Fixed: the same 4096 kernels replayed from a CUDA graph
+// (launch overhead removed, the work unchanged: what the launch-bound finding's estimate models);
+// --fixed --fuse: the same work as one launch of 4096 blocks (work merged too).
 // Planted cause: launch (kernels shorter than the host takes to issue them).
 void LaunchBound(Options o) {
   const int chunks = 4096;
   float* x;
   CUDA_CHECK(cudaMalloc(&x, chunks * 256 * sizeof(float)));
   CUDA_CHECK(cudaMemset(x, 0, chunks * 256 * sizeof(float)));
+  cudaStream_t stream = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  if (o.fixed && !o.fuse) {
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    cudaGraph_t graph;
+    CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    for (int c = 0; c < chunks; ++c) TinyKernel<<<1, 256, 0, stream>>>(x + c * 256);
+    CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    CUDA_CHECK(cudaGraphDestroy(graph));
+  }
   Result r = RunSteps(o, [&] {
-    if (o.fixed) {
+    if (exec) {
+      CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    } else if (o.fixed) {
       ManyTinyKernel<<<chunks, 256>>>(x);
       CUDA_CHECK_LAUNCH();
     } else {
@@ -290,7 +306,14 @@ void LaunchBound(Options o) {
       CUDA_CHECK_LAUNCH();
     }
   });
-  Report("launch_bound", o, r).Add("kernels_per_step", o.fixed ? 1 : chunks).Print();
+  Report("launch_bound", o, r)
+      .Add("kernels_per_step", o.fixed && o.fuse ? 1 : chunks)
+      .Add("fix", !o.fixed ? "none" : o.fuse ? "fused" : "cuda_graph")
+      .Print();
+  if (exec) {
+    CUDA_CHECK(cudaGraphExecDestroy(exec));
+    CUDA_CHECK(cudaStreamDestroy(stream));
+  }
   CUDA_CHECK(cudaFree(x));
 }
 
@@ -433,7 +456,7 @@ const Case kCases[] = {
 };
 
 void PrintUsage() {
-  std::fprintf(stderr, "usage: zoo CASE [--fixed] [--steps N] [--warmup N]\ncases:\n");
+  std::fprintf(stderr, "usage: zoo CASE [--fixed] [--fuse] [--steps N] [--warmup N]\ncases:\n");
   for (const auto& c : kCases) std::fprintf(stderr, "  %-17s %s\n", c.name, c.what);
   std::fprintf(stderr, "  %-17s every case, unfixed then fixed\n", "all");
 }
@@ -451,6 +474,7 @@ int main(int argc, char** argv) {
   Args args(argc, argv, 2);
   Options o;
   o.fixed = args.Flag("fixed");
+  o.fuse = args.Flag("fuse");
   const long steps = args.Int("steps", 0);
   o.warmup = args.Int("warmup", 3);
   args.RejectUnknown();
