@@ -6,6 +6,9 @@
 //   out(rows,OC) = inp(rows,C)·Wᵀ      → m=OC, n=rows, k=C,  A=W op T, B=inp op N
 //   dinp(rows,C) = dout(rows,OC)·W     → m=C,  n=rows, k=OC, A=W op N, B=dout op N
 //   dW(OC,C)    += dout(rows,OC)ᵀ·inp  → m=C,  n=OC,  k=rows, A=inp op N, B=dout op T
+// Autotuning: each new shape asks the heuristic for up to kCandidates algorithms and times each
+// (1 + 3 runs, CUDA events, into a scratch output so accumulating GEMMs leave the real one
+// untouched); the fastest is kept. GPUSCOPE_GPT_GEMM_CANDIDATES=1 keeps the heuristic's first.
 // Compute type is always CUBLAS_COMPUTE_32F: fp32 runs are true fp32 (no TF32), bf16 runs use
 // tensor cores with fp32 accumulation.
 #pragma once
@@ -16,6 +19,7 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "gpt/layers/common.cuh"
 
@@ -66,17 +70,66 @@ class Matmul {
   void Run(const GemmArgs& g, cudaStream_t stream) {
     Plan& p = GetPlan(g);
     if (g.bias) CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+    if (!p.tuned) Tune(p, g, stream);
     CUBLASLT_CHECK(cublasLtMatmul(handle_, p.op, &g.alpha, g.a, p.a, g.b, p.b, &g.beta, g.d, p.d, g.d, p.d, &p.algo,
                                   workspace_, kWorkspaceBytes, stream));
   }
 
  private:
   static constexpr size_t kWorkspaceBytes = 32ull << 20;
+  static constexpr int kCandidates = 8;
   struct Plan {
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, d;
     cublasLtMatmulAlgo_t algo;
+    std::vector<cublasLtMatmulAlgo_t> candidates;
+    bool tuned = false;
   };
+
+  static int Candidates() {
+    const char* e = std::getenv("GPUSCOPE_GPT_GEMM_CANDIDATES");
+    const int n = e ? std::atoi(e) : kCandidates;
+    return n < 1 ? 1 : n > kCandidates ? kCandidates : n;
+  }
+
+  // Times every candidate algorithm on this GEMM's operands with a scratch output; keeps the
+  // fastest. Candidates that fail to run are skipped.
+  void Tune(Plan& p, const GemmArgs& g, cudaStream_t stream) {
+    p.tuned = true;
+    if (p.candidates.size() < 2) return;
+    const size_t elem = g.d_type == CUDA_R_32F ? 4 : 2;
+    const size_t n_elems = g.batch > 1 ? size_t(g.stride_d) * g.batch : size_t(g.ldd) * g.n;
+    void* scratch = nullptr;
+    if (cudaMalloc(&scratch, n_elems * elem) != cudaSuccess) {
+      cudaGetLastError();
+      return;  // keep the heuristic's first choice
+    }
+    CUDA_CHECK(cudaMemsetAsync(scratch, 0, n_elems * elem, stream));
+    cudaEvent_t e0, e1;
+    CUDA_CHECK(cudaEventCreate(&e0));
+    CUDA_CHECK(cudaEventCreate(&e1));
+    float best = 0;
+    bool have = false;
+    for (const auto& algo : p.candidates) {
+      auto once = [&] {
+        return cublasLtMatmul(handle_, p.op, &g.alpha, g.a, p.a, g.b, p.b, &g.beta, scratch, p.d, scratch, p.d, &algo,
+                              workspace_, kWorkspaceBytes, stream);
+      };
+      if (once() != CUBLAS_STATUS_SUCCESS) continue;
+      CUDA_CHECK(cudaEventRecord(e0, stream));
+      bool ok = true;
+      for (int i = 0; i < 3 && ok; ++i) ok = once() == CUBLAS_STATUS_SUCCESS;
+      CUDA_CHECK(cudaEventRecord(e1, stream));
+      CUDA_CHECK(cudaEventSynchronize(e1));
+      float ms = 0;
+      CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      if (ok && (!have || ms < best)) best = ms, p.algo = algo, have = true;
+    }
+    CUDA_CHECK(cudaEventDestroy(e0));
+    CUDA_CHECK(cudaEventDestroy(e1));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    CUDA_CHECK(cudaFree(scratch));
+  }
 
   static cublasLtMatrixLayout_t Layout(cudaDataType_t t, int rows, int cols, int ld, int batch, long long stride) {
     cublasLtMatrixLayout_t l;
@@ -116,15 +169,17 @@ class Matmul {
     CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     const size_t ws = kWorkspaceBytes;
     CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
-    cublasLtMatmulHeuristicResult_t res;
+    cublasLtMatmulHeuristicResult_t res[kCandidates];
     int found = 0;
-    CUBLASLT_CHECK(cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.d, p.d, pref, 1, &res, &found));
+    CUBLASLT_CHECK(
+        cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.d, p.d, pref, Candidates(), res, &found));
     cublasLtMatmulPreferenceDestroy(pref);
     if (found == 0) {
       std::fprintf(stderr, "cuBLASLt found no algorithm for GEMM [%s]\n", key);
       std::exit(1);
     }
-    p.algo = res.algo;
+    p.algo = res[0].algo;
+    for (int i = 0; i < found; ++i) p.candidates.push_back(res[i].algo);
     return plans_.emplace(key, p).first->second;
   }
 
