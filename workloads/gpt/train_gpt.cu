@@ -312,10 +312,26 @@ void PrintBreakdown(GptModel<T>& model, const Options& o, cudaStream_t s, double
                                                {"matmul_bwd", 4 * linear_params * tokens},
                                                {"attention_fwd", 2 * att_gemm},
                                                {"attention_bwd", 4 * att_gemm}};
-  double total = 0;
+  // Minimum DRAM bytes per step of the memory-bound groups (each tensor read or written once,
+  // fused-kernel view): a lower bound, so "at roofline" below is the fastest the group could be.
+  const double S = sizeof(T), BTC = tokens * c.channels, L = c.num_layers, N = double(ParamLayout(c).total);
+  const std::map<std::string, double> bytes = {
+      {"gelu", 20 * BTC * S * L},                       // fwd r+w 4BTC; bwd r 8BTC, w 4BTC
+      {"layernorm_residual", 16 * BTC * S * L},         // 2 LNs/layer: fwd 4BTC, bwd 4BTC each
+      {"bias_grad", 9 * BTC * S * L},                   // read each linear's dout once
+      {"classifier", 2 * tokens * c.padded_vocab_size * S},  // logits in, dlogits out
+      {"optimizer", N * (28 + (S == 2 ? 2 : 0))},        // p,g,m,v in; p,m,v (+bf16 copy) out
+      {"zero_grad", 4 * N + BTC * S},
+      {"encoder", 3 * BTC * S}};
+  // Ceilings measured on the H200 (../shared/GPU.md): bf16 dense GEMM ~790 TFLOP/s (8192³); fp32
+  // CUDA-core peak 67 TFLOP/s (spec); device copy ~4.3 TB/s.
+  const double flop_ceiling = (S == 2 ? 790e12 : 67e12), byte_ceiling = 4.3e12;
+  double total = 0, total_roof = 0;
   const auto ms = timer.Collect();
   std::fprintf(stderr, "breakdown (%ld steps, GPU ms per step; timed step %.1f ms, breakdown wall %.1f ms):\n",
                o.breakdown, 1e3 * step_s, wall_ms);
+  std::fprintf(stderr, "  %-20s %8s %9s %9s %11s %9s\n", "group", "ms", "TFLOP/s", "GB/s", "roofline ms",
+               "excess ms");
   JsonLine j;
   j.Add("workload", "train_gpt_breakdown").Add("precision", o.precision).Add("kernels", o.kernels)
       .Add("optimizer", o.optimizer).Add("step_ms", 1e3 * step_s).Add("breakdown_wall_ms", wall_ms);
@@ -323,17 +339,28 @@ void PrintBreakdown(GptModel<T>& model, const Options& o, cudaStream_t s, double
     const double per = v / o.breakdown;
     total += per;
     auto f = flops.find(name);
+    auto b = bytes.find(name);
+    double roof = 0;
+    char tf_s[16] = "-", gb_s[16] = "-";
     if (f != flops.end()) {
       const double tf = f->second / (per * 1e-3) / 1e12;
-      std::fprintf(stderr, "  %-20s %8.2f ms  %7.1f TFLOP/s\n", name.c_str(), per, tf);
+      std::snprintf(tf_s, sizeof tf_s, "%.1f", tf);
       j.Add(name + "_tflops", tf);
-    } else {
-      std::fprintf(stderr, "  %-20s %8.2f ms\n", name.c_str(), per);
+      roof = f->second / flop_ceiling * 1e3;
     }
+    if (b != bytes.end()) {
+      const double gbs = b->second / (per * 1e-3) / 1e9;
+      std::snprintf(gb_s, sizeof gb_s, "%.0f", gbs);
+      j.Add(name + "_gbps", gbs);
+      roof = std::max(roof, b->second / byte_ceiling * 1e3);
+    }
+    total_roof += roof;
+    std::fprintf(stderr, "  %-20s %8.2f %9s %9s %11.2f %9.2f\n", name.c_str(), per, tf_s, gb_s, roof, per - roof);
     j.Add(name + "_ms", per);
+    j.Add(name + "_roofline_ms", roof);
   }
-  std::fprintf(stderr, "  %-20s %8.2f ms\n", "sum", total);
-  j.Add("sum_ms", total);
+  std::fprintf(stderr, "  %-20s %8.2f %9s %9s %11.2f %9.2f\n", "sum", total, "", "", total_roof, total - total_roof);
+  j.Add("sum_ms", total).Add("roofline_sum_ms", total_roof);
   j.Print();
 }
 
