@@ -17,6 +17,7 @@
 #include "gpt/layers/crossentropy.cuh"
 #include "gpt/layers/elementwise.cuh"
 #include "gpt/layers/encoder.cuh"
+#include "gpt/layers/flash_attention.cuh"
 #include "gpt/layers/layernorm.cuh"
 #include "gpt/layers/matmul.cuh"
 #include "gpt/profile.cuh"
@@ -86,8 +87,16 @@ class GptModel {
     targets_ = buf_.Alloc<int>(BT);
     encoded_ = buf_.Alloc<T>(BTC);
     per_layer(ln1_, BTC); per_layer_f(ln1_mean_, BT); per_layer_f(ln1_rstd_, BT);
-    per_layer(qkv_, 3 * BTC); per_layer(q_, BTC); per_layer(k_, BTC); per_layer(v_act_, BTC);
-    per_layer(att_, att); per_layer(atty_, BTC); per_layer(res2_, BTC);
+    // Flash attention (fused bf16, head size 64) reads q, k, v from qkv in place and keeps one
+    // logsumexp per row instead of the (B, NH, T, T) probabilities.
+    flash_ = o.fused_kernels && kBf16 && FlashAttentionSupported(AttentionShape{B, seq, NH, c.head_size()});
+    per_layer(qkv_, 3 * BTC);
+    if (flash_) {
+      per_layer_f(lse_, size_t(B) * NH * seq);
+    } else {
+      per_layer(q_, BTC); per_layer(k_, BTC); per_layer(v_act_, BTC); per_layer(att_, att);
+    }
+    per_layer(atty_, BTC); per_layer(res2_, BTC);
     per_layer(ln2_, BTC); per_layer_f(ln2_mean_, BT); per_layer_f(ln2_rstd_, BT);
     per_layer(fch_, 4 * BTC); per_layer(fch_gelu_, 4 * BTC); per_layer(res3_, BTC);
     lnf_ = buf_.Alloc<T>(BTC);
@@ -98,17 +107,21 @@ class GptModel {
     losses_ = buf_.Alloc<float>(BT);
     // Scratch shared by all layers.
     proj_ = buf_.Alloc<T>(BTC);
-    y_ = buf_.Alloc<T>(BTC);
+    if (!flash_) y_ = buf_.Alloc<T>(BTC);
     dres_ = buf_.Alloc<T>(BTC);
     dln_ = buf_.Alloc<T>(BTC);
     dtmp_ = buf_.Alloc<T>(BTC);
     datty_ = buf_.Alloc<T>(BTC);
-    dy_ = buf_.Alloc<T>(BTC);
-    dq_ = buf_.Alloc<T>(BTC);
-    dk_ = buf_.Alloc<T>(BTC);
-    dv_ = buf_.Alloc<T>(BTC);
+    if (flash_) {
+      flash_delta_ = buf_.Alloc<float>(size_t(B) * NH * seq);
+    } else {
+      dy_ = buf_.Alloc<T>(BTC);
+      dq_ = buf_.Alloc<T>(BTC);
+      dk_ = buf_.Alloc<T>(BTC);
+      dv_ = buf_.Alloc<T>(BTC);
+      datt_ = buf_.Alloc<T>(att);
+    }
     dqkv_ = buf_.Alloc<T>(3 * BTC);
-    datt_ = buf_.Alloc<T>(att);
     dfch_ = buf_.Alloc<T>(4 * BTC);
     dfch_gelu_ = buf_.Alloc<T>(4 * BTC);
   }
@@ -142,7 +155,8 @@ class GptModel {
       Linear(qkv_[l], ln1_[l], PX(kQkvW, l), PX(kQkvB, l), BT, C, 3 * C, s);
       {
         Section sec(timer_, "attention_fwd", s);
-        AttentionForward(mm_, atty_[l], q_[l], k_[l], v_act_[l], att_[l], y_, qkv_[l], sh, fused, s);
+        if (flash_) FlashForward(l, sh, s);
+        else AttentionForward(mm_, atty_[l], q_[l], k_[l], v_act_[l], att_[l], y_, qkv_[l], sh, fused, s);
       }
       Linear(proj_, atty_[l], PX(kAttProjW, l), PX(kAttProjB, l), BT, C, C, s);
       if (fused) {
@@ -225,8 +239,11 @@ class GptModel {
       LinearBackward(datty_, G(kAttProjW, l), G(kAttProjB, l), dres_, atty_[l], PX(kAttProjW, l), BT, C, C, s);
       {
         Section sec(timer_, "attention_bwd", s);
-        AttentionBackward(mm_, dqkv_, dy_, dq_, dk_, dv_, datt_, datty_, q_[l], k_[l], v_act_[l], att_[l], sh, fused,
-                          s);
+        if (flash_)
+          FlashBackward(l, sh, s);
+        else
+          AttentionBackward(mm_, dqkv_, dy_, dq_, dk_, dv_, datt_, datty_, q_[l], k_[l], v_act_[l], att_[l], sh,
+                            fused, s);
       }
       LinearBackward(dln_, G(kQkvW, l), G(kQkvB, l), dqkv_, ln1_[l], PX(kQkvW, l), BT, C, 3 * C, s);
       LnBackward(dln_, residual, PX(kLn1W, l), G(kLn1W, l), G(kLn1B, l), ln1_mean_[l], ln1_rstd_[l], s);
@@ -275,6 +292,14 @@ class GptModel {
   const T* PX(int tensor, int layer = 0) const { return params_x_ + layout_.offset[tensor] + layer * PerLayer(tensor); }
   float* G(int tensor, int layer = 0) { return grads_ + layout_.offset[tensor] + layer * PerLayer(tensor); }
 
+  // Flash attention of layer l (only when flash_, which implies bf16).
+  void FlashForward(int l, const AttentionShape& sh, cudaStream_t s) {
+    if constexpr (kBf16) FlashAttentionForward(atty_[l], lse_[l], qkv_[l], sh, s);
+  }
+  void FlashBackward(int l, const AttentionShape& sh, cudaStream_t s) {
+    if constexpr (kBf16) FlashAttentionBackward(dqkv_, flash_delta_, datty_, atty_[l], qkv_[l], lse_[l], sh, s);
+  }
+
   // Linear layer forward: fused = bias in the GEMM epilogue; unfused = GEMM then a bias kernel.
   void Linear(T* out, const T* inp, const T* w, const T* bias, int rows, int C, int OC, cudaStream_t s) {
     Section sec(timer_, "matmul_fwd", s);
@@ -313,6 +338,7 @@ class GptModel {
   int B_, T_;
   ModelOptions o_;
   int sms_;
+  bool flash_ = false;  // attention through flash_attention.cuh (set in the constructor)
   SectionTimer* timer_ = nullptr;
   DeviceBuffers buf_;
   Matmul mm_;
@@ -322,8 +348,10 @@ class GptModel {
   T *encoded_, *lnf_, *logits_, *probs_ = nullptr;
   float *lnf_mean_, *lnf_rstd_, *losses_;
   std::vector<T*> ln1_, qkv_, q_, k_, v_act_, att_, atty_, res2_, ln2_, fch_, fch_gelu_, res3_;
-  std::vector<float*> ln1_mean_, ln1_rstd_, ln2_mean_, ln2_rstd_;
-  T *proj_, *y_, *dres_, *dln_, *dtmp_, *datty_, *dy_, *dq_, *dk_, *dv_, *dqkv_, *datt_, *dfch_, *dfch_gelu_;
+  std::vector<float*> ln1_mean_, ln1_rstd_, ln2_mean_, ln2_rstd_, lse_;
+  T *proj_, *y_ = nullptr, *dres_, *dln_, *dtmp_, *datty_, *dy_ = nullptr, *dq_ = nullptr, *dk_ = nullptr,
+    *dv_ = nullptr, *dqkv_, *datt_ = nullptr, *dfch_, *dfch_gelu_;
+  float* flash_delta_ = nullptr;
 };
 
 }  // namespace gpuscope::gpt

@@ -1,0 +1,321 @@
+// GPU check and benchmark of flash attention (layers/flash_attention.cuh) against the
+// materialised path (layers/attention.cuh, fused) and a double-precision CPU reference.
+//
+//   flash_test [--iters 20] [--no-bench]
+//
+// Check: for small shapes, random bf16 qkv and dout; both GPU paths run forward and backward.
+// Errors are max |x − ref| / max |ref| per tensor (out, and dq, dk, dv as the three slices of
+// dqkv), flash against the materialised path and against the CPU reference; lse is compared
+// with the CPU reference in absolute natural-log units. The flash outputs are pre-filled with
+// NaN so an element left unwritten fails. One JSON line per shape.
+// Benchmark: B=16, NH=12, T=1024, HS=64 (GPT-2 small), forward and backward of both paths,
+// milliseconds per call from CUDA events over --iters calls after warm-up, TFLOP/s with causal
+// FLOPs (forward 2·2·B·NH·T²·HS / 2, backward 2.5× forward), plus the flash-vs-materialised
+// errors at that shape. One JSON line.
+// Exit 0 when every error is within tolerance (2e-2 relative; lse 1e-3), 1 otherwise.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/args.h"
+#include "common/cuda_util.h"
+#include "gpt/layers/attention.cuh"
+#include "gpt/layers/flash_attention.cuh"
+
+namespace gpuscope::gpt {
+namespace {
+
+using bf16 = __nv_bfloat16;
+using workloads::JsonLine;
+
+constexpr double kTol = 2e-2;
+constexpr double kLseTol = 1e-3;
+
+template <class U>
+U* DevAlloc(size_t n) {
+  U* p = nullptr;
+  CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(U)));
+  return p;
+}
+
+std::vector<bf16> RandomBf16(size_t n, std::mt19937_64& rng) {
+  std::normal_distribution<float> d(0.f, 1.f);
+  std::vector<bf16> v(n);
+  for (auto& x : v) x = __float2bfloat16(d(rng));
+  return v;
+}
+
+std::vector<float> ToFloat(const std::vector<bf16>& v) {
+  std::vector<float> f(v.size());
+  for (size_t i = 0; i < v.size(); ++i) f[i] = __bfloat162float(v[i]);
+  return f;
+}
+
+template <class U>
+std::vector<U> Download(const U* d, size_t n) {
+  std::vector<U> h(n);
+  CUDA_CHECK(cudaMemcpy(h.data(), d, n * sizeof(U), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+// max |a − ref| / max |ref| over the elements of slice `part` (0..parts-1) of each row of
+// `width` = parts·slice elements. NaN anywhere makes the result NaN.
+template <class A, class R>
+double RelMaxErr(const std::vector<A>& a, const std::vector<R>& ref, int width, int parts, int part) {
+  const int slice = width / parts;
+  double num = 0, den = 0;
+  for (size_t r = 0; r < a.size() / width; ++r)
+    for (int i = 0; i < slice; ++i) {
+      const size_t k = r * width + size_t(part) * slice + i;
+      const double x = double(a[k]), y = double(ref[k]);
+      const double d = std::abs(x - y);
+      if (std::isnan(d)) return NAN;
+      num = std::max(num, d);
+      den = std::max(den, std::abs(y));
+    }
+  return den > 0 ? num / den : num;
+}
+
+// Causal attention forward and backward in double on the CPU from the same bf16 inputs.
+// out (B, T, C), lse (B, NH, T), dqkv (B, T, 3C).
+void CpuReference(const std::vector<float>& qkv, const std::vector<float>& dout, const AttentionShape& sh,
+                  std::vector<double>& out, std::vector<double>& lse, std::vector<double>& dqkv) {
+  const int Tn = sh.T, NH = sh.NH, HS = sh.HS, C = NH * HS;
+  const double scale = 1.0 / std::sqrt(double(HS));
+  out.assign(size_t(sh.B) * Tn * C, 0.0);
+  lse.assign(size_t(sh.B) * NH * Tn, 0.0);
+  dqkv.assign(size_t(sh.B) * Tn * 3 * C, 0.0);
+  std::vector<double> p(Tn), dp(Tn);
+  for (int b = 0; b < sh.B; ++b)
+    for (int h = 0; h < NH; ++h) {
+      auto q = [&](int t) { return &qkv[(size_t(b) * Tn + t) * 3 * C + size_t(h) * HS]; };
+      auto k = [&](int t) { return q(t) + C; };
+      auto v = [&](int t) { return q(t) + 2 * C; };
+      auto dq = [&](int t) { return &dqkv[(size_t(b) * Tn + t) * 3 * C + size_t(h) * HS]; };
+      for (int t = 0; t < Tn; ++t) {
+        double mx = -INFINITY;
+        for (int t2 = 0; t2 <= t; ++t2) {
+          double s = 0;
+          for (int d = 0; d < HS; ++d) s += double(q(t)[d]) * k(t2)[d];
+          p[t2] = s * scale;
+          mx = std::max(mx, p[t2]);
+        }
+        double sum = 0;
+        for (int t2 = 0; t2 <= t; ++t2) sum += (p[t2] = std::exp(p[t2] - mx));
+        lse[(size_t(b) * NH + h) * Tn + t] = mx + std::log(sum);
+        double* o = &out[(size_t(b) * Tn + t) * C + size_t(h) * HS];
+        const float* go = &dout[(size_t(b) * Tn + t) * C + size_t(h) * HS];
+        for (int t2 = 0; t2 <= t; ++t2) {
+          p[t2] /= sum;
+          for (int d = 0; d < HS; ++d) o[d] += p[t2] * v(t2)[d];
+        }
+        double D = 0;
+        for (int t2 = 0; t2 <= t; ++t2) {
+          double s = 0;
+          for (int d = 0; d < HS; ++d) s += double(go[d]) * v(t2)[d];
+          dp[t2] = s;
+          D += p[t2] * s;
+        }
+        for (int t2 = 0; t2 <= t; ++t2) {
+          const double ds = p[t2] * (dp[t2] - D) * scale;
+          for (int d = 0; d < HS; ++d) {
+            dq(t)[d] += ds * k(t2)[d];
+            dq(t2)[C + d] += ds * q(t)[d];
+            dq(t2)[2 * C + d] += p[t2] * go[d];
+          }
+        }
+      }
+    }
+}
+
+// Device buffers of both paths for one shape.
+struct Buffers {
+  explicit Buffers(const AttentionShape& sh) {
+    const size_t n = sh.qkv_elems(), rows = size_t(sh.B) * sh.NH * sh.T;
+    qkv = DevAlloc<bf16>(3 * n);
+    dout = DevAlloc<bf16>(n);
+    q = DevAlloc<bf16>(n); k = DevAlloc<bf16>(n); v = DevAlloc<bf16>(n); y = DevAlloc<bf16>(n);
+    att = DevAlloc<bf16>(sh.att_elems());
+    datt = DevAlloc<bf16>(sh.att_elems());
+    dy = DevAlloc<bf16>(n); dq = DevAlloc<bf16>(n); dk = DevAlloc<bf16>(n); dv = DevAlloc<bf16>(n);
+    out_ref = DevAlloc<bf16>(n);
+    dqkv_ref = DevAlloc<bf16>(3 * n);
+    out_flash = DevAlloc<bf16>(n);
+    dqkv_flash = DevAlloc<bf16>(3 * n);
+    lse = DevAlloc<float>(rows);
+    delta = DevAlloc<float>(rows);
+  }
+  ~Buffers() {
+    for (void* p : {(void*)qkv, (void*)dout, (void*)q, (void*)k, (void*)v, (void*)y, (void*)att, (void*)datt,
+                    (void*)dy, (void*)dq, (void*)dk, (void*)dv, (void*)out_ref, (void*)dqkv_ref, (void*)out_flash,
+                    (void*)dqkv_flash, (void*)lse, (void*)delta})
+      cudaFree(p);
+  }
+  Buffers(const Buffers&) = delete;
+  Buffers& operator=(const Buffers&) = delete;
+
+  void MaterialisedForward(Matmul& mm, const AttentionShape& sh, cudaStream_t s) {
+    AttentionForward(mm, out_ref, q, k, v, att, y, qkv, sh, true, s);
+  }
+  void MaterialisedBackward(Matmul& mm, const AttentionShape& sh, cudaStream_t s) {
+    AttentionBackward(mm, dqkv_ref, dy, dq, dk, dv, datt, dout, q, k, v, att, sh, true, s);
+  }
+  void FlashForward(const AttentionShape& sh, cudaStream_t s) { FlashAttentionForward(out_flash, lse, qkv, sh, s); }
+  void FlashBackward(const AttentionShape& sh, cudaStream_t s) {
+    FlashAttentionBackward(dqkv_flash, delta, dout, out_flash, qkv, lse, sh, s);
+  }
+
+  bf16 *qkv, *dout, *q, *k, *v, *y, *att, *datt, *dy, *dq, *dk, *dv, *out_ref, *dqkv_ref, *out_flash, *dqkv_flash;
+  float *lse, *delta;
+};
+
+// Uploads random inputs, runs both paths once (flash outputs pre-filled with NaN).
+void RunBoth(Buffers& d, Matmul& mm, const AttentionShape& sh, const std::vector<bf16>& qkv,
+             const std::vector<bf16>& dout) {
+  const size_t n = sh.qkv_elems();
+  CUDA_CHECK(cudaMemcpy(d.qkv, qkv.data(), 3 * n * sizeof(bf16), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(d.dout, dout.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemset(d.out_flash, 0xff, n * sizeof(bf16)));  // 0xffff is a bf16 NaN
+  CUDA_CHECK(cudaMemset(d.dqkv_flash, 0xff, 3 * n * sizeof(bf16)));
+  CUDA_CHECK(cudaMemset(d.lse, 0xff, size_t(sh.B) * sh.NH * sh.T * sizeof(float)));
+  d.MaterialisedForward(mm, sh, 0);
+  d.MaterialisedBackward(mm, sh, 0);
+  d.FlashForward(sh, 0);
+  d.FlashBackward(sh, 0);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+bool Within(double e, double tol) { return e <= tol; }  // false for NaN
+
+bool CheckShape(Matmul& mm, const AttentionShape& sh, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const size_t n = sh.qkv_elems();
+  const int C = sh.NH * sh.HS;
+  const std::vector<bf16> qkv = RandomBf16(3 * n, rng), dout = RandomBf16(n, rng);
+  Buffers d(sh);
+  RunBoth(d, mm, sh, qkv, dout);
+  const auto out_ref = ToFloat(Download(d.out_ref, n)), out_flash = ToFloat(Download(d.out_flash, n));
+  const auto dqkv_ref = ToFloat(Download(d.dqkv_ref, 3 * n)), dqkv_flash = ToFloat(Download(d.dqkv_flash, 3 * n));
+  const auto lse_flash = Download(d.lse, size_t(sh.B) * sh.NH * sh.T);
+  std::vector<double> cpu_out, cpu_lse, cpu_dqkv;
+  CpuReference(ToFloat(qkv), ToFloat(dout), sh, cpu_out, cpu_lse, cpu_dqkv);
+
+  double lse_err = 0;
+  for (size_t i = 0; i < cpu_lse.size(); ++i) {
+    const double e = std::abs(double(lse_flash[i]) - cpu_lse[i]);
+    lse_err = std::isnan(e) ? NAN : std::max(lse_err, e);
+    if (std::isnan(lse_err)) break;
+  }
+  static const char* kPart[3] = {"dq", "dk", "dv"};
+  JsonLine j;
+  j.Add("workload", "flash_test").Add("case", "check").Add("B", sh.B).Add("NH", sh.NH).Add("T", sh.T)
+      .Add("HS", sh.HS);
+  bool ok = true;
+  auto add = [&](const std::string& name, double e, bool gate) {
+    j.Add(name, e);
+    if (gate) ok &= Within(e, kTol);
+  };
+  add("out_err_vs_materialised", RelMaxErr(out_flash, out_ref, C, 1, 0), true);
+  for (int p = 0; p < 3; ++p)
+    add(std::string(kPart[p]) + "_err_vs_materialised", RelMaxErr(dqkv_flash, dqkv_ref, 3 * C, 3, p), true);
+  add("out_err_vs_cpu", RelMaxErr(out_flash, cpu_out, C, 1, 0), true);
+  for (int p = 0; p < 3; ++p)
+    add(std::string(kPart[p]) + "_err_vs_cpu", RelMaxErr(dqkv_flash, cpu_dqkv, 3 * C, 3, p), true);
+  // The materialised path's own error, for scale (not gated).
+  add("materialised_out_err_vs_cpu", RelMaxErr(out_ref, cpu_out, C, 1, 0), false);
+  double mat_d = 0;
+  for (int p = 0; p < 3; ++p) mat_d = std::max(mat_d, RelMaxErr(dqkv_ref, cpu_dqkv, 3 * C, 3, p));
+  add("materialised_dqkv_err_vs_cpu", mat_d, false);
+  j.Add("lse_abs_err_vs_cpu", lse_err);
+  ok &= Within(lse_err, kLseTol);
+  j.Add("tolerance", kTol).Add("lse_tolerance", kLseTol).Add("pass", ok);
+  j.Print();
+  return ok;
+}
+
+// Milliseconds per call of f over `iters` calls on stream 0, after 3 warm-up calls.
+template <class F>
+double TimeMs(F&& f, int iters) {
+  for (int i = 0; i < 3; ++i) f();
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  CUDA_CHECK(cudaEventRecord(a, 0));
+  for (int i = 0; i < iters; ++i) f();
+  CUDA_CHECK(cudaEventRecord(b, 0));
+  CUDA_CHECK(cudaEventSynchronize(b));
+  CUDA_CHECK_LAUNCH();
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return double(ms) / iters;
+}
+
+bool Bench(Matmul& mm, const AttentionShape& sh, int iters, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const size_t n = sh.qkv_elems();
+  const int C = sh.NH * sh.HS;
+  const std::vector<bf16> qkv = RandomBf16(3 * n, rng), dout = RandomBf16(n, rng);
+  Buffers d(sh);
+  RunBoth(d, mm, sh, qkv, dout);
+  // Correctness at the benchmark shape too (many tiles, the real grid).
+  const auto out_ref = ToFloat(Download(d.out_ref, n)), out_flash = ToFloat(Download(d.out_flash, n));
+  const auto dqkv_ref = ToFloat(Download(d.dqkv_ref, 3 * n)), dqkv_flash = ToFloat(Download(d.dqkv_flash, 3 * n));
+  const double out_err = RelMaxErr(out_flash, out_ref, C, 1, 0);
+  double dqkv_err = 0;
+  for (int p = 0; p < 3; ++p) {
+    const double e = RelMaxErr(dqkv_flash, dqkv_ref, 3 * C, 3, p);
+    dqkv_err = std::isnan(e) ? NAN : std::max(dqkv_err, e);
+    if (std::isnan(dqkv_err)) break;
+  }
+
+  // The backward of each path reads what its forward left (att, lse): both were run above and
+  // forward timing rewrites the same values.
+  const double fwd_mat = TimeMs([&] { d.MaterialisedForward(mm, sh, 0); }, iters);
+  const double bwd_mat = TimeMs([&] { d.MaterialisedBackward(mm, sh, 0); }, iters);
+  const double fwd_flash = TimeMs([&] { d.FlashForward(sh, 0); }, iters);
+  const double bwd_flash = TimeMs([&] { d.FlashBackward(sh, 0); }, iters);
+  const double fwd_flops = 2.0 * 2.0 * sh.B * sh.NH * double(sh.T) * sh.T * sh.HS / 2.0, bwd_flops = 2.5 * fwd_flops;
+  auto tflops = [](double flops, double ms) { return flops / (ms * 1e-3) / 1e12; };
+  const bool ok = Within(out_err, kTol) && Within(dqkv_err, kTol);
+  JsonLine j;
+  j.Add("workload", "flash_test").Add("case", "bench").Add("B", sh.B).Add("NH", sh.NH).Add("T", sh.T)
+      .Add("HS", sh.HS).Add("iters", iters)
+      .Add("fwd_ms_flash", fwd_flash).Add("bwd_ms_flash", bwd_flash)
+      .Add("fwd_ms_materialised", fwd_mat).Add("bwd_ms_materialised", bwd_mat)
+      .Add("fwd_tflops_flash", tflops(fwd_flops, fwd_flash)).Add("bwd_tflops_flash", tflops(bwd_flops, bwd_flash))
+      .Add("fwd_tflops_materialised", tflops(fwd_flops, fwd_mat))
+      .Add("bwd_tflops_materialised", tflops(bwd_flops, bwd_mat))
+      .Add("fwd_speedup", fwd_mat / fwd_flash).Add("bwd_speedup", bwd_mat / bwd_flash)
+      .Add("flops_convention", "causal: fwd 2*B*NH*T^2*HS, bwd 2.5x fwd")
+      .Add("out_err_vs_materialised", out_err).Add("dqkv_err_vs_materialised", dqkv_err).Add("tolerance", kTol)
+      .Add("pass", ok);
+  j.Print();
+  return ok;
+}
+
+}  // namespace
+}  // namespace gpuscope::gpt
+
+int main(int argc, char** argv) {
+  using namespace gpuscope::gpt;
+  gpuscope::workloads::Args args(argc, argv, 1);
+  const int iters = int(args.Int("iters", 20));
+  const bool bench = !args.Flag("no-bench");
+  args.RejectUnknown();
+  if (iters < 1) gpuscope::workloads::Args::Usage("--iters must be >= 1");
+  Matmul mm;
+  bool ok = true;
+  const AttentionShape shapes[] = {{2, 256, 3, 64}, {1, 128, 2, 64}, {1, 512, 2, 64}};  // {B, T, NH, HS}
+  uint64_t seed = 1;
+  for (const auto& sh : shapes) ok &= CheckShape(mm, sh, seed++);
+  if (bench) ok &= Bench(mm, {16, 1024, 12, 64}, iters, seed);
+  return ok ? 0 : 1;
+}

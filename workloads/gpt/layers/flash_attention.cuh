@@ -1,0 +1,595 @@
+// Causal multi-head self-attention without the (B, NH, T, T) score matrix: FlashAttention-2
+// (Dao, 2023, arXiv:2307.08691) forward and backward for bf16, head size 64, on tensor cores
+// through mma.sync.m16n8k16 (bf16 in, fp32 accumulate) with ldmatrix fragment loads.
+//
+// Contract
+//   qkv  (B, T, 3, NH, HS) bf16, as the QKV linear layer writes it; q, k, v are read in place
+//        through the row stride 3·NH·HS (no permute kernels).
+//   out  (B, T, NH·HS) bf16, written.
+//   lse  (B, NH, T) fp32, written by the forward: the natural-log logsumexp of each row of the
+//        scaled, masked scores, ln Σ_{t2 <= t} exp(q_t·k_t2 / sqrt(HS)); read by the backward.
+//   dqkv (B, T, 3, NH, HS) bf16, written (not accumulated).
+//   delta (B, NH, T) fp32, backward scratch: D = rowsum(dO ∘ O).
+//   All pointers 16-byte aligned (cudaMalloc gives 256): tiles move in 16-byte copies.
+//   Supported shapes: HS == 64 and T a multiple of 128 (FlashAttentionSupported); anything else
+//   is the caller's to route to the materialised path (attention.cuh). The launchers exit with
+//   a message on an unsupported shape, as the other layers do on a CUDA error.
+//
+// Design
+//   The three tile kernels use 4 warps (128 threads); every warp owns 16 rows (32 in the
+//   forward) of the block's tile in registers (accumulators and its A fragments) and reads the shared tile it
+//   multiplies with from shared memory. Shared tiles are 64 rows × 64 bf16 (128-byte rows),
+//   16-byte chunk c of row r stored at chunk c ^ (r & 7), so that the eight row addresses of an
+//   ldmatrix and the cp.async stores hit eight different bank groups. Tiles stream from global
+//   memory with cp.async, two buffers deep: tile j+1 loads while tile j is computed.
+//   Softmax arithmetic is in the log2 domain (exp2f with scores prescaled by log2(e)/sqrt(HS));
+//   lse is stored in natural-log units and converted back in the backward.
+//
+//   Forward (FlashForwardKernel): one block per (128-query tile, b·h); warp w owns queries
+//   32w..32w+31 (two m16 tiles, so each K/V fragment read from shared memory feeds two MMAs).
+//   Key tiles of 64 from 0 up to the diagonal; tiles entirely above the diagonal for a warp
+//   are skipped, the diagonal ones masked elementwise. Online softmax: running max m and sum l
+//   per row, O = acc / l, lse = (m + log2 l)·ln 2. Shared memory 32 KiB (K, V ×2 buffers; the Q
+//   tile is staged through the second buffers before the loop).
+//
+//   Backward, three kernels:
+//   1. FlashDeltaKernel: D = rowsum(dO ∘ O), 8 threads per (b, t, h) row.
+//   2. FlashBackwardKvKernel: one block per (64-key tile, b·h); warp w owns keys 16w..16w+15 and
+//      keeps K, V as A fragments and dK, dV as fp32 accumulators in registers. It walks the
+//      64-query tiles from the diagonal to the end; per tile it computes Sᵀ = K Qᵀ and
+//      dPᵀ = V dOᵀ, Pᵀ = exp(Sᵀ·scale − lse), dSᵀ = Pᵀ ∘ (dPᵀ − D), then dV += Pᵀ dO and
+//      dK += dSᵀ Q. Working transposed keeps Pᵀ and dSᵀ in registers as the A operands of
+//      the next MMAs (no shared-memory round trip). Shared memory 33 KiB (Q, dO ×2, lse, D ×2).
+//   3. FlashBackwardQKernel: dQ strategy is a separate kernel, parallel over 64-query tiles,
+//      that recomputes S and dP (two extra 64×64×64 products per tile pair) instead of fp32
+//      atomicAdd into a scratch buffer: no atomics, no zeroing, no fp32 dQ buffer, and the
+//      result is deterministic. Per key tile up to the diagonal: S = Q Kᵀ, dP = dO Vᵀ,
+//      dS = P ∘ (dP − D), dQ += dS K. Shared memory 32 KiB (K, V ×2).
+//   dK and dQ are scaled by 1/sqrt(HS) at the end (the gradient of the scaled scores).
+//   Work is the causal half: only tile pairs at or below the diagonal are visited.
+//   ptxas (sm_90, CUDA 13.0): forward 248 registers, dK/dV 240, dQ 167, no spills; so 2, 2 and
+//   3 blocks per SM. Occupancy, not shared memory, is what bounds these kernels today.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "gpt/layers/attention.cuh"
+#include "gpt/layers/common.cuh"
+
+namespace gpuscope::gpt {
+
+constexpr int kFlashHeadSize = 64;
+// The forward's query tile; the backward's tiles (64) divide it.
+constexpr int kFlashSeqMultiple = 128;
+
+inline bool FlashAttentionSupported(const AttentionShape& sh) {
+  return sh.HS == kFlashHeadSize && sh.T > 0 && sh.T % kFlashSeqMultiple == 0 && sh.B > 0 && sh.NH > 0 &&
+         size_t(sh.B) * sh.NH <= 65535;  // b·h is gridDim.y
+}
+
+namespace flash {
+
+using bf16 = __nv_bfloat16;
+
+constexpr int kHs = kFlashHeadSize;
+constexpr int kTile = 64;  // rows of one shared-memory tile; Bc everywhere, Br in the backward
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kFwdMTiles = 2;                         // m16 tiles per warp in the forward
+constexpr int kFwdBr = kWarps * 16 * kFwdMTiles;      // 128 queries per forward block
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+static_assert(kFwdBr == kFlashSeqMultiple && kFwdBr % kTile == 0, "forward tile must be a multiple of 64");
+static_assert(kHs == 64, "the fragment loops below assume a head size of 64 (four k16 steps, eight n8 tiles)");
+
+// Element offset of (row, 16-byte chunk) in a swizzled 64 × 64 tile.
+__device__ __forceinline__ int Swz(int row, int chunk) { return row * kHs + ((chunk ^ (row & 7)) << 3); }
+
+__device__ __forceinline__ uint32_t SmemAddr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void CpAsync16(void* smem, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(SmemAddr(smem)), "l"(gmem));
+}
+__device__ __forceinline__ void CpAsyncCommit() { asm volatile("cp.async.commit_group;\n" ::); }
+// Waits until at most n of this thread's committed groups are still in flight.
+template <int n>
+__device__ __forceinline__ void CpAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory");
+}
+
+// 64 rows × 64 bf16 from global (row r at src + r·row_stride elements) into a swizzled tile.
+__device__ __forceinline__ void LoadTile(bf16* dst, const bf16* src, size_t row_stride) {
+#pragma unroll
+  for (int i = threadIdx.x; i < kTile * 8; i += kThreads) {
+    const int r = i >> 3, c = i & 7;
+    CpAsync16(dst + Swz(r, c), src + r * row_stride + c * 8);
+  }
+}
+// 64 floats (256 bytes) into shared memory; threads 0..15 take part.
+__device__ __forceinline__ void LoadRow64f(float* dst, const float* src) {
+  if (threadIdx.x < 16) CpAsync16(dst + 4 * threadIdx.x, src + 4 * threadIdx.x);
+}
+
+// ldmatrix .x4: lanes 8i..8i+7 give the row addresses of 8×8 matrix i; register i receives
+// matrix i, this lane holding (row lane/4, columns 2·(lane%4), +1); with .trans, the transpose
+// ((rows 2·(lane%4), +1; column lane/4) of the matrix as stored).
+__device__ __forceinline__ void Ldsm4(uint32_t (&r)[4], const bf16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(SmemAddr(p)));
+}
+__device__ __forceinline__ void Ldsm4T(uint32_t (&r)[4], const bf16* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(SmemAddr(p)));
+}
+
+// d += a·b for one m16n8k16 tile (PTX ISA, "Matrix Fragments for mma.m16n8k16"): with
+// g = lane/4, t = lane%4, A regs hold (g, 2t..2t+1), (g+8, 2t..), (g, 2t+8..), (g+8, 2t+8..);
+// B regs hold (k 2t..2t+1, n g), (k 2t+8.., n g); C/D hold (g, 2t), (g, 2t+1), (g+8, 2t),
+// (g+8, 2t+1). The lower column/k index sits in the low 16 bits of a register.
+__device__ __forceinline__ void Mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // .x (low half) = lo
+  return *reinterpret_cast<uint32_t*>(&v);
+}
+
+// The A fragment for k16 step kk from C fragments of n8 tiles 2kk and 2kk+1 of a 16 × 64
+// product: the C layout of two adjacent n8 tiles is the A layout of one k16 step.
+__device__ __forceinline__ void CToA(uint32_t (&a)[4], const float (&c0)[4], const float (&c1)[4]) {
+  a[0] = PackBf16(c0[0], c0[1]);
+  a[1] = PackBf16(c0[2], c0[3]);
+  a[2] = PackBf16(c1[0], c1[1]);
+  a[3] = PackBf16(c1[2], c1[3]);
+}
+
+// A fragments (16 rows from row0, all 64 columns as four k16 steps) of a swizzled tile whose
+// rows are the M dimension.
+__device__ __forceinline__ void LoadA(uint32_t (&a)[4][4], const bf16* tile, int row0, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) Ldsm4(a[kk], tile + Swz(row0 + (lane & 15), 2 * kk + (lane >> 4)));
+}
+
+// acc[16 × 64] += A[16 × 64] · tileᵀ, the tile's rows being the N dimension (B = tileᵀ): S = Q Kᵀ
+// with K's rows as keys. b regs 0,1: rows n0..n0+7, k 0-7 / 8-15; regs 2,3: rows n0+8..n0+15.
+template <int kM>
+__device__ __forceinline__ void MmaABt(float (&acc)[kM][8][4], const uint32_t (&a)[kM][4][4], const bf16* tile,
+                                       int lane) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+    for (int n2 = 0; n2 < 4; ++n2) {
+      uint32_t b[4];
+      Ldsm4(b, tile + Swz(16 * n2 + (lane & 7) + ((lane >> 4) << 3), 2 * kk + ((lane >> 3) & 1)));
+#pragma unroll
+      for (int mi = 0; mi < kM; ++mi) {
+        Mma(acc[mi][2 * n2], a[mi][kk], b[0], b[1]);
+        Mma(acc[mi][2 * n2 + 1], a[mi][kk], b[2], b[3]);
+      }
+    }
+  }
+}
+
+// acc[16 × 64] += A[16 × 64] · tile, the tile's rows being the K dimension: O += P V with V's rows
+// as keys. ldmatrix.trans: regs 0,1 = k 0-7 / 8-15 of columns n0..n0+7; regs 2,3 = columns +8.
+template <int kM>
+__device__ __forceinline__ void MmaAB(float (&acc)[kM][8][4], const uint32_t (&a)[kM][4][4], const bf16* tile,
+                                      int lane) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+    for (int n2 = 0; n2 < 4; ++n2) {
+      uint32_t b[4];
+      Ldsm4T(b, tile + Swz(16 * kk + (lane & 15), 2 * n2 + (lane >> 4)));
+#pragma unroll
+      for (int mi = 0; mi < kM; ++mi) {
+        Mma(acc[mi][2 * n2], a[mi][kk], b[0], b[1]);
+        Mma(acc[mi][2 * n2 + 1], a[mi][kk], b[2], b[3]);
+      }
+    }
+  }
+}
+
+template <int kM>
+__device__ __forceinline__ void Zero(float (&x)[kM][8][4]) {
+#pragma unroll
+  for (int mi = 0; mi < kM; ++mi)
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) x[mi][n][e] = 0.f;
+}
+
+// Writes a warp's 16 × 64 fp32 accumulator, times `mul` per row half (rows g, g+8), as bf16 to
+// rows row0.. of a global matrix with the given row stride (elements).
+__device__ __forceinline__ void StoreRows(bf16* dst, size_t row_stride, int row0, const float (&acc)[8][4],
+                                          float mul0, float mul1, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+  bf16* r0 = dst + size_t(row0 + g) * row_stride;
+  bf16* r1 = dst + size_t(row0 + g + 8) * row_stride;
+#pragma unroll
+  for (int n = 0; n < 8; ++n) {
+    const int col = 8 * n + 2 * t;
+    *reinterpret_cast<__nv_bfloat162*>(r0 + col) = __floats2bfloat162_rn(acc[n][0] * mul0, acc[n][1] * mul0);
+    *reinterpret_cast<__nv_bfloat162*>(r1 + col) = __floats2bfloat162_rn(acc[n][2] * mul1, acc[n][3] * mul1);
+  }
+}
+
+// grid (T / kFwdBr, B·NH); heaviest query tiles (most key tiles) first.
+__global__ void __launch_bounds__(kThreads) FlashForwardKernel(bf16* __restrict__ out, float* __restrict__ lse,
+                                                               const bf16* __restrict__ qkv, int T, int NH,
+                                                               float scale_log2) {
+  constexpr int kM = kFwdMTiles;
+  __shared__ __align__(128) bf16 sK[2][kTile * kHs];
+  __shared__ __align__(128) bf16 sV[2][kTile * kHs];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int qt = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH;
+  const int C = NH * kHs, q0 = qt * kFwdBr;
+  const size_t stride = 3 * size_t(C);
+  const bf16* q_g = qkv + size_t(b) * T * stride + size_t(h) * kHs;
+  const bf16* k_g = q_g + C;
+  const bf16* v_g = q_g + 2 * C;
+
+  // The Q tile (128 rows) is staged through the second K and V buffers.
+  LoadTile(sK[1], q_g + size_t(q0) * stride, stride);
+  LoadTile(sV[1], q_g + size_t(q0 + kTile) * stride, stride);
+  LoadTile(sK[0], k_g, stride);
+  LoadTile(sV[0], v_g, stride);
+  CpAsyncCommit();
+  CpAsyncWait<0>();
+  __syncthreads();
+  const int wrow0 = warp * 16 * kM;  // this warp's first query, relative to q0
+  uint32_t qf[kM][4][4];
+#pragma unroll
+  for (int mi = 0; mi < kM; ++mi) {
+    const int r = wrow0 + 16 * mi;
+    LoadA(qf[mi], r < kTile ? sK[1] : sV[1], r % kTile, lane);
+  }
+  __syncthreads();  // the staging buffers are refilled below
+
+  float acc[kM][8][4];
+  Zero(acc);
+  float m[kM][2], l[kM][2];  // per row half (g, g+8): running max (log2 units), partial sum
+#pragma unroll
+  for (int mi = 0; mi < kM; ++mi) m[mi][0] = m[mi][1] = -INFINITY, l[mi][0] = l[mi][1] = 0.f;
+
+  const int n_kt = (q0 + kFwdBr) / kTile;
+  for (int j = 0; j < n_kt; ++j) {
+    const int buf = j & 1;
+    if (j + 1 < n_kt) {
+      LoadTile(sK[buf ^ 1], k_g + size_t(j + 1) * kTile * stride, stride);
+      LoadTile(sV[buf ^ 1], v_g + size_t(j + 1) * kTile * stride, stride);
+      CpAsyncCommit();
+      CpAsyncWait<1>();
+    } else {
+      CpAsyncWait<0>();
+    }
+    __syncthreads();
+    const int k0 = j * kTile;
+    // Tiles wholly above the diagonal for this warp contribute nothing. Because k0 is a multiple
+    // of 64 and wrow0 of 32, every row of a visited tile has at least one key (k0 <= its query).
+    if (k0 <= q0 + wrow0 + 16 * kM - 1) {
+      float s[kM][8][4];
+      Zero(s);
+      MmaABt(s, qf, sK[buf], lane);
+      const bool masked = k0 + kTile - 1 > q0 + wrow0;
+      uint32_t pf[kM][4][4];
+#pragma unroll
+      for (int mi = 0; mi < kM; ++mi) {
+        float mx[2] = {m[mi][0], m[mi][1]};
+#pragma unroll
+        for (int n = 0; n < 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            float x = s[mi][n][e] * scale_log2;
+            if (masked) {
+              const int key = k0 + 8 * n + 2 * t + (e & 1);
+              const int query = q0 + wrow0 + 16 * mi + g + 8 * (e >> 1);
+              if (key > query) x = -INFINITY;
+            }
+            s[mi][n][e] = x;
+            mx[e >> 1] = fmaxf(mx[e >> 1], x);
+          }
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(0xffffffffu, mx[hh], 1));
+          mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(0xffffffffu, mx[hh], 2));
+        }
+        float alpha[2], sum[2] = {0.f, 0.f}, mref[2];
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) {
+          mref[hh] = mx[hh] == -INFINITY ? 0.f : mx[hh];  // a row with no key yet: keep p = 0, no NaN
+          alpha[hh] = exp2f(m[mi][hh] - mref[hh]);
+          m[mi][hh] = mx[hh];
+        }
+#pragma unroll
+        for (int n = 0; n < 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float p = exp2f(s[mi][n][e] - mref[e >> 1]);
+            s[mi][n][e] = p;
+            sum[e >> 1] += p;
+            acc[mi][n][e] *= alpha[e >> 1];
+          }
+#pragma unroll
+        for (int hh = 0; hh < 2; ++hh) l[mi][hh] = l[mi][hh] * alpha[hh] + sum[hh];
+#pragma unroll
+        for (int kk = 0; kk < 4; ++kk) CToA(pf[mi][kk], s[mi][2 * kk], s[mi][2 * kk + 1]);
+      }
+      MmaAB(acc, pf, sV[buf], lane);
+    }
+    __syncthreads();  // buffer `buf` is refilled in iteration j + 1
+  }
+
+  const size_t out_stride = size_t(C);
+  bf16* out_g = out + size_t(b) * T * out_stride + size_t(h) * kHs;
+  float* lse_g = lse + size_t(bh) * T;
+#pragma unroll
+  for (int mi = 0; mi < kM; ++mi) {
+    float inv[2];
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      l[mi][hh] += __shfl_xor_sync(0xffffffffu, l[mi][hh], 1);
+      l[mi][hh] += __shfl_xor_sync(0xffffffffu, l[mi][hh], 2);
+      inv[hh] = 1.f / l[mi][hh];
+    }
+    const int row0 = q0 + wrow0 + 16 * mi;
+    StoreRows(out_g, out_stride, row0, acc[mi], inv[0], inv[1], lane);
+    if (t == 0) {
+      lse_g[row0 + g] = (m[mi][0] + log2f(l[mi][0])) * kLn2;
+      lse_g[row0 + g + 8] = (m[mi][1] + log2f(l[mi][1])) * kLn2;
+    }
+  }
+}
+
+// delta[b, h, t] = Σ_d dout[b, t, h, d] · out[b, t, h, d]; 8 threads per (b, t, h) row, 16 bytes
+// (8 bf16) of each operand per thread.
+__global__ void FlashDeltaKernel(float* __restrict__ delta, const bf16* __restrict__ dout,
+                                 const bf16* __restrict__ out, int B, int T, int NH) {
+  const size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  const size_t row = i / 8, rows = size_t(B) * T * NH;  // row = (b·T + t)·NH + h
+  const int part = int(i % 8);
+  float v = 0.f;
+  if (row < rows) {
+    const uint4 a = reinterpret_cast<const uint4*>(dout + row * kHs)[part];
+    const uint4 o = reinterpret_cast<const uint4*>(out + row * kHs)[part];
+    const __nv_bfloat162* a2 = reinterpret_cast<const __nv_bfloat162*>(&a);
+    const __nv_bfloat162* o2 = reinterpret_cast<const __nv_bfloat162*>(&o);
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float2 fa = __bfloat1622float2(a2[k]), fo = __bfloat1622float2(o2[k]);
+      v += fa.x * fo.x + fa.y * fo.y;
+    }
+  }
+  // The 8 threads of a row are consecutive lanes; every lane takes part in the shuffles.
+  v += __shfl_xor_sync(0xffffffffu, v, 4);
+  v += __shfl_xor_sync(0xffffffffu, v, 2);
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  if (row < rows && part == 0) {
+    const int h = int(row % NH);
+    const size_t bt = row / NH;
+    const int tt = int(bt % T), b = int(bt / T);
+    delta[(size_t(b) * NH + h) * T + tt] = v;
+  }
+}
+
+// dK, dV for one 64-key tile. grid (T / 64, B·NH); blockIdx.x = key tile, so the tiles with the
+// most query tiles below them start first.
+__global__ void __launch_bounds__(kThreads) FlashBackwardKvKernel(bf16* __restrict__ dqkv,
+                                                                  const bf16* __restrict__ qkv,
+                                                                  const bf16* __restrict__ dout,
+                                                                  const float* __restrict__ lse,
+                                                                  const float* __restrict__ delta, int T, int NH,
+                                                                  float scale, float scale_log2) {
+  __shared__ __align__(128) bf16 sQ[2][kTile * kHs];
+  __shared__ __align__(128) bf16 sdO[2][kTile * kHs];
+  __shared__ __align__(16) float sL[2][kTile];
+  __shared__ __align__(16) float sD[2][kTile];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int kt = blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH;
+  const int C = NH * kHs, k0 = kt * kTile, n_t = T / kTile;
+  const size_t stride = 3 * size_t(C);
+  const bf16* q_g = qkv + size_t(b) * T * stride + size_t(h) * kHs;
+  const bf16* k_g = q_g + C;
+  const bf16* v_g = q_g + 2 * C;
+  const bf16* do_g = dout + size_t(b) * T * C + size_t(h) * kHs;
+  const float* lse_g = lse + size_t(bh) * T;
+  const float* d_g = delta + size_t(bh) * T;
+
+  // K and V staged through the second buffers; the first query tile (the diagonal) into the first.
+  LoadTile(sQ[1], k_g + size_t(k0) * stride, stride);
+  LoadTile(sdO[1], v_g + size_t(k0) * stride, stride);
+  LoadTile(sQ[0], q_g + size_t(k0) * stride, stride);
+  LoadTile(sdO[0], do_g + size_t(k0) * C, C);
+  LoadRow64f(sL[0], lse_g + k0);
+  LoadRow64f(sD[0], d_g + k0);
+  CpAsyncCommit();
+  CpAsyncWait<0>();
+  __syncthreads();
+  const int wrow0 = warp * 16;  // this warp's first key, relative to k0
+  uint32_t kf[1][4][4], vf[1][4][4];
+  LoadA(kf[0], sQ[1], wrow0, lane);
+  LoadA(vf[0], sdO[1], wrow0, lane);
+  __syncthreads();
+
+  float dk[1][8][4], dv[1][8][4];
+  Zero(dk);
+  Zero(dv);
+  for (int qt = kt; qt < n_t; ++qt) {
+    const int buf = (qt - kt) & 1;
+    if (qt + 1 < n_t) {
+      const int qn = (qt + 1) * kTile;
+      LoadTile(sQ[buf ^ 1], q_g + size_t(qn) * stride, stride);
+      LoadTile(sdO[buf ^ 1], do_g + size_t(qn) * C, C);
+      LoadRow64f(sL[buf ^ 1], lse_g + qn);
+      LoadRow64f(sD[buf ^ 1], d_g + qn);
+      CpAsyncCommit();
+      CpAsyncWait<1>();
+    } else {
+      CpAsyncWait<0>();
+    }
+    __syncthreads();
+    // Transposed products: rows = this warp's 16 keys, columns = the tile's 64 queries.
+    float st[1][8][4], dpt[1][8][4];
+    Zero(st);
+    Zero(dpt);
+    MmaABt(st, kf, sQ[buf], lane);
+    MmaABt(dpt, vf, sdO[buf], lane);
+    const bool diag = qt == kt;
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int qc = 8 * n + 2 * t + (e & 1);  // query, relative to the tile
+        const int kr = wrow0 + g + 8 * (e >> 1);  // key, relative to k0
+        float p = exp2f(st[0][n][e] * scale_log2 - sL[buf][qc] * kLog2e);
+        if (diag && kr > qc) p = 0.f;
+        st[0][n][e] = p;
+        dpt[0][n][e] = p * (dpt[0][n][e] - sD[buf][qc]);
+      }
+    uint32_t pf[1][4][4], dsf[1][4][4];
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      CToA(pf[0][kk], st[0][2 * kk], st[0][2 * kk + 1]);
+      CToA(dsf[0][kk], dpt[0][2 * kk], dpt[0][2 * kk + 1]);
+    }
+    MmaAB(dv, pf, sdO[buf], lane);
+    MmaAB(dk, dsf, sQ[buf], lane);
+    __syncthreads();  // buffer `buf` is refilled in the next iteration
+  }
+
+  bf16* dk_g = dqkv + size_t(b) * T * stride + C + size_t(h) * kHs;
+  StoreRows(dk_g, stride, k0 + wrow0, dk[0], scale, scale, lane);
+  StoreRows(dk_g + C, stride, k0 + wrow0, dv[0], 1.f, 1.f, lane);
+}
+
+// dQ for one 64-query tile. grid (T / 64, B·NH); heaviest query tiles first.
+__global__ void __launch_bounds__(kThreads) FlashBackwardQKernel(bf16* __restrict__ dqkv,
+                                                                 const bf16* __restrict__ qkv,
+                                                                 const bf16* __restrict__ dout,
+                                                                 const float* __restrict__ lse,
+                                                                 const float* __restrict__ delta, int T, int NH,
+                                                                 float scale, float scale_log2) {
+  __shared__ __align__(128) bf16 sK[2][kTile * kHs];
+  __shared__ __align__(128) bf16 sV[2][kTile * kHs];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int qt = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH;
+  const int C = NH * kHs, q0 = qt * kTile;
+  const size_t stride = 3 * size_t(C);
+  const bf16* q_g = qkv + size_t(b) * T * stride + size_t(h) * kHs;
+  const bf16* k_g = q_g + C;
+  const bf16* v_g = q_g + 2 * C;
+  const bf16* do_g = dout + size_t(b) * T * C + size_t(h) * kHs;
+
+  // Q and dO staged through the second buffers; key tile 0 into the first.
+  LoadTile(sK[1], q_g + size_t(q0) * stride, stride);
+  LoadTile(sV[1], do_g + size_t(q0) * C, C);
+  LoadTile(sK[0], k_g, stride);
+  LoadTile(sV[0], v_g, stride);
+  CpAsyncCommit();
+  const int wrow0 = warp * 16;  // this warp's first query, relative to q0
+  float lse2[2], dd[2];         // rows g, g+8: lse in log2 units, D
+#pragma unroll
+  for (int hh = 0; hh < 2; ++hh) {
+    const size_t i = size_t(bh) * T + q0 + wrow0 + g + 8 * hh;
+    lse2[hh] = lse[i] * kLog2e;
+    dd[hh] = delta[i];
+  }
+  CpAsyncWait<0>();
+  __syncthreads();
+  uint32_t qf[1][4][4], dof[1][4][4];
+  LoadA(qf[0], sK[1], wrow0, lane);
+  LoadA(dof[0], sV[1], wrow0, lane);
+  __syncthreads();
+
+  float dq[1][8][4];
+  Zero(dq);
+  for (int kt = 0; kt <= qt; ++kt) {
+    const int buf = kt & 1;
+    if (kt + 1 <= qt) {
+      LoadTile(sK[buf ^ 1], k_g + size_t(kt + 1) * kTile * stride, stride);
+      LoadTile(sV[buf ^ 1], v_g + size_t(kt + 1) * kTile * stride, stride);
+      CpAsyncCommit();
+      CpAsyncWait<1>();
+    } else {
+      CpAsyncWait<0>();
+    }
+    __syncthreads();
+    float s[1][8][4], dp[1][8][4];
+    Zero(s);
+    Zero(dp);
+    MmaABt(s, qf, sK[buf], lane);
+    MmaABt(dp, dof, sV[buf], lane);
+    const bool diag = kt == qt;
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int kc = 8 * n + 2 * t + (e & 1);  // key, relative to the key tile
+        const int qr = wrow0 + g + 8 * (e >> 1);  // query, relative to q0
+        float p = exp2f(s[0][n][e] * scale_log2 - lse2[e >> 1]);
+        if (diag && kc > qr) p = 0.f;
+        dp[0][n][e] = p * (dp[0][n][e] - dd[e >> 1]);
+      }
+    uint32_t dsf[1][4][4];
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) CToA(dsf[0][kk], dp[0][2 * kk], dp[0][2 * kk + 1]);
+    MmaAB(dq, dsf, sK[buf], lane);
+    __syncthreads();  // buffer `buf` is refilled in the next iteration
+  }
+
+  StoreRows(dqkv + size_t(b) * T * stride + size_t(h) * kHs, stride, q0 + wrow0, dq[0], scale, scale, lane);
+}
+
+inline void CheckShape(const AttentionShape& sh, const char* what) {
+  if (!FlashAttentionSupported(sh)) {
+    std::fprintf(stderr,
+                 "%s: flash attention needs head size %d and a sequence length that is a multiple of %d "
+                 "(got B=%d NH=%d T=%d HS=%d); route this shape to the materialised path (attention.cuh)\n",
+                 what, kFlashHeadSize, kFlashSeqMultiple, sh.B, sh.NH, sh.T, sh.HS);
+    std::exit(1);
+  }
+}
+
+}  // namespace flash
+
+// out (B, T, NH·HS) and lse (B, NH, T) from qkv (B, T, 3, NH, HS).
+inline void FlashAttentionForward(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, const AttentionShape& sh,
+                                  cudaStream_t s) {
+  flash::CheckShape(sh, "FlashAttentionForward");
+  const float scale_log2 = flash::kLog2e / std::sqrt(float(sh.HS));
+  const dim3 grid(sh.T / flash::kFwdBr, sh.B * sh.NH);
+  flash::FlashForwardKernel<<<grid, flash::kThreads, 0, s>>>(out, lse, qkv, sh.T, sh.NH, scale_log2);
+}
+
+// dqkv (B, T, 3, NH, HS) written from dout (B, T, NH·HS), the forward's out and lse, and qkv.
+// delta: B·NH·T floats of scratch.
+inline void FlashAttentionBackward(__nv_bfloat16* dqkv, float* delta, const __nv_bfloat16* dout,
+                                   const __nv_bfloat16* out, const __nv_bfloat16* qkv, const float* lse,
+                                   const AttentionShape& sh, cudaStream_t s) {
+  flash::CheckShape(sh, "FlashAttentionBackward");
+  const float scale = 1.f / std::sqrt(float(sh.HS)), scale_log2 = scale * flash::kLog2e;
+  const size_t rows = size_t(sh.B) * sh.T * sh.NH;
+  flash::FlashDeltaKernel<<<CeilDiv(rows * 8, 256), 256, 0, s>>>(delta, dout, out, sh.B, sh.T, sh.NH);
+  const dim3 grid(sh.T / flash::kTile, sh.B * sh.NH);
+  flash::FlashBackwardKvKernel<<<grid, flash::kThreads, 0, s>>>(dqkv, qkv, dout, lse, delta, sh.T, sh.NH, scale,
+                                                               scale_log2);
+  flash::FlashBackwardQKernel<<<grid, flash::kThreads, 0, s>>>(dqkv, qkv, dout, lse, delta, sh.T, sh.NH, scale,
+                                                              scale_log2);
+}
+
+}  // namespace gpuscope::gpt
