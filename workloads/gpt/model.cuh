@@ -131,6 +131,8 @@ class GptModel {
   float* params() { return params_; }
   float* grads() { return grads_; }
   size_t bytes() const { return buf_.bytes(); }
+  // Attention runs as flash attention (fused bf16, head size 64): causal tiles only.
+  bool flash() const { return flash_; }
   // Attach (or detach with nullptr) a section timer for a per-kernel-group time breakdown.
   void set_timer(SectionTimer* t) { timer_ = t; }
 

@@ -268,7 +268,7 @@ int Train(const Options& o) {
   std::fprintf(stderr, "%.1f ms/step, %.0f tokens/s, MFU %.1f%% (6N+12LHQT FLOPs/token over %.1f TFLOP/s peak)\n",
                1e3 * elapsed / o.steps, tokens_per_s, 100 * mfu, o.peak_tflops);
   JsonLine j;
-  j.Add("workload", "train_gpt").Add("precision", o.precision).Add("kernels", o.kernels)
+  j.Add("workload", "train_gpt").Add("precision", o.precision).Add("kernels", o.kernels).Add("flash_attention", model.flash())
       .Add("optimizer", o.optimizer).Add("input", o.input).Add("batch", B).Add("seq", Tn)
       .Add("layers", c.num_layers).Add("channels", c.channels).Add("steps", o.steps).Add("elapsed_s", elapsed)
       .Add("step_ms", 1e3 * elapsed / o.steps).Add("tokens_per_s", tokens_per_s)
@@ -303,11 +303,13 @@ void PrintBreakdown(GptModel<T>& model, const Options& o, cudaStream_t s, double
   cudaFree(loss);
   const double tokens = double(o.batch) * o.seq;
   // GEMM FLOPs per step from shapes: linear layers (incl. the LM head) 2·params·tokens forward,
-  // twice that backward; attention 2 GEMMs forward, 4 backward, each 2·B·NH·T²·HS (full T²,
-  // the causal half included, as computed).
+  // twice that backward; attention 2 GEMMs forward, 4 backward, each 2·B·NH·T²·HS: full T² for
+  // the materialised path (computed), half of it for flash attention (it skips masked tiles;
+  // its backward recomputes QKᵀ twice more, not counted).
   const double linear_params = double(c.num_layers) * 12.0 * c.channels * c.channels +
                                double(c.padded_vocab_size) * c.channels;
-  const double att_gemm = 2.0 * o.batch * c.num_heads * double(o.seq) * o.seq * c.head_size() * c.num_layers;
+  const double att_gemm = (model.flash() ? 0.5 : 1.0) * 2.0 * o.batch * c.num_heads * double(o.seq) * o.seq *
+                         c.head_size() * c.num_layers;
   const std::map<std::string, double> flops = {{"matmul_fwd", 2 * linear_params * tokens},
                                                {"matmul_bwd", 4 * linear_params * tokens},
                                                {"attention_fwd", 2 * att_gemm},
@@ -380,11 +382,11 @@ int Check(const Options& o) {
   GptConfig c;
   c.vocab_size = 100;
   c.padded_vocab_size = 128;
-  c.max_seq_len = 64;
+  c.max_seq_len = 128;
   c.num_layers = 2;
-  c.num_heads = 4;
+  c.num_heads = 2;  // head size 64 and T = 128: the shapes flash attention takes (fused bf16)
   c.channels = 128;
-  const int B = 4, Tn = 64;
+  const int B = 2, Tn = 128;
   std::vector<float> init = InitParams(c, o.seed);
   // Larger than GPT-2's init spread so that every path carries gradient (padding rows stay 0).
   {
@@ -457,7 +459,7 @@ int Check(const Options& o) {
   ok &= opt_err <= opt_tol;
   std::printf("  adamw step rel err %.2e (tolerance %.0e)%s\n", opt_err, opt_tol, opt_err <= opt_tol ? "" : "  FAIL");
   JsonLine j;
-  j.Add("workload", "train_gpt_check").Add("precision", o.precision).Add("kernels", o.kernels)
+  j.Add("workload", "train_gpt_check").Add("flash_attention", model.flash()).Add("precision", o.precision).Add("kernels", o.kernels)
       .Add("optimizer", o.optimizer).Add("loss_rel_err", loss_err).Add("worst_grad_rel_err", worst)
       .Add("adamw_rel_err", opt_err).Add("tolerance", tol).Add("pass", ok);
   j.Print();

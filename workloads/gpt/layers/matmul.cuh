@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cuda_util.h"
 #include "gpt/layers/common.cuh"
 
 namespace gpuscope::gpt {
