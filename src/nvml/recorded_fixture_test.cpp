@@ -77,7 +77,20 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Planted{"h200_gemm_bf16.txt", {}}, Planted{"h200_idle.txt", {}},
                       Planted{"h200_gemm_fp32.txt", {"tensor_cores_unused"}},
                       Planted{"h200_tiny_kernel.txt", {"busy_not_working"}},
+                      // The zoo's C++ loop of 4096 one-block kernels: utilization ~60%, below
+                      // the busy-not-working threshold of 80%, SM active ~0.
+                      Planted{"h200_tiny_kernel_cpp.txt", {}},
                       Planted{"h200_host_bound_hold.txt", {"idle_holding_memory"}}));
+
+TEST(RecordedH200, TinyKernelLoopFromCppShowsUtilizationWithoutSmActivity) {
+  Replay r = replay("h200_tiny_kernel_cpp.txt", 10);
+  ASSERT_EQ(r.samples.size(), 10u);
+  for (const auto& s : r.samples) {
+    ASSERT_TRUE(s.gpu_util_pct && s.sm_active_pct);
+    EXPECT_GE(*s.gpu_util_pct, 30.0);
+    EXPECT_LT(*s.sm_active_pct, 1.0);
+  }
+}
 
 TEST(RecordedH200, BusyButNotWorkingReadsAsUtilizationWithoutSmActivity) {
   Replay r = replay("h200_tiny_kernel.txt", 5);

@@ -170,8 +170,11 @@ class GptModel {
         ResidualAdd(res2_[l], residual, proj_, BTC, s);
         LayerNormForward(ln2_[l], ln2_mean_[l], ln2_rstd_[l], res2_[l], PX(kLn2W, l), PX(kLn2B, l), BT, C, s);
       }
-      Linear(fch_[l], ln2_[l], PX(kFcW, l), PX(kFcB, l), BT, C, 4 * C, s);
-      {
+      if (GeluEpilogue()) {  // fch_gelu = GELU(ln2·Wᵀ + b), fch = the pre-activation, one GEMM
+        Section sec(timer_, "matmul_fwd", s);
+        LinearForwardGemm<T>(mm_, fch_gelu_[l], ln2_[l], PX(kFcW, l), PX(kFcB, l), BT, C, 4 * C, s, fch_[l]);
+      } else {
+        Linear(fch_[l], ln2_[l], PX(kFcW, l), PX(kFcB, l), BT, C, 4 * C, s);
         Section sec(timer_, "gelu", s);
         GeluForward(fch_gelu_[l], fch_[l], 4 * BTC, s);
       }
@@ -230,8 +233,12 @@ class GptModel {
     for (int l = L - 1; l >= 0; --l) {
       const T* residual = l == 0 ? encoded_ : res3_[l - 1];
       // dres = dL/dres3[l]
-      LinearBackward(dfch_gelu_, G(kFcProjW, l), G(kFcProjB, l), dres_, fch_gelu_[l], PX(kFcProjW, l), BT, 4 * C, C, s);
-      {
+      if (GeluEpilogue()) {  // dfch = (dres·W) ∘ GELU'(fch) in the GEMM's epilogue
+        LinearBackward(dfch_, G(kFcProjW, l), G(kFcProjB, l), dres_, fch_gelu_[l], PX(kFcProjW, l), BT, 4 * C, C, s,
+                       fch_[l]);
+      } else {
+        LinearBackward(dfch_gelu_, G(kFcProjW, l), G(kFcProjB, l), dres_, fch_gelu_[l], PX(kFcProjW, l), BT, 4 * C,
+                       C, s);
         Section sec(timer_, "gelu", s);
         GeluBackward(dfch_, fch_[l], dfch_gelu_, 4 * BTC, s);
       }
@@ -302,6 +309,8 @@ class GptModel {
     if constexpr (kBf16) FlashAttentionBackward(dqkv_, flash_delta_, datty_, atty_[l], qkv_[l], lse_[l], sh, s);
   }
 
+  // GELU in the MLP's GEMM epilogues (fused bf16): forward GELU_AUX_BIAS, backward DGELU.
+  bool GeluEpilogue() const { return o_.fused_kernels && kBf16; }
   // Linear layer forward: fused = bias in the GEMM epilogue; unfused = GEMM then a bias kernel.
   void Linear(T* out, const T* inp, const T* w, const T* bias, int rows, int C, int OC, cudaStream_t s) {
     Section sec(timer_, "matmul_fwd", s);
@@ -313,10 +322,10 @@ class GptModel {
     }
   }
   void LinearBackward(T* dinp, float* dw, float* db, const T* dout, const T* inp, const T* w, int rows, int C, int OC,
-                      cudaStream_t s) {
+                      cudaStream_t s, const T* pre_gelu = nullptr) {
     {
       Section sec(timer_, "matmul_bwd", s);
-      LinearBackwardGemms<T>(mm_, dinp, dw, dout, inp, w, rows, C, OC, s);
+      LinearBackwardGemms<T>(mm_, dinp, dw, dout, inp, w, rows, C, OC, s, pre_gelu);
     }
     Section sec(timer_, "bias_grad", s);
     BiasBackward(db, dout, rows, OC, s);

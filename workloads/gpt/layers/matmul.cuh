@@ -44,6 +44,11 @@ struct GemmArgs {
   float alpha = 1.f, beta = 0.f;
   cudaDataType_t ab_type = CUDA_R_32F, d_type = CUDA_R_32F;
   const void* bias = nullptr;  // length m, type d_type; CUBLASLT_EPILOGUE_BIAS when set
+  // GELU epilogues (tanh approximation, as GeluForwardKernel): kGeluAux writes D = GELU(AB + bias)
+  // and aux = AB + bias (the pre-activation, m × n, ld aux_ld); kDGelu writes D = AB ∘ GELU'(aux).
+  enum class Gelu { kNone, kGeluAux, kDGelu } gelu = Gelu::kNone;
+  void* aux = nullptr;
+  int aux_ld = 0;
 };
 
 class Matmul {
@@ -71,6 +76,7 @@ class Matmul {
   void Run(const GemmArgs& g, cudaStream_t stream) {
     Plan& p = GetPlan(g);
     if (g.bias) CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+    if (g.aux) CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g.aux, sizeof(g.aux)));
     if (!p.tuned) Tune(p, g, stream);
     CUBLASLT_CHECK(cublasLtMatmul(handle_, p.op, &g.alpha, g.a, p.a, g.b, p.b, &g.beta, g.d, p.d, g.d, p.d, &p.algo,
                                   workspace_, kWorkspaceBytes, stream));
@@ -146,9 +152,9 @@ class Matmul {
 
   Plan& GetPlan(const GemmArgs& g) {
     char key[256];
-    std::snprintf(key, sizeof key, "%d%d %d %d %d %d %lld %d %lld %d %lld %d %d %d %d %d", g.trans_a, g.trans_b, g.m,
-                  g.n, g.k, g.lda, g.stride_a, g.ldb, g.stride_b, g.ldd, g.stride_d, g.batch, int(g.ab_type),
-                  int(g.d_type), g.bias != nullptr, g.beta != 0.f);
+    std::snprintf(key, sizeof key, "%d%d %d %d %d %d %lld %d %lld %d %lld %d %d %d %d %d %d %d", g.trans_a, g.trans_b,
+                  g.m, g.n, g.k, g.lda, g.stride_a, g.ldb, g.stride_b, g.ldd, g.stride_d, g.batch, int(g.ab_type),
+                  int(g.d_type), g.bias != nullptr, g.beta != 0.f, int(g.gelu), g.aux_ld);
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second;
     Plan p;
@@ -156,10 +162,17 @@ class Matmul {
     const cublasOperation_t ta = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
     CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-    if (g.bias) {
-      const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    cublasLtEpilogue_t epi = g.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    if (g.gelu == GemmArgs::Gelu::kGeluAux) epi = g.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+    if (g.gelu == GemmArgs::Gelu::kDGelu) epi = CUBLASLT_EPILOGUE_DGELU;
+    if (epi != CUBLASLT_EPILOGUE_DEFAULT)
       CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+    if (g.bias)
       CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
+    if (g.gelu != GemmArgs::Gelu::kNone) {
+      const int64_t ld = g.aux_ld;
+      CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g.aux, sizeof(g.aux)));
+      CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)));
     }
     p.a = g.trans_a ? Layout(g.ab_type, g.k, g.m, g.lda, g.batch, g.stride_a)
                     : Layout(g.ab_type, g.m, g.k, g.lda, g.batch, g.stride_a);
@@ -191,24 +204,28 @@ class Matmul {
 
 // Linear layer helpers over row-major activations (see the file comment for the mapping).
 // T is the activation/weight storage type; weight gradients are fp32.
+// pre_gelu: when set, out = GELU(inp·Wᵀ + bias) and pre_gelu = inp·Wᵀ + bias (GELU epilogue).
 template <class T>
 void LinearForwardGemm(Matmul& mm, T* out, const T* inp, const T* w, const T* bias, int rows, int C, int OC,
-                       cudaStream_t s) {
+                       cudaStream_t s, T* pre_gelu = nullptr) {
   GemmArgs g;
   g.trans_a = true; g.m = OC; g.n = rows; g.k = C;
   g.a = w; g.lda = C; g.b = inp; g.ldb = C; g.d = out; g.ldd = OC;
   g.ab_type = g.d_type = CudaType<T>();
   g.bias = bias;
+  if (pre_gelu) g.gelu = GemmArgs::Gelu::kGeluAux, g.aux = pre_gelu, g.aux_ld = OC;
   mm.Run(g, s);
 }
 
+// pre_gelu: when set, the layer's input was GELU(pre_gelu) and dinp = (dout · W) ∘ GELU'(pre_gelu).
 template <class T>
 void LinearBackwardGemms(Matmul& mm, T* dinp, float* dw, const T* dout, const T* inp, const T* w, int rows, int C,
-                         int OC, cudaStream_t s) {
+                         int OC, cudaStream_t s, const T* pre_gelu = nullptr) {
   GemmArgs g;  // dinp = dout · W
   g.m = C; g.n = rows; g.k = OC;
   g.a = w; g.lda = C; g.b = dout; g.ldb = OC; g.d = dinp; g.ldd = C;
   g.ab_type = g.d_type = CudaType<T>();
+  if (pre_gelu) g.gelu = GemmArgs::Gelu::kDGelu, g.aux = const_cast<T*>(pre_gelu), g.aux_ld = C;
   mm.Run(g, s);
   GemmArgs h;  // dW += doutᵀ · inp
   h.trans_b = true; h.m = C; h.n = OC; h.k = rows;
