@@ -3,21 +3,25 @@
 //
 //   flash_test [--iters 20] [--no-bench]
 //
-// Check: for small shapes, random bf16 qkv and dout; both GPU paths run forward and backward.
-// Errors are max |x − ref| / max |ref| per tensor (out, and dq, dk, dv as the three slices of
-// dqkv), flash against the materialised path and against the CPU reference; lse is compared
-// with the CPU reference in absolute natural-log units. The flash outputs are pre-filled with
-// NaN so an element left unwritten fails. One JSON line per shape.
-// Benchmark: B=16, NH=12, T=1024, HS=64 (GPT-2 small), forward and backward of both paths,
-// milliseconds per call from CUDA events over --iters calls after warm-up, TFLOP/s with causal
-// FLOPs (forward 2·2·B·NH·T²·HS / 2, backward 2.5× forward), plus the flash-vs-materialised
-// errors at that shape. One JSON line.
+// Check: for small shapes, random bf16 qkv and dout; both GPU paths run forward and backward,
+// flash's backward once in each of its implementations (FlashBackwardPath: fused, fused2,
+// twopass; GPUSCOPE_GPT_FLASH_BWD is not consulted here). Errors are max |x − ref| / max |ref|
+// per tensor (out, and dq, dk, dv as the three slices of dqkv), flash against the materialised
+// path and against the CPU reference; lse is compared with the CPU reference in absolute
+// natural-log units. The flash outputs and the backward's scratch are pre-filled with NaN before
+// each run, so an element left unwritten (or an accumulator left unzeroed) fails. One JSON line
+// per shape and backward implementation ("bwd").
+// Benchmark: B=16, NH=12, T=1024, HS=64 (GPT-2 small), forward and backward of both paths and
+// of each flash backward implementation, milliseconds per call from CUDA events over --iters
+// calls after warm-up, TFLOP/s with causal FLOPs (forward 2·2·B·NH·T²·HS / 2, backward 2.5×
+// forward), plus the flash-vs-materialised errors at that shape. One JSON line.
 // Exit 0 when every error is within tolerance (2e-2 relative; lse 1e-3), 1 otherwise.
 #include <cuda_bf16.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 #include <random>
 #include <string>
 #include <vector>
@@ -35,6 +39,8 @@ using workloads::JsonLine;
 
 constexpr double kTol = 2e-2;
 constexpr double kLseTol = 1e-3;
+constexpr FlashBackwardPath kBackwardPaths[] = {FlashBackwardPath::kFused, FlashBackwardPath::kFused2,
+                                                FlashBackwardPath::kTwoPass};
 
 template <class U>
 U* DevAlloc(size_t n) {
@@ -148,12 +154,13 @@ struct Buffers {
     out_flash = DevAlloc<bf16>(n);
     dqkv_flash = DevAlloc<bf16>(3 * n);
     lse = DevAlloc<float>(rows);
-    delta = DevAlloc<float>(rows);
+    scratch_floats = FlashBackwardScratchFloats(sh);
+    scratch = DevAlloc<float>(scratch_floats);
   }
   ~Buffers() {
     for (void* p : {(void*)qkv, (void*)dout, (void*)q, (void*)k, (void*)v, (void*)y, (void*)att, (void*)datt,
                     (void*)dy, (void*)dq, (void*)dk, (void*)dv, (void*)out_ref, (void*)dqkv_ref, (void*)out_flash,
-                    (void*)dqkv_flash, (void*)lse, (void*)delta})
+                    (void*)dqkv_flash, (void*)lse, (void*)scratch})
       cudaFree(p);
   }
   Buffers(const Buffers&) = delete;
@@ -166,42 +173,55 @@ struct Buffers {
     AttentionBackward(mm, dqkv_ref, dy, dq, dk, dv, datt, dout, q, k, v, att, sh, true, s);
   }
   void FlashForward(const AttentionShape& sh, cudaStream_t s) { FlashAttentionForward(out_flash, lse, qkv, sh, s); }
-  void FlashBackward(const AttentionShape& sh, cudaStream_t s) {
-    FlashAttentionBackward(dqkv_flash, delta, dout, out_flash, qkv, lse, sh, s);
+  void FlashBackward(const AttentionShape& sh, FlashBackwardPath path, cudaStream_t s) {
+    FlashAttentionBackward(dqkv_flash, scratch, dout, out_flash, qkv, lse, sh, s, path);
   }
 
   bf16 *qkv, *dout, *q, *k, *v, *y, *att, *datt, *dy, *dq, *dk, *dv, *out_ref, *dqkv_ref, *out_flash, *dqkv_flash;
-  float *lse, *delta;
+  float *lse, *scratch;
+  size_t scratch_floats;
 };
 
-// Uploads random inputs, runs both paths once (flash outputs pre-filled with NaN).
-void RunBoth(Buffers& d, Matmul& mm, const AttentionShape& sh, const std::vector<bf16>& qkv,
-             const std::vector<bf16>& dout) {
+// Uploads random inputs, runs both paths' forward and the materialised backward once (flash
+// outputs pre-filled with NaN).
+void RunForwards(Buffers& d, Matmul& mm, const AttentionShape& sh, const std::vector<bf16>& qkv,
+                 const std::vector<bf16>& dout) {
   const size_t n = sh.qkv_elems();
   CUDA_CHECK(cudaMemcpy(d.qkv, qkv.data(), 3 * n * sizeof(bf16), cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemcpy(d.dout, dout.data(), n * sizeof(bf16), cudaMemcpyHostToDevice));
   CUDA_CHECK(cudaMemset(d.out_flash, 0xff, n * sizeof(bf16)));  // 0xffff is a bf16 NaN
-  CUDA_CHECK(cudaMemset(d.dqkv_flash, 0xff, 3 * n * sizeof(bf16)));
   CUDA_CHECK(cudaMemset(d.lse, 0xff, size_t(sh.B) * sh.NH * sh.T * sizeof(float)));
   d.MaterialisedForward(mm, sh, 0);
   d.MaterialisedBackward(mm, sh, 0);
   d.FlashForward(sh, 0);
-  d.FlashBackward(sh, 0);
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 
+// Runs flash's backward once in implementation `path`, its output and scratch pre-filled with
+// NaN (0xffffffff is an fp32 NaN too), and returns dqkv as floats.
+std::vector<float> RunFlashBackward(Buffers& d, const AttentionShape& sh, FlashBackwardPath path) {
+  const size_t n = sh.qkv_elems();
+  CUDA_CHECK(cudaMemset(d.dqkv_flash, 0xff, 3 * n * sizeof(bf16)));
+  CUDA_CHECK(cudaMemset(d.scratch, 0xff, d.scratch_floats * sizeof(float)));
+  d.FlashBackward(sh, path, 0);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return ToFloat(Download(d.dqkv_flash, 3 * n));
+}
+
 bool Within(double e, double tol) { return e <= tol; }  // false for NaN
 
+// One JSON line per backward implementation; true when all of them pass.
 bool CheckShape(Matmul& mm, const AttentionShape& sh, uint64_t seed) {
   std::mt19937_64 rng(seed);
   const size_t n = sh.qkv_elems();
   const int C = sh.NH * sh.HS;
   const std::vector<bf16> qkv = RandomBf16(3 * n, rng), dout = RandomBf16(n, rng);
   Buffers d(sh);
-  RunBoth(d, mm, sh, qkv, dout);
+  RunForwards(d, mm, sh, qkv, dout);
   const auto out_ref = ToFloat(Download(d.out_ref, n)), out_flash = ToFloat(Download(d.out_flash, n));
-  const auto dqkv_ref = ToFloat(Download(d.dqkv_ref, 3 * n)), dqkv_flash = ToFloat(Download(d.dqkv_flash, 3 * n));
+  const auto dqkv_ref = ToFloat(Download(d.dqkv_ref, 3 * n));
   const auto lse_flash = Download(d.lse, size_t(sh.B) * sh.NH * sh.T);
   std::vector<double> cpu_out, cpu_lse, cpu_dqkv;
   CpuReference(ToFloat(qkv), ToFloat(dout), sh, cpu_out, cpu_lse, cpu_dqkv);
@@ -212,31 +232,36 @@ bool CheckShape(Matmul& mm, const AttentionShape& sh, uint64_t seed) {
     lse_err = std::isnan(e) ? NAN : std::max(lse_err, e);
     if (std::isnan(lse_err)) break;
   }
-  static const char* kPart[3] = {"dq", "dk", "dv"};
-  JsonLine j;
-  j.Add("workload", "flash_test").Add("case", "check").Add("B", sh.B).Add("NH", sh.NH).Add("T", sh.T)
-      .Add("HS", sh.HS);
-  bool ok = true;
-  auto add = [&](const std::string& name, double e, bool gate) {
-    j.Add(name, e);
-    if (gate) ok &= Within(e, kTol);
-  };
-  add("out_err_vs_materialised", RelMaxErr(out_flash, out_ref, C, 1, 0), true);
-  for (int p = 0; p < 3; ++p)
-    add(std::string(kPart[p]) + "_err_vs_materialised", RelMaxErr(dqkv_flash, dqkv_ref, 3 * C, 3, p), true);
-  add("out_err_vs_cpu", RelMaxErr(out_flash, cpu_out, C, 1, 0), true);
-  for (int p = 0; p < 3; ++p)
-    add(std::string(kPart[p]) + "_err_vs_cpu", RelMaxErr(dqkv_flash, cpu_dqkv, 3 * C, 3, p), true);
   // The materialised path's own error, for scale (not gated).
-  add("materialised_out_err_vs_cpu", RelMaxErr(out_ref, cpu_out, C, 1, 0), false);
   double mat_d = 0;
   for (int p = 0; p < 3; ++p) mat_d = std::max(mat_d, RelMaxErr(dqkv_ref, cpu_dqkv, 3 * C, 3, p));
-  add("materialised_dqkv_err_vs_cpu", mat_d, false);
-  j.Add("lse_abs_err_vs_cpu", lse_err);
-  ok &= Within(lse_err, kLseTol);
-  j.Add("tolerance", kTol).Add("lse_tolerance", kLseTol).Add("pass", ok);
-  j.Print();
-  return ok;
+  static const char* kPart[3] = {"dq", "dk", "dv"};
+  bool all_ok = true;
+  for (FlashBackwardPath path : kBackwardPaths) {
+    const auto dqkv_flash = RunFlashBackward(d, sh, path);
+    JsonLine j;
+    j.Add("workload", "flash_test").Add("case", "check").Add("bwd", FlashBackwardPathName(path)).Add("B", sh.B)
+        .Add("NH", sh.NH).Add("T", sh.T).Add("HS", sh.HS);
+    bool ok = true;
+    auto add = [&](const std::string& name, double e, bool gate) {
+      j.Add(name, e);
+      if (gate) ok &= Within(e, kTol);
+    };
+    add("out_err_vs_materialised", RelMaxErr(out_flash, out_ref, C, 1, 0), true);
+    for (int p = 0; p < 3; ++p)
+      add(std::string(kPart[p]) + "_err_vs_materialised", RelMaxErr(dqkv_flash, dqkv_ref, 3 * C, 3, p), true);
+    add("out_err_vs_cpu", RelMaxErr(out_flash, cpu_out, C, 1, 0), true);
+    for (int p = 0; p < 3; ++p)
+      add(std::string(kPart[p]) + "_err_vs_cpu", RelMaxErr(dqkv_flash, cpu_dqkv, 3 * C, 3, p), true);
+    add("materialised_out_err_vs_cpu", RelMaxErr(out_ref, cpu_out, C, 1, 0), false);
+    add("materialised_dqkv_err_vs_cpu", mat_d, false);
+    j.Add("lse_abs_err_vs_cpu", lse_err);
+    ok &= Within(lse_err, kLseTol);
+    j.Add("tolerance", kTol).Add("lse_tolerance", kLseTol).Add("pass", ok);
+    j.Print();
+    all_ok &= ok;
+  }
+  return all_ok;
 }
 
 // Milliseconds per call of f over `iters` calls on stream 0, after 3 warm-up calls.
@@ -264,16 +289,23 @@ bool Bench(Matmul& mm, const AttentionShape& sh, int iters, uint64_t seed) {
   const int C = sh.NH * sh.HS;
   const std::vector<bf16> qkv = RandomBf16(3 * n, rng), dout = RandomBf16(n, rng);
   Buffers d(sh);
-  RunBoth(d, mm, sh, qkv, dout);
+  RunForwards(d, mm, sh, qkv, dout);
   // Correctness at the benchmark shape too (many tiles, the real grid).
   const auto out_ref = ToFloat(Download(d.out_ref, n)), out_flash = ToFloat(Download(d.out_flash, n));
-  const auto dqkv_ref = ToFloat(Download(d.dqkv_ref, 3 * n)), dqkv_flash = ToFloat(Download(d.dqkv_flash, 3 * n));
+  const auto dqkv_ref = ToFloat(Download(d.dqkv_ref, 3 * n));
   const double out_err = RelMaxErr(out_flash, out_ref, C, 1, 0);
-  double dqkv_err = 0;
-  for (int p = 0; p < 3; ++p) {
-    const double e = RelMaxErr(dqkv_flash, dqkv_ref, 3 * C, 3, p);
-    dqkv_err = std::isnan(e) ? NAN : std::max(dqkv_err, e);
-    if (std::isnan(dqkv_err)) break;
+  bool ok = Within(out_err, kTol);
+  double dqkv_err[std::size(kBackwardPaths)];
+  for (size_t k = 0; k < std::size(kBackwardPaths); ++k) {
+    const auto dqkv_flash = RunFlashBackward(d, sh, kBackwardPaths[k]);
+    double e = 0;
+    for (int p = 0; p < 3; ++p) {
+      const double ep = RelMaxErr(dqkv_flash, dqkv_ref, 3 * C, 3, p);
+      e = std::isnan(ep) ? NAN : std::max(e, ep);
+      if (std::isnan(e)) break;
+    }
+    dqkv_err[k] = e;
+    ok &= Within(e, kTol);
   }
 
   // The backward of each path reads what its forward left (att, lse): both were run above and
@@ -281,22 +313,26 @@ bool Bench(Matmul& mm, const AttentionShape& sh, int iters, uint64_t seed) {
   const double fwd_mat = TimeMs([&] { d.MaterialisedForward(mm, sh, 0); }, iters);
   const double bwd_mat = TimeMs([&] { d.MaterialisedBackward(mm, sh, 0); }, iters);
   const double fwd_flash = TimeMs([&] { d.FlashForward(sh, 0); }, iters);
-  const double bwd_flash = TimeMs([&] { d.FlashBackward(sh, 0); }, iters);
+  double bwd_flash[std::size(kBackwardPaths)];
+  for (size_t k = 0; k < std::size(kBackwardPaths); ++k)
+    bwd_flash[k] = TimeMs([&] { d.FlashBackward(sh, kBackwardPaths[k], 0); }, iters);
   const double fwd_flops = 2.0 * 2.0 * sh.B * sh.NH * double(sh.T) * sh.T * sh.HS / 2.0, bwd_flops = 2.5 * fwd_flops;
   auto tflops = [](double flops, double ms) { return flops / (ms * 1e-3) / 1e12; };
-  const bool ok = Within(out_err, kTol) && Within(dqkv_err, kTol);
   JsonLine j;
   j.Add("workload", "flash_test").Add("case", "bench").Add("B", sh.B).Add("NH", sh.NH).Add("T", sh.T)
       .Add("HS", sh.HS).Add("iters", iters)
-      .Add("fwd_ms_flash", fwd_flash).Add("bwd_ms_flash", bwd_flash)
-      .Add("fwd_ms_materialised", fwd_mat).Add("bwd_ms_materialised", bwd_mat)
-      .Add("fwd_tflops_flash", tflops(fwd_flops, fwd_flash)).Add("bwd_tflops_flash", tflops(bwd_flops, bwd_flash))
-      .Add("fwd_tflops_materialised", tflops(fwd_flops, fwd_mat))
-      .Add("bwd_tflops_materialised", tflops(bwd_flops, bwd_mat))
-      .Add("fwd_speedup", fwd_mat / fwd_flash).Add("bwd_speedup", bwd_mat / bwd_flash)
-      .Add("flops_convention", "causal: fwd 2*B*NH*T^2*HS, bwd 2.5x fwd")
-      .Add("out_err_vs_materialised", out_err).Add("dqkv_err_vs_materialised", dqkv_err).Add("tolerance", kTol)
-      .Add("pass", ok);
+      .Add("fwd_ms_flash", fwd_flash).Add("fwd_ms_materialised", fwd_mat).Add("bwd_ms_materialised", bwd_mat)
+      .Add("fwd_tflops_flash", tflops(fwd_flops, fwd_flash)).Add("fwd_tflops_materialised", tflops(fwd_flops, fwd_mat))
+      .Add("bwd_tflops_materialised", tflops(bwd_flops, bwd_mat)).Add("fwd_speedup", fwd_mat / fwd_flash);
+  // Per backward implementation: ms, TFLOP/s, speed-up over the materialised backward, error.
+  for (size_t k = 0; k < std::size(kBackwardPaths); ++k) {
+    const std::string name = FlashBackwardPathName(kBackwardPaths[k]);
+    j.Add("bwd_ms_flash_" + name, bwd_flash[k]).Add("bwd_tflops_flash_" + name, tflops(bwd_flops, bwd_flash[k]))
+        .Add("bwd_speedup_" + name, bwd_mat / bwd_flash[k])
+        .Add("dqkv_err_vs_materialised_" + name, dqkv_err[k]);
+  }
+  j.Add("flops_convention", "causal: fwd 2*B*NH*T^2*HS, bwd 2.5x fwd")
+      .Add("out_err_vs_materialised", out_err).Add("tolerance", kTol).Add("pass", ok);
   j.Print();
   return ok;
 }

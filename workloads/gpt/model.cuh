@@ -113,7 +113,7 @@ class GptModel {
     dtmp_ = buf_.Alloc<T>(BTC);
     datty_ = buf_.Alloc<T>(BTC);
     if (flash_) {
-      flash_delta_ = buf_.Alloc<float>(size_t(B) * NH * seq);
+      flash_delta_ = buf_.Alloc<float>(FlashBackwardScratchFloats(AttentionShape{B, seq, NH, c.head_size()}));
     } else {
       dy_ = buf_.Alloc<T>(BTC);
       dq_ = buf_.Alloc<T>(BTC);

@@ -269,6 +269,7 @@ int Train(const Options& o) {
                1e3 * elapsed / o.steps, tokens_per_s, 100 * mfu, o.peak_tflops);
   JsonLine j;
   j.Add("workload", "train_gpt").Add("precision", o.precision).Add("kernels", o.kernels).Add("flash_attention", model.flash())
+      .Add("flash_bwd", model.flash() ? FlashBackwardPathName(FlashBackwardPathFromEnv()) : "none")
       .Add("optimizer", o.optimizer).Add("input", o.input).Add("batch", B).Add("seq", Tn)
       .Add("layers", c.num_layers).Add("channels", c.channels).Add("steps", o.steps).Add("elapsed_s", elapsed)
       .Add("step_ms", 1e3 * elapsed / o.steps).Add("tokens_per_s", tokens_per_s)

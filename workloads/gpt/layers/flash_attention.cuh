@@ -9,21 +9,22 @@
 //   lse  (B, NH, T) fp32, written by the forward: the natural-log logsumexp of each row of the
 //        scaled, masked scores, ln Σ_{t2 <= t} exp(q_t·k_t2 / sqrt(HS)); read by the backward.
 //   dqkv (B, T, 3, NH, HS) bf16, written (not accumulated).
-//   delta (B, NH, T) fp32, backward scratch: D = rowsum(dO ∘ O).
+//   scratch, backward: FlashBackwardScratchFloats(sh) floats = delta (B, NH, T), D = rowsum(dO ∘ O),
+//        then the fused backward's fp32 dQ accumulator (B·NH·T·HS). Contents on entry ignored.
 //   All pointers 16-byte aligned (cudaMalloc gives 256): tiles move in 16-byte copies.
 //   Supported shapes: HS == 64 and T a multiple of 128 (FlashAttentionSupported); anything else
 //   is the caller's to route to the materialised path (attention.cuh). The launchers exit with
 //   a message on an unsupported shape, as the other layers do on a CUDA error.
 //
 // Design
-//   The three tile kernels use 4 warps (128 threads); every warp owns 16 rows (32 in the
-//   forward) of the block's tile in registers (accumulators and its A fragments) and reads the shared tile it
-//   multiplies with from shared memory. Shared tiles are 64 rows × 64 bf16 (128-byte rows),
-//   16-byte chunk c of row r stored at chunk c ^ (r & 7), so that the eight row addresses of an
-//   ldmatrix and the cp.async stores hit eight different bank groups. Tiles stream from global
-//   memory with cp.async, two buffers deep: tile j+1 loads while tile j is computed.
-//   Softmax arithmetic is in the log2 domain (exp2f with scores prescaled by log2(e)/sqrt(HS));
-//   lse is stored in natural-log units and converted back in the backward.
+//   The tile kernels use 4 warps (128 threads); every warp owns 16 rows (32 in the forward) of
+//   the block's tile in registers (accumulators and, mostly, its A fragments) and reads the
+//   shared tile it multiplies with from shared memory. Shared tiles are 64 rows × 64 bf16
+//   (128-byte rows), 16-byte chunk c of row r stored at chunk c ^ (r & 7), so that the eight row
+//   addresses of an ldmatrix and the cp.async stores hit eight different bank groups. Tiles
+//   stream from global memory with cp.async, two buffers deep: tile j+1 loads while tile j is
+//   computed. Softmax arithmetic is in the log2 domain (exp2f with scores prescaled by
+//   log2(e)/sqrt(HS)); lse is stored in natural-log units and converted back in the backward.
 //
 //   Forward (FlashForwardKernel): one block per (128-query tile, b·h); warp w owns queries
 //   32w..32w+31 (two m16 tiles, so each K/V fragment read from shared memory feeds two MMAs).
@@ -32,33 +33,47 @@
 //   per row, O = acc / l, lse = (m + log2 l)·ln 2. Shared memory 32 KiB (K, V ×2 buffers; the Q
 //   tile is staged through the second buffers before the loop).
 //
-//   Backward, three kernels:
-//   1. FlashDeltaKernel: D = rowsum(dO ∘ O), 8 threads per (b, t, h) row.
-//   2. FlashBackwardKvKernel: one block per (64-key tile, b·h); warp w owns keys 16w..16w+15 and
-//      keeps K, V as A fragments and dK, dV as fp32 accumulators in registers. It walks the
-//      64-query tiles from the diagonal to the end; per tile it computes Sᵀ = K Qᵀ and
-//      dPᵀ = V dOᵀ, Pᵀ = exp(Sᵀ·scale − lse), dSᵀ = Pᵀ ∘ (dPᵀ − D), then dV += Pᵀ dO and
-//      dK += dSᵀ Q. Working transposed keeps Pᵀ and dSᵀ in registers as the A operands of
-//      the next MMAs (no shared-memory round trip). Shared memory 33 KiB (Q, dO ×2, lse, D ×2).
-//   3. FlashBackwardQKernel: dQ strategy is a separate kernel, parallel over 64-query tiles,
-//      that recomputes S and dP (two extra 64×64×64 products per tile pair) instead of fp32
-//      atomicAdd into a scratch buffer: no atomics, no zeroing, no fp32 dQ buffer, and the
-//      result is deterministic. Per key tile up to the diagonal: S = Q Kᵀ, dP = dO Vᵀ,
-//      dS = P ∘ (dP − D), dQ += dS K. Shared memory 32 KiB (K, V ×2).
+//   Backward, two implementations (FlashBackwardPath; GPUSCOPE_GPT_FLASH_BWD picks one at run
+//   time, FlashAttentionBackward's last argument overrides it). Both start with
+//   FlashDeltaKernel: D = rowsum(dO ∘ O), 8 threads per (b, t, h) row. Both walk, per 64-key
+//   tile, the 64-query tiles from the diagonal to the end; warp w owns keys 16w..16w+15 and keeps
+//   dK, dV as fp32 accumulators in registers; per tile Sᵀ = K Qᵀ and dPᵀ = V dOᵀ,
+//   Pᵀ = exp(Sᵀ·scale − lse), dSᵀ = Pᵀ ∘ (dPᵀ − D), then dV += Pᵀ dO and dK += dSᵀ Q. Working
+//   transposed keeps Pᵀ and dSᵀ in registers as the A operands of those MMAs.
+//   Fused (default; FlashBackwardBlock, FlashDqConvertKernel), FlashAttention-2's own scheme:
+//     the same block also computes dQ for the query tile: its dSᵀ (64 keys × 64 queries) goes to
+//     shared memory, warp w takes queries 16w..16w+15, dQ_part = dS K over the block's 64 keys,
+//     and adds it with red.global.add.v4.f32 into the fp32 accumulator, which the delta kernel
+//     zeroed. FlashDqConvertKernel then writes dQ·scale as bf16 into dqkv. 5 tile products per
+//     tile pair; 16 KiB of fp32 reductions per pair; dQ's summation order varies from run to run
+//     (not bitwise deterministic). Shared memory 58 KiB (dynamic): Q, dO ×2, K, V, dSᵀ, lse, D ×2.
+//     Two builds of the block: 3 per SM (FlashBackwardKernel3, the default) and 2 per SM
+//     (FlashBackwardKernel2, GPUSCOPE_GPT_FLASH_BWD=fused2).
+//   Two-pass (GPUSCOPE_GPT_FLASH_BWD=twopass; FlashBackwardKvKernel, FlashBackwardQKernel): the
+//     dK/dV kernel keeps K and V as A fragments in registers (shared memory 33 KiB: Q, dO ×2,
+//     lse, D ×2); dQ is a separate kernel, parallel over 64-query tiles, that recomputes S and dP
+//     (7 tile products per pair): per key tile up to the diagonal S = Q Kᵀ, dP = dO Vᵀ,
+//     dS = P ∘ (dP − D), dQ += dS K. Shared memory 32 KiB (K, V ×2). No atomics, no fp32 dQ
+//     buffer, deterministic.
 //   dK and dQ are scaled by 1/sqrt(HS) at the end (the gradient of the scaled scores).
 //   Work is the causal half: only tile pairs at or below the diagonal are visited.
-//   ptxas (sm_90, CUDA 13.0): forward 248 registers, dK/dV 240, dQ 167, no spills; so 2, 2 and
-//   3 blocks per SM. Occupancy, not shared memory, is what bounds these kernels today.
+//   ptxas (sm_90, CUDA 13.0), registers: forward 243; fused 168 (3 per SM build, 32 bytes of
+//   spill, see FlashBackwardKernel3) and 183 (2 per SM build, no spills); two-pass dK/dV 241,
+//   dQ 168; delta 23, dQ convert 18; no other spills. So 2 forward blocks per SM, 3 or 2 fused
+//   backward blocks, 2 and 3 two-pass blocks.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
+#include "common/cuda_util.h"
 #include "gpt/layers/attention.cuh"
 #include "gpt/layers/common.cuh"
 
@@ -106,11 +121,17 @@ __device__ __forceinline__ void CpAsyncWait() {
 }
 
 // 64 rows × 64 bf16 from global (row r at src + r·row_stride elements) into a swizzled tile.
+// blockDim.x == kThreads: thread i copies chunk i % 8 of rows i / 8 + 16j, j = 0..3 (a loop with
+// a fixed trip count, so it unrolls without remainder code).
 __device__ __forceinline__ void LoadTile(bf16* dst, const bf16* src, size_t row_stride) {
+  constexpr int kRowsPerPass = kThreads / 8;
+  static_assert(kTile % kRowsPerPass == 0, "a tile is a whole number of passes");
+  const int r0 = threadIdx.x >> 3, c = threadIdx.x & 7;
+  const bf16* s = src + r0 * row_stride + c * 8;
 #pragma unroll
-  for (int i = threadIdx.x; i < kTile * 8; i += kThreads) {
-    const int r = i >> 3, c = i & 7;
-    CpAsync16(dst + Swz(r, c), src + r * row_stride + c * 8);
+  for (int j = 0; j < kTile / kRowsPerPass; ++j) {
+    const int r = r0 + j * kRowsPerPass;  // r & 7 == r0 & 7
+    CpAsync16(dst + Swz(r, c), s + j * kRowsPerPass * row_stride);
   }
 }
 // 64 floats (256 bytes) into shared memory; threads 0..15 take part.
@@ -162,6 +183,30 @@ __device__ __forceinline__ void CToA(uint32_t (&a)[4], const float (&c0)[4], con
 __device__ __forceinline__ void LoadA(uint32_t (&a)[4][4], const bf16* tile, int row0, int lane) {
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) Ldsm4(a[kk], tile + Swz(row0 + (lane & 15), 2 * kk + (lane >> 4)));
+}
+
+// The dSᵀ tile of the fused backward: 64 rows (keys) × 64 bf16 (queries), padded to a row pitch
+// of 72 elements (144 bytes) instead of swizzled, so that every address a thread uses is its
+// base plus a constant (a swizzle's XOR would keep eight more addresses in registers). Word
+// (row r, column 8n + 2t) is in bank (4r + 4n + t) mod 32: the eight rows × four words of a
+// warp's fragment store, and the eight 16-byte rows of an ldmatrix, hit 32 different banks.
+constexpr int kDsPitch = kHs + 8;
+
+// A fragments (16 rows of M from column col0, all 64 rows of the tile as four k16 steps) of the
+// padded dSᵀ tile, whose rows are the K dimension (keys) and columns M (queries): dS as the A
+// operand. ldmatrix.trans of the 8 × 8 blocks (k 0-7, m 0-7), (k 0-7, m 8-15), (k 8-15, m 0-7),
+// (k 8-15, m 8-15) gives regs 0..3 of the A layout. col0 is a multiple of 16.
+__device__ __forceinline__ void LoadDsA(uint32_t (&a)[4][4], const bf16* ds, int col0, int lane) {
+  const bf16* p = ds + ((lane & 7) + ((lane >> 4) << 3)) * kDsPitch + col0 + (((lane >> 3) & 1) << 3);
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) Ldsm4T(a[kk], p + 16 * kk * kDsPitch);
+}
+
+// *p += (x, y, z, w) as one fire-and-forget reduction in global memory (no return value, relaxed,
+// gpu scope). The .v4.f32 form needs sm_90 and PTX ISA 8.1 (PTX ISA, "red"); p 16-byte aligned.
+__device__ __forceinline__ void RedAddV4(float* p, float x, float y, float z, float w) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(x), "f"(y), "f"(z), "f"(w)
+               : "memory");
 }
 
 // acc[16 × 64] += A[16 × 64] · tileᵀ, the tile's rows being the N dimension (B = tileᵀ): S = Q Kᵀ
@@ -357,14 +402,19 @@ __global__ void __launch_bounds__(kThreads) FlashForwardKernel(bf16* __restrict_
 }
 
 // delta[b, h, t] = Σ_d dout[b, t, h, d] · out[b, t, h, d]; 8 threads per (b, t, h) row, 16 bytes
-// (8 bf16) of each operand per thread.
-__global__ void FlashDeltaKernel(float* __restrict__ delta, const bf16* __restrict__ dout,
+// (8 bf16) of each operand per thread. When dq_acc is not null, the same pass zeroes it
+// (B·NH·T·HS floats = rows·16 float4, two per thread) for the fused backward's atomics.
+__global__ void FlashDeltaKernel(float* __restrict__ delta, float4* __restrict__ dq_acc, const bf16* __restrict__ dout,
                                  const bf16* __restrict__ out, int B, int T, int NH) {
   const size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
   const size_t row = i / 8, rows = size_t(B) * T * NH;  // row = (b·T + t)·NH + h
   const int part = int(i % 8);
   float v = 0.f;
   if (row < rows) {
+    if (dq_acc != nullptr) {
+      dq_acc[2 * i] = make_float4(0.f, 0.f, 0.f, 0.f);
+      dq_acc[2 * i + 1] = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
     const uint4 a = reinterpret_cast<const uint4*>(dout + row * kHs)[part];
     const uint4 o = reinterpret_cast<const uint4*>(out + row * kHs)[part];
     const __nv_bfloat162* a2 = reinterpret_cast<const __nv_bfloat162*>(&a);
@@ -555,6 +605,184 @@ __global__ void __launch_bounds__(kThreads) FlashBackwardQKernel(bf16* __restric
   StoreRows(dqkv + size_t(b) * T * stride + size_t(h) * kHs, stride, q0 + wrow0, dq[0], scale, scale, lane);
 }
 
+// The fused backward's fp32 dQ accumulator is in fragment order, so that each warp's
+// contribution is 32 lanes × 16 contiguous bytes per n8 tile (one 512-byte reduction per
+// instruction): for head bh, 16-query block r16 = query / 16, n8 tile n (columns 8n..8n+7) and
+// lane (g = lane / 4, t = lane % 4), the float4 at index ((bh·T/16 + r16)·8 + n)·32 + lane holds
+// dQ[16·r16 + g][8n + 2t], [..][8n + 2t + 1], dQ[16·r16 + g + 8][8n + 2t], [..][8n + 2t + 1]
+// (the m16n8 C fragment). Unscaled: the 1/sqrt(HS) is applied by FlashDqConvertKernel.
+__device__ __forceinline__ size_t DqAccIndex4(int bh, int T, int r16, int n, int lane) {
+  return ((size_t(bh) * (T / 16) + r16) * 8 + n) * 32 + lane;
+}
+
+// Shared memory of FlashBackwardBlock (dynamic, 58 KiB: over the 48 KiB static limit).
+struct BackwardSmem {
+  bf16 q[2][kTile * kHs];     // query tiles, double-buffered
+  bf16 dout[2][kTile * kHs];  // dO tiles, double-buffered
+  bf16 k[kTile * kHs];        // this block's K tile (A of Sᵀ = K Qᵀ, B of dQ += dS K)
+  bf16 v[kTile * kHs];        // this block's V tile (A of dPᵀ = V dOᵀ)
+  bf16 ds[kTile * kDsPitch];  // dSᵀ of the current query tile (rows keys, columns queries), padded
+  float lse[2][kTile];
+  float delta[2][kTile];
+};
+// cp.async and ldmatrix move 16-byte rows; three blocks must fit in an SM's 228 KiB (each block
+// also reserves 1 KiB).
+static_assert(offsetof(BackwardSmem, ds) % 16 == 0 && offsetof(BackwardSmem, lse) % 16 == 0 &&
+                  offsetof(BackwardSmem, delta) % 16 == 0 && (kDsPitch * sizeof(bf16)) % 16 == 0,
+              "shared tiles and rows must be 16-byte aligned");
+static_assert(3 * (sizeof(BackwardSmem) + 1024) <= 228 * 1024, "three fused backward blocks per SM");
+
+// dK, dV for one 64-key tile and its share of dQ (fused backward). grid (T / 64, B·NH);
+// blockIdx.x = key tile, so the tiles with the most query tiles below them start first.
+// As FlashBackwardKvKernel, plus per query tile: the block's dSᵀ goes through shared memory,
+// warp w computes dQ rows 16w..16w+15 of the query tile over the block's 64 keys (dS K) and
+// adds them to dq_acc (fragment order, see DqAccIndex4) with vector reductions. dq_acc must be
+// zero before the launch; every key tile at or below a query tile adds to it, in no fixed order
+// (dQ is not bitwise deterministic).
+// K and V stay in shared memory and their A fragments are re-read per query tile (8 ldmatrix
+// more per tile) instead of being held in 32 registers across the loop: 183 registers with no
+// spills instead of 255 with spills. The body is compiled twice (the kernels below it).
+__device__ __forceinline__ void FlashBackwardBlock(bf16* __restrict__ dqkv, float* __restrict__ dq_acc,
+                                                   const bf16* __restrict__ qkv, const bf16* __restrict__ dout,
+                                                   const float* __restrict__ lse, const float* __restrict__ delta,
+                                                   int T, int NH, float scale, float scale_log2) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  BackwardSmem& sm = *reinterpret_cast<BackwardSmem*>(smem_raw);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int kt = blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH;
+  const int C = NH * kHs, k0 = kt * kTile, n_t = T / kTile;
+  const size_t stride = 3 * size_t(C);
+  const bf16* q_g = qkv + size_t(b) * T * stride + size_t(h) * kHs;
+  const bf16* k_g = q_g + C;
+  const bf16* v_g = q_g + 2 * C;
+  const bf16* do_g = dout + size_t(b) * T * C + size_t(h) * kHs;
+  const float* lse_g = lse + size_t(bh) * T;
+  const float* d_g = delta + size_t(bh) * T;
+
+  // K and V into their own tiles; the first query tile (the diagonal) into the first buffers.
+  LoadTile(sm.k, k_g + size_t(k0) * stride, stride);
+  LoadTile(sm.v, v_g + size_t(k0) * stride, stride);
+  LoadTile(sm.q[0], q_g + size_t(k0) * stride, stride);
+  LoadTile(sm.dout[0], do_g + size_t(k0) * C, C);
+  LoadRow64f(sm.lse[0], lse_g + k0);
+  LoadRow64f(sm.delta[0], d_g + k0);
+  CpAsyncCommit();
+  CpAsyncWait<0>();
+  __syncthreads();
+  const int wrow0 = warp * 16;  // this warp's first key (dK, dV) and first query (dQ), relative to the tiles
+
+  float dk[1][8][4], dv[1][8][4];
+  Zero(dk);
+  Zero(dv);
+  for (int qt = kt; qt < n_t; ++qt) {
+    const int buf = (qt - kt) & 1;
+    if (qt + 1 < n_t) {
+      const int qn = (qt + 1) * kTile;
+      LoadTile(sm.q[buf ^ 1], q_g + size_t(qn) * stride, stride);
+      LoadTile(sm.dout[buf ^ 1], do_g + size_t(qn) * C, C);
+      LoadRow64f(sm.lse[buf ^ 1], lse_g + qn);
+      LoadRow64f(sm.delta[buf ^ 1], d_g + qn);
+      CpAsyncCommit();
+      CpAsyncWait<1>();
+    } else {
+      CpAsyncWait<0>();
+    }
+    __syncthreads();
+    // Transposed products: rows = this warp's 16 keys, columns = the tile's 64 queries.
+    float st[1][8][4], dpt[1][8][4];
+    Zero(st);
+    Zero(dpt);
+    {
+      uint32_t kf[1][4][4], vf[1][4][4];
+      LoadA(kf[0], sm.k, wrow0, lane);
+      MmaABt(st, kf, sm.q[buf], lane);
+      LoadA(vf[0], sm.v, wrow0, lane);
+      MmaABt(dpt, vf, sm.dout[buf], lane);
+    }
+    const bool diag = qt == kt;
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int qc = 8 * n + 2 * t + (e & 1);  // query, relative to the tile
+        const int kr = wrow0 + g + 8 * (e >> 1);  // key, relative to k0
+        float p = exp2f(st[0][n][e] * scale_log2 - sm.lse[buf][qc] * kLog2e);
+        if (diag && kr > qc) p = 0.f;
+        st[0][n][e] = p;
+        dpt[0][n][e] = p * (dpt[0][n][e] - sm.delta[buf][qc]);
+      }
+    uint32_t pf[1][4][4], dsf[1][4][4];
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      CToA(pf[0][kk], st[0][2 * kk], st[0][2 * kk + 1]);
+      CToA(dsf[0][kk], dpt[0][2 * kk], dpt[0][2 * kk + 1]);
+    }
+    // dSᵀ rows wrow0+g and wrow0+g+8, columns 8n+2t..+1 of n8 tile n = 2kk + j: regs 2j and
+    // 2j+1 of k16 step kk (CToA).
+    {
+      bf16* ds_row = sm.ds + (wrow0 + g) * kDsPitch + 2 * t;
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int n = 2 * kk + j;
+          *reinterpret_cast<uint32_t*>(ds_row + 8 * n) = dsf[0][kk][2 * j];
+          *reinterpret_cast<uint32_t*>(ds_row + 8 * kDsPitch + 8 * n) = dsf[0][kk][2 * j + 1];
+        }
+    }
+    MmaAB(dv, pf, sm.dout[buf], lane);
+    MmaAB(dk, dsf, sm.q[buf], lane);
+    __syncthreads();  // all four warps' dSᵀ rows are in sm.ds
+    // dQ rows wrow0..wrow0+15 of query tile qt: dS (16 queries × 64 keys) · K (64 keys × 64).
+    uint32_t dsa[1][4][4];
+    LoadDsA(dsa[0], sm.ds, wrow0, lane);
+    float dq[1][8][4];
+    Zero(dq);
+    MmaAB(dq, dsa, sm.k, lane);
+    float* acc = dq_acc + 4 * DqAccIndex4(bh, T, qt * (kTile / 16) + warp, 0, lane);
+#pragma unroll
+    for (int n = 0; n < 8; ++n) RedAddV4(acc + n * 128, dq[0][n][0], dq[0][n][1], dq[0][n][2], dq[0][n][3]);
+    __syncthreads();  // buffer `buf` and sm.ds are rewritten in the next iteration
+  }
+
+  bf16* dk_g = dqkv + size_t(b) * T * stride + C + size_t(h) * kHs;
+  StoreRows(dk_g, stride, k0 + wrow0, dk[0], scale, scale, lane);
+  StoreRows(dk_g + C, stride, k0 + wrow0, dv[0], 1.f, 1.f, lane);
+}
+
+// FlashBackwardBlock for 3 blocks (12 warps) per SM: registers capped at 168, where ptxas spills
+// a few loop-invariant addresses (about six L1-resident loads per query tile).
+__global__ void __launch_bounds__(kThreads, 3)
+    FlashBackwardKernel3(bf16* __restrict__ dqkv, float* __restrict__ dq_acc, const bf16* __restrict__ qkv,
+                         const bf16* __restrict__ dout, const float* __restrict__ lse, const float* __restrict__ delta,
+                         int T, int NH, float scale, float scale_log2) {
+  FlashBackwardBlock(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2);
+}
+// FlashBackwardBlock with registers left to ptxas: 183, no spills, 2 blocks (8 warps) per SM.
+// (A minimum of 1 or 2 blocks in __launch_bounds__ makes ptxas take 255 registers and spill.)
+__global__ void __launch_bounds__(kThreads)
+    FlashBackwardKernel2(bf16* __restrict__ dqkv, float* __restrict__ dq_acc, const bf16* __restrict__ qkv,
+                         const bf16* __restrict__ dout, const float* __restrict__ lse, const float* __restrict__ delta,
+                         int T, int NH, float scale, float scale_log2) {
+  FlashBackwardBlock(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2);
+}
+
+// The q slice of dqkv (B, T, 3, NH, HS) = scale · dq_acc, undoing the fragment order
+// (DqAccIndex4). One thread per float4 of dq_acc: two bf16 pairs, rows 16·r16 + g and + 8.
+__global__ void FlashDqConvertKernel(bf16* __restrict__ dqkv, const float4* __restrict__ dq_acc, int B, int T,
+                                     int NH, float scale) {
+  const size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  if (i >= size_t(B) * NH * T * (kHs / 4)) return;
+  const int lane = int(i & 31), n = int((i >> 5) & 7), g = lane >> 2, t = lane & 3;
+  const size_t blk = i >> 8;  // bh·(T/16) + r16: 8 n8 tiles × 32 lanes per 16-query block
+  const int r16 = int(blk % (T / 16)), bh = int(blk / (T / 16)), b = bh / NH, h = bh % NH;
+  const size_t stride = 3 * size_t(NH) * kHs;
+  const float4 v = dq_acc[i];
+  bf16* dst = dqkv + (size_t(b) * T + 16 * r16 + g) * stride + size_t(h) * kHs + 8 * n + 2 * t;
+  *reinterpret_cast<__nv_bfloat162*>(dst) = __floats2bfloat162_rn(v.x * scale, v.y * scale);
+  *reinterpret_cast<__nv_bfloat162*>(dst + 8 * stride) = __floats2bfloat162_rn(v.z * scale, v.w * scale);
+}
+
 inline void CheckShape(const AttentionShape& sh, const char* what) {
   if (!FlashAttentionSupported(sh)) {
     std::fprintf(stderr,
@@ -576,20 +804,79 @@ inline void FlashAttentionForward(__nv_bfloat16* out, float* lse, const __nv_bfl
   flash::FlashForwardKernel<<<grid, flash::kThreads, 0, s>>>(out, lse, qkv, sh.T, sh.NH, scale_log2);
 }
 
+// The backward implementations (FlashAttentionBackward). kFused (default): dQ computed in the
+// dK/dV kernel and added into an fp32 scratch accumulator (5 tile products per tile pair),
+// that kernel compiled for 3 blocks per SM; kFused2: the same kernel compiled for 2 blocks per SM
+// (more registers, no spills); kTwoPass: a separate dQ kernel that recomputes S and dP (7 tile
+// products per pair; no atomics, bitwise deterministic).
+enum class FlashBackwardPath { kFused, kFused2, kTwoPass };
+
+inline const char* FlashBackwardPathName(FlashBackwardPath p) {
+  switch (p) {
+    case FlashBackwardPath::kFused2: return "fused2";
+    case FlashBackwardPath::kTwoPass: return "twopass";
+    default: return "fused";
+  }
+}
+
+// GPUSCOPE_GPT_FLASH_BWD, read once per process: unset or empty -> kFused; otherwise one of the
+// names of FlashBackwardPathName ("fused", "fused2", "twopass"). Any other value is a usage
+// error (message, exit 1), as an unsupported shape is.
+inline FlashBackwardPath FlashBackwardPathFromEnv() {
+  static const FlashBackwardPath path = [] {
+    const char* e = std::getenv("GPUSCOPE_GPT_FLASH_BWD");
+    if (e == nullptr || *e == '\0') return FlashBackwardPath::kFused;
+    for (FlashBackwardPath p : {FlashBackwardPath::kFused, FlashBackwardPath::kFused2, FlashBackwardPath::kTwoPass})
+      if (std::strcmp(e, FlashBackwardPathName(p)) == 0) return p;
+    std::fprintf(stderr,
+                 "GPUSCOPE_GPT_FLASH_BWD=%s: unknown flash attention backward; use fused (default), fused2 or "
+                 "twopass\n",
+                 e);
+    std::exit(1);
+  }();
+  return path;
+}
+
+// Floats of backward scratch for shape sh: delta (B·NH·T), then the fused path's fp32 dQ
+// accumulator (B·NH·T·HS, 16-byte aligned since T is a multiple of 128). Both paths take the
+// same scratch; the two-pass path uses only delta.
+inline size_t FlashBackwardScratchFloats(const AttentionShape& sh) {
+  return size_t(sh.B) * sh.NH * sh.T * (1 + size_t(sh.HS));
+}
+
 // dqkv (B, T, 3, NH, HS) written from dout (B, T, NH·HS), the forward's out and lse, and qkv.
-// delta: B·NH·T floats of scratch.
-inline void FlashAttentionBackward(__nv_bfloat16* dqkv, float* delta, const __nv_bfloat16* dout,
+// scratch: FlashBackwardScratchFloats(sh) floats, 16-byte aligned; contents on entry do not
+// matter (the fused path zeroes its accumulator in the delta kernel's pass).
+inline void FlashAttentionBackward(__nv_bfloat16* dqkv, float* scratch, const __nv_bfloat16* dout,
                                    const __nv_bfloat16* out, const __nv_bfloat16* qkv, const float* lse,
-                                   const AttentionShape& sh, cudaStream_t s) {
+                                   const AttentionShape& sh, cudaStream_t s,
+                                   FlashBackwardPath path = FlashBackwardPathFromEnv()) {
   flash::CheckShape(sh, "FlashAttentionBackward");
   const float scale = 1.f / std::sqrt(float(sh.HS)), scale_log2 = scale * flash::kLog2e;
   const size_t rows = size_t(sh.B) * sh.T * sh.NH;
-  flash::FlashDeltaKernel<<<CeilDiv(rows * 8, 256), 256, 0, s>>>(delta, dout, out, sh.B, sh.T, sh.NH);
+  float* delta = scratch;
+  float* dq_acc = scratch + rows;
   const dim3 grid(sh.T / flash::kTile, sh.B * sh.NH);
-  flash::FlashBackwardKvKernel<<<grid, flash::kThreads, 0, s>>>(dqkv, qkv, dout, lse, delta, sh.T, sh.NH, scale,
-                                                               scale_log2);
-  flash::FlashBackwardQKernel<<<grid, flash::kThreads, 0, s>>>(dqkv, qkv, dout, lse, delta, sh.T, sh.NH, scale,
-                                                              scale_log2);
+  if (path == FlashBackwardPath::kTwoPass) {
+    flash::FlashDeltaKernel<<<CeilDiv(rows * 8, 256), 256, 0, s>>>(delta, nullptr, dout, out, sh.B, sh.T, sh.NH);
+    flash::FlashBackwardKvKernel<<<grid, flash::kThreads, 0, s>>>(dqkv, qkv, dout, lse, delta, sh.T, sh.NH, scale,
+                                                                 scale_log2);
+    flash::FlashBackwardQKernel<<<grid, flash::kThreads, 0, s>>>(dqkv, qkv, dout, lse, delta, sh.T, sh.NH, scale,
+                                                                scale_log2);
+    return;
+  }
+  flash::FlashDeltaKernel<<<CeilDiv(rows * 8, 256), 256, 0, s>>>(delta, reinterpret_cast<float4*>(dq_acc), dout,
+                                                                   out, sh.B, sh.T, sh.NH);
+  // Above 48 KiB a kernel's dynamic shared memory must be opted into (CUDA C++ Programming
+  // Guide, "Shared Memory"); the attribute belongs to the function in the current context, so
+  // it is set on every call (a host-side call, no stream work).
+  auto* kernel = path == FlashBackwardPath::kFused2 ? flash::FlashBackwardKernel2 : flash::FlashBackwardKernel3;
+  constexpr int kSmemBytes = sizeof(flash::BackwardSmem);
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  kernel<<<grid, flash::kThreads, kSmemBytes, s>>>(dqkv, dq_acc, qkv, dout, lse, delta, sh.T, sh.NH, scale,
+                                                   scale_log2);
+  flash::FlashDqConvertKernel<<<CeilDiv(rows * (flash::kHs / 4), 256), 256, 0, s>>>(
+      dqkv, reinterpret_cast<const float4*>(dq_acc), sh.B, sh.T, sh.NH, scale);
 }
 
 }  // namespace gpuscope::gpt
