@@ -7,7 +7,7 @@
 //   dinp(rows,C) = dout(rows,OC)·W     → m=C,  n=rows, k=OC, A=W op N, B=dout op N
 //   dW(OC,C)    += dout(rows,OC)ᵀ·inp  → m=C,  n=OC,  k=rows, A=inp op N, B=dout op T
 // Autotuning: each new shape asks the heuristic for up to kCandidates algorithms and times each
-// (1 + 3 runs, CUDA events, into a scratch output so accumulating GEMMs leave the real one
+// (1 + 5 runs, CUDA events, into a scratch output so accumulating GEMMs leave the real one
 // untouched); the fastest is kept. GPUSCOPE_GPT_GEMM_CANDIDATES=1 keeps the heuristic's first.
 // Compute type is always CUBLAS_COMPUTE_32F: fp32 runs are true fp32 (no TF32), bf16 runs use
 // tensor cores with fp32 accumulation.
@@ -84,7 +84,7 @@ class Matmul {
 
  private:
   static constexpr size_t kWorkspaceBytes = 32ull << 20;
-  static constexpr int kCandidates = 8;
+  static constexpr int kCandidates = 24;
   struct Plan {
     cublasLtMatmulDesc_t op;
     cublasLtMatrixLayout_t a, b, d;
@@ -125,7 +125,7 @@ class Matmul {
       if (once() != CUBLAS_STATUS_SUCCESS) continue;
       CUDA_CHECK(cudaEventRecord(e0, stream));
       bool ok = true;
-      for (int i = 0; i < 3 && ok; ++i) ok = once() == CUBLAS_STATUS_SUCCESS;
+      for (int i = 0; i < 5 && ok; ++i) ok = once() == CUBLAS_STATUS_SUCCESS;
       CUDA_CHECK(cudaEventRecord(e1, stream));
       CUDA_CHECK(cudaEventSynchronize(e1));
       float ms = 0;
