@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Table-building logic of scripts/validate (no GPU needed).
 
-  validate_table.py collect --name N --kind zoo|gpt --case C --fixed 0|1 --traced 0|1 --rc RC
+  validate_table.py collect --name N --kind zoo|gpt|breakdown --case C --fixed 0|1 --traced 0|1 --rc RC
                             --wall-ms MS --stdout FILE --command CMD
       Parses one run's stdout (the workload's own compact JSON line(s), then, when traced,
       gpuscope's pretty-printed report) and prints one JSON record for results.jsonl.
@@ -222,6 +222,26 @@ def gpt_rows(runs):
     return rows
 
 
+def breakdown_rows(runs, case="all_on"):
+    """Per kernel group of the trainer's --breakdown line (untraced run, kind "breakdown"): GPU ms
+    per step, achieved TFLOP/s or GB/s, the roofline time and the excess over it, largest first."""
+    r = find(runs, "breakdown", case, traced=False)
+    line = next((x for x in (r or {}).get("workload") or [] if x.get("workload") == "train_gpt_breakdown"), None)
+    if not line:
+        return None
+    skip = ("step_ms", "sum_ms", "breakdown_wall_ms", "roofline_sum_ms")
+    groups = sorted({k[:-3] for k in line if k.endswith("_ms") and k not in skip and not k.endswith("_roofline_ms")})
+    rows = []
+    for g in groups:
+        ms, roof = line.get(g + "_ms"), line.get(g + "_roofline_ms")
+        rows.append({"group": g, "ms": ms, "tflops": line.get(g + "_tflops"), "gbps": line.get(g + "_gbps"),
+                     "roofline_ms": roof, "excess_ms": ms - roof if ms is not None and roof is not None else None})
+    rows.sort(key=lambda x: -(x["excess_ms"] or 0))
+    return {"config": "%s / %s / %s" % (line.get("precision"), line.get("kernels"), line.get("optimizer")),
+            "step_ms": line.get("step_ms"), "sum_ms": line.get("sum_ms"),
+            "roofline_sum_ms": line.get("roofline_sum_ms"), "rows": rows}
+
+
 def fmt(v, nd=1, suffix=""):
     if v is None:
         return "n/a"
@@ -257,7 +277,23 @@ def headline(zrows, grows):
     return out
 
 
-def markdown(meta, zrows, grows, notes=""):
+def breakdown_markdown(b):
+    L = ["## Trainer all-on: GPU time per kernel group against its roofline", "",
+         "From `train_gpt --breakdown 3` (%s, untraced, same binaries): CUDA events around each group of "
+         "kernels, GPU ms per step. Roofline ms = FLOPs / 790 TFLOP/s (bf16 GEMM ceiling measured on the H200, "
+         "GPU.md) for GEMM groups, or minimum DRAM bytes / 4.3 TB/s (measured copy ceiling) for the others; "
+         "excess = measured − roofline. Timed step %s ms; sum of groups %s ms; sum of rooflines %s ms." % (
+             b["config"], fmt(b["step_ms"]), fmt(b["sum_ms"]), fmt(b["roofline_sum_ms"])), "",
+         "| group | ms per step | TFLOP/s | GB/s | roofline ms | excess ms |", "| --- | --- | --- | --- | --- | --- |"]
+    for r in b["rows"]:
+        L.append("| %s | %s | %s | %s | %s | %s |" % (r["group"], fmt(r["ms"], 2), fmt(r["tflops"]),
+                                                      fmt(r["gbps"], 0), fmt(r["roofline_ms"], 2),
+                                                      fmt(r["excess_ms"], 2)))
+    L.append("")
+    return L
+
+
+def markdown(meta, zrows, grows, notes="", breakdown=None):
     L = []
     w = L.append
     w("# Validation: gpuscope's diagnoses on workloads with known behaviour")
@@ -366,6 +402,8 @@ def markdown(meta, zrows, grows, notes=""):
             fmt(mf), "untraced" if g["all_on"]["mfu_untraced"] is not None else "traced",
             "met" if (mf or 0) >= 50 else "not met"))
     w("")
+    if breakdown:
+        L.extend(breakdown_markdown(breakdown))
     bad = [r for r in zrows + grows if any(rc != 0 for rc in r["rc"])]
     if bad:
         w("Runs with a non-zero exit code: %s." % ", ".join(
@@ -419,7 +457,7 @@ def main(argv):
     if a.out:
         notes = open(a.notes).read() if a.notes else ""
         with open(a.out, "w") as f:
-            f.write(markdown(meta, zrows, grows, notes))
+            f.write(markdown(meta, zrows, grows, notes, breakdown_rows(runs)))
     if a.summary or not a.out:
         print(summary(zrows, grows))
     return 0

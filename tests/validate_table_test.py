@@ -94,6 +94,17 @@ class Markdown(unittest.TestCase):
         self.assertIn("busy 97.0%, hardware utilization 100.0%, MFU 3.5%: met.", md)
         self.assertTrue(md.rstrip().endswith("hand-written"))
 
+    def test_breakdown_table_largest_excess_first(self):
+        meta, runs = vt.load(FIXTURE)
+        b = vt.breakdown_rows(runs)
+        self.assertEqual([r["group"] for r in b["rows"]], ["attention_bwd", "matmul_fwd", "classifier"])
+        self.assertAlmostEqual(b["rows"][0]["excess_ms"], 3.9)
+        self.assertIsNone(b["rows"][2]["tflops"])
+        md = vt.markdown(meta, vt.zoo_rows(runs), vt.gpt_rows(runs), "", b)
+        self.assertIn("| attention_bwd | 4.70 | 130.0 | n/a | 0.80 | 3.90 |", md)
+        self.assertIn("| classifier | 0.90 | n/a | 3,800 | 0.80 | 0.10 |", md)
+        self.assertIsNone(vt.breakdown_rows(runs, "all_off"))
+
     def test_cli_writes_file_and_summary(self):
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "v.md")
