@@ -5,16 +5,23 @@
 //
 // Check: for small shapes, random bf16 qkv and dout; both GPU paths run forward and backward,
 // flash's backward once in each of its implementations (FlashBackwardPath: fused, fused2,
-// twopass; GPUSCOPE_GPT_FLASH_BWD is not consulted here). Errors are max |x − ref| / max |ref|
+// twopass; GPUSCOPE_GPT_FLASH_BWD is not consulted here), and flash's forward once more in each of
+// its kernels (FlashForwardVariant; the runs above use the autotuned choice, kAuto, whatever
+// GPUSCOPE_GPT_FLASH_FWD says). Errors are max |x − ref| / max |ref|
 // per tensor (out, and dq, dk, dv as the three slices of dqkv), flash against the materialised
 // path and against the CPU reference; lse is compared with the CPU reference in absolute
 // natural-log units. The flash outputs and the backward's scratch are pre-filled with NaN before
 // each run, so an element left unwritten (or an accumulator left unzeroed) fails. One JSON line
-// per shape and backward implementation ("bwd").
+// per shape and backward implementation ("bwd", case "check"), one per shape and forward kernel
+// ("fwd", case "check_fwd": out against both references, lse against the CPU).
 // Benchmark: B=16, NH=12, T=1024, HS=64 (GPT-2 small), forward and backward of both paths and
 // of each flash backward implementation, milliseconds per call from CUDA events over --iters
 // calls after warm-up, TFLOP/s with causal FLOPs (forward 2·2·B·NH·T²·HS / 2, backward 2.5×
-// forward), plus the flash-vs-materialised errors at that shape. One JSON line.
+// forward), plus the flash-vs-materialised errors at that shape. The flash forward is timed as
+// autotuned (fwd_ms_flash, the kernel named by fwd_flash_variant) and per kernel
+// (fwd_ms_flash_<kernel>, fwd_tflops_flash_<kernel>), each kernel's out checked against the
+// materialised path (out_err_vs_materialised_<kernel>) and its lse against the autotuned
+// kernel's (lse_abs_diff_<kernel>). One JSON line.
 // Exit 0 when every error is within tolerance (2e-2 relative; lse 1e-3), 1 otherwise.
 #include <cuda_bf16.h>
 
@@ -172,7 +179,10 @@ struct Buffers {
   void MaterialisedBackward(Matmul& mm, const AttentionShape& sh, cudaStream_t s) {
     AttentionBackward(mm, dqkv_ref, dy, dq, dk, dv, datt, dout, q, k, v, att, sh, true, s);
   }
-  void FlashForward(const AttentionShape& sh, cudaStream_t s) { FlashAttentionForward(out_flash, lse, qkv, sh, s); }
+  void FlashForward(const AttentionShape& sh, cudaStream_t s,
+                    FlashForwardVariant variant = FlashForwardVariant::kAuto) {
+    FlashAttentionForward(out_flash, lse, qkv, sh, s, variant);
+  }
   void FlashBackward(const AttentionShape& sh, FlashBackwardPath path, cudaStream_t s) {
     FlashAttentionBackward(dqkv_flash, scratch, dout, out_flash, qkv, lse, sh, s, path);
   }
@@ -196,6 +206,32 @@ void RunForwards(Buffers& d, Matmul& mm, const AttentionShape& sh, const std::ve
   d.FlashForward(sh, 0);
   CUDA_CHECK_LAUNCH();
   CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// Runs flash's forward once with kernel `variant`, out and lse pre-filled with NaN; returns out as
+// floats and lse.
+void RunFlashForward(Buffers& d, const AttentionShape& sh, FlashForwardVariant variant, std::vector<float>& out,
+                     std::vector<float>& lse) {
+  const size_t n = sh.qkv_elems(), rows = size_t(sh.B) * sh.NH * sh.T;
+  CUDA_CHECK(cudaMemset(d.out_flash, 0xff, n * sizeof(bf16)));
+  CUDA_CHECK(cudaMemset(d.lse, 0xff, rows * sizeof(float)));
+  d.FlashForward(sh, 0, variant);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  out = ToFloat(Download(d.out_flash, n));
+  lse = Download(d.lse, rows);
+}
+
+// max |a − b| over two equally long vectors; NaN anywhere makes it NaN.
+template <class A, class R>
+double AbsMaxErr(const std::vector<A>& a, const std::vector<R>& b) {
+  double e = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::abs(double(a[i]) - double(b[i]));
+    if (std::isnan(d)) return NAN;
+    e = std::max(e, d);
+  }
+  return e;
 }
 
 // Runs flash's backward once in implementation `path`, its output and scratch pre-filled with
@@ -226,12 +262,7 @@ bool CheckShape(Matmul& mm, const AttentionShape& sh, uint64_t seed) {
   std::vector<double> cpu_out, cpu_lse, cpu_dqkv;
   CpuReference(ToFloat(qkv), ToFloat(dout), sh, cpu_out, cpu_lse, cpu_dqkv);
 
-  double lse_err = 0;
-  for (size_t i = 0; i < cpu_lse.size(); ++i) {
-    const double e = std::abs(double(lse_flash[i]) - cpu_lse[i]);
-    lse_err = std::isnan(e) ? NAN : std::max(lse_err, e);
-    if (std::isnan(lse_err)) break;
-  }
+  const double lse_err = AbsMaxErr(lse_flash, cpu_lse);
   // The materialised path's own error, for scale (not gated).
   double mat_d = 0;
   for (int p = 0; p < 3; ++p) mat_d = std::max(mat_d, RelMaxErr(dqkv_ref, cpu_dqkv, 3 * C, 3, p));
@@ -258,6 +289,21 @@ bool CheckShape(Matmul& mm, const AttentionShape& sh, uint64_t seed) {
     j.Add("lse_abs_err_vs_cpu", lse_err);
     ok &= Within(lse_err, kLseTol);
     j.Add("tolerance", kTol).Add("lse_tolerance", kLseTol).Add("pass", ok);
+    j.Print();
+    all_ok &= ok;
+  }
+  // Every forward kernel, against both references (the backward runs above used kAuto's).
+  for (FlashForwardVariant variant : kFlashForwardVariants) {
+    std::vector<float> out_v, lse_v;
+    RunFlashForward(d, sh, variant, out_v, lse_v);
+    JsonLine j;
+    j.Add("workload", "flash_test").Add("case", "check_fwd").Add("fwd", FlashForwardVariantName(variant))
+        .Add("B", sh.B).Add("NH", sh.NH).Add("T", sh.T).Add("HS", sh.HS);
+    const double e_mat = RelMaxErr(out_v, out_ref, C, 1, 0), e_cpu = RelMaxErr(out_v, cpu_out, C, 1, 0);
+    const double e_lse = AbsMaxErr(lse_v, cpu_lse);
+    const bool ok = Within(e_mat, kTol) && Within(e_cpu, kTol) && Within(e_lse, kLseTol);
+    j.Add("out_err_vs_materialised", e_mat).Add("out_err_vs_cpu", e_cpu).Add("lse_abs_err_vs_cpu", e_lse)
+        .Add("tolerance", kTol).Add("lse_tolerance", kLseTol).Add("pass", ok);
     j.Print();
     all_ok &= ok;
   }
@@ -308,11 +354,27 @@ bool Bench(Matmul& mm, const AttentionShape& sh, int iters, uint64_t seed) {
     ok &= Within(e, kTol);
   }
 
+  // Every forward kernel at this shape: out against the materialised path, lse against the
+  // autotuned kernel's (run by RunForwards; no CPU reference at this size).
+  const std::vector<float> lse_auto = Download(d.lse, size_t(sh.B) * sh.NH * sh.T);
+  constexpr size_t kNf = std::size(kFlashForwardVariants);
+  double fwd_out_err[kNf], fwd_lse_diff[kNf];
+  for (size_t k = 0; k < kNf; ++k) {
+    std::vector<float> out_v, lse_v;
+    RunFlashForward(d, sh, kFlashForwardVariants[k], out_v, lse_v);
+    fwd_out_err[k] = RelMaxErr(out_v, out_ref, C, 1, 0);
+    fwd_lse_diff[k] = AbsMaxErr(lse_v, lse_auto);
+    ok &= Within(fwd_out_err[k], kTol) && Within(fwd_lse_diff[k], kLseTol);
+  }
+
   // The backward of each path reads what its forward left (att, lse): both were run above and
   // forward timing rewrites the same values.
   const double fwd_mat = TimeMs([&] { d.MaterialisedForward(mm, sh, 0); }, iters);
   const double bwd_mat = TimeMs([&] { d.MaterialisedBackward(mm, sh, 0); }, iters);
   const double fwd_flash = TimeMs([&] { d.FlashForward(sh, 0); }, iters);
+  double fwd_flash_v[kNf];
+  for (size_t k = 0; k < kNf; ++k)
+    fwd_flash_v[k] = TimeMs([&] { d.FlashForward(sh, 0, kFlashForwardVariants[k]); }, iters);
   double bwd_flash[std::size(kBackwardPaths)];
   for (size_t k = 0; k < std::size(kBackwardPaths); ++k)
     bwd_flash[k] = TimeMs([&] { d.FlashBackward(sh, kBackwardPaths[k], 0); }, iters);
@@ -323,7 +385,14 @@ bool Bench(Matmul& mm, const AttentionShape& sh, int iters, uint64_t seed) {
       .Add("HS", sh.HS).Add("iters", iters)
       .Add("fwd_ms_flash", fwd_flash).Add("fwd_ms_materialised", fwd_mat).Add("bwd_ms_materialised", bwd_mat)
       .Add("fwd_tflops_flash", tflops(fwd_flops, fwd_flash)).Add("fwd_tflops_materialised", tflops(fwd_flops, fwd_mat))
-      .Add("bwd_tflops_materialised", tflops(bwd_flops, bwd_mat)).Add("fwd_speedup", fwd_mat / fwd_flash);
+      .Add("bwd_tflops_materialised", tflops(bwd_flops, bwd_mat)).Add("fwd_speedup", fwd_mat / fwd_flash)
+      .Add("fwd_flash_variant", FlashForwardVariantName(FlashForwardVariantFor(sh, FlashForwardVariant::kAuto)));
+  // Per forward kernel: ms, TFLOP/s, errors.
+  for (size_t k = 0; k < kNf; ++k) {
+    const std::string name = FlashForwardVariantName(kFlashForwardVariants[k]);
+    j.Add("fwd_ms_flash_" + name, fwd_flash_v[k]).Add("fwd_tflops_flash_" + name, tflops(fwd_flops, fwd_flash_v[k]))
+        .Add("out_err_vs_materialised_" + name, fwd_out_err[k]).Add("lse_abs_diff_" + name, fwd_lse_diff[k]);
+  }
   // Per backward implementation: ms, TFLOP/s, speed-up over the materialised backward, error.
   for (size_t k = 0; k < std::size(kBackwardPaths); ++k) {
     const std::string name = FlashBackwardPathName(kBackwardPaths[k]);

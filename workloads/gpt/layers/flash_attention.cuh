@@ -17,7 +17,8 @@
 //   a message on an unsupported shape, as the other layers do on a CUDA error.
 //
 // Design
-//   The tile kernels use 4 warps (128 threads); every warp owns 16 rows (32 in the forward) of
+//   The tile kernels use 4 warps (128 threads; 8 in one forward kernel); every warp owns 16 rows
+//   (32 in two forward kernels) of
 //   the block's tile in registers (accumulators and, mostly, its A fragments) and reads the
 //   shared tile it multiplies with from shared memory. Shared tiles are 64 rows × 64 bf16
 //   (128-byte rows), 16-byte chunk c of row r stored at chunk c ^ (r & 7), so that the eight row
@@ -26,12 +27,16 @@
 //   computed. Softmax arithmetic is in the log2 domain (exp2f with scores prescaled by
 //   log2(e)/sqrt(HS)); lse is stored in natural-log units and converted back in the backward.
 //
-//   Forward (FlashForwardKernel): one block per (128-query tile, b·h); warp w owns queries
-//   32w..32w+31 (two m16 tiles, so each K/V fragment read from shared memory feeds two MMAs).
-//   Key tiles of 64 from 0 up to the diagonal; tiles entirely above the diagonal for a warp
-//   are skipped, the diagonal ones masked elementwise. Online softmax: running max m and sum l
-//   per row, O = acc / l, lse = (m + log2 l)·ln 2. Shared memory 32 KiB (K, V ×2 buffers; the Q
-//   tile is staged through the second buffers before the loop).
+//   Forward (FlashForwardBlock): one block per (query tile, b·h); each warp owns 16 or 32
+//   consecutive queries (one or two m16 tiles; with two, each K/V fragment read from shared
+//   memory feeds two MMAs). Key tiles of 64 from 0 up to the diagonal; tiles entirely above the
+//   diagonal for a warp are skipped, the diagonal ones masked elementwise. Online softmax:
+//   running max m and sum l per row, O = acc / l, lse = (m + log2 l)·ln 2. Shared memory 32 KiB
+//   (K, V ×2 buffers; the Q tile is staged through the second buffers before the loop). Four
+//   kernels of that body (FlashForwardVariant): q128w4 (4 warps × 32 queries, the first one),
+//   q128w4lpt (the same, all heads' heaviest query tiles dispatched first), q64w4lpt (4 warps ×
+//   16 queries) and q128w8lpt (8 warps × 16 queries). FlashAttentionForward picks the fastest
+//   per shape at run time (timed on the first call) unless GPUSCOPE_GPT_FLASH_FWD names one.
 //
 //   Backward, two implementations (FlashBackwardPath; GPUSCOPE_GPT_FLASH_BWD picks one at run
 //   time, FlashAttentionBackward's last argument overrides it). Both start with
@@ -57,10 +62,12 @@
 //     buffer, deterministic.
 //   dK and dQ are scaled by 1/sqrt(HS) at the end (the gradient of the scaled scores).
 //   Work is the causal half: only tile pairs at or below the diagonal are visited.
-//   ptxas (sm_90, CUDA 13.0), registers: forward 243; fused 168 (3 per SM build, 32 bytes of
+//   ptxas (sm_90, CUDA 13.0), registers: forward q128w4 and q128w4lpt 243 (2 blocks per SM),
+//   q64w4lpt 149 (3 per SM; capped at 128 for 4 per SM it spills 12 bytes), q128w8lpt 149 (1 per
+//   SM; capped at 128 for 2 per SM it spills 16 bytes); fused 168 (3 per SM build, 32 bytes of
 //   spill, see FlashBackwardKernel3) and 183 (2 per SM build, no spills); two-pass dK/dV 241,
-//   dQ 168; delta 23, dQ convert 18; no other spills. So 2 forward blocks per SM, 3 or 2 fused
-//   backward blocks, 2 and 3 two-pass blocks.
+//   dQ 168; delta 23, dQ convert 18; no other spills. So 3 or 2 fused backward blocks per SM,
+//   2 and 3 two-pass blocks.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -72,6 +79,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <mutex>
+#include <vector>
 
 #include "common/cuda_util.h"
 #include "gpt/layers/attention.cuh"
@@ -96,11 +106,8 @@ constexpr int kHs = kFlashHeadSize;
 constexpr int kTile = 64;  // rows of one shared-memory tile; Bc everywhere, Br in the backward
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
-constexpr int kFwdMTiles = 2;                         // m16 tiles per warp in the forward
-constexpr int kFwdBr = kWarps * 16 * kFwdMTiles;      // 128 queries per forward block
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
-static_assert(kFwdBr == kFlashSeqMultiple && kFwdBr % kTile == 0, "forward tile must be a multiple of 64");
 static_assert(kHs == 64, "the fragment loops below assume a head size of 64 (four k16 steps, eight n8 tiles)");
 
 // Element offset of (row, 16-byte chunk) in a swizzled 64 × 64 tile.
@@ -121,10 +128,11 @@ __device__ __forceinline__ void CpAsyncWait() {
 }
 
 // 64 rows × 64 bf16 from global (row r at src + r·row_stride elements) into a swizzled tile.
-// blockDim.x == kThreads: thread i copies chunk i % 8 of rows i / 8 + 16j, j = 0..3 (a loop with
-// a fixed trip count, so it unrolls without remainder code).
+// blockDim.x == kNThreads: thread i copies chunk i % 8 of rows i / 8 + (kNThreads / 8)·j (a loop
+// with a fixed trip count, so it unrolls without remainder code).
+template <int kNThreads = kThreads>
 __device__ __forceinline__ void LoadTile(bf16* dst, const bf16* src, size_t row_stride) {
-  constexpr int kRowsPerPass = kThreads / 8;
+  constexpr int kRowsPerPass = kNThreads / 8;
   static_assert(kTile % kRowsPerPass == 0, "a tile is a whole number of passes");
   const int r0 = threadIdx.x >> 3, c = threadIdx.x & 7;
   const bf16* s = src + r0 * row_stride + c * 8;
@@ -274,30 +282,111 @@ __device__ __forceinline__ void StoreRows(bf16* dst, size_t row_stride, int row0
   }
 }
 
-// grid (T / kFwdBr, B·NH); heaviest query tiles (most key tiles) first.
-__global__ void __launch_bounds__(kThreads) FlashForwardKernel(bf16* __restrict__ out, float* __restrict__ lse,
-                                                               const bf16* __restrict__ qkv, int T, int NH,
-                                                               float scale_log2) {
-  constexpr int kM = kFwdMTiles;
+// ldmatrix .x4 (.trans) from a shared-state-space byte address (Ldsm4, Ldsm4T).
+__device__ __forceinline__ void Ldsm4At(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void Ldsm4TAt(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// MmaABt and MmaAB with this lane's ldmatrix addresses as (tile base) + (one of four offsets) +
+// (a constant), so that a loop over tiles keeps 8 offsets live instead of up to 32 swizzled
+// addresses (what lets the one-m-tile forward fit 128 registers without spilling). The swizzle
+// XOR only touches the 16-byte chunk bits: with r7 = row & 7 (= lane & 7 for both patterns) and
+// c ∈ {0, 1}, ((2i + c) ^ r7) << 4 == ((c ^ r7) << 4) ^ (i << 5).
+//   MmaABt (rows 16·n2 + rl, rl = (lane & 7) + 8·(lane >> 4); chunk 2kk + ((lane >> 3) & 1)):
+//     byte offset = koff[kk] + 2048·n2, koff[kk] = 128·rl + ((((lane >> 3) & 1) ^ r7) << 4) ^ (kk << 5).
+//   MmaAB (rows 16·kk + (lane & 15); chunk 2·n2 + (lane >> 4)):
+//     byte offset = voff[n2] + 2048·kk, voff[n2] = 128·(lane & 15) + (((lane >> 4) ^ r7) << 4) ^ (n2 << 5).
+struct FragOffsets {
+  uint32_t k[4], v[4];
+};
+__device__ __forceinline__ FragOffsets MakeFragOffsets(int lane) {
+  FragOffsets o;
+  const uint32_t r7 = lane & 7, rl = (lane & 7) + ((lane >> 4) << 3);
+#pragma unroll
+  for (uint32_t i = 0; i < 4; ++i) {
+    o.k[i] = 128 * rl + (((((lane >> 3) & 1) ^ r7) << 4) ^ (i << 5));
+    o.v[i] = 128 * (lane & 15) + ((((lane >> 4) ^ r7) << 4) ^ (i << 5));
+  }
+  return o;
+}
+constexpr uint32_t kRow16Bytes = 16 * kHs * sizeof(bf16);  // 16 rows of a tile: 2048 bytes
+
+template <int kM>
+__device__ __forceinline__ void MmaABtAt(float (&acc)[kM][8][4], const uint32_t (&a)[kM][4][4], uint32_t tile,
+                                         const FragOffsets& o) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+    for (int n2 = 0; n2 < 4; ++n2) {
+      uint32_t b[4];
+      Ldsm4At(b, tile + o.k[kk] + n2 * kRow16Bytes);
+#pragma unroll
+      for (int mi = 0; mi < kM; ++mi) {
+        Mma(acc[mi][2 * n2], a[mi][kk], b[0], b[1]);
+        Mma(acc[mi][2 * n2 + 1], a[mi][kk], b[2], b[3]);
+      }
+    }
+  }
+}
+template <int kM>
+__device__ __forceinline__ void MmaABAt(float (&acc)[kM][8][4], const uint32_t (&a)[kM][4][4], uint32_t tile,
+                                        const FragOffsets& o) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+#pragma unroll
+    for (int n2 = 0; n2 < 4; ++n2) {
+      uint32_t b[4];
+      Ldsm4TAt(b, tile + o.v[n2] + kk * kRow16Bytes);
+#pragma unroll
+      for (int mi = 0; mi < kM; ++mi) {
+        Mma(acc[mi][2 * n2], a[mi][kk], b[0], b[1]);
+        Mma(acc[mi][2 * n2 + 1], a[mi][kk], b[2], b[3]);
+      }
+    }
+  }
+}
+
+// The forward for query tile qt of head bh: kNW warps (blockDim.x == 32·kNW), warp w owning the
+// kM m16 tiles of queries q0 + 16·kM·w .. + 16·kM − 1, so kBr = 16·kNW·kM queries per block; all
+// warps share each K/V tile in shared memory. Every variant computes each row the same way (the
+// same key tiles in the same order, the same MMA and softmax sequence per accumulator), so out
+// and lse are expected to be bitwise equal across variants (flash_test checks each against the
+// references); only the work per block and the registers per thread differ.
+template <int kNW, int kM>
+__device__ __forceinline__ void FlashForwardBlock(bf16* __restrict__ out, float* __restrict__ lse,
+                                                  const bf16* __restrict__ qkv, int T, int NH, float scale_log2,
+                                                  int qt, int bh) {
+  constexpr int kNT = 32 * kNW, kBr = 16 * kNW * kM;
+  static_assert(kBr == kTile || kBr == 2 * kTile, "the Q tile is staged through one or both second K/V buffers");
+  static_assert(kFlashSeqMultiple % kBr == 0, "FlashAttentionSupported's T must be a whole number of query tiles");
   __shared__ __align__(128) bf16 sK[2][kTile * kHs];
   __shared__ __align__(128) bf16 sV[2][kTile * kHs];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int qt = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH;
-  const int C = NH * kHs, q0 = qt * kFwdBr;
+  const int b = bh / NH, h = bh % NH;
+  const int C = NH * kHs, q0 = qt * kBr;
   const size_t stride = 3 * size_t(C);
   const bf16* q_g = qkv + size_t(b) * T * stride + size_t(h) * kHs;
   const bf16* k_g = q_g + C;
   const bf16* v_g = q_g + 2 * C;
 
-  // The Q tile (128 rows) is staged through the second K and V buffers.
-  LoadTile(sK[1], q_g + size_t(q0) * stride, stride);
-  LoadTile(sV[1], q_g + size_t(q0 + kTile) * stride, stride);
-  LoadTile(sK[0], k_g, stride);
-  LoadTile(sV[0], v_g, stride);
+  // The Q tile (kBr rows: 64 in sK[1], rows 64..127 in sV[1]) is staged through the second K and
+  // V buffers.
+  LoadTile<kNT>(sK[1], q_g + size_t(q0) * stride, stride);
+  if constexpr (kBr == 2 * kTile) LoadTile<kNT>(sV[1], q_g + size_t(q0 + kTile) * stride, stride);
+  LoadTile<kNT>(sK[0], k_g, stride);
+  LoadTile<kNT>(sV[0], v_g, stride);
   CpAsyncCommit();
   CpAsyncWait<0>();
   __syncthreads();
   const int wrow0 = warp * 16 * kM;  // this warp's first query, relative to q0
+  [[maybe_unused]] const FragOffsets fo = MakeFragOffsets(lane);
   uint32_t qf[kM][4][4];
 #pragma unroll
   for (int mi = 0; mi < kM; ++mi) {
@@ -312,12 +401,12 @@ __global__ void __launch_bounds__(kThreads) FlashForwardKernel(bf16* __restrict_
 #pragma unroll
   for (int mi = 0; mi < kM; ++mi) m[mi][0] = m[mi][1] = -INFINITY, l[mi][0] = l[mi][1] = 0.f;
 
-  const int n_kt = (q0 + kFwdBr) / kTile;
+  const int n_kt = (q0 + kBr) / kTile;
   for (int j = 0; j < n_kt; ++j) {
     const int buf = j & 1;
     if (j + 1 < n_kt) {
-      LoadTile(sK[buf ^ 1], k_g + size_t(j + 1) * kTile * stride, stride);
-      LoadTile(sV[buf ^ 1], v_g + size_t(j + 1) * kTile * stride, stride);
+      LoadTile<kNT>(sK[buf ^ 1], k_g + size_t(j + 1) * kTile * stride, stride);
+      LoadTile<kNT>(sV[buf ^ 1], v_g + size_t(j + 1) * kTile * stride, stride);
       CpAsyncCommit();
       CpAsyncWait<1>();
     } else {
@@ -325,12 +414,19 @@ __global__ void __launch_bounds__(kThreads) FlashForwardKernel(bf16* __restrict_
     }
     __syncthreads();
     const int k0 = j * kTile;
-    // Tiles wholly above the diagonal for this warp contribute nothing. Because k0 is a multiple
-    // of 64 and wrow0 of 32, every row of a visited tile has at least one key (k0 <= its query).
+    // Tiles wholly above the diagonal for this warp contribute nothing. Because k0 and q0 + wrow0
+    // are multiples of 16, k0 <= q0 + wrow0 + 16·kM − 1 implies k0 <= q0 + wrow0: every row of a
+    // visited tile has at least one key (k0 <= its query).
     if (k0 <= q0 + wrow0 + 16 * kM - 1) {
       float s[kM][8][4];
       Zero(s);
-      MmaABt(s, qf, sK[buf], lane);
+      // kM == 2 (q128w4, verified first) keeps the generic helpers; kM == 1 needs the cheaper
+      // addressing to fit its register cap (MmaABtAt). Both read the same fragments.
+      if constexpr (kM == 1) {
+        MmaABtAt(s, qf, SmemAddr(sK[buf]), fo);
+      } else {
+        MmaABt(s, qf, sK[buf], lane);
+      }
       const bool masked = k0 + kTile - 1 > q0 + wrow0;
       uint32_t pf[kM][4][4];
 #pragma unroll
@@ -375,7 +471,11 @@ __global__ void __launch_bounds__(kThreads) FlashForwardKernel(bf16* __restrict_
 #pragma unroll
         for (int kk = 0; kk < 4; ++kk) CToA(pf[mi][kk], s[mi][2 * kk], s[mi][2 * kk + 1]);
       }
-      MmaAB(acc, pf, sV[buf], lane);
+      if constexpr (kM == 1) {
+        MmaABAt(acc, pf, SmemAddr(sV[buf]), fo);
+      } else {
+        MmaAB(acc, pf, sV[buf], lane);
+      }
     }
     __syncthreads();  // buffer `buf` is refilled in iteration j + 1
   }
@@ -399,6 +499,27 @@ __global__ void __launch_bounds__(kThreads) FlashForwardKernel(bf16* __restrict_
       lse_g[row0 + g + 8] = (m[mi][1] + log2f(l[mi][1])) * kLn2;
     }
   }
+}
+
+// The forward as first written ("q128w4"): 4 warps × 32 queries, 128 per block; grid
+// (T / 128, B·NH), blockIdx.x reversed so that each head's heaviest query tile (most key tiles)
+// comes first. Blocks are dispatched in linear index order (x fastest), so this is longest-first
+// within a head only.
+__global__ void __launch_bounds__(kThreads) FlashForwardKernel(bf16* __restrict__ out, float* __restrict__ lse,
+                                                               const bf16* __restrict__ qkv, int T, int NH,
+                                                               float scale_log2) {
+  FlashForwardBlock<kWarps, 2>(out, lse, qkv, T, NH, scale_log2, gridDim.x - 1 - blockIdx.x, blockIdx.y);
+}
+
+// The same block body in longest-first order over the whole grid: grid (B·NH, T / kBr),
+// blockIdx.y reversed, so every head's heaviest query tile is dispatched before any lighter one
+// and the last wave holds the lightest tiles (a short tail). kMinBlocks: blocks per SM that
+// __launch_bounds__ asks ptxas to fit (the register cap is 65536 / (32·kNW·kMinBlocks)).
+template <int kNW, int kM, int kMinBlocks>
+__global__ void __launch_bounds__(32 * kNW, kMinBlocks)
+    FlashForwardLptKernel(bf16* __restrict__ out, float* __restrict__ lse, const bf16* __restrict__ qkv, int T,
+                          int NH, float scale_log2) {
+  FlashForwardBlock<kNW, kM>(out, lse, qkv, T, NH, scale_log2, gridDim.y - 1 - blockIdx.y, blockIdx.x);
 }
 
 // delta[b, h, t] = Σ_d dout[b, t, h, d] · out[b, t, h, d]; 8 threads per (b, t, h) row, 16 bytes
@@ -795,13 +916,179 @@ inline void CheckShape(const AttentionShape& sh, const char* what) {
 
 }  // namespace flash
 
-// out (B, T, NH·HS) and lse (B, NH, T) from qkv (B, T, 3, NH, HS).
+// The forward kernels (FlashAttentionForward). Every variant writes the same out and lse (same
+// layout, same per-row arithmetic); they differ in block shape and launch order only.
+//   kQ128W4    4 warps × 32 queries (128 per block), 2 blocks per SM; each head's heaviest tile
+//              first (the kernel as first written).
+//   kQ128W4Lpt the same block, heaviest tiles of all heads first.
+//   kQ64W4Lpt  4 warps × 16 queries (64 per block): half the accumulators per thread, so 4 blocks
+//              per SM, twice the blocks for causal load balance; heaviest first.
+//   kQ128W8Lpt 8 warps × 16 queries (128 per block, 256 threads) sharing each K/V tile: the shared
+//              memory traffic per query of kQ128W4 with the registers of kQ64W4Lpt; heaviest first.
+// kAuto is not a kernel: it asks FlashAttentionForward to pick the fastest of them for the shape
+// (FlashForwardAutotune).
+enum class FlashForwardVariant { kAuto, kQ128W4, kQ128W4Lpt, kQ64W4Lpt, kQ128W8Lpt };
+inline constexpr FlashForwardVariant kFlashForwardVariants[] = {
+    FlashForwardVariant::kQ128W4, FlashForwardVariant::kQ128W4Lpt, FlashForwardVariant::kQ64W4Lpt,
+    FlashForwardVariant::kQ128W8Lpt};
+
+inline const char* FlashForwardVariantName(FlashForwardVariant v) {
+  switch (v) {
+    case FlashForwardVariant::kQ128W4: return "q128w4";
+    case FlashForwardVariant::kQ128W4Lpt: return "q128w4lpt";
+    case FlashForwardVariant::kQ64W4Lpt: return "q64w4lpt";
+    case FlashForwardVariant::kQ128W8Lpt: return "q128w8lpt";
+    default: return "auto";
+  }
+}
+
+// GPUSCOPE_GPT_FLASH_FWD, read once per process: unset, empty or "auto" -> kAuto (autotune per
+// shape); otherwise one of the names of FlashForwardVariantName, which forces that kernel. Any
+// other value is a usage error (message, exit 1), as for GPUSCOPE_GPT_FLASH_BWD.
+inline FlashForwardVariant FlashForwardVariantFromEnv() {
+  static const FlashForwardVariant variant = [] {
+    const char* e = std::getenv("GPUSCOPE_GPT_FLASH_FWD");
+    if (e == nullptr || *e == '\0' || std::strcmp(e, "auto") == 0) return FlashForwardVariant::kAuto;
+    for (FlashForwardVariant v : kFlashForwardVariants)
+      if (std::strcmp(e, FlashForwardVariantName(v)) == 0) return v;
+    std::fprintf(stderr,
+                 "GPUSCOPE_GPT_FLASH_FWD=%s: unknown flash attention forward; use auto (default), q128w4, "
+                 "q128w4lpt, q64w4lpt or q128w8lpt\n",
+                 e);
+    std::exit(1);
+  }();
+  return variant;
+}
+
+namespace flash {
+
+// GPUSCOPE_GPT_FLASH_VERBOSE set and not empty: the forward's choice is reported on stderr, one
+// line per autotuned shape (nothing per call).
+inline bool FlashVerbose() {
+  static const bool verbose = [] {
+    const char* e = std::getenv("GPUSCOPE_GPT_FLASH_VERBOSE");
+    return e != nullptr && *e != '\0';
+  }();
+  return verbose;
+}
+
+// Launches forward kernel v (not kAuto) on s. The shape has been checked.
+inline void LaunchForward(FlashForwardVariant v, bf16* out, float* lse, const bf16* qkv, const AttentionShape& sh,
+                          cudaStream_t s) {
+  const float scale_log2 = kLog2e / std::sqrt(float(sh.HS));
+  const int bh = sh.B * sh.NH;
+  switch (v) {
+    case FlashForwardVariant::kQ128W4Lpt:
+      FlashForwardLptKernel<4, 2, 2><<<dim3(bh, sh.T / 128), 128, 0, s>>>(out, lse, qkv, sh.T, sh.NH, scale_log2);
+      break;
+    case FlashForwardVariant::kQ64W4Lpt:
+      FlashForwardLptKernel<4, 1, 3><<<dim3(bh, sh.T / 64), 128, 0, s>>>(out, lse, qkv, sh.T, sh.NH, scale_log2);
+      break;
+    case FlashForwardVariant::kQ128W8Lpt:
+      FlashForwardLptKernel<8, 1, 1><<<dim3(bh, sh.T / 128), 256, 0, s>>>(out, lse, qkv, sh.T, sh.NH, scale_log2);
+      break;
+    default:
+      FlashForwardKernel<<<dim3(sh.T / 128, bh), kThreads, 0, s>>>(out, lse, qkv, sh.T, sh.NH, scale_log2);
+      break;
+  }
+}
+
+// The autotuner's choices, one per (device, B, T, NH) seen in this process.
+struct ForwardChoice {
+  int device, B, T, NH;
+  FlashForwardVariant variant;
+};
+struct ForwardChoices {
+  std::mutex mu;
+  std::vector<ForwardChoice> list;
+};
+inline ForwardChoices& TheForwardChoices() {
+  static ForwardChoices c;
+  return c;
+}
+
+// The fastest forward kernel for shape sh on the current device. The first call for a shape
+// times every variant on the caller's buffers and stream (CUDA events: 1 warm-up and 3 timed
+// launches each; the forward only writes out and lse, which the caller's launch rewrites next)
+// and synchronises on the stream; later calls look the choice up (a mutex and a short list, no
+// CUDA calls besides cudaGetDevice). Inside a stream capture nothing can be timed: the first
+// variant is used and nothing is remembered.
+inline FlashForwardVariant FlashForwardAutotune(bf16* out, float* lse, const bf16* qkv, const AttentionShape& sh,
+                                                cudaStream_t s) {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  ForwardChoices& c = TheForwardChoices();
+  std::lock_guard<std::mutex> lock(c.mu);
+  for (const ForwardChoice& f : c.list)
+    if (f.device == device && f.B == sh.B && f.T == sh.T && f.NH == sh.NH) return f.variant;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(s, &capture));
+  if (capture != cudaStreamCaptureStatusNone) return kFlashForwardVariants[0];
+
+  constexpr int kRuns = 3;
+  constexpr size_t kN = std::size(kFlashForwardVariants);
+  cudaEvent_t start[kN], stop[kN];
+  for (size_t i = 0; i < kN; ++i) {
+    CUDA_CHECK(cudaEventCreate(&start[i]));
+    CUDA_CHECK(cudaEventCreate(&stop[i]));
+  }
+  for (size_t i = 0; i < kN; ++i) {
+    LaunchForward(kFlashForwardVariants[i], out, lse, qkv, sh, s);  // warm-up, outside the window
+    CUDA_CHECK(cudaEventRecord(start[i], s));
+    for (int r = 0; r < kRuns; ++r) LaunchForward(kFlashForwardVariants[i], out, lse, qkv, sh, s);
+    CUDA_CHECK(cudaEventRecord(stop[i], s));
+  }
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaEventSynchronize(stop[kN - 1]));
+  float ms[kN];
+  size_t best = 0;
+  for (size_t i = 0; i < kN; ++i) {
+    CUDA_CHECK(cudaEventElapsedTime(&ms[i], start[i], stop[i]));
+    ms[i] /= kRuns;
+    if (ms[i] < ms[best]) best = i;
+    CUDA_CHECK(cudaEventDestroy(start[i]));
+    CUDA_CHECK(cudaEventDestroy(stop[i]));
+  }
+  const FlashForwardVariant chosen = kFlashForwardVariants[best];
+  c.list.push_back({device, sh.B, sh.T, sh.NH, chosen});
+  if (FlashVerbose()) {
+    char times[256];
+    int used = 0;
+    for (size_t i = 0; i < kN && used >= 0 && size_t(used) < sizeof(times); ++i)
+      used += std::snprintf(times + used, sizeof(times) - used, "%s%s %.4f", i ? ", " : "",
+                            FlashForwardVariantName(kFlashForwardVariants[i]), double(ms[i]));
+    std::fprintf(stderr, "flash attention forward B=%d T=%d NH=%d: %s (ms per call: %s)\n", sh.B, sh.T, sh.NH,
+                 FlashForwardVariantName(chosen), times);
+  }
+  return chosen;
+}
+
+}  // namespace flash
+
+// out (B, T, NH·HS) and lse (B, NH, T) from qkv (B, T, 3, NH, HS), by forward kernel `variant`
+// (default: GPUSCOPE_GPT_FLASH_FWD, else kAuto). kAuto: the fastest kernel for this shape, timed
+// on the first call for the shape in this process (flash::FlashForwardAutotune; that call
+// synchronises on s and costs about 16 extra forward launches), looked up afterwards.
 inline void FlashAttentionForward(__nv_bfloat16* out, float* lse, const __nv_bfloat16* qkv, const AttentionShape& sh,
-                                  cudaStream_t s) {
+                                  cudaStream_t s, FlashForwardVariant variant = FlashForwardVariantFromEnv()) {
   flash::CheckShape(sh, "FlashAttentionForward");
-  const float scale_log2 = flash::kLog2e / std::sqrt(float(sh.HS));
-  const dim3 grid(sh.T / flash::kFwdBr, sh.B * sh.NH);
-  flash::FlashForwardKernel<<<grid, flash::kThreads, 0, s>>>(out, lse, qkv, sh.T, sh.NH, scale_log2);
+  if (variant == FlashForwardVariant::kAuto) variant = flash::FlashForwardAutotune(out, lse, qkv, sh, s);
+  flash::LaunchForward(variant, out, lse, qkv, sh, s);
+}
+
+// The variant FlashAttentionForward uses for shape sh given `requested` (a kernel, or kAuto): the
+// kernel itself, or the autotuner's choice if it has tuned sh on the current device, else kAuto
+// (not yet tuned). For reports; launches nothing.
+inline FlashForwardVariant FlashForwardVariantFor(const AttentionShape& sh,
+                                                  FlashForwardVariant requested = FlashForwardVariantFromEnv()) {
+  if (requested != FlashForwardVariant::kAuto) return requested;
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  flash::ForwardChoices& c = flash::TheForwardChoices();
+  std::lock_guard<std::mutex> lock(c.mu);
+  for (const flash::ForwardChoice& f : c.list)
+    if (f.device == device && f.B == sh.B && f.T == sh.T && f.NH == sh.NH) return f.variant;
+  return FlashForwardVariant::kAuto;
 }
 
 // The backward implementations (FlashAttentionBackward). kFused (default): dQ computed in the
