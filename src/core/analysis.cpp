@@ -584,8 +584,8 @@ void add_findings(const DeviceContext& ctx, DeviceReport& r, const std::vector<K
       double gain = sms / g;
       const auto occ = theoretical_occupancy(*ctx.device, *k);
       if (occ && ctx.device->max_threads_per_sm) {
-        const double block_frac =
-            std::min(1.0, std::ceil(static_cast<double>(k->block.volume()) / 32.0) * 32.0 / *ctx.device->max_threads_per_sm);
+        const double block_warps = std::ceil(static_cast<double>(k->block.volume()) / 32.0);
+        const double block_frac = std::min(1.0, block_warps * 32.0 / *ctx.device->max_threads_per_sm);
         gain *= std::min(occ->fraction, 0.5) / std::min(block_frac, 0.5);
       }
       gain = std::max(1.0, gain);

@@ -267,9 +267,12 @@ int Train(const Options& o) {
   const double mfu = tokens_per_s * flops_per_token / (o.peak_tflops * 1e12);
   std::fprintf(stderr, "%.1f ms/step, %.0f tokens/s, MFU %.1f%% (6N+12LHQT FLOPs/token over %.1f TFLOP/s peak)\n",
                1e3 * elapsed / o.steps, tokens_per_s, 100 * mfu, o.peak_tflops);
+  const AttentionShape att_shape{B, Tn, c.num_heads, c.head_size()};
   JsonLine j;
-  j.Add("workload", "train_gpt").Add("precision", o.precision).Add("kernels", o.kernels).Add("flash_attention", model.flash())
+  j.Add("workload", "train_gpt").Add("precision", o.precision).Add("kernels", o.kernels)
+      .Add("flash_attention", model.flash())
       .Add("flash_bwd", model.flash() ? FlashBackwardPathName(FlashBackwardPathFromEnv()) : "none")
+      .Add("flash_fwd", model.flash() ? FlashForwardVariantName(FlashForwardVariantFor(att_shape)) : "none")
       .Add("optimizer", o.optimizer).Add("input", o.input).Add("batch", B).Add("seq", Tn)
       .Add("layers", c.num_layers).Add("channels", c.channels).Add("steps", o.steps).Add("elapsed_s", elapsed)
       .Add("step_ms", 1e3 * elapsed / o.steps).Add("tokens_per_s", tokens_per_s)

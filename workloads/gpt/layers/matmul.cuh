@@ -75,8 +75,9 @@ class Matmul {
 
   void Run(const GemmArgs& g, cudaStream_t stream) {
     Plan& p = GetPlan(g);
-    if (g.bias) CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
-    if (g.aux) CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g.aux, sizeof(g.aux)));
+    // The bias and aux pointers change per call under one cached plan.
+    if (g.bias) SetAttr(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, g.bias);
+    if (g.aux) SetAttr(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, g.aux);
     if (!p.tuned) Tune(p, g, stream);
     CUBLASLT_CHECK(cublasLtMatmul(handle_, p.op, &g.alpha, g.a, p.a, g.b, p.b, &g.beta, g.d, p.d, g.d, p.d, &p.algo,
                                   workspace_, kWorkspaceBytes, stream));
@@ -92,6 +93,10 @@ class Matmul {
     std::vector<cublasLtMatmulAlgo_t> candidates;
     bool tuned = false;
   };
+
+  static void SetAttr(cublasLtMatmulDesc_t op, cublasLtMatmulDescAttributes_t attr, const void* ptr) {
+    CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(op, attr, &ptr, sizeof(ptr)));
+  }
 
   static int Candidates() {
     const char* e = std::getenv("GPUSCOPE_GPT_GEMM_CANDIDATES");
