@@ -170,10 +170,12 @@ class GptModel {
         ResidualAdd(res2_[l], residual, proj_, BTC, s);
         LayerNormForward(ln2_[l], ln2_mean_[l], ln2_rstd_[l], res2_[l], PX(kLn2W, l), PX(kLn2B, l), BT, C, s);
       }
-      if (GeluEpilogue()) {  // fch_gelu = GELU(ln2·Wᵀ + b), fch = the pre-activation, one GEMM
+      bool gelu_done = false;
+      if (GemmEpilogues()) {  // fch_gelu = GELU(ln2·Wᵀ + b), fch = the pre-activation, one GEMM
         Section sec(timer_, "matmul_fwd", s);
-        LinearForwardGemm<T>(mm_, fch_gelu_[l], ln2_[l], PX(kFcW, l), PX(kFcB, l), BT, C, 4 * C, s, fch_[l]);
-      } else {
+        gelu_done = LinearForwardGemm<T>(mm_, fch_gelu_[l], ln2_[l], PX(kFcW, l), PX(kFcB, l), BT, C, 4 * C, s, fch_[l]);
+      }
+      if (!gelu_done) {
         Linear(fch_[l], ln2_[l], PX(kFcW, l), PX(kFcB, l), BT, C, 4 * C, s);
         Section sec(timer_, "gelu", s);
         GeluForward(fch_gelu_[l], fch_[l], 4 * BTC, s);
@@ -233,7 +235,7 @@ class GptModel {
     for (int l = L - 1; l >= 0; --l) {
       const T* residual = l == 0 ? encoded_ : res3_[l - 1];
       // dres = dL/dres3[l]
-      if (GeluEpilogue()) {  // dfch = (dres·W) ∘ GELU'(fch) in the GEMM's epilogue
+      if (GemmEpilogues()) {  // dfch = (dres·W) ∘ GELU'(fch) in the GEMM's epilogue
         LinearBackward(dfch_, G(kFcProjW, l), G(kFcProjB, l), dres_, fch_gelu_[l], PX(kFcProjW, l), BT, 4 * C, C, s,
                        fch_[l]);
       } else {
@@ -309,8 +311,9 @@ class GptModel {
     if constexpr (kBf16) FlashAttentionBackward(dqkv_, flash_delta_, datty_, atty_[l], qkv_[l], lse_[l], sh, s);
   }
 
-  // GELU in the MLP's GEMM epilogues (fused bf16): forward GELU_AUX_BIAS, backward DGELU.
-  bool GeluEpilogue() const { return o_.fused_kernels && kBf16; }
+  // cuBLASLt epilogues beyond the bias (fused bf16): GELU in the MLP's GEMMs (forward
+  // GELU_AUX_BIAS, backward DGELU) and bias gradients in the weight-gradient GEMMs (BGRADB).
+  bool GemmEpilogues() const { return o_.fused_kernels && kBf16; }
   // Linear layer forward: fused = bias in the GEMM epilogue; unfused = GEMM then a bias kernel.
   void Linear(T* out, const T* inp, const T* w, const T* bias, int rows, int C, int OC, cudaStream_t s) {
     Section sec(timer_, "matmul_fwd", s);
@@ -321,14 +324,25 @@ class GptModel {
       BiasAdd(out, bias, rows, OC, s);  // counted with the GEMM: the cost of not fusing it
     }
   }
+  // pre_gelu (GELU epilogues only): dinp = (dout·W) ∘ GELU'(pre_gelu). In fused bf16 the bias
+  // gradient comes from the weight-gradient GEMM's BGRADB epilogue; a kernel does what the
+  // epilogues could not (no cuBLASLt algorithm) and everything in the other configurations.
   void LinearBackward(T* dinp, float* dw, float* db, const T* dout, const T* inp, const T* w, int rows, int C, int OC,
                       cudaStream_t s, const T* pre_gelu = nullptr) {
+    LinearBackwardEpilogues done;
     {
       Section sec(timer_, "matmul_bwd", s);
-      LinearBackwardGemms<T>(mm_, dinp, dw, dout, inp, w, rows, C, OC, s, pre_gelu);
+      done = LinearBackwardGemms<T>(mm_, dinp, dw, dout, inp, w, rows, C, OC, s, pre_gelu,
+                                    GemmEpilogues() ? db : nullptr);
     }
-    Section sec(timer_, "bias_grad", s);
-    BiasBackward(db, dout, rows, OC, s);
+    if (pre_gelu && !done.dgelu) {
+      Section sec(timer_, "gelu", s);
+      GeluBackward(dinp, pre_gelu, dinp, size_t(rows) * C, s);  // in place: elementwise
+    }
+    if (!done.bias_grad) {
+      Section sec(timer_, "bias_grad", s);
+      BiasBackward(db, dout, rows, OC, s);
+    }
   }
   // dres += LN backward of dout. Fused: accumulated inside the kernel; unfused: written to a
   // scratch buffer, then a separate residual-accumulate kernel.
