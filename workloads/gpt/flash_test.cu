@@ -4,20 +4,23 @@
 //   flash_test [--iters 20] [--no-bench]
 //
 // Check: for small shapes, random bf16 qkv and dout; both GPU paths run forward and backward,
-// flash's backward once in each of its implementations (FlashBackwardPath: fused, fused2,
-// twopass; GPUSCOPE_GPT_FLASH_BWD is not consulted here), and flash's forward once more in each of
-// its kernels (FlashForwardVariant; the runs above use the autotuned choice, kAuto, whatever
-// GPUSCOPE_GPT_FLASH_FWD says). Errors are max |x − ref| / max |ref|
-// per tensor (out, and dq, dk, dv as the three slices of dqkv), flash against the materialised
-// path and against the CPU reference; lse is compared with the CPU reference in absolute
-// natural-log units. The flash outputs and the backward's scratch are pre-filled with NaN before
-// each run, so an element left unwritten (or an accumulator left unzeroed) fails. One JSON line
-// per shape and backward implementation ("bwd", case "check"), one per shape and forward kernel
-// ("fwd", case "check_fwd": out against both references, lse against the CPU).
+// flash's backward once in each of its implementations (kFlashBackwardPaths: fused, fused2,
+// twopass, fused_lpt, fused2_lpt, twopass_lpt; GPUSCOPE_GPT_FLASH_BWD is not consulted here), and
+// flash's forward once more in each of its kernels (FlashForwardVariant; the runs above use the
+// autotuned choice, kAuto, whatever GPUSCOPE_GPT_FLASH_FWD says). Errors are
+// max |x − ref| / max |ref| per tensor (out, and dq, dk, dv as the three slices of dqkv), flash
+// against the materialised path and against the CPU reference; lse is compared with the CPU
+// reference in absolute natural-log units. The flash outputs and the backward's scratch are
+// pre-filled with NaN before each run, so an element left unwritten (or an accumulator left
+// unzeroed) fails. One JSON line per shape and backward implementation ("bwd", case "check"), one
+// per shape and forward kernel ("fwd", case "check_fwd": out against both references, lse against
+// the CPU).
 // Benchmark: B=16, NH=12, T=1024, HS=64 (GPT-2 small), forward and backward of both paths and
 // of each flash backward implementation, milliseconds per call from CUDA events over --iters
 // calls after warm-up, TFLOP/s with causal FLOPs (forward 2·2·B·NH·T²·HS / 2, backward 2.5×
-// forward), plus the flash-vs-materialised errors at that shape. The flash forward is timed as
+// forward), plus the flash-vs-materialised errors at that shape. The flash backward is timed as
+// autotuned (bwd_ms_flash, the path named by bwd_flash_variant) and per path (bwd_ms_flash_<path>
+// etc.), each path's dqkv checked against the materialised path. The flash forward is timed as
 // autotuned (fwd_ms_flash, the kernel named by fwd_flash_variant) and per kernel
 // (fwd_ms_flash_<kernel>, fwd_tflops_flash_<kernel>), each kernel's out checked against the
 // materialised path (out_err_vs_materialised_<kernel>) and its lse against the autotuned
@@ -46,8 +49,6 @@ using workloads::JsonLine;
 
 constexpr double kTol = 2e-2;
 constexpr double kLseTol = 1e-3;
-constexpr FlashBackwardPath kBackwardPaths[] = {FlashBackwardPath::kFused, FlashBackwardPath::kFused2,
-                                                FlashBackwardPath::kTwoPass};
 
 template <class U>
 U* DevAlloc(size_t n) {
@@ -268,7 +269,7 @@ bool CheckShape(Matmul& mm, const AttentionShape& sh, uint64_t seed) {
   for (int p = 0; p < 3; ++p) mat_d = std::max(mat_d, RelMaxErr(dqkv_ref, cpu_dqkv, 3 * C, 3, p));
   static const char* kPart[3] = {"dq", "dk", "dv"};
   bool all_ok = true;
-  for (FlashBackwardPath path : kBackwardPaths) {
+  for (FlashBackwardPath path : kFlashBackwardPaths) {
     const auto dqkv_flash = RunFlashBackward(d, sh, path);
     JsonLine j;
     j.Add("workload", "flash_test").Add("case", "check").Add("bwd", FlashBackwardPathName(path)).Add("B", sh.B)
@@ -341,9 +342,9 @@ bool Bench(Matmul& mm, const AttentionShape& sh, int iters, uint64_t seed) {
   const auto dqkv_ref = ToFloat(Download(d.dqkv_ref, 3 * n));
   const double out_err = RelMaxErr(out_flash, out_ref, C, 1, 0);
   bool ok = Within(out_err, kTol);
-  double dqkv_err[std::size(kBackwardPaths)];
-  for (size_t k = 0; k < std::size(kBackwardPaths); ++k) {
-    const auto dqkv_flash = RunFlashBackward(d, sh, kBackwardPaths[k]);
+  double dqkv_err[std::size(kFlashBackwardPaths)];
+  for (size_t k = 0; k < std::size(kFlashBackwardPaths); ++k) {
+    const auto dqkv_flash = RunFlashBackward(d, sh, kFlashBackwardPaths[k]);
     double e = 0;
     for (int p = 0; p < 3; ++p) {
       const double ep = RelMaxErr(dqkv_flash, dqkv_ref, 3 * C, 3, p);
@@ -375,9 +376,11 @@ bool Bench(Matmul& mm, const AttentionShape& sh, int iters, uint64_t seed) {
   double fwd_flash_v[kNf];
   for (size_t k = 0; k < kNf; ++k)
     fwd_flash_v[k] = TimeMs([&] { d.FlashForward(sh, 0, kFlashForwardVariants[k]); }, iters);
-  double bwd_flash[std::size(kBackwardPaths)];
-  for (size_t k = 0; k < std::size(kBackwardPaths); ++k)
-    bwd_flash[k] = TimeMs([&] { d.FlashBackward(sh, kBackwardPaths[k], 0); }, iters);
+  // The autotuned backward (its first warm-up call times every path and keeps the fastest).
+  const double bwd_flash_auto = TimeMs([&] { d.FlashBackward(sh, FlashBackwardPath::kAuto, 0); }, iters);
+  double bwd_flash[std::size(kFlashBackwardPaths)];
+  for (size_t k = 0; k < std::size(kFlashBackwardPaths); ++k)
+    bwd_flash[k] = TimeMs([&] { d.FlashBackward(sh, kFlashBackwardPaths[k], 0); }, iters);
   const double fwd_flops = 2.0 * 2.0 * sh.B * sh.NH * double(sh.T) * sh.T * sh.HS / 2.0, bwd_flops = 2.5 * fwd_flops;
   auto tflops = [](double flops, double ms) { return flops / (ms * 1e-3) / 1e12; };
   JsonLine j;
@@ -393,9 +396,11 @@ bool Bench(Matmul& mm, const AttentionShape& sh, int iters, uint64_t seed) {
     j.Add("fwd_ms_flash_" + name, fwd_flash_v[k]).Add("fwd_tflops_flash_" + name, tflops(fwd_flops, fwd_flash_v[k]))
         .Add("out_err_vs_materialised_" + name, fwd_out_err[k]).Add("lse_abs_diff_" + name, fwd_lse_diff[k]);
   }
+  j.Add("bwd_ms_flash", bwd_flash_auto).Add("bwd_tflops_flash", tflops(bwd_flops, bwd_flash_auto))
+      .Add("bwd_flash_variant", FlashBackwardPathName(FlashBackwardPathFor(sh, FlashBackwardPath::kAuto)));
   // Per backward implementation: ms, TFLOP/s, speed-up over the materialised backward, error.
-  for (size_t k = 0; k < std::size(kBackwardPaths); ++k) {
-    const std::string name = FlashBackwardPathName(kBackwardPaths[k]);
+  for (size_t k = 0; k < std::size(kFlashBackwardPaths); ++k) {
+    const std::string name = FlashBackwardPathName(kFlashBackwardPaths[k]);
     j.Add("bwd_ms_flash_" + name, bwd_flash[k]).Add("bwd_tflops_flash_" + name, tflops(bwd_flops, bwd_flash[k]))
         .Add("bwd_speedup_" + name, bwd_mat / bwd_flash[k])
         .Add("dqkv_err_vs_materialised_" + name, dqkv_err[k]);

@@ -271,7 +271,7 @@ int Train(const Options& o) {
   JsonLine j;
   j.Add("workload", "train_gpt").Add("precision", o.precision).Add("kernels", o.kernels)
       .Add("flash_attention", model.flash())
-      .Add("flash_bwd", model.flash() ? FlashBackwardPathName(FlashBackwardPathFromEnv()) : "none")
+      .Add("flash_bwd", model.flash() ? FlashBackwardPathName(FlashBackwardPathFor(att_shape)) : "none")
       .Add("flash_fwd", model.flash() ? FlashForwardVariantName(FlashForwardVariantFor(att_shape)) : "none")
       .Add("optimizer", o.optimizer).Add("input", o.input).Add("batch", B).Add("seq", Tn)
       .Add("layers", c.num_layers).Add("channels", c.channels).Add("steps", o.steps).Add("elapsed_s", elapsed)

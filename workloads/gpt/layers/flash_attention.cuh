@@ -38,36 +38,43 @@
 //   16 queries) and q128w8lpt (8 warps × 16 queries). FlashAttentionForward picks the fastest
 //   per shape at run time (timed on the first call) unless GPUSCOPE_GPT_FLASH_FWD names one.
 //
-//   Backward, two implementations (FlashBackwardPath; GPUSCOPE_GPT_FLASH_BWD picks one at run
-//   time, FlashAttentionBackward's last argument overrides it). Both start with
+//   Backward, two implementations, each launched in two orders (FlashBackwardPath: six paths;
+//   FlashAttentionBackward picks the fastest per shape at run time, timed on the first call,
+//   unless GPUSCOPE_GPT_FLASH_BWD or its last argument names one). Both start with
 //   FlashDeltaKernel: D = rowsum(dO ∘ O), 8 threads per (b, t, h) row. Both walk, per 64-key
 //   tile, the 64-query tiles from the diagonal to the end; warp w owns keys 16w..16w+15 and keeps
 //   dK, dV as fp32 accumulators in registers; per tile Sᵀ = K Qᵀ and dPᵀ = V dOᵀ,
 //   Pᵀ = exp(Sᵀ·scale − lse), dSᵀ = Pᵀ ∘ (dPᵀ − D), then dV += Pᵀ dO and dK += dSᵀ Q. Working
 //   transposed keeps Pᵀ and dSᵀ in registers as the A operands of those MMAs.
-//   Fused (default; FlashBackwardBlock, FlashDqConvertKernel), FlashAttention-2's own scheme:
+//   Fused (FlashBackwardBlock, FlashDqConvertKernel), FlashAttention-2's own scheme:
 //     the same block also computes dQ for the query tile: its dSᵀ (64 keys × 64 queries) goes to
 //     shared memory, warp w takes queries 16w..16w+15, dQ_part = dS K over the block's 64 keys,
 //     and adds it with red.global.add.v4.f32 into the fp32 accumulator, which the delta kernel
 //     zeroed. FlashDqConvertKernel then writes dQ·scale as bf16 into dqkv. 5 tile products per
 //     tile pair; 16 KiB of fp32 reductions per pair; dQ's summation order varies from run to run
 //     (not bitwise deterministic). Shared memory 58 KiB (dynamic): Q, dO ×2, K, V, dSᵀ, lse, D ×2.
-//     Two builds of the block: 3 per SM (FlashBackwardKernel3, the default) and 2 per SM
-//     (FlashBackwardKernel2, GPUSCOPE_GPT_FLASH_BWD=fused2).
-//   Two-pass (GPUSCOPE_GPT_FLASH_BWD=twopass; FlashBackwardKvKernel, FlashBackwardQKernel): the
+//     Two builds of the block: 3 per SM (FlashBackwardKernel3, "fused") and 2 per SM
+//     (FlashBackwardKernel2, "fused2").
+//   Two-pass ("twopass"; FlashBackwardKvKernel, FlashBackwardQKernel): the
 //     dK/dV kernel keeps K and V as A fragments in registers (shared memory 33 KiB: Q, dO ×2,
 //     lse, D ×2); dQ is a separate kernel, parallel over 64-query tiles, that recomputes S and dP
 //     (7 tile products per pair): per key tile up to the diagonal S = Q Kᵀ, dP = dO Vᵀ,
 //     dS = P ∘ (dP − D), dQ += dS K. Shared memory 32 KiB (K, V ×2). No atomics, no fp32 dQ
 //     buffer, deterministic.
+//   Launch order: key tile kt of a head visits T/64 − kt query tiles (kt = 0 heaviest), query
+//   tile qt of the two-pass dQ visits qt + 1 key tiles (the last heaviest). The kernels as first
+//   written take grid (T / 64, B·NH), each head's heaviest tile first; the "_lpt" paths
+//   (FlashBackwardLptKernel3/2, FlashBackwardKvLptKernel, FlashBackwardQLptKernel) take grid
+//   (B·NH, T / 64), the heaviest tiles of all heads first, as the forward's q128w4lpt.
 //   dK and dQ are scaled by 1/sqrt(HS) at the end (the gradient of the scaled scores).
 //   Work is the causal half: only tile pairs at or below the diagonal are visited.
 //   ptxas (sm_90, CUDA 13.0), registers: forward q128w4 and q128w4lpt 243 (2 blocks per SM),
 //   q64w4lpt 149 (3 per SM; capped at 128 for 4 per SM it spills 12 bytes), q128w8lpt 149 (1 per
 //   SM; capped at 128 for 2 per SM it spills 16 bytes); fused 168 (3 per SM build, 32 bytes of
 //   spill, see FlashBackwardKernel3) and 183 (2 per SM build, no spills); two-pass dK/dV 241,
-//   dQ 168; delta 23, dQ convert 18; no other spills. So 3 or 2 fused backward blocks per SM,
-//   2 and 3 two-pass blocks.
+//   dQ 168; delta 23, dQ convert 18; each backward "_lpt" kernel as its first-written twin (the
+//   same body; fused_lpt's 3 per SM build has the same 32 bytes of spill); no other spills. So 3
+//   or 2 fused backward blocks per SM, 2 and 3 two-pass blocks.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -558,20 +565,18 @@ __global__ void FlashDeltaKernel(float* __restrict__ delta, float4* __restrict__
   }
 }
 
-// dK, dV for one 64-key tile. grid (T / 64, B·NH); blockIdx.x = key tile, so the tiles with the
-// most query tiles below them start first.
-__global__ void __launch_bounds__(kThreads) FlashBackwardKvKernel(bf16* __restrict__ dqkv,
-                                                                  const bf16* __restrict__ qkv,
-                                                                  const bf16* __restrict__ dout,
-                                                                  const float* __restrict__ lse,
-                                                                  const float* __restrict__ delta, int T, int NH,
-                                                                  float scale, float scale_log2) {
+// dK, dV of the two-pass backward for key tile kt (the 64 keys from 64·kt) of head bh. Key tile kt
+// visits the T/64 − kt query tiles from the diagonal down: kt = 0 is the heaviest.
+__device__ __forceinline__ void FlashBackwardKvBlock(bf16* __restrict__ dqkv, const bf16* __restrict__ qkv,
+                                                     const bf16* __restrict__ dout, const float* __restrict__ lse,
+                                                     const float* __restrict__ delta, int T, int NH, float scale,
+                                                     float scale_log2, int kt, int bh) {
   __shared__ __align__(128) bf16 sQ[2][kTile * kHs];
   __shared__ __align__(128) bf16 sdO[2][kTile * kHs];
   __shared__ __align__(16) float sL[2][kTile];
   __shared__ __align__(16) float sD[2][kTile];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int kt = blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH;
+  const int b = bh / NH, h = bh % NH;
   const int C = NH * kHs, k0 = kt * kTile, n_t = T / kTile;
   const size_t stride = 3 * size_t(C);
   const bf16* q_g = qkv + size_t(b) * T * stride + size_t(h) * kHs;
@@ -648,17 +653,39 @@ __global__ void __launch_bounds__(kThreads) FlashBackwardKvKernel(bf16* __restri
   StoreRows(dk_g + C, stride, k0 + wrow0, dv[0], 1.f, 1.f, lane);
 }
 
-// dQ for one 64-query tile. grid (T / 64, B·NH); heaviest query tiles first.
-__global__ void __launch_bounds__(kThreads) FlashBackwardQKernel(bf16* __restrict__ dqkv,
-                                                                 const bf16* __restrict__ qkv,
-                                                                 const bf16* __restrict__ dout,
-                                                                 const float* __restrict__ lse,
-                                                                 const float* __restrict__ delta, int T, int NH,
-                                                                 float scale, float scale_log2) {
+// The two-pass dK/dV as first written: grid (T / 64, B·NH), blockIdx.x = key tile, so each head's
+// heaviest key tile starts first (blocks are dispatched in linear index order, x fastest:
+// longest-first within a head only).
+__global__ void __launch_bounds__(kThreads) FlashBackwardKvKernel(bf16* __restrict__ dqkv,
+                                                                  const bf16* __restrict__ qkv,
+                                                                  const bf16* __restrict__ dout,
+                                                                  const float* __restrict__ lse,
+                                                                  const float* __restrict__ delta, int T, int NH,
+                                                                  float scale, float scale_log2) {
+  FlashBackwardKvBlock(dqkv, qkv, dout, lse, delta, T, NH, scale, scale_log2, blockIdx.x, blockIdx.y);
+}
+// The same block in longest-first order over the whole grid: grid (B·NH, T / 64), blockIdx.y =
+// key tile ascending, so every head's heaviest key tile (kt = 0) is dispatched before any lighter
+// one (as FlashForwardLptKernel).
+__global__ void __launch_bounds__(kThreads) FlashBackwardKvLptKernel(bf16* __restrict__ dqkv,
+                                                                     const bf16* __restrict__ qkv,
+                                                                     const bf16* __restrict__ dout,
+                                                                     const float* __restrict__ lse,
+                                                                     const float* __restrict__ delta, int T, int NH,
+                                                                     float scale, float scale_log2) {
+  FlashBackwardKvBlock(dqkv, qkv, dout, lse, delta, T, NH, scale, scale_log2, blockIdx.y, blockIdx.x);
+}
+
+// dQ of the two-pass backward for query tile qt (the 64 queries from 64·qt) of head bh. Query
+// tile qt visits key tiles 0..qt: the last tile is the heaviest.
+__device__ __forceinline__ void FlashBackwardQBlock(bf16* __restrict__ dqkv, const bf16* __restrict__ qkv,
+                                                    const bf16* __restrict__ dout, const float* __restrict__ lse,
+                                                    const float* __restrict__ delta, int T, int NH, float scale,
+                                                    float scale_log2, int qt, int bh) {
   __shared__ __align__(128) bf16 sK[2][kTile * kHs];
   __shared__ __align__(128) bf16 sV[2][kTile * kHs];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int qt = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH;
+  const int b = bh / NH, h = bh % NH;
   const int C = NH * kHs, q0 = qt * kTile;
   const size_t stride = 3 * size_t(C);
   const bf16* q_g = qkv + size_t(b) * T * stride + size_t(h) * kHs;
@@ -726,6 +753,30 @@ __global__ void __launch_bounds__(kThreads) FlashBackwardQKernel(bf16* __restric
   StoreRows(dqkv + size_t(b) * T * stride + size_t(h) * kHs, stride, q0 + wrow0, dq[0], scale, scale, lane);
 }
 
+// The two-pass dQ as first written: grid (T / 64, B·NH), blockIdx.x reversed, so each head's
+// heaviest query tile (the last) starts first; longest-first within a head only.
+__global__ void __launch_bounds__(kThreads) FlashBackwardQKernel(bf16* __restrict__ dqkv,
+                                                                 const bf16* __restrict__ qkv,
+                                                                 const bf16* __restrict__ dout,
+                                                                 const float* __restrict__ lse,
+                                                                 const float* __restrict__ delta, int T, int NH,
+                                                                 float scale, float scale_log2) {
+  FlashBackwardQBlock(dqkv, qkv, dout, lse, delta, T, NH, scale, scale_log2, gridDim.x - 1 - blockIdx.x,
+                      blockIdx.y);
+}
+// The same block in longest-first order over the whole grid: grid (B·NH, T / 64), blockIdx.y
+// reversed (query tile T/64 − 1 − blockIdx.y), so every head's heaviest query tile is dispatched
+// before any lighter one.
+__global__ void __launch_bounds__(kThreads) FlashBackwardQLptKernel(bf16* __restrict__ dqkv,
+                                                                    const bf16* __restrict__ qkv,
+                                                                    const bf16* __restrict__ dout,
+                                                                    const float* __restrict__ lse,
+                                                                    const float* __restrict__ delta, int T, int NH,
+                                                                    float scale, float scale_log2) {
+  FlashBackwardQBlock(dqkv, qkv, dout, lse, delta, T, NH, scale, scale_log2, gridDim.y - 1 - blockIdx.y,
+                      blockIdx.x);
+}
+
 // The fused backward's fp32 dQ accumulator is in fragment order, so that each warp's
 // contribution is 32 lanes × 16 contiguous bytes per n8 tile (one 512-byte reduction per
 // instruction): for head bh, 16-query block r16 = query / 16, n8 tile n (columns 8n..8n+7) and
@@ -753,24 +804,25 @@ static_assert(offsetof(BackwardSmem, ds) % 16 == 0 && offsetof(BackwardSmem, lse
               "shared tiles and rows must be 16-byte aligned");
 static_assert(3 * (sizeof(BackwardSmem) + 1024) <= 228 * 1024, "three fused backward blocks per SM");
 
-// dK, dV for one 64-key tile and its share of dQ (fused backward). grid (T / 64, B·NH);
-// blockIdx.x = key tile, so the tiles with the most query tiles below them start first.
-// As FlashBackwardKvKernel, plus per query tile: the block's dSᵀ goes through shared memory,
-// warp w computes dQ rows 16w..16w+15 of the query tile over the block's 64 keys (dS K) and
-// adds them to dq_acc (fragment order, see DqAccIndex4) with vector reductions. dq_acc must be
-// zero before the launch; every key tile at or below a query tile adds to it, in no fixed order
-// (dQ is not bitwise deterministic).
+// dK, dV for key tile kt (the 64 keys from 64·kt) of head bh and its share of dQ (fused
+// backward); kt = 0 is the heaviest (it visits every query tile). The kernels below map the grid
+// to (kt, bh). As FlashBackwardKvBlock, plus per query tile: the block's dSᵀ goes through shared
+// memory, warp w computes dQ rows 16w..16w+15 of the query tile over the block's 64 keys (dS K)
+// and adds them to dq_acc (fragment order, see DqAccIndex4) with vector reductions. dq_acc must
+// be zero before the launch; every key tile at or below a query tile adds to it, in no fixed
+// order (dQ is not bitwise deterministic).
 // K and V stay in shared memory and their A fragments are re-read per query tile (8 ldmatrix
 // more per tile) instead of being held in 32 registers across the loop: 183 registers with no
-// spills instead of 255 with spills. The body is compiled twice (the kernels below it).
+// spills instead of 255 with spills. The body is compiled for 3 and 2 blocks per SM, each in two
+// launch orders (the kernels below it).
 __device__ __forceinline__ void FlashBackwardBlock(bf16* __restrict__ dqkv, float* __restrict__ dq_acc,
                                                    const bf16* __restrict__ qkv, const bf16* __restrict__ dout,
                                                    const float* __restrict__ lse, const float* __restrict__ delta,
-                                                   int T, int NH, float scale, float scale_log2) {
+                                                   int T, int NH, float scale, float scale_log2, int kt, int bh) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
   BackwardSmem& sm = *reinterpret_cast<BackwardSmem*>(smem_raw);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int kt = blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh % NH;
+  const int b = bh / NH, h = bh % NH;
   const int C = NH * kHs, k0 = kt * kTile, n_t = T / kTile;
   const size_t stride = 3 * size_t(C);
   const bf16* q_g = qkv + size_t(b) * T * stride + size_t(h) * kHs;
@@ -871,21 +923,41 @@ __device__ __forceinline__ void FlashBackwardBlock(bf16* __restrict__ dqkv, floa
   StoreRows(dk_g + C, stride, k0 + wrow0, dv[0], 1.f, 1.f, lane);
 }
 
-// FlashBackwardBlock for 3 blocks (12 warps) per SM: registers capped at 168, where ptxas spills
-// a few loop-invariant addresses (about six L1-resident loads per query tile).
+// The fused backward's kernels: FlashBackwardBlock compiled for 3 or 2 blocks per SM, each in two
+// launch orders. Kernel3/Kernel2 (as first written): grid (T / 64, B·NH), blockIdx.x = key tile,
+// each head's heaviest key tile first (linear dispatch order, x fastest: longest-first within a
+// head only). LptKernel3/LptKernel2: grid (B·NH, T / 64), blockIdx.y = key tile ascending, so
+// every head's heaviest key tile (kt = 0) is dispatched before any lighter one and the last wave
+// holds the lightest (as FlashForwardLptKernel). All four share one signature (LaunchBackward
+// picks one through a function pointer).
+//
+// 3 blocks (12 warps) per SM: registers capped at 168, where ptxas spills a few loop-invariant
+// addresses (about six L1-resident loads per query tile).
 __global__ void __launch_bounds__(kThreads, 3)
     FlashBackwardKernel3(bf16* __restrict__ dqkv, float* __restrict__ dq_acc, const bf16* __restrict__ qkv,
                          const bf16* __restrict__ dout, const float* __restrict__ lse, const float* __restrict__ delta,
                          int T, int NH, float scale, float scale_log2) {
-  FlashBackwardBlock(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2);
+  FlashBackwardBlock(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2, blockIdx.x, blockIdx.y);
 }
-// FlashBackwardBlock with registers left to ptxas: 183, no spills, 2 blocks (8 warps) per SM.
-// (A minimum of 1 or 2 blocks in __launch_bounds__ makes ptxas take 255 registers and spill.)
+__global__ void __launch_bounds__(kThreads, 3)
+    FlashBackwardLptKernel3(bf16* __restrict__ dqkv, float* __restrict__ dq_acc, const bf16* __restrict__ qkv,
+                            const bf16* __restrict__ dout, const float* __restrict__ lse,
+                            const float* __restrict__ delta, int T, int NH, float scale, float scale_log2) {
+  FlashBackwardBlock(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2, blockIdx.y, blockIdx.x);
+}
+// Registers left to ptxas: 183, no spills, 2 blocks (8 warps) per SM. (A minimum of 1 or 2 blocks
+// in __launch_bounds__ makes ptxas take 255 registers and spill.)
 __global__ void __launch_bounds__(kThreads)
     FlashBackwardKernel2(bf16* __restrict__ dqkv, float* __restrict__ dq_acc, const bf16* __restrict__ qkv,
                          const bf16* __restrict__ dout, const float* __restrict__ lse, const float* __restrict__ delta,
                          int T, int NH, float scale, float scale_log2) {
-  FlashBackwardBlock(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2);
+  FlashBackwardBlock(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2, blockIdx.x, blockIdx.y);
+}
+__global__ void __launch_bounds__(kThreads)
+    FlashBackwardLptKernel2(bf16* __restrict__ dqkv, float* __restrict__ dq_acc, const bf16* __restrict__ qkv,
+                            const bf16* __restrict__ dout, const float* __restrict__ lse,
+                            const float* __restrict__ delta, int T, int NH, float scale, float scale_log2) {
+  FlashBackwardBlock(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2, blockIdx.y, blockIdx.x);
 }
 
 // The q slice of dqkv (B, T, 3, NH, HS) = scale · dq_acc, undoing the fragment order
@@ -960,16 +1032,155 @@ inline FlashForwardVariant FlashForwardVariantFromEnv() {
   return variant;
 }
 
+// The backward implementations (FlashAttentionBackward). Every one writes the same dqkv up to
+// rounding (the fused paths' dQ sums in a varying order); they differ in kernels and launch order.
+//   kFused      dQ computed in the dK/dV kernel and added into an fp32 scratch accumulator (5
+//               tile products per tile pair), that kernel compiled for 3 blocks per SM; each
+//               head's heaviest key tile first (the path as first written).
+//   kFused2     the same kernel compiled for 2 blocks per SM (more registers, no spills).
+//   kTwoPass    a separate dQ kernel that recomputes S and dP (7 tile products per pair; no
+//               atomics, bitwise deterministic).
+//   kFusedLpt, kFused2Lpt, kTwoPassLpt: the same kernels launched with grid (B·NH, T / 64),
+//               heaviest tiles of all heads first (longest-first; for the two-pass path both its
+//               dK/dV and its dQ kernel).
+// kAuto is not a path: it asks FlashAttentionBackward to pick the fastest of them for the shape
+// (FlashBackwardAutotune).
+enum class FlashBackwardPath { kAuto, kFused, kFused2, kTwoPass, kFusedLpt, kFused2Lpt, kTwoPassLpt };
+inline constexpr FlashBackwardPath kFlashBackwardPaths[] = {
+    FlashBackwardPath::kFused,    FlashBackwardPath::kFused2,    FlashBackwardPath::kTwoPass,
+    FlashBackwardPath::kFusedLpt, FlashBackwardPath::kFused2Lpt, FlashBackwardPath::kTwoPassLpt};
+
+inline const char* FlashBackwardPathName(FlashBackwardPath p) {
+  switch (p) {
+    case FlashBackwardPath::kFused: return "fused";
+    case FlashBackwardPath::kFused2: return "fused2";
+    case FlashBackwardPath::kTwoPass: return "twopass";
+    case FlashBackwardPath::kFusedLpt: return "fused_lpt";
+    case FlashBackwardPath::kFused2Lpt: return "fused2_lpt";
+    case FlashBackwardPath::kTwoPassLpt: return "twopass_lpt";
+    default: return "auto";
+  }
+}
+
+// GPUSCOPE_GPT_FLASH_BWD, read once per process: unset, empty or "auto" -> kAuto (autotune per
+// shape); otherwise one of the names of FlashBackwardPathName ("fused", "fused2", "twopass",
+// "fused_lpt", "fused2_lpt", "twopass_lpt"), which forces that path. Any other value is a usage
+// error (message, exit 1), as an unsupported shape is.
+inline FlashBackwardPath FlashBackwardPathFromEnv() {
+  static const FlashBackwardPath path = [] {
+    const char* e = std::getenv("GPUSCOPE_GPT_FLASH_BWD");
+    if (e == nullptr || *e == '\0' || std::strcmp(e, "auto") == 0) return FlashBackwardPath::kAuto;
+    for (FlashBackwardPath p : kFlashBackwardPaths)
+      if (std::strcmp(e, FlashBackwardPathName(p)) == 0) return p;
+    std::fprintf(stderr,
+                 "GPUSCOPE_GPT_FLASH_BWD=%s: unknown flash attention backward; use auto (default), fused, fused2, "
+                 "twopass, fused_lpt, fused2_lpt or twopass_lpt\n",
+                 e);
+    std::exit(1);
+  }();
+  return path;
+}
+
 namespace flash {
 
-// GPUSCOPE_GPT_FLASH_VERBOSE set and not empty: the forward's choice is reported on stderr, one
-// line per autotuned shape (nothing per call).
+// GPUSCOPE_GPT_FLASH_VERBOSE set and not empty: the forward's and the backward's choices are
+// reported on stderr, one line per autotuned shape (nothing per call).
 inline bool FlashVerbose() {
   static const bool verbose = [] {
     const char* e = std::getenv("GPUSCOPE_GPT_FLASH_VERBOSE");
     return e != nullptr && *e != '\0';
   }();
   return verbose;
+}
+
+// An autotuner's choices of kernel V (FlashForwardVariant or FlashBackwardPath), one per
+// (device, B, T, NH) seen in this process. One list per V, shared by all translation units.
+template <class V>
+struct TunedChoices {
+  struct Choice {
+    int device, B, T, NH;
+    V choice;
+  };
+  std::mutex mu;
+  std::vector<Choice> list;
+
+  // The choice for (device, sh), or V::kAuto if none. The caller holds mu.
+  V Find(int device, const AttentionShape& sh) const {
+    for (const Choice& c : list)
+      if (c.device == device && c.B == sh.B && c.T == sh.T && c.NH == sh.NH) return c.choice;
+    return V::kAuto;
+  }
+};
+template <class V>
+inline TunedChoices<V>& TheTunedChoices() {
+  static TunedChoices<V> c;
+  return c;
+}
+
+// The tuned choice of V for shape sh on the current device, or V::kAuto if not tuned yet. For
+// reports; launches nothing.
+template <class V>
+inline V TunedChoiceFor(const AttentionShape& sh) {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  TunedChoices<V>& c = TheTunedChoices<V>();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return c.Find(device, sh);
+}
+
+// The fastest of `candidates` for shape sh on the current device. The first call for a shape
+// times every candidate through launch(candidate), which must enqueue one complete run on s
+// that may be repeated (CUDA events: 1 warm-up and 3 timed runs each), and synchronises on the
+// stream; later calls look the choice up (a mutex and a short list, no CUDA calls besides
+// cudaGetDevice). Inside a stream capture nothing can be timed: candidates[0] is used and
+// nothing is remembered. `what` names the tuned operation in the verbose report.
+template <class V, size_t kN, class Launch>
+inline V Autotune(const V (&candidates)[kN], const char* (*name)(V), const char* what, const AttentionShape& sh,
+                  cudaStream_t s, Launch&& launch) {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  TunedChoices<V>& c = TheTunedChoices<V>();
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (const V known = c.Find(device, sh); known != V::kAuto) return known;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(s, &capture));
+  if (capture != cudaStreamCaptureStatusNone) return candidates[0];
+
+  constexpr int kRuns = 3;
+  cudaEvent_t start[kN], stop[kN];
+  for (size_t i = 0; i < kN; ++i) {
+    CUDA_CHECK(cudaEventCreate(&start[i]));
+    CUDA_CHECK(cudaEventCreate(&stop[i]));
+  }
+  for (size_t i = 0; i < kN; ++i) {
+    launch(candidates[i]);  // warm-up, outside the window
+    CUDA_CHECK(cudaEventRecord(start[i], s));
+    for (int r = 0; r < kRuns; ++r) launch(candidates[i]);
+    CUDA_CHECK(cudaEventRecord(stop[i], s));
+  }
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaEventSynchronize(stop[kN - 1]));
+  float ms[kN];
+  size_t best = 0;
+  for (size_t i = 0; i < kN; ++i) {
+    CUDA_CHECK(cudaEventElapsedTime(&ms[i], start[i], stop[i]));
+    ms[i] /= kRuns;
+    if (ms[i] < ms[best]) best = i;
+    CUDA_CHECK(cudaEventDestroy(start[i]));
+    CUDA_CHECK(cudaEventDestroy(stop[i]));
+  }
+  const V chosen = candidates[best];
+  c.list.push_back({device, sh.B, sh.T, sh.NH, chosen});
+  if (FlashVerbose()) {
+    char times[512];
+    int used = 0;
+    for (size_t i = 0; i < kN && used >= 0 && size_t(used) < sizeof(times); ++i)
+      used += std::snprintf(times + used, sizeof(times) - used, "%s%s %.4f", i ? ", " : "", name(candidates[i]),
+                            double(ms[i]));
+    std::fprintf(stderr, "flash attention %s B=%d T=%d NH=%d: %s (ms per call: %s)\n", what, sh.B, sh.T, sh.NH,
+                 name(chosen), times);
+  }
+  return chosen;
 }
 
 // Launches forward kernel v (not kAuto) on s. The shape has been checked.
@@ -993,74 +1204,64 @@ inline void LaunchForward(FlashForwardVariant v, bf16* out, float* lse, const bf
   }
 }
 
-// The autotuner's choices, one per (device, B, T, NH) seen in this process.
-struct ForwardChoice {
-  int device, B, T, NH;
-  FlashForwardVariant variant;
-};
-struct ForwardChoices {
-  std::mutex mu;
-  std::vector<ForwardChoice> list;
-};
-inline ForwardChoices& TheForwardChoices() {
-  static ForwardChoices c;
-  return c;
-}
-
-// The fastest forward kernel for shape sh on the current device. The first call for a shape
-// times every variant on the caller's buffers and stream (CUDA events: 1 warm-up and 3 timed
-// launches each; the forward only writes out and lse, which the caller's launch rewrites next)
-// and synchronises on the stream; later calls look the choice up (a mutex and a short list, no
-// CUDA calls besides cudaGetDevice). Inside a stream capture nothing can be timed: the first
-// variant is used and nothing is remembered.
+// The fastest forward kernel for shape sh (Autotune): timed on the caller's buffers and stream on
+// the first call for the shape (the forward only writes out and lse, which the caller's launch
+// rewrites next).
 inline FlashForwardVariant FlashForwardAutotune(bf16* out, float* lse, const bf16* qkv, const AttentionShape& sh,
                                                 cudaStream_t s) {
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  ForwardChoices& c = TheForwardChoices();
-  std::lock_guard<std::mutex> lock(c.mu);
-  for (const ForwardChoice& f : c.list)
-    if (f.device == device && f.B == sh.B && f.T == sh.T && f.NH == sh.NH) return f.variant;
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  CUDA_CHECK(cudaStreamIsCapturing(s, &capture));
-  if (capture != cudaStreamCaptureStatusNone) return kFlashForwardVariants[0];
+  return Autotune(kFlashForwardVariants, FlashForwardVariantName, "forward", sh, s,
+                  [&](FlashForwardVariant v) { LaunchForward(v, out, lse, qkv, sh, s); });
+}
 
-  constexpr int kRuns = 3;
-  constexpr size_t kN = std::size(kFlashForwardVariants);
-  cudaEvent_t start[kN], stop[kN];
-  for (size_t i = 0; i < kN; ++i) {
-    CUDA_CHECK(cudaEventCreate(&start[i]));
-    CUDA_CHECK(cudaEventCreate(&stop[i]));
+// Launches backward path p (not kAuto) on s: the delta kernel, then the path's kernels. The
+// shape has been checked; scratch as FlashAttentionBackward's.
+inline void LaunchBackward(FlashBackwardPath p, bf16* dqkv, float* scratch, const bf16* dout, const bf16* out,
+                           const bf16* qkv, const float* lse, const AttentionShape& sh, cudaStream_t s) {
+  const float scale = 1.f / std::sqrt(float(sh.HS)), scale_log2 = scale * kLog2e;
+  const size_t rows = size_t(sh.B) * sh.T * sh.NH;
+  float* delta = scratch;
+  float* dq_acc = scratch + rows;
+  const int bh = sh.B * sh.NH, n_t = sh.T / kTile;
+  // The tile kernels as first written take grid (T / 64, B·NH); the longest-first ones
+  // (B·NH, T / 64) (FlashBackwardKvLptKernel, FlashBackwardQLptKernel, FlashBackwardLptKernel3/2).
+  const bool lpt = p == FlashBackwardPath::kFusedLpt || p == FlashBackwardPath::kFused2Lpt ||
+                   p == FlashBackwardPath::kTwoPassLpt;
+  const dim3 grid = lpt ? dim3(bh, n_t) : dim3(n_t, bh);
+  if (p == FlashBackwardPath::kTwoPass || p == FlashBackwardPath::kTwoPassLpt) {
+    FlashDeltaKernel<<<CeilDiv(rows * 8, 256), 256, 0, s>>>(delta, nullptr, dout, out, sh.B, sh.T, sh.NH);
+    auto* kv = lpt ? FlashBackwardKvLptKernel : FlashBackwardKvKernel;
+    auto* q = lpt ? FlashBackwardQLptKernel : FlashBackwardQKernel;
+    kv<<<grid, kThreads, 0, s>>>(dqkv, qkv, dout, lse, delta, sh.T, sh.NH, scale, scale_log2);
+    q<<<grid, kThreads, 0, s>>>(dqkv, qkv, dout, lse, delta, sh.T, sh.NH, scale, scale_log2);
+    return;
   }
-  for (size_t i = 0; i < kN; ++i) {
-    LaunchForward(kFlashForwardVariants[i], out, lse, qkv, sh, s);  // warm-up, outside the window
-    CUDA_CHECK(cudaEventRecord(start[i], s));
-    for (int r = 0; r < kRuns; ++r) LaunchForward(kFlashForwardVariants[i], out, lse, qkv, sh, s);
-    CUDA_CHECK(cudaEventRecord(stop[i], s));
-  }
-  CUDA_CHECK_LAUNCH();
-  CUDA_CHECK(cudaEventSynchronize(stop[kN - 1]));
-  float ms[kN];
-  size_t best = 0;
-  for (size_t i = 0; i < kN; ++i) {
-    CUDA_CHECK(cudaEventElapsedTime(&ms[i], start[i], stop[i]));
-    ms[i] /= kRuns;
-    if (ms[i] < ms[best]) best = i;
-    CUDA_CHECK(cudaEventDestroy(start[i]));
-    CUDA_CHECK(cudaEventDestroy(stop[i]));
-  }
-  const FlashForwardVariant chosen = kFlashForwardVariants[best];
-  c.list.push_back({device, sh.B, sh.T, sh.NH, chosen});
-  if (FlashVerbose()) {
-    char times[256];
-    int used = 0;
-    for (size_t i = 0; i < kN && used >= 0 && size_t(used) < sizeof(times); ++i)
-      used += std::snprintf(times + used, sizeof(times) - used, "%s%s %.4f", i ? ", " : "",
-                            FlashForwardVariantName(kFlashForwardVariants[i]), double(ms[i]));
-    std::fprintf(stderr, "flash attention forward B=%d T=%d NH=%d: %s (ms per call: %s)\n", sh.B, sh.T, sh.NH,
-                 FlashForwardVariantName(chosen), times);
-  }
-  return chosen;
+  FlashDeltaKernel<<<CeilDiv(rows * 8, 256), 256, 0, s>>>(delta, reinterpret_cast<float4*>(dq_acc), dout, out,
+                                                           sh.B, sh.T, sh.NH);
+  auto* kernel = FlashBackwardKernel3;  // kFused
+  if (p == FlashBackwardPath::kFused2) kernel = FlashBackwardKernel2;
+  if (p == FlashBackwardPath::kFusedLpt) kernel = FlashBackwardLptKernel3;
+  if (p == FlashBackwardPath::kFused2Lpt) kernel = FlashBackwardLptKernel2;
+  // Above 48 KiB a kernel's dynamic shared memory must be opted into (CUDA C++ Programming
+  // Guide, "Shared Memory"); the attribute belongs to the function in the current context, so
+  // it is set on every call (a host-side call, no stream work).
+  constexpr int kSmemBytes = sizeof(BackwardSmem);
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  kernel<<<grid, kThreads, kSmemBytes, s>>>(dqkv, dq_acc, qkv, dout, lse, delta, sh.T, sh.NH, scale, scale_log2);
+  FlashDqConvertKernel<<<CeilDiv(rows * (kHs / 4), 256), 256, 0, s>>>(
+      dqkv, reinterpret_cast<const float4*>(dq_acc), sh.B, sh.T, sh.NH, scale);
+}
+
+// The fastest backward path for shape sh (Autotune): timed on the caller's buffers and stream on
+// the first call for the shape (the backward only writes dqkv and scratch, both rewritten by
+// every run and by the caller's launch next; its inputs are read only). In a stream capture:
+// kFused, the default before autotuning.
+inline FlashBackwardPath FlashBackwardAutotune(bf16* dqkv, float* scratch, const bf16* dout, const bf16* out,
+                                               const bf16* qkv, const float* lse, const AttentionShape& sh,
+                                               cudaStream_t s) {
+  static_assert(kFlashBackwardPaths[0] == FlashBackwardPath::kFused, "the untimed choice (stream capture)");
+  return Autotune(kFlashBackwardPaths, FlashBackwardPathName, "backward", sh, s, [&](FlashBackwardPath p) {
+    LaunchBackward(p, dqkv, scratch, dout, out, qkv, lse, sh, s);
+  });
 }
 
 }  // namespace flash
@@ -1082,88 +1283,38 @@ inline void FlashAttentionForward(__nv_bfloat16* out, float* lse, const __nv_bfl
 inline FlashForwardVariant FlashForwardVariantFor(const AttentionShape& sh,
                                                   FlashForwardVariant requested = FlashForwardVariantFromEnv()) {
   if (requested != FlashForwardVariant::kAuto) return requested;
-  int device = 0;
-  CUDA_CHECK(cudaGetDevice(&device));
-  flash::ForwardChoices& c = flash::TheForwardChoices();
-  std::lock_guard<std::mutex> lock(c.mu);
-  for (const flash::ForwardChoice& f : c.list)
-    if (f.device == device && f.B == sh.B && f.T == sh.T && f.NH == sh.NH) return f.variant;
-  return FlashForwardVariant::kAuto;
-}
-
-// The backward implementations (FlashAttentionBackward). kFused (default): dQ computed in the
-// dK/dV kernel and added into an fp32 scratch accumulator (5 tile products per tile pair),
-// that kernel compiled for 3 blocks per SM; kFused2: the same kernel compiled for 2 blocks per SM
-// (more registers, no spills); kTwoPass: a separate dQ kernel that recomputes S and dP (7 tile
-// products per pair; no atomics, bitwise deterministic).
-enum class FlashBackwardPath { kFused, kFused2, kTwoPass };
-
-inline const char* FlashBackwardPathName(FlashBackwardPath p) {
-  switch (p) {
-    case FlashBackwardPath::kFused2: return "fused2";
-    case FlashBackwardPath::kTwoPass: return "twopass";
-    default: return "fused";
-  }
-}
-
-// GPUSCOPE_GPT_FLASH_BWD, read once per process: unset or empty -> kFused; otherwise one of the
-// names of FlashBackwardPathName ("fused", "fused2", "twopass"). Any other value is a usage
-// error (message, exit 1), as an unsupported shape is.
-inline FlashBackwardPath FlashBackwardPathFromEnv() {
-  static const FlashBackwardPath path = [] {
-    const char* e = std::getenv("GPUSCOPE_GPT_FLASH_BWD");
-    if (e == nullptr || *e == '\0') return FlashBackwardPath::kFused;
-    for (FlashBackwardPath p : {FlashBackwardPath::kFused, FlashBackwardPath::kFused2, FlashBackwardPath::kTwoPass})
-      if (std::strcmp(e, FlashBackwardPathName(p)) == 0) return p;
-    std::fprintf(stderr,
-                 "GPUSCOPE_GPT_FLASH_BWD=%s: unknown flash attention backward; use fused (default), fused2 or "
-                 "twopass\n",
-                 e);
-    std::exit(1);
-  }();
-  return path;
+  return flash::TunedChoiceFor<FlashForwardVariant>(sh);
 }
 
 // Floats of backward scratch for shape sh: delta (B·NH·T), then the fused path's fp32 dQ
-// accumulator (B·NH·T·HS, 16-byte aligned since T is a multiple of 128). Both paths take the
-// same scratch; the two-pass path uses only delta.
+// accumulator (B·NH·T·HS, 16-byte aligned since T is a multiple of 128). Every path takes the
+// same scratch; the two-pass paths use only delta.
 inline size_t FlashBackwardScratchFloats(const AttentionShape& sh) {
   return size_t(sh.B) * sh.NH * sh.T * (1 + size_t(sh.HS));
 }
 
-// dqkv (B, T, 3, NH, HS) written from dout (B, T, NH·HS), the forward's out and lse, and qkv.
+// dqkv (B, T, 3, NH, HS) written from dout (B, T, NH·HS), the forward's out and lse, and qkv, by
+// backward path `path` (default: GPUSCOPE_GPT_FLASH_BWD, else kAuto). kAuto: the fastest path for
+// this shape, timed on the first call for the shape in this process (flash::FlashBackwardAutotune;
+// that call synchronises on s and costs 24 extra backward runs), looked up afterwards.
 // scratch: FlashBackwardScratchFloats(sh) floats, 16-byte aligned; contents on entry do not
-// matter (the fused path zeroes its accumulator in the delta kernel's pass).
+// matter (the fused paths zero their accumulator in the delta kernel's pass).
 inline void FlashAttentionBackward(__nv_bfloat16* dqkv, float* scratch, const __nv_bfloat16* dout,
                                    const __nv_bfloat16* out, const __nv_bfloat16* qkv, const float* lse,
                                    const AttentionShape& sh, cudaStream_t s,
                                    FlashBackwardPath path = FlashBackwardPathFromEnv()) {
   flash::CheckShape(sh, "FlashAttentionBackward");
-  const float scale = 1.f / std::sqrt(float(sh.HS)), scale_log2 = scale * flash::kLog2e;
-  const size_t rows = size_t(sh.B) * sh.T * sh.NH;
-  float* delta = scratch;
-  float* dq_acc = scratch + rows;
-  const dim3 grid(sh.T / flash::kTile, sh.B * sh.NH);
-  if (path == FlashBackwardPath::kTwoPass) {
-    flash::FlashDeltaKernel<<<CeilDiv(rows * 8, 256), 256, 0, s>>>(delta, nullptr, dout, out, sh.B, sh.T, sh.NH);
-    flash::FlashBackwardKvKernel<<<grid, flash::kThreads, 0, s>>>(dqkv, qkv, dout, lse, delta, sh.T, sh.NH, scale,
-                                                                 scale_log2);
-    flash::FlashBackwardQKernel<<<grid, flash::kThreads, 0, s>>>(dqkv, qkv, dout, lse, delta, sh.T, sh.NH, scale,
-                                                                scale_log2);
-    return;
-  }
-  flash::FlashDeltaKernel<<<CeilDiv(rows * 8, 256), 256, 0, s>>>(delta, reinterpret_cast<float4*>(dq_acc), dout,
-                                                                   out, sh.B, sh.T, sh.NH);
-  // Above 48 KiB a kernel's dynamic shared memory must be opted into (CUDA C++ Programming
-  // Guide, "Shared Memory"); the attribute belongs to the function in the current context, so
-  // it is set on every call (a host-side call, no stream work).
-  auto* kernel = path == FlashBackwardPath::kFused2 ? flash::FlashBackwardKernel2 : flash::FlashBackwardKernel3;
-  constexpr int kSmemBytes = sizeof(flash::BackwardSmem);
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  kernel<<<grid, flash::kThreads, kSmemBytes, s>>>(dqkv, dq_acc, qkv, dout, lse, delta, sh.T, sh.NH, scale,
-                                                   scale_log2);
-  flash::FlashDqConvertKernel<<<CeilDiv(rows * (flash::kHs / 4), 256), 256, 0, s>>>(
-      dqkv, reinterpret_cast<const float4*>(dq_acc), sh.B, sh.T, sh.NH, scale);
+  if (path == FlashBackwardPath::kAuto) path = flash::FlashBackwardAutotune(dqkv, scratch, dout, out, qkv, lse, sh, s);
+  flash::LaunchBackward(path, dqkv, scratch, dout, out, qkv, lse, sh, s);
+}
+
+// The path FlashAttentionBackward uses for shape sh given `requested` (a path, or kAuto): the
+// path itself, or the autotuner's choice if it has tuned sh on the current device, else kAuto
+// (not yet tuned). For reports; launches nothing.
+inline FlashBackwardPath FlashBackwardPathFor(const AttentionShape& sh,
+                                              FlashBackwardPath requested = FlashBackwardPathFromEnv()) {
+  if (requested != FlashBackwardPath::kAuto) return requested;
+  return flash::TunedChoiceFor<FlashBackwardPath>(sh);
 }
 
 }  // namespace gpuscope::gpt
