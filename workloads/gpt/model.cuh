@@ -312,7 +312,7 @@ class GptModel {
   }
 
   // cuBLASLt epilogues beyond the bias (fused bf16): GELU in the MLP's GEMMs (forward
-  // GELU_AUX_BIAS, backward DGELU) and bias gradients in the weight-gradient GEMMs (BGRADB).
+  // GELU_AUX_BIAS, backward DGELU).
   bool GemmEpilogues() const { return o_.fused_kernels && kBf16; }
   // Linear layer forward: fused = bias in the GEMM epilogue; unfused = GEMM then a bias kernel.
   void Linear(T* out, const T* inp, const T* w, const T* bias, int rows, int C, int OC, cudaStream_t s) {
@@ -324,25 +324,21 @@ class GptModel {
       BiasAdd(out, bias, rows, OC, s);  // counted with the GEMM: the cost of not fusing it
     }
   }
-  // pre_gelu (GELU epilogues only): dinp = (dout·W) ∘ GELU'(pre_gelu). In fused bf16 the bias
-  // gradient comes from the weight-gradient GEMM's BGRADB epilogue; a kernel does what the
-  // epilogues could not (no cuBLASLt algorithm) and everything in the other configurations.
+  // pre_gelu (GELU epilogues only): dinp = (dout·W) ∘ GELU'(pre_gelu), by a kernel when cuBLASLt
+  // had no algorithm for the DGELU epilogue.
   void LinearBackward(T* dinp, float* dw, float* db, const T* dout, const T* inp, const T* w, int rows, int C, int OC,
                       cudaStream_t s, const T* pre_gelu = nullptr) {
-    LinearBackwardEpilogues done;
+    bool dgelu = false;
     {
       Section sec(timer_, "matmul_bwd", s);
-      done = LinearBackwardGemms<T>(mm_, dinp, dw, dout, inp, w, rows, C, OC, s, pre_gelu,
-                                    GemmEpilogues() ? db : nullptr);
+      dgelu = LinearBackwardGemms<T>(mm_, dinp, dw, dout, inp, w, rows, C, OC, s, pre_gelu);
     }
-    if (pre_gelu && !done.dgelu) {
+    if (pre_gelu && !dgelu) {
       Section sec(timer_, "gelu", s);
       GeluBackward(dinp, pre_gelu, dinp, size_t(rows) * C, s);  // in place: elementwise
     }
-    if (!done.bias_grad) {
-      Section sec(timer_, "bias_grad", s);
-      BiasBackward(db, dout, rows, OC, s);
-    }
+    Section sec(timer_, "bias_grad", s);
+    BiasBackward(db, dout, rows, OC, s);
   }
   // dres += LN backward of dout. Fused: accumulated inside the kernel; unfused: written to a
   // scratch buffer, then a separate residual-accumulate kernel.
