@@ -105,6 +105,14 @@ class Markdown(unittest.TestCase):
         self.assertIn("| classifier | 0.90 | n/a | 3,800 | 0.80 | 0.10 |", md)
         self.assertIsNone(vt.breakdown_rows(runs, "all_off"))
 
+    def test_combined_prediction_adds_saved_fractions(self):
+        # x2 saves 1/2 of the step, x1.25 saves 1/5: together 7/10 -> x3.33.
+        self.assertAlmostEqual(vt.combined_speedup({"a": 2.0, "b": 1.25}, ("a", "b")), 1 / 0.3)
+        self.assertAlmostEqual(vt.combined_speedup({"a": 2.0}, ("a", "b")), 2.0)
+        self.assertAlmostEqual(vt.combined_speedup({"a": 2.0}, "a"), 2.0)
+        self.assertIsNone(vt.combined_speedup({}, ("a", "b")))
+        self.assertEqual(vt.fid_label(("a", "b")), "a + b")
+
     def test_cli_writes_file_and_summary(self):
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "v.md")

@@ -566,6 +566,34 @@ void add_findings(const DeviceContext& ctx, DeviceReport& r, const std::vector<K
         "dropout+residual+LayerNorm). Estimate assumes a fused chain of k kernels costs one kernel's time.");
   }
 
+  // Materialised attention: plain softmax kernels (manual q·kᵀ → softmax → ·v) where a fused
+  // attention kernel would keep the score matrix on chip. Not flagged when fused attention
+  // kernels already dominate (the softmax is then something else).
+  {
+    double softmax_ns = 0, fused_ns = 0;
+    int64_t softmax_count = 0;
+    for (size_t i = 0; i < ctx.kernels.size(); ++i) {
+      const double d = static_cast<double>(ctx.kernels[i]->end_ns - ctx.kernels[i]->start_ns);
+      if (categories[i] == KernelCategory::kAttention) {
+        fused_ns += d;
+      } else if (is_plain_softmax(ctx.trace.strings.view(ctx.kernels[i]->name))) {
+        softmax_ns += d;
+        ++softmax_count;
+      }
+    }
+    if (softmax_ns > 0.02 * window && fused_ns < softmax_ns) {
+      add("attention-unfused", "Attention materialises its score matrix",
+          fmt::format("{:.0f} softmax kernels per step, {:.1f}% of the window: the attention scores make a round "
+                      "trip through memory (forward and backward) instead of staying in a fused kernel",
+                      static_cast<double>(softmax_count) / steps, pct(softmax_ns, window)),
+          speedup_removing(softmax_ns),
+          "Use fused attention: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True) "
+          "(FlashAttention / cuDNN backends) instead of q @ k.transpose(-2, -1), softmax and @ v. Estimate: "
+          "the softmax passes disappear; the score GEMMs are assumed to cost the same inside the fused "
+          "kernel (it also skips masked causal blocks, which is not counted).");
+    }
+  }
+
   // Under-filled grids: fewer blocks than SMs. The estimate uses the same throughput model as
   // low-occupancy below: an SM's throughput grows with its resident warps up to 50% occupancy, so
   // a kernel of g blocks (one per SM) speeds up by SMs·min(occ, 0.5) / (g·min(block warps, 0.5)),

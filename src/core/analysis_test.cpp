@@ -371,6 +371,48 @@ TEST(Analysis, SmallGridEstimateFillsEverySmToHalfOccupancy) {
   EXPECT_NEAR(*f->est_speedup, 2001.5 / (2001.5 - 975.0), 1e-6);
 }
 
+// Manual attention: softmax kernels between score GEMMs are flagged; with fused attention
+// kernels dominating, or log-softmax (a loss), they are not.
+Trace AttentionTrace(const char* softmax_name, const char* other_name, int64_t other_ns) {
+  testing::TraceBuilder b;
+  Trace t = b.build();
+  int64_t at = 0;
+  auto add = [&](const char* name, int64_t ns) {
+    Kernel k;
+    k.start_ns = at;
+    k.end_ns = at + ns;
+    k.name = t.strings.intern(name);
+    t.kernels.push_back(k);
+    at += ns;
+  };
+  add("sm90_xmma_gemm_bf16bf16_bf16f32", 600'000);
+  add(softmax_name, 300'000);
+  add(other_name, other_ns);
+  add("sm90_xmma_gemm_bf16bf16_bf16f32", 100'000);
+  return t;
+}
+
+const Finding* FindingById(const DeviceReport& r, const std::string& id) {
+  for (const auto& f : r.findings) if (f.id == id) return &f;
+  return nullptr;
+}
+
+TEST(Analysis, MaterialisedAttentionSoftmaxIsFlagged) {
+  const Trace t = AttentionTrace("softmax_warp_forward<float>", "nvjet_gemm", 0);
+  const auto r = analyze_trace(t, {}).at(0);
+  const Finding* f = FindingById(r, "attention-unfused");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(*f->est_speedup, 1000.0 / 700.0, 1e-9);  // the 300 us of softmax go away
+  EXPECT_NE(f->recommendation.find("scaled_dot_product_attention"), std::string::npos);
+}
+
+TEST(Analysis, NoAttentionFindingForLossSoftmaxOrWhenFusedAttentionDominates) {
+  const auto loss = analyze_trace(AttentionTrace("cunn_SoftMaxForward<LogSoftMaxForwardEpilogue>", "nvjet", 0), {});
+  EXPECT_EQ(FindingById(loss.at(0), "attention-unfused"), nullptr);
+  const auto fused = analyze_trace(AttentionTrace("softmax_warp_forward<float>", "flash_fwd_kernel", 400'000), {});
+  EXPECT_EQ(FindingById(fused.at(0), "attention-unfused"), nullptr);
+}
+
 TEST(Analysis, ElementwiseOnlyLoopsSplitAtSteps) {
   testing::TraceBuilder b;
   // Four steps of Scale -> AddC -> Relu, nothing else: each step's chain is one candidate.

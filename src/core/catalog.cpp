@@ -70,6 +70,14 @@ bool is_memory_bound(KernelCategory c) {
   return c == KernelCategory::kElementwise || c == KernelCategory::kReduction;
 }
 
+bool is_plain_softmax(std::string_view raw) {
+  const std::string name = lower(raw);
+  if (name.find("softmax") == std::string::npos) return false;
+  static constexpr std::array<std::string_view, 6> kLoss = {"log_softmax", "logsoftmax", "nll", "cross_entropy",
+                                                            "crossentropy", "triton_"};
+  return !contains_any(name, kLoss) && classify_kernel(raw) != KernelCategory::kAttention;
+}
+
 KernelCategory classify_kernel(std::string_view raw) {
   const std::string name = lower(raw);
   static constexpr std::array<std::string_view, 6> kComm = {

@@ -23,6 +23,10 @@ std::string_view category_name(KernelCategory c);
 // Classifies a kernel by its (demangled) name.
 KernelCategory classify_kernel(std::string_view name);
 
+// True for a plain softmax kernel (forward or backward) as manual attention launches over its
+// score matrix, as opposed to log-softmax / cross-entropy kernels of a classifier's loss.
+bool is_plain_softmax(std::string_view kernel_name);
+
 // True for categories limited by memory bandwidth rather than math: what fusion can save.
 bool is_memory_bound(KernelCategory c);
 

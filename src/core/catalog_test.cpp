@@ -5,6 +5,18 @@
 namespace gpuscope {
 namespace {
 
+TEST(Catalog, PlainSoftmaxIsManualAttentionNotTheLoss) {
+  EXPECT_TRUE(is_plain_softmax("void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, false, false>"));
+  EXPECT_TRUE(is_plain_softmax("void (anonymous namespace)::softmax_warp_backward<float, float, float, 10, false, false>"));
+  EXPECT_TRUE(is_plain_softmax("void gpuscope::gpt::SoftmaxKernel<__nv_bfloat16, true>(__nv_bfloat16*, int, int)"));
+  EXPECT_FALSE(is_plain_softmax(
+      "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, c10::BFloat16, "
+      "at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>"));
+  EXPECT_FALSE(is_plain_softmax("triton_red_fused__log_softmax_prepare_softmax_online_18"));
+  EXPECT_FALSE(is_plain_softmax("flash_fwd_kernel_softmax"));  // fused attention
+  EXPECT_FALSE(is_plain_softmax("vectorized_elementwise_kernel"));
+}
+
 TEST(Catalog, KernelCategories) {
   EXPECT_EQ(classify_kernel("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"), KernelCategory::kGemm);
   EXPECT_EQ(classify_kernel("void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>"), KernelCategory::kGemm);
