@@ -598,14 +598,16 @@ void add_findings(const DeviceContext& ctx, DeviceReport& r, const std::vector<K
   // low-occupancy below: an SM's throughput grows with its resident warps up to 50% occupancy, so
   // a kernel of g blocks (one per SM) speeds up by SMs·min(occ, 0.5) / (g·min(block warps, 0.5)),
   // where occ is the kernel's theoretical occupancy; no kernel gets shorter than kMinKernelNs.
+  // Communication kernels (NCCL runs one block per channel by design) are left out.
   if (ctx.device && ctx.device->num_sms) {
     constexpr double kMinKernelNs = 2000;  // a launch's minimum on the GPU (~2 us)
     const double sms = *ctx.device->num_sms;
     double lost = 0, busy = 0, saved = 0;
-    for (const Kernel* k : ctx.kernels) {
+    for (size_t i = 0; i < ctx.kernels.size(); ++i) {
+      const Kernel* k = ctx.kernels[i];
       const double d = static_cast<double>(k->end_ns - k->start_ns);
       busy += d;
-      if (!k->has_grid()) continue;
+      if (!k->has_grid() || categories[i] == KernelCategory::kCommunication) continue;
       const double g = static_cast<double>(k->grid.volume());
       if (g >= sms) continue;
       lost += d * (1.0 - g / sms);

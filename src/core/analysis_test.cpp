@@ -413,6 +413,21 @@ TEST(Analysis, NoAttentionFindingForLossSoftmaxOrWhenFusedAttentionDominates) {
   EXPECT_EQ(FindingById(fused.at(0), "attention-unfused"), nullptr);
 }
 
+TEST(Analysis, SmallGridLeavesCommunicationKernelsOut) {
+  testing::TraceBuilder b;  // 100 SMs
+  Trace t = b.build();
+  t.devices[0].max_threads_per_sm = 2048;
+  Kernel k;  // NCCL: 8 blocks, one per channel, by design
+  k.start_ns = 0;
+  k.end_ns = 1'000'000;
+  k.name = t.strings.intern("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)");
+  k.grid = {8, 1, 1};
+  k.block = {640, 1, 1};
+  t.kernels.push_back(k);
+  const auto r = analyze_trace(t, {}).at(0);
+  EXPECT_EQ(FindingById(r, "small-grid"), nullptr);
+}
+
 TEST(Analysis, ElementwiseOnlyLoopsSplitAtSteps) {
   testing::TraceBuilder b;
   // Four steps of Scale -> AddC -> Relu, nothing else: each step's chain is one candidate.
