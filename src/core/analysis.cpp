@@ -600,7 +600,7 @@ void add_findings(const DeviceContext& ctx, DeviceReport& r, const std::vector<K
   // where occ is the kernel's theoretical occupancy; no kernel gets shorter than kMinKernelNs.
   // Communication kernels (NCCL runs one block per channel by design) are left out.
   if (ctx.device && ctx.device->num_sms) {
-    constexpr double kMinKernelNs = 2000;  // a launch's minimum on the GPU (~2 us)
+    constexpr double kMinKernelNs = 2000;  // assumed: shorter kernels are dominated by launch and tail
     const double sms = *ctx.device->num_sms;
     double lost = 0, busy = 0, saved = 0;
     for (size_t i = 0; i < ctx.kernels.size(); ++i) {
