@@ -67,6 +67,13 @@ std::vector<Signal> SignalTracker::update(std::span<const DeviceSample> devices,
       sig.gpu_instance_id = s.gpu_instance_id;
       return sig;
     };
+    // A device-wide signal, attributed to the GPU's main process, once it holds signal_after_ns.
+    auto device_signal = [&](SignalKind kind, std::string evidence) {
+      Signal sig = base(kind);
+      sig.process = main_process(processes, s.device);
+      sig.evidence = std::move(evidence);
+      hold({kind, s.device, gi, 0}, now, t_.signal_after_ns, std::move(sig));
+    };
 
     // Idle while holding memory: per process; whole GPUs only (NVML's process list is per GPU).
     std::optional<double> activity = s.sm_active_pct ? s.sm_active_pct : s.gpu_util_pct;
@@ -88,33 +95,21 @@ std::vector<Signal> SignalTracker::update(std::span<const DeviceSample> devices,
 
     if (s.gpu_util_pct && s.sm_active_pct && *s.gpu_util_pct >= t_.busy_util_pct &&
         *s.sm_active_pct < t_.busy_sm_active_pct) {
-      Signal sig = base(SignalKind::kBusyNotWorking);
-      sig.process = main_process(processes, s.device);
-      sig.evidence = "utilization " + format_pct(*s.gpu_util_pct) + " but SM active " +
-                     format_pct(*s.sm_active_pct);
-      hold({SignalKind::kBusyNotWorking, s.device, gi, 0}, now, t_.signal_after_ns,
-           std::move(sig));
+      device_signal(SignalKind::kBusyNotWorking, "utilization " + format_pct(*s.gpu_util_pct) +
+                                                     " but SM active " + format_pct(*s.sm_active_pct));
     }
 
     if (s.sm_active_pct && s.tensor_active_pct && *s.sm_active_pct >= t_.tensor_sm_active_pct &&
         *s.tensor_active_pct < t_.tensor_active_pct &&
         !(s.dram_bw_pct && *s.dram_bw_pct >= t_.membw_dram_pct)) {
-      Signal sig = base(SignalKind::kTensorCoresUnused);
-      sig.process = main_process(processes, s.device);
-      sig.evidence = "SM active " + format_pct(*s.sm_active_pct) + ", tensor active " +
-                     format_pct(*s.tensor_active_pct);
-      hold({SignalKind::kTensorCoresUnused, s.device, gi, 0}, now, t_.signal_after_ns,
-           std::move(sig));
+      device_signal(SignalKind::kTensorCoresUnused, "SM active " + format_pct(*s.sm_active_pct) +
+                                                        ", tensor active " + format_pct(*s.tensor_active_pct));
     }
 
     if (s.dram_bw_pct && s.sm_active_pct && *s.dram_bw_pct >= t_.membw_dram_pct &&
         *s.sm_active_pct >= t_.membw_sm_active_pct) {
-      Signal sig = base(SignalKind::kMemoryBandwidthBound);
-      sig.process = main_process(processes, s.device);
-      sig.evidence = "DRAM bandwidth " + format_pct(*s.dram_bw_pct) + ", SM active " +
-                     format_pct(*s.sm_active_pct);
-      hold({SignalKind::kMemoryBandwidthBound, s.device, gi, 0}, now, t_.signal_after_ns,
-           std::move(sig));
+      device_signal(SignalKind::kMemoryBandwidthBound, "DRAM bandwidth " + format_pct(*s.dram_bw_pct) +
+                                                           ", SM active " + format_pct(*s.sm_active_pct));
     }
   }
   since_ = std::move(next);

@@ -249,16 +249,31 @@ std::vector<float> RunFlashBackward(Buffers& d, const AttentionShape& sh, FlashB
 
 bool Within(double e, double tol) { return e <= tol; }  // false for NaN
 
+// Random inputs for shape sh from `seed`, run once through both forwards and the materialised
+// backward (RunForwards), with those outputs downloaded.
+struct Prepared {
+  Prepared(Matmul& mm, const AttentionShape& sh, uint64_t seed) : d(sh) {
+    std::mt19937_64 rng(seed);
+    const size_t n = sh.qkv_elems();
+    qkv = RandomBf16(3 * n, rng);
+    dout = RandomBf16(n, rng);
+    RunForwards(d, mm, sh, qkv, dout);
+    out_ref = ToFloat(Download(d.out_ref, n));
+    out_flash = ToFloat(Download(d.out_flash, n));
+    dqkv_ref = ToFloat(Download(d.dqkv_ref, 3 * n));
+  }
+  Buffers d;
+  std::vector<bf16> qkv, dout;
+  std::vector<float> out_ref, out_flash, dqkv_ref;
+};
+
 // One JSON line per backward implementation; true when all of them pass.
 bool CheckShape(Matmul& mm, const AttentionShape& sh, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  const size_t n = sh.qkv_elems();
+  Prepared prep(mm, sh, seed);
+  Buffers& d = prep.d;
+  const std::vector<bf16>&qkv = prep.qkv, &dout = prep.dout;
+  const std::vector<float>&out_ref = prep.out_ref, &out_flash = prep.out_flash, &dqkv_ref = prep.dqkv_ref;
   const int C = sh.NH * sh.HS;
-  const std::vector<bf16> qkv = RandomBf16(3 * n, rng), dout = RandomBf16(n, rng);
-  Buffers d(sh);
-  RunForwards(d, mm, sh, qkv, dout);
-  const auto out_ref = ToFloat(Download(d.out_ref, n)), out_flash = ToFloat(Download(d.out_flash, n));
-  const auto dqkv_ref = ToFloat(Download(d.dqkv_ref, 3 * n));
   const auto lse_flash = Download(d.lse, size_t(sh.B) * sh.NH * sh.T);
   std::vector<double> cpu_out, cpu_lse, cpu_dqkv;
   CpuReference(ToFloat(qkv), ToFloat(dout), sh, cpu_out, cpu_lse, cpu_dqkv);
@@ -331,15 +346,12 @@ double TimeMs(F&& f, int iters) {
 }
 
 bool Bench(Matmul& mm, const AttentionShape& sh, int iters, uint64_t seed) {
-  std::mt19937_64 rng(seed);
+  Prepared prep(mm, sh, seed);
+  Buffers& d = prep.d;
+  const std::vector<float>&out_ref = prep.out_ref, &out_flash = prep.out_flash, &dqkv_ref = prep.dqkv_ref;
   const size_t n = sh.qkv_elems();
   const int C = sh.NH * sh.HS;
-  const std::vector<bf16> qkv = RandomBf16(3 * n, rng), dout = RandomBf16(n, rng);
-  Buffers d(sh);
-  RunForwards(d, mm, sh, qkv, dout);
   // Correctness at the benchmark shape too (many tiles, the real grid).
-  const auto out_ref = ToFloat(Download(d.out_ref, n)), out_flash = ToFloat(Download(d.out_flash, n));
-  const auto dqkv_ref = ToFloat(Download(d.dqkv_ref, 3 * n));
   const double out_err = RelMaxErr(out_flash, out_ref, C, 1, 0);
   bool ok = Within(out_err, kTol);
   double dqkv_err[std::size(kFlashBackwardPaths)];

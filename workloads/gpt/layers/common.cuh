@@ -1,12 +1,17 @@
-// Device helpers shared by the GPT layer kernels: float <-> storage type conversion and warp /
-// block reductions. Storage type T is float or __nv_bfloat16; arithmetic is always fp32.
+// Helpers shared by the GPT layers: float <-> storage type conversion and warp / block reductions
+// (device), and timing of equivalent candidates for autotuning (host). Storage type T is float or
+// __nv_bfloat16; arithmetic is always fp32.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstddef>
 #include <type_traits>
+#include <vector>
+
+#include "common/cuda_util.h"
 
 namespace gpuscope::gpt {
 
@@ -41,5 +46,35 @@ __device__ __forceinline__ float BlockReduce(float v, float* scratch, bool is_ma
 }
 
 inline int CeilDiv(size_t a, size_t b) { return static_cast<int>((a + b - 1) / b); }
+
+// Milliseconds per run of each of n candidates on stream s, for choosing the fastest of
+// equivalent kernels. run(i) enqueues one run of candidate i and returns false if it could not
+// (that candidate's time is then +inf). Each candidate gets one warm-up run, then `runs` runs
+// between CUDA events; one synchronisation at the end.
+template <class Run>
+std::vector<float> TimeCandidates(size_t n, int runs, cudaStream_t s, Run&& run) {
+  std::vector<cudaEvent_t> start(n), stop(n);
+  std::vector<float> ms(n, INFINITY);
+  std::vector<bool> ok(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    CUDA_CHECK(cudaEventCreate(&start[i]));
+    CUDA_CHECK(cudaEventCreate(&stop[i]));
+    if (!run(i)) continue;  // warm-up, outside the window
+    CUDA_CHECK(cudaEventRecord(start[i], s));
+    ok[i] = true;
+    for (int r = 0; r < runs && ok[i]; ++r) ok[i] = run(i);
+    CUDA_CHECK(cudaEventRecord(stop[i], s));
+  }
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  for (size_t i = 0; i < n; ++i) {
+    if (ok[i]) {
+      CUDA_CHECK(cudaEventElapsedTime(&ms[i], start[i], stop[i]));
+      ms[i] /= runs;
+    }
+    CUDA_CHECK(cudaEventDestroy(start[i]));
+    CUDA_CHECK(cudaEventDestroy(stop[i]));
+  }
+  return ms;
+}
 
 }  // namespace gpuscope::gpt

@@ -80,6 +80,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -88,6 +89,7 @@
 #include <cstring>
 #include <iterator>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "common/cuda_util.h"
@@ -1014,21 +1016,30 @@ inline const char* FlashForwardVariantName(FlashForwardVariant v) {
   }
 }
 
-// GPUSCOPE_GPT_FLASH_FWD, read once per process: unset, empty or "auto" -> kAuto (autotune per
-// shape); otherwise one of the names of FlashForwardVariantName, which forces that kernel. Any
-// other value is a usage error (message, exit 1), as for GPUSCOPE_GPT_FLASH_BWD.
+namespace flash {
+
+// The kernel named by environment variable `var`, read once per caller: unset, empty or "auto" ->
+// V::kAuto (autotune per shape); otherwise one of the names of `all` (by `name`), which forces that
+// kernel. Any other value is a usage error (message listing the names, exit 1).
+template <class V, size_t kN>
+V ChoiceFromEnv(const char* var, const V (&all)[kN], const char* (*name)(V), const char* what) {
+  const char* e = std::getenv(var);
+  if (e == nullptr || *e == '\0' || std::strcmp(e, "auto") == 0) return V::kAuto;
+  std::string names;
+  for (V v : all) {
+    if (std::strcmp(e, name(v)) == 0) return v;
+    names += std::string(", ") + name(v);
+  }
+  std::fprintf(stderr, "%s=%s: unknown flash attention %s; use auto (default)%s\n", var, e, what, names.c_str());
+  std::exit(1);
+}
+
+}  // namespace flash
+
+// GPUSCOPE_GPT_FLASH_FWD, read once per process (flash::ChoiceFromEnv).
 inline FlashForwardVariant FlashForwardVariantFromEnv() {
-  static const FlashForwardVariant variant = [] {
-    const char* e = std::getenv("GPUSCOPE_GPT_FLASH_FWD");
-    if (e == nullptr || *e == '\0' || std::strcmp(e, "auto") == 0) return FlashForwardVariant::kAuto;
-    for (FlashForwardVariant v : kFlashForwardVariants)
-      if (std::strcmp(e, FlashForwardVariantName(v)) == 0) return v;
-    std::fprintf(stderr,
-                 "GPUSCOPE_GPT_FLASH_FWD=%s: unknown flash attention forward; use auto (default), q128w4, "
-                 "q128w4lpt, q64w4lpt or q128w8lpt\n",
-                 e);
-    std::exit(1);
-  }();
+  static const FlashForwardVariant variant = flash::ChoiceFromEnv(
+      "GPUSCOPE_GPT_FLASH_FWD", kFlashForwardVariants, FlashForwardVariantName, "forward");
   return variant;
 }
 
@@ -1062,22 +1073,11 @@ inline const char* FlashBackwardPathName(FlashBackwardPath p) {
   }
 }
 
-// GPUSCOPE_GPT_FLASH_BWD, read once per process: unset, empty or "auto" -> kAuto (autotune per
-// shape); otherwise one of the names of FlashBackwardPathName ("fused", "fused2", "twopass",
-// "fused_lpt", "fused2_lpt", "twopass_lpt"), which forces that path. Any other value is a usage
-// error (message, exit 1), as an unsupported shape is.
+// GPUSCOPE_GPT_FLASH_BWD, read once per process (flash::ChoiceFromEnv): auto, fused, fused2,
+// twopass, fused_lpt, fused2_lpt or twopass_lpt.
 inline FlashBackwardPath FlashBackwardPathFromEnv() {
-  static const FlashBackwardPath path = [] {
-    const char* e = std::getenv("GPUSCOPE_GPT_FLASH_BWD");
-    if (e == nullptr || *e == '\0' || std::strcmp(e, "auto") == 0) return FlashBackwardPath::kAuto;
-    for (FlashBackwardPath p : kFlashBackwardPaths)
-      if (std::strcmp(e, FlashBackwardPathName(p)) == 0) return p;
-    std::fprintf(stderr,
-                 "GPUSCOPE_GPT_FLASH_BWD=%s: unknown flash attention backward; use auto (default), fused, fused2, "
-                 "twopass, fused_lpt, fused2_lpt or twopass_lpt\n",
-                 e);
-    std::exit(1);
-  }();
+  static const FlashBackwardPath path =
+      flash::ChoiceFromEnv("GPUSCOPE_GPT_FLASH_BWD", kFlashBackwardPaths, FlashBackwardPathName, "backward");
   return path;
 }
 
@@ -1117,10 +1117,11 @@ inline TunedChoices<V>& TheTunedChoices() {
   return c;
 }
 
-// The tuned choice of V for shape sh on the current device, or V::kAuto if not tuned yet. For
-// reports; launches nothing.
+// `requested` if it names a kernel; for V::kAuto the tuned choice for shape sh on the current
+// device, or V::kAuto if not tuned yet. For reports; launches nothing.
 template <class V>
-inline V TunedChoiceFor(const AttentionShape& sh) {
+inline V ChoiceFor(const AttentionShape& sh, V requested) {
+  if (requested != V::kAuto) return requested;
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   TunedChoices<V>& c = TheTunedChoices<V>();
@@ -1130,8 +1131,8 @@ inline V TunedChoiceFor(const AttentionShape& sh) {
 
 // The fastest of `candidates` for shape sh on the current device. The first call for a shape
 // times every candidate through launch(candidate), which must enqueue one complete run on s
-// that may be repeated (CUDA events: 1 warm-up and 3 timed runs each), and synchronises on the
-// stream; later calls look the choice up (a mutex and a short list, no CUDA calls besides
+// that may be repeated (TimeCandidates: 1 warm-up and 3 timed runs each), and synchronises on
+// the stream; later calls look the choice up (a mutex and a short list, no CUDA calls besides
 // cudaGetDevice). Inside a stream capture nothing can be timed: candidates[0] is used and
 // nothing is remembered. `what` names the tuned operation in the verbose report.
 template <class V, size_t kN, class Launch>
@@ -1146,29 +1147,12 @@ inline V Autotune(const V (&candidates)[kN], const char* (*name)(V), const char*
   CUDA_CHECK(cudaStreamIsCapturing(s, &capture));
   if (capture != cudaStreamCaptureStatusNone) return candidates[0];
 
-  constexpr int kRuns = 3;
-  cudaEvent_t start[kN], stop[kN];
-  for (size_t i = 0; i < kN; ++i) {
-    CUDA_CHECK(cudaEventCreate(&start[i]));
-    CUDA_CHECK(cudaEventCreate(&stop[i]));
-  }
-  for (size_t i = 0; i < kN; ++i) {
-    launch(candidates[i]);  // warm-up, outside the window
-    CUDA_CHECK(cudaEventRecord(start[i], s));
-    for (int r = 0; r < kRuns; ++r) launch(candidates[i]);
-    CUDA_CHECK(cudaEventRecord(stop[i], s));
-  }
+  const std::vector<float> ms = TimeCandidates(kN, 3, s, [&](size_t i) {
+    launch(candidates[i]);
+    return true;
+  });
   CUDA_CHECK_LAUNCH();
-  CUDA_CHECK(cudaEventSynchronize(stop[kN - 1]));
-  float ms[kN];
-  size_t best = 0;
-  for (size_t i = 0; i < kN; ++i) {
-    CUDA_CHECK(cudaEventElapsedTime(&ms[i], start[i], stop[i]));
-    ms[i] /= kRuns;
-    if (ms[i] < ms[best]) best = i;
-    CUDA_CHECK(cudaEventDestroy(start[i]));
-    CUDA_CHECK(cudaEventDestroy(stop[i]));
-  }
+  const size_t best = std::min_element(ms.begin(), ms.end()) - ms.begin();
   const V chosen = candidates[best];
   c.list.push_back({device, sh.B, sh.T, sh.NH, chosen});
   if (FlashVerbose()) {
@@ -1282,8 +1266,7 @@ inline void FlashAttentionForward(__nv_bfloat16* out, float* lse, const __nv_bfl
 // (not yet tuned). For reports; launches nothing.
 inline FlashForwardVariant FlashForwardVariantFor(const AttentionShape& sh,
                                                   FlashForwardVariant requested = FlashForwardVariantFromEnv()) {
-  if (requested != FlashForwardVariant::kAuto) return requested;
-  return flash::TunedChoiceFor<FlashForwardVariant>(sh);
+  return flash::ChoiceFor(sh, requested);
 }
 
 // Floats of backward scratch for shape sh: delta (B·NH·T), then the fused path's fp32 dQ
@@ -1313,8 +1296,7 @@ inline void FlashAttentionBackward(__nv_bfloat16* dqkv, float* scratch, const __
 // (not yet tuned). For reports; launches nothing.
 inline FlashBackwardPath FlashBackwardPathFor(const AttentionShape& sh,
                                               FlashBackwardPath requested = FlashBackwardPathFromEnv()) {
-  if (requested != FlashBackwardPath::kAuto) return requested;
-  return flash::TunedChoiceFor<FlashBackwardPath>(sh);
+  return flash::ChoiceFor(sh, requested);
 }
 
 }  // namespace gpuscope::gpt

@@ -15,6 +15,8 @@
 
 #include <cublasLt.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -122,29 +124,12 @@ class Matmul {
       return;  // keep the heuristic's first choice
     }
     CUDA_CHECK(cudaMemsetAsync(scratch, 0, n_elems * elem, stream));
-    cudaEvent_t e0, e1;
-    CUDA_CHECK(cudaEventCreate(&e0));
-    CUDA_CHECK(cudaEventCreate(&e1));
-    float best = 0;
-    bool have = false;
-    for (const auto& algo : p.candidates) {
-      auto once = [&] {
-        return cublasLtMatmul(handle_, p.op, &g.alpha, g.a, p.a, g.b, p.b, &g.beta, scratch, p.d, scratch, p.d, &algo,
-                              workspace_, kWorkspaceBytes, stream);
-      };
-      if (once() != CUBLAS_STATUS_SUCCESS) continue;
-      CUDA_CHECK(cudaEventRecord(e0, stream));
-      bool ok = true;
-      for (int i = 0; i < 5 && ok; ++i) ok = once() == CUBLAS_STATUS_SUCCESS;
-      CUDA_CHECK(cudaEventRecord(e1, stream));
-      CUDA_CHECK(cudaEventSynchronize(e1));
-      float ms = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-      if (ok && (!have || ms < best)) best = ms, p.algo = algo, have = true;
-    }
-    CUDA_CHECK(cudaEventDestroy(e0));
-    CUDA_CHECK(cudaEventDestroy(e1));
-    CUDA_CHECK(cudaStreamSynchronize(stream));
+    const std::vector<float> ms = TimeCandidates(p.candidates.size(), 5, stream, [&](size_t i) {
+      return cublasLtMatmul(handle_, p.op, &g.alpha, g.a, p.a, g.b, p.b, &g.beta, scratch, p.d, scratch, p.d,
+                            &p.candidates[i], workspace_, kWorkspaceBytes, stream) == CUBLAS_STATUS_SUCCESS;
+    });
+    const size_t best = std::min_element(ms.begin(), ms.end()) - ms.begin();
+    if (std::isfinite(ms[best])) p.algo = p.candidates[best];  // else keep the heuristic's first
     CUDA_CHECK(cudaFree(scratch));
   }
 
