@@ -12,6 +12,7 @@
 
 #include "cli/command.h"
 #include "cli/live_common.h"
+#include "formats/json_text.h"
 #include "nvml/fixture_writer.h"
 #include "nvml/sample_fields.h"
 
@@ -25,22 +26,6 @@ struct MonitorOptions {
   std::string output;
   std::string record;
 };
-
-std::string json_string(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", c);
-        else out += c;
-    }
-  }
-  return out + "\"";
-}
 
 std::string json_number(std::optional<double> v) { return v ? fmt::format("{}", *v) : "null"; }
 

@@ -11,31 +11,11 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "formats/json_text.h"
+
 namespace gpuscope {
 
 namespace {
-
-void escape(std::string& out, std::string_view s) {
-  out.push_back('"');
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out.push_back('"');
-}
 
 // Microseconds with three decimals, exact for int64 nanoseconds.
 void micros(std::string& out, int64_t ns) {
@@ -57,9 +37,9 @@ class JsonEvents {
                 int64_t start_ns, int64_t end_ns, const std::string& args = {}) {
     begin();
     buf_ += "{\"ph\":\"X\",\"name\":";
-    escape(buf_, name);
+    append_json_string(buf_, name);
     buf_ += ",\"cat\":";
-    escape(buf_, cat);
+    append_json_string(buf_, cat);
     ids(pid, tid);
     buf_ += ",\"ts\":";
     micros(buf_, start_ns);
@@ -72,9 +52,9 @@ class JsonEvents {
                int64_t ts_ns) {
     begin();
     buf_ += "{\"ph\":\"i\",\"s\":\"t\",\"name\":";
-    escape(buf_, name);
+    append_json_string(buf_, name);
     buf_ += ",\"cat\":";
-    escape(buf_, cat);
+    append_json_string(buf_, cat);
     ids(pid, tid);
     buf_ += ",\"ts\":";
     micros(buf_, ts_ns);
@@ -92,7 +72,7 @@ class JsonEvents {
   void counter(std::string_view name, int64_t pid, int64_t ts_ns, double value) {
     begin();
     buf_ += "{\"ph\":\"C\",\"name\":";
-    escape(buf_, name);
+    append_json_string(buf_, name);
     ids(pid, 0);
     buf_ += ",\"ts\":";
     micros(buf_, ts_ns);
@@ -108,7 +88,7 @@ class JsonEvents {
     buf_ += process ? "{\"ph\":\"M\",\"name\":\"process_name\"" : "{\"ph\":\"M\",\"name\":\"thread_name\"";
     ids(pid, tid);
     buf_ += ",\"args\":{\"name\":";
-    escape(buf_, value);
+    append_json_string(buf_, value);
     buf_ += "}";
     end();
     begin();
@@ -207,7 +187,7 @@ void write_trace(const Trace& t, size_t index, JsonEvents& json) {
       args += "],\"Input type\":[";
       for (uint16_t i = 0; i < e.num_args; ++i) {
         if (i) args += ",";
-        escape(args, t.strings.view(t.op_args[e.first_arg + i].dtype));
+        append_json_string(args, t.strings.view(t.op_args[e.first_arg + i].dtype));
       }
       args += "]";
     }

@@ -1,0 +1,21 @@
+// JSON text for the writers that stream JSON by hand (Perfetto export, `gpuscope monitor`
+// JSONL): building a nlohmann::json value per string there would cost allocations per event.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace gpuscope {
+
+// Appends s to out as a JSON string literal (quotes, backslash, control characters escaped;
+// other bytes, UTF-8 included, copied as they are).
+void append_json_string(std::string& out, std::string_view s);
+
+// s as a JSON string literal.
+inline std::string json_string(std::string_view s) {
+  std::string out;
+  append_json_string(out, s);
+  return out;
+}
+
+}  // namespace gpuscope
