@@ -23,9 +23,12 @@
 #include <atomic>
 #include <cstring>
 
+#include "core/clock.h"
 #include "cupti/gemm_calls.h"
 
 namespace {
+
+using gpuscope::realtime_ns;
 
 constexpr size_t kRingCapacity = 1 << 16;
 
@@ -59,12 +62,6 @@ void after_fork_child() {
 
 thread_local int t_depth = 0;
 thread_local int32_t t_tid = 0;
-
-int64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
-}
 
 void* find_real(const char* const* sonames, const char* name) {
   for (const char* const* so = sonames; *so; ++so) {
@@ -121,12 +118,12 @@ class Scope {
     call_.trans_a = ta;
     call_.trans_b = tb;
     call_.tid = t_tid;
-    call_.start_ns = now_ns();
+    call_.start_ns = realtime_ns();
   }
   ~Scope() {
     --t_depth;
     if (!outer_) return;
-    call_.end_ns = now_ns();
+    call_.end_ns = realtime_ns();
     record(call_);
   }
 

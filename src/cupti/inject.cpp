@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "cupti/activity_decoder.h"
+#include "core/clock.h"
 #include "cupti/gemm_calls.h"
 #include "formats/capture_writer.h"
 
@@ -51,12 +52,6 @@ constexpr size_t kMaxBuffers = 64;  // 256 MiB of unwritten records at most; the
 constexpr int kFlushPeriodMs = 1000;
 constexpr int kSignalFlushTimeoutMs = 3000;
 constexpr int kExitTimeoutMs = 10000;
-
-int64_t realtime_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
-}
 
 uint64_t CUPTIAPI cupti_timestamp() { return static_cast<uint64_t>(realtime_ns()); }
 

@@ -8,15 +8,11 @@
 
 #include <fmt/core.h>
 
+#include "core/clock.h"
+
 namespace gpuscope::nvml {
 
 namespace {
-
-int64_t clock_ns(clockid_t clock) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
 
 // GPM requires at least 100 ms between the two samples of a metrics query.
 constexpr int64_t kGpmMinIntervalNs = 100'000'000;
