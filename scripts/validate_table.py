@@ -37,7 +37,10 @@ GPT_ORDER = [
     ("bf16_async_fusedopt", "bf16 / unfused / fused / async", "fused optimizer", "optimizer-unfused"),
     # The fused-kernels switch fuses elementwise chains and replaces the materialised attention
     # with flash attention: its prediction combines both findings (saved fractions add).
-    ("all_on", "bf16 / fused / fused / async", "fused kernels", ("kernel-fusion", "attention-unfused")),
+    ("fused_kernels", "bf16 / fused / fused / async", "fused kernels", ("kernel-fusion", "attention-unfused")),
+    # The step replayed from a CUDA graph: what the launch-bound finding recommends. When the
+    # previous configuration had no launch-bound finding, gpuscope's prediction is "no gain".
+    ("all_on", "bf16 / fused / fused / async / CUDA graph", "CUDA graph", "launch-bound"),
 ]
 
 
@@ -234,7 +237,8 @@ def gpt_rows(runs):
             row["measured_untraced"] = ratio(row["tokens_per_s_untraced"], prev["tokens_per_s_untraced"])
             p = combined_speedup(dict(prev["findings"]), fid)
             row["predicted"] = p
-            row["err_pct"] = err_pct(p, row["measured"])
+            # No finding is a prediction too: less than the 1% a finding needs, i.e. x1.00.
+            row["err_pct"] = err_pct(p if p is not None else 1.0, row["measured"])
         rows.append(row)
         prev = row
     return rows
@@ -399,7 +403,8 @@ def markdown(meta, zrows, grows, notes="", breakdown=None):
         if not r.get("change"):
             continue
         w("| %s | %s | %s | %s | %s | %s |" % (
-            r["change"], r["finding_id"], fx(r.get("predicted")) if r.get("predicted") else "not reported",
+            r["change"], r["finding_id"],
+            fx(r.get("predicted")) if r.get("predicted") else "not reported (x1.00)",
             fx(r.get("measured")), fmt(r.get("err_pct"), 0, "%") if r.get("err_pct") is not None else "n/a",
             fx(r.get("measured_untraced"))))
     w("")

@@ -78,6 +78,34 @@ class GptRows(unittest.TestCase):
         self.assertAlmostEqual(off["mfu_untraced"], 3.7)
 
 
+class GptNoFindingPrediction(unittest.TestCase):
+    @staticmethod
+    def run_of(case, tokens, findings):
+        dev = {"device": 0, "busy_pct": 97.0, "kernels": {"count": 300},
+               "findings": [{"id": i, "est_speedup": x} for i, x in findings]}
+        return {"name": "gpt_" + case, "kind": "gpt", "case": case, "fixed": False, "traced": True, "rc": 0,
+                "workload": [{"workload": "train_gpt", "tokens_per_s": tokens, "mfu_pct": 48.0}],
+                "report": {"devices": [dev]}}
+
+    def test_absent_finding_predicts_no_gain(self):
+        # fused_kernels had no launch-bound finding: the CUDA-graph step is predicted at x1.00,
+        # so a measured x1.05 is a +5% gain the prediction missed by -4.8%.
+        runs = [self.run_of("fused_kernels", 100.0, [("kernel-fusion", 1.02)]), self.run_of("all_on", 105.0, [])]
+        rows = {r["name"]: r for r in vt.gpt_rows(runs)}
+        on = rows["all_on"]
+        self.assertIsNone(on["predicted"])
+        self.assertAlmostEqual(on["measured"], 1.05)
+        self.assertAlmostEqual(on["err_pct"], 100 * (1 / 1.05 - 1))
+        md = vt.markdown({}, [], list(rows.values()), "")
+        self.assertIn("| CUDA graph | launch-bound | not reported (x1.00) | x1.05 | -5% |", md)
+
+    def test_reported_finding_is_the_prediction(self):
+        runs = [self.run_of("fused_kernels", 100.0, [("launch-bound", 1.2)]), self.run_of("all_on", 110.0, [])]
+        on = {r["name"]: r for r in vt.gpt_rows(runs)}["all_on"]
+        self.assertAlmostEqual(on["predicted"], 1.2)
+        self.assertAlmostEqual(on["err_pct"], 100 * (1.2 / 1.1 - 1))
+
+
 class Markdown(unittest.TestCase):
     def test_document(self):
         meta, runs = vt.load(FIXTURE)

@@ -1,10 +1,10 @@
 // GPT-2 training loop in CUDA C++: the seed experiment's knobs as switches.
 //
 //   train_gpt [--precision fp32|bf16] [--kernels unfused|fused] [--optimizer per-tensor|fused]
-//             [--input sync|async] [--batch 16] [--seq 1024] [--layers 12] [--heads 12]
+//             [--input sync|async] [--graph off|on] [--batch 16] [--seq 1024] [--layers 12] [--heads 12]
 //             [--channels 768] [--vocab 50257] [--steps 20] [--warmup 3] [--prep-ms 5]
 //             [--lr 3e-4] [--weight-decay 0] [--peak-tflops 989.4] [--seed 1] [--breakdown N]
-//   train_gpt --check [--precision ...] [--kernels ...] [--optimizer ...]
+//   train_gpt --check [--precision ...] [--kernels ...] [--optimizer ...] [--graph ...]
 //
 // Training prints one line per step on stderr and one JSON line on stdout at the end with
 // tokens/s and MFU. MFU uses 6N + 12·L·H·Q·T training FLOPs per token (PaLM appendix B; N without
@@ -16,6 +16,11 @@
 // memory, and reads the loss back after every step (a per-step sync, like loss.item()).
 // --input async: a producer thread prepares batches into pinned buffers; copies go on a second
 // stream, double-buffered on the device, ordered with events; losses are read once at the end.
+//
+// --graph on: after the warm-up steps (which tune GEMMs and attention variants), the forward and
+// backward passes are captured once into a CUDA graph and each step replays it: one launch
+// instead of ~300, and the GPU runs the kernels back to back without per-launch gaps. The
+// optimizer step (its bias corrections change every step) and the input copies stay outside.
 //
 // --breakdown N: after the timed steps, N more steps with CUDA events around kernel groups;
 // prints GPU ms per step per group (matmul, attention, layernorm, ...) and GEMM TFLOP/s.
@@ -51,7 +56,7 @@ using workloads::NowS;
 using workloads::NvtxRange;
 
 struct Options {
-  std::string precision, kernels, optimizer, input;
+  std::string precision, kernels, optimizer, input, graph;
   GptConfig config;
   int batch = 16, seq = 1024;
   long steps = 20, warmup = 3, breakdown = 0;
@@ -201,14 +206,17 @@ int Train(const Options& o) {
   CUDA_CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
   SyntheticCorpus corpus(c.vocab_size, o.seed + 100);
   const bool async = o.input == "async";
+  const bool graph = o.graph == "on";
+  float* loss_slot = nullptr;  // --graph on: the captured forward writes the loss here
+  cudaGraphExec_t step_graph = nullptr;
   std::vector<float> losses(total_steps, NAN);
   const double flops_per_token = TrainFlopsPerToken(c, Tn);
 
   std::fprintf(stderr,
                "train_gpt: L=%d NH=%d C=%d V=%d (padded %d) B=%d T=%d | precision %s, kernels %s, optimizer %s, "
-               "input %s | %.1f M params, %.2f GFLOP/token (6N+12LHQT), device memory %.1f GiB\n",
+               "input %s, graph %s | %.1f M params, %.2f GFLOP/token (6N+12LHQT), device memory %.1f GiB\n",
                c.num_layers, c.num_heads, c.channels, c.vocab_size, c.padded_vocab_size, B, Tn, o.precision.c_str(),
-               o.kernels.c_str(), o.optimizer.c_str(), o.input.c_str(), ParamLayout(c).total / 1e6,
+               o.kernels.c_str(), o.optimizer.c_str(), o.input.c_str(), o.graph.c_str(), ParamLayout(c).total / 1e6,
                flops_per_token / 1e9, model.bytes() / double(1ull << 30));
 
   std::vector<int> host_in(size_t(B) * Tn), host_tg(size_t(B) * Tn);
@@ -222,6 +230,19 @@ int Train(const Options& o) {
   for (long step = 0; step < total_steps; ++step) {
     if (step == o.warmup) {
       CUDA_CHECK(cudaStreamSynchronize(compute));
+      if (graph) {
+        // Thread-local capture: the input producer thread keeps making CUDA calls meanwhile.
+        CUDA_CHECK(cudaMalloc(&loss_slot, sizeof(float)));
+        cudaGraph_t g;
+        CUDA_CHECK(cudaStreamBeginCapture(compute, cudaStreamCaptureModeThreadLocal));
+        model.Forward(loss_slot, compute);
+        model.Backward(compute);
+        CUDA_CHECK(cudaStreamEndCapture(compute, &g));
+        CUDA_CHECK(cudaGraphInstantiate(&step_graph, g, 0));
+        CUDA_CHECK(cudaGraphDestroy(g));
+        CUDA_CHECK(cudaGraphUpload(step_graph, compute));
+        CUDA_CHECK(cudaStreamSynchronize(compute));
+      }
       t0 = NowS();
     }
     NvtxRange range(step < o.warmup ? "warmup" : "step");  // warm-up steps are not "step"s
@@ -244,8 +265,13 @@ int Train(const Options& o) {
       CUDA_CHECK(cudaMemcpy(model.inputs(), host_in.data(), host_in.size() * sizeof(int), cudaMemcpyHostToDevice));
       CUDA_CHECK(cudaMemcpy(model.targets(), host_tg.data(), host_tg.size() * sizeof(int), cudaMemcpyHostToDevice));
     }
-    model.Forward(losses_dev + step, compute);
-    model.Backward(compute);
+    if (step_graph) {
+      CUDA_CHECK(cudaGraphLaunch(step_graph, compute));
+      CUDA_CHECK(cudaMemcpyAsync(losses_dev + step, loss_slot, sizeof(float), cudaMemcpyDeviceToDevice, compute));
+    } else {
+      model.Forward(losses_dev + step, compute);
+      model.Backward(compute);
+    }
     model.Update(int(step + 1), compute);
     if (!async) {
       // loss.item(): a synchronous read every step.
@@ -261,6 +287,8 @@ int Train(const Options& o) {
     for (long s = 0; s < total_steps; ++s) std::fprintf(stderr, "step %ld loss %.4f\n", s, losses[s]);
   pipe.reset();
 
+  if (step_graph) CUDA_CHECK(cudaGraphExecDestroy(step_graph));
+  if (loss_slot) CUDA_CHECK(cudaFree(loss_slot));
   if (o.breakdown > 0) PrintBreakdown(model, o, compute, elapsed / o.steps);
 
   const double tokens_per_s = double(o.steps) * B * Tn / elapsed;
@@ -273,7 +301,7 @@ int Train(const Options& o) {
       .Add("flash_attention", model.flash())
       .Add("flash_bwd", model.flash() ? FlashBackwardPathName(FlashBackwardPathFor(att_shape)) : "none")
       .Add("flash_fwd", model.flash() ? FlashForwardVariantName(FlashForwardVariantFor(att_shape)) : "none")
-      .Add("optimizer", o.optimizer).Add("input", o.input).Add("batch", B).Add("seq", Tn)
+      .Add("optimizer", o.optimizer).Add("input", o.input).Add("graph", o.graph).Add("batch", B).Add("seq", Tn)
       .Add("layers", c.num_layers).Add("channels", c.channels).Add("steps", o.steps).Add("elapsed_s", elapsed)
       .Add("step_ms", 1e3 * elapsed / o.steps).Add("tokens_per_s", tokens_per_s)
       .Add("flops_per_token", flops_per_token).Add("peak_tflops", o.peak_tflops).Add("mfu_pct", 100 * mfu)
@@ -412,6 +440,23 @@ int Check(const Options& o) {
   model.Forward(loss_dev, 0);
   model.Backward(0);
   CUDA_CHECK(cudaDeviceSynchronize());
+  if (o.graph == "on") {  // again from a captured graph (the pass above tuned the kernels)
+    cudaStream_t s;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaGraph_t g;
+    cudaGraphExec_t exec;
+    CUDA_CHECK(cudaMemset(loss_dev, 0, sizeof(float)));
+    CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    model.Forward(loss_dev, s);
+    model.Backward(s);
+    CUDA_CHECK(cudaStreamEndCapture(s, &g));
+    CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+    CUDA_CHECK(cudaGraphLaunch(exec, s));
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    CUDA_CHECK(cudaGraphExecDestroy(exec));
+    CUDA_CHECK(cudaGraphDestroy(g));
+    CUDA_CHECK(cudaStreamDestroy(s));
+  }
   float loss_gpu = 0;
   CUDA_CHECK(cudaMemcpy(&loss_gpu, loss_dev, sizeof(float), cudaMemcpyDeviceToHost));
   const ParamLayout lay(c);
@@ -432,8 +477,9 @@ int Check(const Options& o) {
   double worst = 0;
   const double loss_err = std::abs(loss_gpu - loss_ref) / std::abs(loss_ref);
   ok &= loss_err <= tol;
-  std::printf("check precision=%s kernels=%s optimizer=%s: loss gpu %.6f ref %.6f rel err %.2e\n",
-              o.precision.c_str(), o.kernels.c_str(), o.optimizer.c_str(), loss_gpu, loss_ref, loss_err);
+  std::printf("check precision=%s kernels=%s optimizer=%s graph=%s: loss gpu %.6f ref %.6f rel err %.2e\n",
+              o.precision.c_str(), o.kernels.c_str(), o.optimizer.c_str(), o.graph.c_str(), loss_gpu, loss_ref,
+              loss_err);
   for (int t = 0; t < kNumParamTensors; ++t) {
     const double e = RelErr(grads.data() + lay.offset[t], ref.grads().data() + lay.offset[t], lay.size[t]);
     worst = std::max(worst, e);
@@ -464,7 +510,7 @@ int Check(const Options& o) {
   std::printf("  adamw step rel err %.2e (tolerance %.0e)%s\n", opt_err, opt_tol, opt_err <= opt_tol ? "" : "  FAIL");
   JsonLine j;
   j.Add("workload", "train_gpt_check").Add("flash_attention", model.flash()).Add("precision", o.precision).Add("kernels", o.kernels)
-      .Add("optimizer", o.optimizer).Add("loss_rel_err", loss_err).Add("worst_grad_rel_err", worst)
+      .Add("optimizer", o.optimizer).Add("graph", o.graph).Add("loss_rel_err", loss_err).Add("worst_grad_rel_err", worst)
       .Add("adamw_rel_err", opt_err).Add("tolerance", tol).Add("pass", ok);
   j.Print();
   cudaFree(loss_dev);
@@ -482,6 +528,7 @@ int main(int argc, char** argv) {
   o.kernels = args.Choice("kernels", {"unfused", "fused"});
   o.optimizer = args.Choice("optimizer", {"per-tensor", "fused"});
   o.input = args.Choice("input", {"sync", "async"});
+  o.graph = args.Choice("graph", {"off", "on"});
   o.batch = int(args.Int("batch", 16));
   o.seq = int(args.Int("seq", 1024));
   o.config.num_layers = int(args.Int("layers", 12));
@@ -507,6 +554,8 @@ int main(int argc, char** argv) {
     Args::Usage("--channels must be a multiple of 128 and of --heads, with a head size that is a multiple of 8");
   if (o.batch < 1 || o.seq < 8 || o.seq % 8 != 0 || o.steps < 1 || o.warmup < 0 || c.num_layers < 1)
     Args::Usage("--batch >= 1, --seq a multiple of 8, --steps >= 1, --layers >= 1");
+  if (o.graph == "on" && o.warmup < 1 && !o.check)
+    Args::Usage("--graph on needs --warmup >= 1 (warm-up steps tune the kernels before the capture)");
   if (o.check) return o.precision == "bf16" ? Check<__nv_bfloat16>(o) : Check<float>(o);
   return o.precision == "bf16" ? Train<__nv_bfloat16>(o) : Train<float>(o);
 }
