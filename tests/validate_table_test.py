@@ -114,8 +114,11 @@ class Markdown(unittest.TestCase):
         self.assertIn("the top finding names the planted cause in 1 of 3 cases (missed: unfused_chain, "
                       "low_occupancy)", md)
         self.assertIn("within ±25% of the measured one in 1 of 3 cases (input_bound)", md)
+        # Against the untraced ratio too: input_bound's x2.40 against x3.20 untraced is just past -25%.
+        self.assertIn("against the untraced speedup (what the fix does to the program run without gpuscope) in 0 "
+                      "of 3 (outside: input_bound, unfused_chain, low_occupancy).", md)
         self.assertIn("| input_bound | host prepares each batch between steps | input-bound | input-bound x2.40 | "
-                      "yes | 1 | x2.40 | x3.00 | -20% | yes | x3.20 |", md)
+                      "yes | 1 | x2.40 | x3.00 | -20% | yes | x3.20 | -25% | no |", md)
         self.assertIn("| low_occupancy | 200 KiB shared memory per block: 1 block/SM | low-occupancy | none | no | "
                       "absent | n/a | x3.00 | n/a | no | n/a |", md)
         self.assertIn("| bf16 | precision-fp32 | x2.50 | x3.00 | -17% | x3.00 |", md)
