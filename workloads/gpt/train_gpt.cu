@@ -517,11 +517,36 @@ int Check(const Options& o) {
   return ok ? 0 : 1;
 }
 
+constexpr const char* kUsage = R"(usage: train_gpt [switches] [shape] [run]   GPT-2 training in CUDA C++ (GPT-2 124M by default)
+       train_gpt --check [switches]              gradients and one AdamW step against a CPU reference
+
+The seed experiment's switches (first value: the default, all off):
+  --precision fp32|bf16        true fp32 (no TF32), or bf16 with fp32 accumulation and master weights
+  --kernels unfused|fused      separate bias/GELU/residual/layernorm/softmax kernels, or fused ones and
+                               flash attention (bf16, head size 64)
+  --optimizer per-tensor|fused AdamW as ~4 kernels per parameter tensor, or one kernel
+  --input sync|async           host-prepared batches, pageable sync copies and a loss read every step,
+                               or a producer thread, pinned double-buffered copies on a second stream
+  --graph off|on               replay forward+backward from a CUDA graph (after --warmup steps)
+Shape:  --batch 16 --seq 1024 --layers 12 --heads 12 --channels 768 --vocab 50257
+Run:    --steps 20 --warmup 3 --prep-ms 5 (host work per batch) --lr 3e-4 --weight-decay 0 --seed 1
+        --peak-tflops 989.4 (MFU denominator)  --breakdown N (N more steps timed per kernel group)
+
+All on: train_gpt --precision bf16 --kernels fused --optimizer fused --input async --graph on
+Output: a line per step on stderr; one JSON line on stdout with tokens/s and MFU
+(6N + 12·L·H·Q·T FLOPs per token, as gpuscope). --check exits 1 when a tolerance is exceeded.
+)";
+
 }  // namespace
 }  // namespace gpuscope::gpt
 
 int main(int argc, char** argv) {
   using namespace gpuscope::gpt;
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
   gpuscope::workloads::Args args(argc, argv, 1);
   Options o;
   o.precision = args.Choice("precision", {"fp32", "bf16"});
