@@ -3,6 +3,8 @@
 // __nv_bfloat16; arithmetic is always fp32.
 #pragma once
 
+#include <algorithm>
+
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -49,31 +51,35 @@ inline int CeilDiv(size_t a, size_t b) { return static_cast<int>((a + b - 1) / b
 
 // Milliseconds per run of each of n candidates on stream s, for choosing the fastest of
 // equivalent kernels. run(i) enqueues one run of candidate i and returns false if it could not
-// (that candidate's time is then +inf). Each candidate gets one warm-up run, then `runs` runs
-// between CUDA events; one synchronisation at the end.
+// (that candidate's time is then +inf). Each candidate gets one warm-up run, then `rounds` rounds
+// each time every candidate once between CUDA events, and a candidate's time is its median over
+// the rounds. Interleaving matters on a GPU whose clock drifts while it tunes (power and heat
+// after the first heavy kernels): timing candidates one after another favoured whichever ran
+// earlier, and the LM head's choice changed by 6% from run to run (H200, 2026-11-30).
+// One synchronisation at the end.
 template <class Run>
-std::vector<float> TimeCandidates(size_t n, int runs, cudaStream_t s, Run&& run) {
-  std::vector<cudaEvent_t> start(n), stop(n);
+std::vector<float> TimeCandidates(size_t n, int rounds, cudaStream_t s, Run&& run) {
   std::vector<float> ms(n, INFINITY);
   std::vector<bool> ok(n, false);
-  for (size_t i = 0; i < n; ++i) {
-    CUDA_CHECK(cudaEventCreate(&start[i]));
-    CUDA_CHECK(cudaEventCreate(&stop[i]));
-    if (!run(i)) continue;  // warm-up, outside the window
-    CUDA_CHECK(cudaEventRecord(start[i], s));
-    ok[i] = true;
-    for (int r = 0; r < runs && ok[i]; ++r) ok[i] = run(i);
-    CUDA_CHECK(cudaEventRecord(stop[i], s));
-  }
-  CUDA_CHECK(cudaStreamSynchronize(s));
-  for (size_t i = 0; i < n; ++i) {
-    if (ok[i]) {
-      CUDA_CHECK(cudaEventElapsedTime(&ms[i], start[i], stop[i]));
-      ms[i] /= runs;
+  for (size_t i = 0; i < n; ++i) ok[i] = run(i);  // warm-up; a candidate that cannot run is out
+  std::vector<cudaEvent_t> ev(2 * n * rounds);
+  for (auto& e : ev) CUDA_CHECK(cudaEventCreate(&e));
+  for (int r = 0; r < rounds; ++r)
+    for (size_t i = 0; i < n; ++i) {
+      if (!ok[i]) continue;
+      CUDA_CHECK(cudaEventRecord(ev[2 * (r * n + i)], s));
+      ok[i] = run(i);
+      CUDA_CHECK(cudaEventRecord(ev[2 * (r * n + i) + 1], s));
     }
-    CUDA_CHECK(cudaEventDestroy(start[i]));
-    CUDA_CHECK(cudaEventDestroy(stop[i]));
+  CUDA_CHECK(cudaStreamSynchronize(s));
+  std::vector<float> t(rounds);
+  for (size_t i = 0; i < n; ++i) {
+    if (!ok[i]) continue;
+    for (int r = 0; r < rounds; ++r) CUDA_CHECK(cudaEventElapsedTime(&t[r], ev[2 * (r * n + i)], ev[2 * (r * n + i) + 1]));
+    std::nth_element(t.begin(), t.begin() + rounds / 2, t.end());
+    ms[i] = t[rounds / 2];
   }
+  for (auto& e : ev) CUDA_CHECK(cudaEventDestroy(e));
   return ms;
 }
 

@@ -1131,7 +1131,7 @@ inline V ChoiceFor(const AttentionShape& sh, V requested) {
 
 // The fastest of `candidates` for shape sh on the current device. The first call for a shape
 // times every candidate through launch(candidate), which must enqueue one complete run on s
-// that may be repeated (TimeCandidates: 1 warm-up and 3 timed runs each), and synchronises on
+// that may be repeated (TimeCandidates: a warm-up, then the median of 5 interleaved rounds), and synchronises on
 // the stream; later calls look the choice up (a mutex and a short list, no CUDA calls besides
 // cudaGetDevice). Inside a stream capture nothing can be timed: candidates[0] is used and
 // nothing is remembered. `what` names the tuned operation in the verbose report.
@@ -1147,7 +1147,7 @@ inline V Autotune(const V (&candidates)[kN], const char* (*name)(V), const char*
   CUDA_CHECK(cudaStreamIsCapturing(s, &capture));
   if (capture != cudaStreamCaptureStatusNone) return candidates[0];
 
-  const std::vector<float> ms = TimeCandidates(kN, 3, s, [&](size_t i) {
+  const std::vector<float> ms = TimeCandidates(kN, 5, s, [&](size_t i) {
     launch(candidates[i]);
     return true;
   });

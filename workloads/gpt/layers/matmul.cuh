@@ -6,9 +6,13 @@
 //   out(rows,OC) = inp(rows,C)·Wᵀ      → m=OC, n=rows, k=C,  A=W op T, B=inp op N
 //   dinp(rows,C) = dout(rows,OC)·W     → m=C,  n=rows, k=OC, A=W op N, B=dout op N
 //   dW(OC,C)    += dout(rows,OC)ᵀ·inp  → m=C,  n=OC,  k=rows, A=inp op N, B=dout op T
-// Autotuning: each new shape asks the heuristic for up to kCandidates algorithms and times each
-// (1 + 5 runs, CUDA events, into a scratch output so accumulating GEMMs leave the real one
-// untouched); the fastest is kept. GPUSCOPE_GPT_GEMM_CANDIDATES=1 keeps the heuristic's first.
+// Autotuning: each new shape asks the heuristic for up to kCandidates algorithms (on the H200 it
+// offers 8, 5 for GELU_AUX_BIAS) and times each (a warm-up, then the median of 5 interleaved
+// rounds, CUDA events, into a scratch output so accumulating GEMMs leave the real one untouched);
+// the fastest is kept. Candidates beyond the heuristic's: see AddTileVariants.
+// GPUSCOPE_GPT_GEMM_CANDIDATES=1 keeps the heuristic's first (and searches no further);
+// GPUSCOPE_GPT_GEMM_VERBOSE=1 prints each shape's choice and TFLOP/s. (Split-K variants of the
+// candidates were tried on the H200 on 2026-11-30: no GEMM of the trainer got faster.)
 // Compute type is always CUBLAS_COMPUTE_32F: fp32 runs are true fp32 (no TF32), bf16 runs use
 // tensor cores with fp32 accumulation.
 #pragma once
@@ -19,6 +23,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -105,6 +110,52 @@ class Matmul {
     CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(op, attr, &ptr, sizeof(ptr)));
   }
 
+  static bool EnvIs(const char* name, const char* value) {
+    const char* e = std::getenv(name);
+    return e && std::strcmp(e, value) == 0;
+  }
+
+  // More candidates than the heuristic offers (off with GPUSCOPE_GPT_GEMM_SEARCH=0): for each
+  // algorithm the heuristic named, its first candidate with every tile the algorithm supports and
+  // cluster shapes 1x1, 2x1 and 1x2 (the rest of its configuration kept), if cuBLASLt accepts it
+  // for this GEMM. On the H200 (2026-11-30) only the DGELU GEMM gained candidates (8 → 30), and its
+  // best went from 151–173 µs to 148 µs.
+  void AddTileVariants(Plan& p) {
+    std::vector<cublasLtMatmulAlgo_t> out;
+    std::vector<int32_t> seen_ids;
+    auto same = [](const cublasLtMatmulAlgo_t& a, const cublasLtMatmulAlgo_t& b) {
+      return std::memcmp(a.data, b.data, sizeof(a.data)) == 0;
+    };
+    for (const cublasLtMatmulAlgo_t& base : p.candidates) {
+      int32_t id = 0;
+      size_t got = 0;
+      cublasLtMatmulAlgoConfigGetAttribute(&base, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof(id), &got);
+      if (std::find(seen_ids.begin(), seen_ids.end(), id) != seen_ids.end()) continue;
+      seen_ids.push_back(id);
+      uint32_t tiles[128];
+      if (cublasLtMatmulAlgoCapGetAttribute(&base, CUBLASLT_ALGO_CAP_TILE_IDS, tiles, sizeof(tiles), &got) !=
+          CUBLAS_STATUS_SUCCESS)
+        continue;
+      const size_t n_tiles = std::min<size_t>(got / sizeof(uint32_t), 128);
+      for (size_t t = 0; t < n_tiles; ++t)
+        for (uint16_t cluster : {uint16_t(CUBLASLT_CLUSTER_SHAPE_1x1x1), uint16_t(CUBLASLT_CLUSTER_SHAPE_2x1x1),
+                                 uint16_t(CUBLASLT_CLUSTER_SHAPE_1x2x1)}) {
+          cublasLtMatmulAlgo_t a = base;
+          cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_TILE_ID, &tiles[t], sizeof(tiles[t]));
+          cublasLtMatmulAlgoConfigSetAttribute(&a, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof(cluster));
+          cublasLtMatmulHeuristicResult_t r;
+          if (cublasLtMatmulAlgoCheck(handle_, p.op, p.a, p.b, p.d, p.d, &a, &r) != CUBLAS_STATUS_SUCCESS ||
+              r.workspaceSize > kWorkspaceBytes)
+            continue;
+          bool dup = false;
+          for (const auto& c : p.candidates) dup |= same(c, a);
+          for (const auto& c : out) dup |= same(c, a);
+          if (!dup) out.push_back(a);
+        }
+    }
+    p.candidates.insert(p.candidates.end(), out.begin(), out.end());
+  }
+
   static int Candidates() {
     const char* e = std::getenv("GPUSCOPE_GPT_GEMM_CANDIDATES");
     const int n = e ? std::atoi(e) : kCandidates;
@@ -130,6 +181,23 @@ class Matmul {
     });
     const size_t best = std::min_element(ms.begin(), ms.end()) - ms.begin();
     if (std::isfinite(ms[best])) p.algo = p.candidates[best];  // else keep the heuristic's first
+    if (EnvIs("GPUSCOPE_GPT_GEMM_VERBOSE", "1")) {  // shape, the heuristic's first, the best, its TFLOP/s
+      const double flops = 2.0 * g.m * g.n * g.k * g.batch;
+      int32_t tile = -1, split = -1, stages = -1, id = -1;
+      size_t got = 0;
+      cublasLtMatmulAlgoConfigGetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof(id), &got);
+      cublasLtMatmulAlgoConfigGetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof(tile), &got);
+      cublasLtMatmulAlgoConfigGetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof(stages), &got);
+      cublasLtMatmulAlgoConfigGetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof(split), &got);
+      uint16_t cluster = 0;
+      cublasLtMatmulAlgoConfigGetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof(cluster), &got);
+      std::fprintf(stderr,
+                   "gemm m=%d n=%d k=%d batch=%d %c%c beta=%g epi=%d: %zu candidates, first %.1f us, best #%zu %.1f us "
+                   "(%.0f TFLOP/s) algo %d tile %d stages %d splitk %d cluster %d\n",
+                   g.m, g.n, g.k, g.batch, g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', g.beta,
+                   int(g.gelu) + (g.bias ? 10 : 0), ms.size(), 1e3 * ms[0], best, 1e3 * ms[best],
+                   flops / (ms[best] * 1e-3) / 1e12, id, tile, stages, split, int(cluster));
+    }
     CUDA_CHECK(cudaFree(scratch));
   }
 
@@ -195,6 +263,7 @@ class Matmul {
     }
     p.algo = res[0].algo;
     for (int i = 0; i < found; ++i) p.candidates.push_back(res[i].algo);
+    if (Candidates() > 1 && !EnvIs("GPUSCOPE_GPT_GEMM_SEARCH", "0")) AddTileVariants(p);
     return plans_.emplace(key, p).first->second;
   }
 
