@@ -143,6 +143,29 @@ TEST(Analysis, LaunchBoundLoopOfTinyKernels) {
   EXPECT_EQ(r.findings.front().id, "launch-bound");
 }
 
+TEST(Analysis, LaunchBoundEvidenceGivesTheFixedStepTime) {
+  TraceBuilder b;
+  // Four steps of 5 ms: 500 kernels of 2 us each, one launched every 10 us.
+  for (int st = 0; st < 4; ++st) {
+    b.annotation(st * 5000.0, st * 5000.0 + 5000, "ProfilerStep#" + std::to_string(st + 1));
+    for (int i = 0; i < 500; ++i) {
+      const double t = st * 5000.0 + i * 10.0;
+      b.kernel(t + 8, t + 10, "vectorized_elementwise_kernel", 1000, 0, 7, t, 8);
+    }
+  }
+  const auto r = only(b.build());
+  ASSERT_EQ(r.step_count, 4);
+  ASSERT_FALSE(r.findings.empty());
+  const Finding& f = r.findings.front();
+  EXPECT_EQ(f.id, "launch-bound");
+  // The fixed step in absolute terms (the kernels' 1 ms per step), beside the traced one, so a
+  // user can compare it with the untraced step: a tracer inflates the gaps the ratio is based on.
+  EXPECT_NE(f.evidence.find("without the gaps a step would take about 1.0"), std::string::npos) << f.evidence;
+  EXPECT_NE(f.evidence.find("(the traced step is 5.0"), std::string::npos) << f.evidence;
+  ASSERT_TRUE(f.est_speedup.has_value());
+  EXPECT_NEAR(*f.est_speedup, 5.0, 0.1);
+}
+
 TEST(Analysis, StepTimeFollowsTheGpuWhenTheHostRunsAhead) {
   TraceBuilder b(132, "NVIDIA H100 80GB HBM3");
   // Three host steps of 10 us each only launch work; the GPU runs 1 ms per step.
