@@ -53,24 +53,25 @@ void add_live_options(CLI::App& app, LiveCliOptions& o) {
   app.add_option("--idle-memory-gib", o.idle_memory_gib,
                  "idle_holding_memory: minimum memory a process holds (GiB)")
       ->capture_default_str();
-  app.add_option("--idle-sm-active", o.idle_sm_active_pct,
+  app.add_option("--idle-sm-active", o.thresholds.idle_sm_active_pct,
                  "idle_holding_memory: SM active (%) below which the GPU counts as idle")
       ->capture_default_str();
-  app.add_option("--busy-util", o.busy_util_pct, "busy_not_working: utilization (%) at or above")
+  app.add_option("--busy-util", o.thresholds.busy_util_pct, "busy_not_working: utilization (%) at or above")
       ->capture_default_str();
-  app.add_option("--busy-sm-active", o.busy_sm_active_pct,
+  app.add_option("--busy-sm-active", o.thresholds.busy_sm_active_pct,
                  "busy_not_working: with SM active (%) below")
       ->capture_default_str();
-  app.add_option("--tensor-sm-active", o.tensor_sm_active_pct,
+  app.add_option("--tensor-sm-active", o.thresholds.tensor_sm_active_pct,
                  "tensor_cores_unused: SM active (%) at or above, tensor active ~0")
       ->capture_default_str();
-  app.add_option("--membw-dram", o.membw_dram_pct,
+  app.add_option("--membw-dram", o.thresholds.membw_dram_pct,
                  "memory_bandwidth_bound: DRAM bandwidth (%) at or above")
       ->capture_default_str();
 }
 
 std::optional<LiveSettings> live_settings(const LiveCliOptions& o) {
   LiveSettings s;
+  s.thresholds = o.thresholds;
   auto interval = parse_duration_ns(o.interval, "--interval");
   auto idle_after = parse_duration_ns(o.idle_after, "--idle-after");
   auto signal_after = parse_duration_ns(o.signal_after, "--signal-after");
@@ -91,11 +92,6 @@ std::optional<LiveSettings> live_settings(const LiveCliOptions& o) {
   s.thresholds.idle_after_ns = *idle_after;
   s.thresholds.signal_after_ns = *signal_after;
   s.thresholds.idle_memory_bytes = o.idle_memory_gib * 1024.0 * 1024 * 1024;
-  s.thresholds.idle_sm_active_pct = o.idle_sm_active_pct;
-  s.thresholds.busy_util_pct = o.busy_util_pct;
-  s.thresholds.busy_sm_active_pct = o.busy_sm_active_pct;
-  s.thresholds.tensor_sm_active_pct = o.tensor_sm_active_pct;
-  s.thresholds.membw_dram_pct = o.membw_dram_pct;
   return s;
 }
 

@@ -23,14 +23,10 @@ StatusOr<int64_t> parse_duration_ns(std::string_view text, std::string_view opti
 
 struct LiveCliOptions {
   std::string interval = "1s";
-  std::string idle_after = "60s";
-  std::string signal_after = "10s";
-  double idle_memory_gib = 1.0;
-  double idle_sm_active_pct = 5.0;
-  double busy_util_pct = 80.0;
-  double busy_sm_active_pct = 30.0;
-  double tensor_sm_active_pct = 60.0;
-  double membw_dram_pct = 60.0;
+  std::string idle_after = "60s";    // SignalThresholds::idle_after_ns, as the option's text
+  std::string signal_after = "10s";  // SignalThresholds::signal_after_ns, as the option's text
+  double idle_memory_gib = SignalThresholds{}.idle_memory_bytes / (1024.0 * 1024 * 1024);
+  SignalThresholds thresholds;  // the percentage options write their fields directly
 };
 
 // Declares --interval and the signal threshold options.
