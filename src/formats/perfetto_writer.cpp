@@ -35,14 +35,7 @@ class JsonEvents {
 
   void complete(std::string_view name, std::string_view cat, int64_t pid, int64_t tid,
                 int64_t start_ns, int64_t end_ns, const std::string& args = {}) {
-    begin();
-    buf_ += "{\"ph\":\"X\",\"name\":";
-    append_json_string(buf_, name);
-    buf_ += ",\"cat\":";
-    append_json_string(buf_, cat);
-    ids(pid, tid);
-    buf_ += ",\"ts\":";
-    micros(buf_, start_ns);
+    head("X", {}, name, cat, pid, tid, start_ns);
     buf_ += ",\"dur\":";
     micros(buf_, end_ns > start_ns ? end_ns - start_ns : 0);
     if (!args.empty()) buf_ += ",\"args\":{" + args + "}";
@@ -50,14 +43,7 @@ class JsonEvents {
   }
   void instant(std::string_view name, std::string_view cat, int64_t pid, int64_t tid,
                int64_t ts_ns) {
-    begin();
-    buf_ += "{\"ph\":\"i\",\"s\":\"t\",\"name\":";
-    append_json_string(buf_, name);
-    buf_ += ",\"cat\":";
-    append_json_string(buf_, cat);
-    ids(pid, tid);
-    buf_ += ",\"ts\":";
-    micros(buf_, ts_ns);
+    head("i", "t", name, cat, pid, tid, ts_ns);
     end();
   }
   void flow(bool start, uint64_t id, int64_t pid, int64_t tid, int64_t ts_ns) {
@@ -65,8 +51,7 @@ class JsonEvents {
     buf_ += start ? "{\"ph\":\"s\"" : "{\"ph\":\"f\",\"bp\":\"e\"";
     buf_ += ",\"name\":\"launch\",\"cat\":\"correlation\",\"id\":" + std::to_string(id);
     ids(pid, tid);
-    buf_ += ",\"ts\":";
-    micros(buf_, ts_ns);
+    ts(ts_ns);
     end();
   }
   void counter(std::string_view name, int64_t pid, int64_t ts_ns, double value) {
@@ -74,8 +59,7 @@ class JsonEvents {
     buf_ += "{\"ph\":\"C\",\"name\":";
     append_json_string(buf_, name);
     ids(pid, 0);
-    buf_ += ",\"ts\":";
-    micros(buf_, ts_ns);
+    ts(ts_ns);
     char v[48];
     std::snprintf(v, sizeof(v), "%.6g", value);
     buf_ += ",\"args\":{\"value\":";
@@ -99,6 +83,29 @@ class JsonEvents {
   }
 
  private:
+  // {"ph":"<ph>"[,"s":"<scope>"],"name":<name>,"cat":<cat>,"pid":..,"tid":..,"ts":.. (left open).
+  void head(std::string_view ph, std::string_view scope, std::string_view name, std::string_view cat, int64_t pid,
+            int64_t tid, int64_t ts_ns) {
+    begin();
+    buf_ += "{\"ph\":\"";
+    buf_ += ph;
+    buf_ += '"';
+    if (!scope.empty()) {
+      buf_ += ",\"s\":\"";
+      buf_ += scope;
+      buf_ += '"';
+    }
+    buf_ += ",\"name\":";
+    append_json_string(buf_, name);
+    buf_ += ",\"cat\":";
+    append_json_string(buf_, cat);
+    ids(pid, tid);
+    ts(ts_ns);
+  }
+  void ts(int64_t ns) {
+    buf_ += ",\"ts\":";
+    micros(buf_, ns);
+  }
   void begin() {
     if (!first_) buf_ += ",\n";
     first_ = false;
