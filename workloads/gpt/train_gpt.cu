@@ -192,6 +192,22 @@ class AsyncInput {
   std::thread producer_;
 };
 
+// Forward and backward of `model` on stream s (writing the loss to *loss), captured once into an
+// instantiated CUDA graph. Thread-local capture: other threads (the input producer) keep making
+// CUDA calls meanwhile. The kernels must have been tuned already (tuning allocates and times).
+template <class T>
+cudaGraphExec_t CaptureStep(GptModel<T>& model, float* loss, cudaStream_t s) {
+  cudaGraph_t g;
+  cudaGraphExec_t exec;
+  CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  model.Forward(loss, s);
+  model.Backward(s);
+  CUDA_CHECK(cudaStreamEndCapture(s, &g));
+  CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+  CUDA_CHECK(cudaGraphDestroy(g));
+  return exec;
+}
+
 template <class T>
 int Train(const Options& o) {
   const GptConfig& c = o.config;
@@ -231,15 +247,8 @@ int Train(const Options& o) {
     if (step == o.warmup) {
       CUDA_CHECK(cudaStreamSynchronize(compute));
       if (graph) {
-        // Thread-local capture: the input producer thread keeps making CUDA calls meanwhile.
         CUDA_CHECK(cudaMalloc(&loss_slot, sizeof(float)));
-        cudaGraph_t g;
-        CUDA_CHECK(cudaStreamBeginCapture(compute, cudaStreamCaptureModeThreadLocal));
-        model.Forward(loss_slot, compute);
-        model.Backward(compute);
-        CUDA_CHECK(cudaStreamEndCapture(compute, &g));
-        CUDA_CHECK(cudaGraphInstantiate(&step_graph, g, 0));
-        CUDA_CHECK(cudaGraphDestroy(g));
+        step_graph = CaptureStep(model, loss_slot, compute);
         CUDA_CHECK(cudaGraphUpload(step_graph, compute));
         CUDA_CHECK(cudaStreamSynchronize(compute));
       }
@@ -443,18 +452,11 @@ int Check(const Options& o) {
   if (o.graph == "on") {  // again from a captured graph (the pass above tuned the kernels)
     cudaStream_t s;
     CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    cudaGraph_t g;
-    cudaGraphExec_t exec;
     CUDA_CHECK(cudaMemset(loss_dev, 0, sizeof(float)));
-    CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    model.Forward(loss_dev, s);
-    model.Backward(s);
-    CUDA_CHECK(cudaStreamEndCapture(s, &g));
-    CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+    const cudaGraphExec_t exec = CaptureStep(model, loss_dev, s);
     CUDA_CHECK(cudaGraphLaunch(exec, s));
     CUDA_CHECK(cudaStreamSynchronize(s));
     CUDA_CHECK(cudaGraphExecDestroy(exec));
-    CUDA_CHECK(cudaGraphDestroy(g));
     CUDA_CHECK(cudaStreamDestroy(s));
   }
   float loss_gpu = 0;

@@ -71,7 +71,7 @@
 //   ptxas (sm_90, CUDA 13.0), registers: forward q128w4 and q128w4lpt 243 (2 blocks per SM),
 //   q64w4lpt 149 (3 per SM; capped at 128 for 4 per SM it spills 12 bytes), q128w8lpt 149 (1 per
 //   SM; capped at 128 for 2 per SM it spills 16 bytes); fused 168 (3 per SM build, 32 bytes of
-//   spill, see FlashBackwardKernel3) and 183 (2 per SM build, no spills); two-pass dK/dV 241,
+//   spill, see FlashBackwardKernel3) and 183 (2 per SM build, no spills); two-pass dK/dV 240,
 //   dQ 168; delta 23, dQ convert 18; each backward "_lpt" kernel as its first-written twin (the
 //   same body; fused_lpt's 3 per SM build has the same 32 bytes of spill); no other spills. So 3
 //   or 2 fused backward blocks per SM, 2 and 3 two-pass blocks.
@@ -567,6 +567,62 @@ __global__ void FlashDeltaKernel(float* __restrict__ delta, float4* __restrict__
   }
 }
 
+// Head bh (= b·NH + h) of the backward's operands: its q rows in qkv (k, v at +C, +2C; dqkv the
+// same), row stride 3C; its dO rows, row stride C; its rows of lse and D.
+struct BackwardHead {
+  int C;            // NH·HS
+  size_t stride;    // 3·C
+  size_t qkv_off;   // element offset of (b, t = 0, q, h) in qkv and dqkv
+  const bf16 *q, *k, *v, *dout;
+  const float *lse, *delta;
+  __device__ __forceinline__ BackwardHead(const bf16* qkv, const bf16* dout_all, const float* lse_all,
+                                          const float* delta_all, int T, int NH, int bh)
+      : C(NH * kHs), stride(3 * size_t(C)),
+        qkv_off(size_t(bh / NH) * T * stride + size_t(bh % NH) * kHs),
+        q(qkv + qkv_off), k(q + C), v(q + 2 * C),
+        dout(dout_all + size_t(bh / NH) * T * C + size_t(bh % NH) * kHs),
+        lse(lse_all + size_t(bh) * T), delta(delta_all + size_t(bh) * T) {}
+  // Starts cp.async copies of query tile q0 (Q, dO, lse, D) into the given shared buffers.
+  __device__ __forceinline__ void LoadQueryTile(bf16* sq, bf16* sdo, float* sl, float* sd, int q0) const {
+    LoadTile(sq, q + size_t(q0) * stride, stride);
+    LoadTile(sdo, dout + size_t(q0) * C, C);
+    LoadRow64f(sl, lse + q0);
+    LoadRow64f(sd, delta + q0);
+  }
+  // Writes this warp's dK (times scale) and dV for keys row0.. into dqkv.
+  __device__ __forceinline__ void StoreDkDv(bf16* dqkv, int row0, const float (&dk)[8][4], const float (&dv)[8][4],
+                                            float scale, int lane) const {
+    bf16* dk_g = dqkv + qkv_off + C;
+    StoreRows(dk_g, stride, row0, dk, scale, scale, lane);
+    StoreRows(dk_g + C, stride, row0, dv, 1.f, 1.f, lane);
+  }
+};
+
+// From Sᵀ and dPᵀ of a warp's 16 keys (from wrow0) × a tile's 64 queries, in place: Pᵀ =
+// exp(Sᵀ·scale − lse), zero above the diagonal on the diagonal tile, and dSᵀ = Pᵀ ∘ (dPᵀ − D);
+// then both as A fragments (pf, dsf) for dV += Pᵀ dO and dK += dSᵀ Q. sl, sd: the tile's lse and D.
+__device__ __forceinline__ void KeyTileGradients(float (&st)[1][8][4], float (&dpt)[1][8][4], uint32_t (&pf)[1][4][4],
+                                                 uint32_t (&dsf)[1][4][4], const float* sl, const float* sd,
+                                                 int wrow0, int lane, bool diag, float scale_log2) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int n = 0; n < 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int qc = 8 * n + 2 * t + (e & 1);  // query, relative to the tile
+      const int kr = wrow0 + g + 8 * (e >> 1);  // key, relative to the key tile
+      float p = exp2f(st[0][n][e] * scale_log2 - sl[qc] * kLog2e);
+      if (diag && kr > qc) p = 0.f;
+      st[0][n][e] = p;
+      dpt[0][n][e] = p * (dpt[0][n][e] - sd[qc]);
+    }
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    CToA(pf[0][kk], st[0][2 * kk], st[0][2 * kk + 1]);
+    CToA(dsf[0][kk], dpt[0][2 * kk], dpt[0][2 * kk + 1]);
+  }
+}
+
 // dK, dV of the two-pass backward for key tile kt (the 64 keys from 64·kt) of head bh. Key tile kt
 // visits the T/64 − kt query tiles from the diagonal down: kt = 0 is the heaviest.
 __device__ __forceinline__ void FlashBackwardKvBlock(bf16* __restrict__ dqkv, const bf16* __restrict__ qkv,
@@ -577,24 +633,14 @@ __device__ __forceinline__ void FlashBackwardKvBlock(bf16* __restrict__ dqkv, co
   __shared__ __align__(128) bf16 sdO[2][kTile * kHs];
   __shared__ __align__(16) float sL[2][kTile];
   __shared__ __align__(16) float sD[2][kTile];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int b = bh / NH, h = bh % NH;
-  const int C = NH * kHs, k0 = kt * kTile, n_t = T / kTile;
-  const size_t stride = 3 * size_t(C);
-  const bf16* q_g = qkv + size_t(b) * T * stride + size_t(h) * kHs;
-  const bf16* k_g = q_g + C;
-  const bf16* v_g = q_g + 2 * C;
-  const bf16* do_g = dout + size_t(b) * T * C + size_t(h) * kHs;
-  const float* lse_g = lse + size_t(bh) * T;
-  const float* d_g = delta + size_t(bh) * T;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const BackwardHead hd(qkv, dout, lse, delta, T, NH, bh);
+  const int k0 = kt * kTile, n_t = T / kTile;
 
   // K and V staged through the second buffers; the first query tile (the diagonal) into the first.
-  LoadTile(sQ[1], k_g + size_t(k0) * stride, stride);
-  LoadTile(sdO[1], v_g + size_t(k0) * stride, stride);
-  LoadTile(sQ[0], q_g + size_t(k0) * stride, stride);
-  LoadTile(sdO[0], do_g + size_t(k0) * C, C);
-  LoadRow64f(sL[0], lse_g + k0);
-  LoadRow64f(sD[0], d_g + k0);
+  LoadTile(sQ[1], hd.k + size_t(k0) * hd.stride, hd.stride);
+  LoadTile(sdO[1], hd.v + size_t(k0) * hd.stride, hd.stride);
+  hd.LoadQueryTile(sQ[0], sdO[0], sL[0], sD[0], k0);
   CpAsyncCommit();
   CpAsyncWait<0>();
   __syncthreads();
@@ -610,11 +656,7 @@ __device__ __forceinline__ void FlashBackwardKvBlock(bf16* __restrict__ dqkv, co
   for (int qt = kt; qt < n_t; ++qt) {
     const int buf = (qt - kt) & 1;
     if (qt + 1 < n_t) {
-      const int qn = (qt + 1) * kTile;
-      LoadTile(sQ[buf ^ 1], q_g + size_t(qn) * stride, stride);
-      LoadTile(sdO[buf ^ 1], do_g + size_t(qn) * C, C);
-      LoadRow64f(sL[buf ^ 1], lse_g + qn);
-      LoadRow64f(sD[buf ^ 1], d_g + qn);
+      hd.LoadQueryTile(sQ[buf ^ 1], sdO[buf ^ 1], sL[buf ^ 1], sD[buf ^ 1], (qt + 1) * kTile);
       CpAsyncCommit();
       CpAsyncWait<1>();
     } else {
@@ -627,32 +669,14 @@ __device__ __forceinline__ void FlashBackwardKvBlock(bf16* __restrict__ dqkv, co
     Zero(dpt);
     MmaABt(st, kf, sQ[buf], lane);
     MmaABt(dpt, vf, sdO[buf], lane);
-    const bool diag = qt == kt;
-#pragma unroll
-    for (int n = 0; n < 8; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int qc = 8 * n + 2 * t + (e & 1);  // query, relative to the tile
-        const int kr = wrow0 + g + 8 * (e >> 1);  // key, relative to k0
-        float p = exp2f(st[0][n][e] * scale_log2 - sL[buf][qc] * kLog2e);
-        if (diag && kr > qc) p = 0.f;
-        st[0][n][e] = p;
-        dpt[0][n][e] = p * (dpt[0][n][e] - sD[buf][qc]);
-      }
     uint32_t pf[1][4][4], dsf[1][4][4];
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      CToA(pf[0][kk], st[0][2 * kk], st[0][2 * kk + 1]);
-      CToA(dsf[0][kk], dpt[0][2 * kk], dpt[0][2 * kk + 1]);
-    }
+    KeyTileGradients(st, dpt, pf, dsf, sL[buf], sD[buf], wrow0, lane, qt == kt, scale_log2);
     MmaAB(dv, pf, sdO[buf], lane);
     MmaAB(dk, dsf, sQ[buf], lane);
     __syncthreads();  // buffer `buf` is refilled in the next iteration
   }
 
-  bf16* dk_g = dqkv + size_t(b) * T * stride + C + size_t(h) * kHs;
-  StoreRows(dk_g, stride, k0 + wrow0, dk[0], scale, scale, lane);
-  StoreRows(dk_g + C, stride, k0 + wrow0, dv[0], 1.f, 1.f, lane);
+  hd.StoreDkDv(dqkv, k0 + wrow0, dk[0], dv[0], scale, lane);
 }
 
 // The two-pass dK/dV as first written: grid (T / 64, B·NH), blockIdx.x = key tile, so each head's
@@ -687,27 +711,23 @@ __device__ __forceinline__ void FlashBackwardQBlock(bf16* __restrict__ dqkv, con
   __shared__ __align__(128) bf16 sK[2][kTile * kHs];
   __shared__ __align__(128) bf16 sV[2][kTile * kHs];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int b = bh / NH, h = bh % NH;
-  const int C = NH * kHs, q0 = qt * kTile;
-  const size_t stride = 3 * size_t(C);
-  const bf16* q_g = qkv + size_t(b) * T * stride + size_t(h) * kHs;
-  const bf16* k_g = q_g + C;
-  const bf16* v_g = q_g + 2 * C;
-  const bf16* do_g = dout + size_t(b) * T * C + size_t(h) * kHs;
+  const BackwardHead hd(qkv, dout, lse, delta, T, NH, bh);
+  const size_t stride = hd.stride;
+  const int q0 = qt * kTile;
 
   // Q and dO staged through the second buffers; key tile 0 into the first.
-  LoadTile(sK[1], q_g + size_t(q0) * stride, stride);
-  LoadTile(sV[1], do_g + size_t(q0) * C, C);
-  LoadTile(sK[0], k_g, stride);
-  LoadTile(sV[0], v_g, stride);
+  LoadTile(sK[1], hd.q + size_t(q0) * stride, stride);
+  LoadTile(sV[1], hd.dout + size_t(q0) * hd.C, hd.C);
+  LoadTile(sK[0], hd.k, stride);
+  LoadTile(sV[0], hd.v, stride);
   CpAsyncCommit();
   const int wrow0 = warp * 16;  // this warp's first query, relative to q0
   float lse2[2], dd[2];         // rows g, g+8: lse in log2 units, D
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
-    const size_t i = size_t(bh) * T + q0 + wrow0 + g + 8 * hh;
-    lse2[hh] = lse[i] * kLog2e;
-    dd[hh] = delta[i];
+    const int i = q0 + wrow0 + g + 8 * hh;
+    lse2[hh] = hd.lse[i] * kLog2e;
+    dd[hh] = hd.delta[i];
   }
   CpAsyncWait<0>();
   __syncthreads();
@@ -721,8 +741,8 @@ __device__ __forceinline__ void FlashBackwardQBlock(bf16* __restrict__ dqkv, con
   for (int kt = 0; kt <= qt; ++kt) {
     const int buf = kt & 1;
     if (kt + 1 <= qt) {
-      LoadTile(sK[buf ^ 1], k_g + size_t(kt + 1) * kTile * stride, stride);
-      LoadTile(sV[buf ^ 1], v_g + size_t(kt + 1) * kTile * stride, stride);
+      LoadTile(sK[buf ^ 1], hd.k + size_t(kt + 1) * kTile * stride, stride);
+      LoadTile(sV[buf ^ 1], hd.v + size_t(kt + 1) * kTile * stride, stride);
       CpAsyncCommit();
       CpAsyncWait<1>();
     } else {
@@ -752,7 +772,7 @@ __device__ __forceinline__ void FlashBackwardQBlock(bf16* __restrict__ dqkv, con
     __syncthreads();  // buffer `buf` is refilled in the next iteration
   }
 
-  StoreRows(dqkv + size_t(b) * T * stride + size_t(h) * kHs, stride, q0 + wrow0, dq[0], scale, scale, lane);
+  StoreRows(dqkv + hd.qkv_off, stride, q0 + wrow0, dq[0], scale, scale, lane);
 }
 
 // The two-pass dQ as first written: grid (T / 64, B·NH), blockIdx.x reversed, so each head's
@@ -824,23 +844,13 @@ __device__ __forceinline__ void FlashBackwardBlock(bf16* __restrict__ dqkv, floa
   extern __shared__ __align__(128) unsigned char smem_raw[];
   BackwardSmem& sm = *reinterpret_cast<BackwardSmem*>(smem_raw);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
-  const int b = bh / NH, h = bh % NH;
-  const int C = NH * kHs, k0 = kt * kTile, n_t = T / kTile;
-  const size_t stride = 3 * size_t(C);
-  const bf16* q_g = qkv + size_t(b) * T * stride + size_t(h) * kHs;
-  const bf16* k_g = q_g + C;
-  const bf16* v_g = q_g + 2 * C;
-  const bf16* do_g = dout + size_t(b) * T * C + size_t(h) * kHs;
-  const float* lse_g = lse + size_t(bh) * T;
-  const float* d_g = delta + size_t(bh) * T;
+  const BackwardHead hd(qkv, dout, lse, delta, T, NH, bh);
+  const int k0 = kt * kTile, n_t = T / kTile;
 
   // K and V into their own tiles; the first query tile (the diagonal) into the first buffers.
-  LoadTile(sm.k, k_g + size_t(k0) * stride, stride);
-  LoadTile(sm.v, v_g + size_t(k0) * stride, stride);
-  LoadTile(sm.q[0], q_g + size_t(k0) * stride, stride);
-  LoadTile(sm.dout[0], do_g + size_t(k0) * C, C);
-  LoadRow64f(sm.lse[0], lse_g + k0);
-  LoadRow64f(sm.delta[0], d_g + k0);
+  LoadTile(sm.k, hd.k + size_t(k0) * hd.stride, hd.stride);
+  LoadTile(sm.v, hd.v + size_t(k0) * hd.stride, hd.stride);
+  hd.LoadQueryTile(sm.q[0], sm.dout[0], sm.lse[0], sm.delta[0], k0);
   CpAsyncCommit();
   CpAsyncWait<0>();
   __syncthreads();
@@ -852,11 +862,7 @@ __device__ __forceinline__ void FlashBackwardBlock(bf16* __restrict__ dqkv, floa
   for (int qt = kt; qt < n_t; ++qt) {
     const int buf = (qt - kt) & 1;
     if (qt + 1 < n_t) {
-      const int qn = (qt + 1) * kTile;
-      LoadTile(sm.q[buf ^ 1], q_g + size_t(qn) * stride, stride);
-      LoadTile(sm.dout[buf ^ 1], do_g + size_t(qn) * C, C);
-      LoadRow64f(sm.lse[buf ^ 1], lse_g + qn);
-      LoadRow64f(sm.delta[buf ^ 1], d_g + qn);
+      hd.LoadQueryTile(sm.q[buf ^ 1], sm.dout[buf ^ 1], sm.lse[buf ^ 1], sm.delta[buf ^ 1], (qt + 1) * kTile);
       CpAsyncCommit();
       CpAsyncWait<1>();
     } else {
@@ -874,24 +880,8 @@ __device__ __forceinline__ void FlashBackwardBlock(bf16* __restrict__ dqkv, floa
       LoadA(vf[0], sm.v, wrow0, lane);
       MmaABt(dpt, vf, sm.dout[buf], lane);
     }
-    const bool diag = qt == kt;
-#pragma unroll
-    for (int n = 0; n < 8; ++n)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int qc = 8 * n + 2 * t + (e & 1);  // query, relative to the tile
-        const int kr = wrow0 + g + 8 * (e >> 1);  // key, relative to k0
-        float p = exp2f(st[0][n][e] * scale_log2 - sm.lse[buf][qc] * kLog2e);
-        if (diag && kr > qc) p = 0.f;
-        st[0][n][e] = p;
-        dpt[0][n][e] = p * (dpt[0][n][e] - sm.delta[buf][qc]);
-      }
     uint32_t pf[1][4][4], dsf[1][4][4];
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      CToA(pf[0][kk], st[0][2 * kk], st[0][2 * kk + 1]);
-      CToA(dsf[0][kk], dpt[0][2 * kk], dpt[0][2 * kk + 1]);
-    }
+    KeyTileGradients(st, dpt, pf, dsf, sm.lse[buf], sm.delta[buf], wrow0, lane, qt == kt, scale_log2);
     // dSᵀ rows wrow0+g and wrow0+g+8, columns 8n+2t..+1 of n8 tile n = 2kk + j: regs 2j and
     // 2j+1 of k16 step kk (CToA).
     {
@@ -920,9 +910,7 @@ __device__ __forceinline__ void FlashBackwardBlock(bf16* __restrict__ dqkv, floa
     __syncthreads();  // buffer `buf` and sm.ds are rewritten in the next iteration
   }
 
-  bf16* dk_g = dqkv + size_t(b) * T * stride + C + size_t(h) * kHs;
-  StoreRows(dk_g, stride, k0 + wrow0, dk[0], scale, scale, lane);
-  StoreRows(dk_g + C, stride, k0 + wrow0, dv[0], 1.f, 1.f, lane);
+  hd.StoreDkDv(dqkv, k0 + wrow0, dk[0], dv[0], scale, lane);
 }
 
 // The fused backward's kernels: FlashBackwardBlock compiled for 3 or 2 blocks per SM, each in two
