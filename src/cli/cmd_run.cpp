@@ -17,8 +17,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -26,6 +29,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/analyze_command.h"
 #include "cli/command.h"
@@ -45,6 +49,7 @@ struct RunOptions {
   std::string output;
   std::string sample_interval = "100ms";
   bool no_report = false;
+  bool no_calibrate = false;
   AnalyzeCliOptions analysis;
   std::vector<std::string> command;
 };
@@ -127,6 +132,58 @@ std::vector<std::string> find_captures(const std::string& stem) {
   }
   closedir(d);
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+// What tracing adds to one launch call on this host: gpuscope-calibrate run plain, then with the
+// same injection library as the program (its capture goes to a scratch folder and is deleted).
+// Each run takes well under a second. On failure, `note` says why in one line.
+struct Calibration {
+  std::optional<TracingCost> cost;
+  std::string note;
+};
+
+Calibration calibrate_tracing(const std::string& tool, const std::string& inject) {
+  Calibration out;
+  char dir[] = "/tmp/gpuscope-calibrate-XXXXXX";
+  if (!mkdtemp(dir)) {
+    out.note = std::string("tracing cost not measured: cannot create a scratch folder in /tmp: ") + std::strerror(errno);
+    return out;
+  }
+  const std::string scratch = dir;
+  std::vector<std::string> files;
+  auto measure = [&](const char* tag, std::vector<std::pair<std::string, std::string>> env) -> std::optional<double> {
+    ChildSpec spec;
+    spec.argv = {tool};
+    spec.env = std::move(env);
+    spec.stdout_path = scratch + "/" + tag + ".json";
+    spec.stderr_path = scratch + "/" + tag + ".err";
+    files.push_back(spec.stdout_path);
+    files.push_back(spec.stderr_path);
+    ChildResult r = run_child(spec);
+    std::ifstream in(spec.stdout_path);
+    const nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (r.exit_code == 0 && j.is_object() && j.contains("launch_ns") && j["launch_ns"].is_number())
+      return j["launch_ns"].get<double>();
+    std::string why = r.error;
+    if (why.empty()) {
+      std::ifstream err(spec.stderr_path);
+      std::getline(err, why);
+    }
+    if (out.note.empty())
+      out.note = fmt::format("tracing cost not measured ({} run of gpuscope-calibrate: {})", tag,
+                             why.empty() ? fmt::format("exit code {}", r.exit_code) : why);
+    return std::nullopt;
+  };
+  const std::optional<double> plain = measure("plain", {});
+  std::optional<double> traced;
+  if (plain) {
+    traced = measure("traced", {{"CUDA_INJECTION64_PATH", inject}, {"GPUSCOPE_CAPTURE_PREFIX", scratch + "/cal"}});
+  }
+  for (const auto& f : find_captures(scratch + "/cal")) files.push_back(f);
+  for (const auto& f : files) std::remove(f.c_str());
+  rmdir(scratch.c_str());
+  if (plain && traced) out.cost = TracingCost{*plain, *traced};
   return out;
 }
 
@@ -218,6 +275,18 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   if (stem.size() > 9 && stem.compare(stem.size() - 9, 9, ".gpuscope") == 0) stem.resize(stem.size() - 9);
   for (const auto& old : find_captures(stem)) std::remove(old.c_str());  // Stale ones from a pid reuse.
 
+  // The tracer's own cost per launch call on this host, measured just before the program runs
+  // and again after it (the host's launch rate drifts over seconds); the two are averaged.
+  Calibration calibration;
+  const std::string calibrator = options.no_calibrate ? "" : find_library("gpuscope-calibrate");
+  if (!options.no_calibrate) {
+    if (calibrator.empty()) {
+      calibration.note = "tracing cost not measured: gpuscope-calibrate not found beside " + exe_dir();
+    } else {
+      calibration = calibrate_tracing(calibrator, inject);
+    }
+  }
+
   ChildSpec spec;
   spec.argv = command;
   spec.env.emplace_back("CUDA_INJECTION64_PATH", inject);
@@ -246,8 +315,26 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
     fmt::print(stderr, "gpuscope run: no process of '{}' initialised CUDA; nothing was traced\n", command[0]);
     return child.exit_code;
   }
-  // Device samples go into every capture (appended chunks), so `gpuscope analyze` sees them too.
-  if (!sampling.samples().empty()) {
+  if (calibration.cost) {
+    const TracingCost before = *calibration.cost;
+    const Calibration after = calibrate_tracing(calibrator, inject);
+    if (after.cost) {
+      calibration.cost = TracingCost{(before.plain_launch_ns + after.cost->plain_launch_ns) / 2,
+                                     (before.traced_launch_ns + after.cost->traced_launch_ns) / 2};
+    }
+    fmt::print(stderr,
+               "gpuscope run: tracing adds {:.1f} us per launch call on this host (plain -> traced, before the "
+               "program: {:.1f} -> {:.1f} us{})\n",
+               calibration.cost->added_ns() / 1e3, before.plain_launch_ns / 1e3, before.traced_launch_ns / 1e3,
+               after.cost ? fmt::format(", after: {:.1f} -> {:.1f} us", after.cost->plain_launch_ns / 1e3,
+                                        after.cost->traced_launch_ns / 1e3)
+                          : std::string(", not measured after"));
+  } else if (!options.no_calibrate) {
+    fmt::print(stderr, "gpuscope run: {}\n", calibration.note);
+  }
+  // Device samples and the tracing cost go into every capture (appended chunks), so
+  // `gpuscope analyze` sees them too.
+  if (!sampling.samples().empty() || calibration.cost) {
     for (const auto& path : captures) {
       capture::CaptureWriter w;
       std::string error;
@@ -256,6 +343,7 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
         continue;
       }
       for (const auto& s : sampling.samples()) w.add(s);
+      if (calibration.cost) w.add(*calibration.cost);
       w.close();
     }
   }
@@ -296,6 +384,10 @@ CommandRegistration kRun({
                      "NVML/GPM sampling period while the program runs (e.g. 100ms, 1s; 0 = off)")
           ->capture_default_str();
       app.add_flag("--no-report", options->no_report, "Only write the capture(s)");
+      app.add_flag("--no-calibrate", options->no_calibrate,
+                   "Do not measure what tracing adds to each kernel launch on this host (gpuscope-calibrate, "
+                   "about a second before and after the program); without it, launch-bound speedups are "
+                   "ratios to the slower traced step");
       add_analysis_options(app, options->analysis);
       // Everything after `--` is the command, options included.
       app.add_option("command", options->command, "The program to trace and its arguments, after --")

@@ -43,11 +43,33 @@ ChildResult run_child(const ChildSpec& spec, void (*on_started)(void*), void* co
   for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
+  // Redirections are opened before fork, so a bad path is the parent's error.
+  int redirect[2] = {-1, -1};
+  const std::string* paths[2] = {&spec.stdout_path, &spec.stderr_path};
+  for (int i = 0; i < 2; ++i) {
+    if (paths[i]->empty()) continue;
+    redirect[i] = open(paths[i]->c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (redirect[i] < 0) {
+      int err = errno;
+      for (int fd : {exec_pipe[0], exec_pipe[1], redirect[0]})
+        if (fd >= 0) close(fd);
+      pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+      result.exit_code = 126;
+      result.error = "cannot write '" + *paths[i] + "': " + std::strerror(err);
+      return result;
+    }
+  }
+  auto close_redirects = [&] {
+    for (int fd : redirect)
+      if (fd >= 0) close(fd);
+  };
+
   pid_t pid = fork();
   if (pid < 0) {
     int err = errno;
     close(exec_pipe[0]);
     close(exec_pipe[1]);
+    close_redirects();
     pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
     result.exit_code = 126;
     result.error = std::string("fork failed: ") + std::strerror(err);
@@ -55,6 +77,8 @@ ChildResult run_child(const ChildSpec& spec, void (*on_started)(void*), void* co
   }
   if (pid == 0) {
     close(exec_pipe[0]);
+    if (redirect[0] >= 0) dup2(redirect[0], STDOUT_FILENO);
+    if (redirect[1] >= 0) dup2(redirect[1], STDERR_FILENO);
     for (const auto& [name, value] : spec.env) setenv(name.c_str(), value.c_str(), 1);
     sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     execvp(argv[0], argv.data());
@@ -63,6 +87,7 @@ ChildResult run_child(const ChildSpec& spec, void (*on_started)(void*), void* co
     _exit(err == ENOENT ? 127 : 126);
   }
   close(exec_pipe[1]);
+  close_redirects();
   int exec_errno = 0;
   ssize_t n;
   do {

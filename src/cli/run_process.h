@@ -13,6 +13,10 @@ struct ChildSpec {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH.
   // Variables set (or replaced) in the child's environment; everything else is inherited.
   std::vector<std::pair<std::string, std::string>> env;
+  // If set, the child's stdout / stderr go to this file (created or truncated) instead of
+  // gpuscope's.
+  std::string stdout_path;
+  std::string stderr_path;
 };
 
 struct ChildResult {

@@ -137,6 +137,7 @@ const ThreadTimeline* launching_thread(const DeviceContext& ctx, const Kernel* k
 
 struct CauseAccumulator {
   int64_t ns = 0;
+  double tracing_ns = 0;  // Of ns, what the tracer's measured launch cost explains.
   std::unordered_map<StringId, int64_t> by_name;  // 0 = outside ops; kDeviceCopy = device copy.
 };
 constexpr StringId kDeviceCopyName = 0xFFFFFFFFu;
@@ -192,6 +193,16 @@ std::vector<IdleCause> attribute_idle(const DeviceContext& ctx, TimelineBuckets&
     const ThreadTimeline* thread = next != ctx.kernels.end() ? launching_thread(ctx, *next) : nullptr;
     if (!thread && next != ctx.kernels.begin()) thread = launching_thread(ctx, *std::prev(next));
     if (!thread) thread = fallback;
+    // The GPU waited on the launch call of the kernel that ends the gap if that call was still
+    // running when the gap began; untraced, the call (and so the gap) is shorter by the
+    // tracer's measured cost per launch.
+    double tracing_ns = 0;
+    if (ctx.trace.tracing_cost && next != ctx.kernels.end()) {
+      const int64_t api = ctx.host.api_for_correlation((*next)->correlation);
+      if (api >= 0 && ctx.trace.api_calls[static_cast<size_t>(api)].end_ns > gap.start_ns)
+        tracing_ns = std::min(static_cast<double>(gap.end_ns - gap.start_ns), ctx.trace.tracing_cost->added_ns());
+    }
+    Cause last_cause = kOtherCause;
 
     // Did the gap begin while the host was blocked waiting for the GPU, or stalled in an
     // allocation (cudaFree synchronises implicitly)? Then that, not what the host does next,
@@ -244,8 +255,10 @@ std::vector<IdleCause> attribute_idle(const DeviceContext& ctx, TimelineBuckets&
       acc[cause].ns += len;
       timeline.add(1 + cause, t, piece_end);
       acc[cause].by_name[copying ? kDeviceCopyName : (seg ? seg->name : 0)] += len;
+      last_cause = cause;
       t = piece_end;
     }
+    acc[last_cause].tracing_ns += tracing_ns;
   }
 
   std::vector<IdleCause> out;
@@ -254,6 +267,7 @@ std::vector<IdleCause> attribute_idle(const DeviceContext& ctx, TimelineBuckets&
     ic.cause = kIdleCauses[c];
     ic.ns = acc[c].ns;
     ic.pct = pct(static_cast<double>(acc[c].ns), static_cast<double>(ctx.window()));
+    if (ctx.trace.tracing_cost) ic.tracing_ns = static_cast<int64_t>(acc[c].tracing_ns);
     std::vector<std::pair<StringId, int64_t>> names(acc[c].by_name.begin(), acc[c].by_name.end());
     std::sort(names.begin(), names.end(), [](auto& a, auto& b) { return a.second > b.second; });
     for (size_t i = 0; i < names.size() && i < 3; ++i) {
@@ -436,7 +450,10 @@ void add_findings(const DeviceContext& ctx, DeviceReport& r, const std::vector<K
                   const std::vector<Precision>& precisions, const CopyStats& copies) {
   const double window = static_cast<double>(r.window_ns);
   const double steps = std::max<int64_t>(1, r.step_count);
-  auto speedup_removing = [&](double saved_ns) { return window / std::max(1.0, window - saved_ns); };
+  // Speedups are ratios to the window the program would take untraced, where the tracer's
+  // measured launch cost is known (idle it explains is neither in the base nor saved by a fix).
+  const double base = static_cast<double>(r.untraced_window_est_ns.value_or(r.window_ns));
+  auto speedup_removing = [&](double saved_ns) { return base / std::max(1.0, base - saved_ns); };
   auto add = [&](std::string id, std::string title, std::string evidence, double speedup, std::string rec) {
     if (speedup < 1.01) return;
     r.findings.push_back({std::move(id), severity_for(speedup), std::move(title), std::move(evidence),
@@ -446,24 +463,24 @@ void add_findings(const DeviceContext& ctx, DeviceReport& r, const std::vector<K
   for (const IdleCause& c : r.idle_causes) {
     if (c.pct < 2.0) continue;
     const std::string per_step = fmt_ms(static_cast<int64_t>(static_cast<double>(c.ns) / steps));
-    const std::string base = fmt::format("GPU idle {:.1f}% of the window ({} per step) while the host was in: {}",
-                                         c.pct, per_step, top_names(c));
-    const double s = speedup_removing(static_cast<double>(c.ns));
+    const std::string base_evidence = fmt::format(
+        "GPU idle {:.1f}% of the window ({} per step) while the host was in: {}", c.pct, per_step, top_names(c));
+    const double s = speedup_removing(static_cast<double>(c.ns - c.tracing_ns.value_or(0)));
     if (c.cause == "input") {
-      add("input-bound", "The GPU waits for the host to prepare input", base, s,
+      add("input-bound", "The GPU waits for the host to prepare input", base_evidence, s,
           "Prepare batches off the training loop: DataLoader(num_workers=4 or more, pin_memory=True, "
           "prefetch_factor=2+, persistent_workers=True) and .to(device, non_blocking=True); move CPU "
           "preprocessing into the workers or onto the GPU.");
     } else if (c.cause == "sync") {
-      add("host-sync", "Host syncs drain the GPU queue", base, s,
+      add("host-sync", "Host syncs drain the GPU queue", base_evidence, s,
           "Remove .item(), .cpu(), .tolist(), print(tensor) and torch.cuda.synchronize() from the step; "
           "log metrics every N steps; keep data on the GPU so the host never waits.");
     } else if (c.cause == "memcpy") {
       // Estimate: pageable copies become pinned ones at the best pinned bandwidth seen in this
       // trace, else an assumed rate for the host link (PCIe 5 on Hopper and later: 50 GB/s;
       // PCIe 4: 25 GB/s), and stop blocking; other copy stalls overlap.
-      std::string ev = base;
-      double saved = static_cast<double>(c.ns);
+      std::string ev = base_evidence;
+      double saved = static_cast<double>(c.ns - c.tracing_ns.value_or(0));
       const double assumed_bw = ctx.device && ctx.device->cc_major && *ctx.device->cc_major >= 9 ? 50e9 : 25e9;
       if (copies.pageable_count > 0) {
         const double bw = copies.pinned_bytes_per_s.value_or(assumed_bw);
@@ -479,28 +496,39 @@ void add_findings(const DeviceContext& ctx, DeviceReport& r, const std::vector<K
                       copies.pinned_bytes_per_s ? " (the best pinned rate in this trace)"
                                                 : " (assumed for the host link; none measured here)"));
     } else if (c.cause == "alloc") {
-      add("allocation", "Memory allocation stalls the GPU", base, s,
+      add("allocation", "Memory allocation stalls the GPU", base_evidence, s,
           "Let PyTorch's caching allocator reuse memory: do not call torch.cuda.empty_cache() in the loop, "
           "preallocate buffers, try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.");
     } else if (c.cause == "launch") {
-      std::string ev = base;
+      std::string ev = base_evidence;
       if (r.launch.shorter_than_launch_pct) {
         ev += fmt::format("; {:.0f}% of kernels run shorter than their launch call, {:.0f}% under 10 us",
                           *r.launch.shorter_than_launch_pct, r.launch.under_10us_count_pct);
       }
-      // The estimate's step in absolute terms: a tracer slows every launch call, so the traced
-      // step (the ratio's base) can be much longer than the program's own (on the H200, 6% to
-      // 63% on the zoo's launch_bound case) while this time matches the fixed program's.
-      ev += fmt::format("; without the gaps a step would take about {} (the traced step is {}; tracing slows "
-                        "launches, so compare with the step time measured without the profiler)",
-                        fmt_ms(static_cast<int64_t>((window - static_cast<double>(c.ns)) / steps)),
-                        fmt_ms(static_cast<int64_t>(window / steps)));
+      // The estimate's step in absolute terms. A tracer slows every launch call, so the traced
+      // step can be much longer than the program's own (on the H200, 6% to 63% on the zoo's
+      // launch_bound case); with the tracer's cost measured on this host, the ratio's base is
+      // the step without it.
+      const auto fixed_step = static_cast<int64_t>((window - static_cast<double>(c.ns)) / steps);
+      if (r.tracing_cost && r.untraced_window_est_ns) {
+        ev += fmt::format("; tracing adds {:.1f} us to each launch call on this host (measured: {:.1f} -> {:.1f} us), "
+                          "so the program would take about {} per step untraced (traced: {}) and about {} "
+                          "without the gaps",
+                          r.tracing_cost->added_ns() / 1e3, r.tracing_cost->plain_launch_ns / 1e3,
+                          r.tracing_cost->traced_launch_ns / 1e3,
+                          fmt_ms(static_cast<int64_t>(static_cast<double>(*r.untraced_window_est_ns) / steps)),
+                          fmt_ms(static_cast<int64_t>(window / steps)), fmt_ms(fixed_step));
+      } else {
+        ev += fmt::format("; without the gaps a step would take about {} (the traced step is {}; tracing slows "
+                          "launches, so compare with the step time measured without the profiler)",
+                          fmt_ms(fixed_step), fmt_ms(static_cast<int64_t>(window / steps)));
+      }
       add("launch-bound", "The host cannot issue kernels fast enough", ev, s,
           "Cut per-kernel host overhead: torch.compile(model) fuses small ops (mode=\"reduce-overhead\" also "
           "uses CUDA graphs); capture the step in a CUDA graph; use larger batches or shapes so each kernel "
           "does more work.");
     } else if (c.cause == "collective") {
-      add("collective-wait", "Communication stalls the GPU", base, s,
+      add("collective-wait", "Communication stalls the GPU", base_evidence, s,
           "Overlap communication with compute (DDP bucket sizes, FSDP prefetch), and balance work across ranks.");
     }
   }
@@ -753,6 +781,12 @@ DeviceReport analyze_device(const Trace& trace, const HostIndex& host, int32_t d
   TimelineBuckets timeline(ctx.window_start, ctx.window_end, kTimelineBuckets);
   r.idle_causes = attribute_idle(ctx, timeline);
   r.timeline = timeline.letters();
+  if (trace.tracing_cost) {
+    r.tracing_cost = trace.tracing_cost;
+    int64_t tracing = 0;
+    for (const IdleCause& c : r.idle_causes) tracing += c.tracing_ns.value_or(0);
+    r.untraced_window_est_ns = r.window_ns - tracing;
+  }
 
   // Hardware counters sampled during the window (captures from `gpuscope run`).
   {

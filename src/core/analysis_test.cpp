@@ -143,17 +143,10 @@ TEST(Analysis, LaunchBoundLoopOfTinyKernels) {
   EXPECT_EQ(r.findings.front().id, "launch-bound");
 }
 
+Trace launch_bound_steps();
+
 TEST(Analysis, LaunchBoundEvidenceGivesTheFixedStepTime) {
-  TraceBuilder b;
-  // Four steps of 5 ms: 500 kernels of 2 us each, one launched every 10 us.
-  for (int st = 0; st < 4; ++st) {
-    b.annotation(st * 5000.0, st * 5000.0 + 5000, "ProfilerStep#" + std::to_string(st + 1));
-    for (int i = 0; i < 500; ++i) {
-      const double t = st * 5000.0 + i * 10.0;
-      b.kernel(t + 8, t + 10, "vectorized_elementwise_kernel", 1000, 0, 7, t, 8);
-    }
-  }
-  const auto r = only(b.build());
+  const auto r = only(launch_bound_steps());
   ASSERT_EQ(r.step_count, 4);
   ASSERT_FALSE(r.findings.empty());
   const Finding& f = r.findings.front();
@@ -164,6 +157,57 @@ TEST(Analysis, LaunchBoundEvidenceGivesTheFixedStepTime) {
   EXPECT_NE(f.evidence.find("(the traced step is 5.0"), std::string::npos) << f.evidence;
   ASSERT_TRUE(f.est_speedup.has_value());
   EXPECT_NEAR(*f.est_speedup, 5.0, 0.1);
+}
+
+// Four steps of 5 ms: 500 kernels of 2 us each, each launched by an 8 us call right before it.
+Trace launch_bound_steps() {
+  TraceBuilder b;
+  for (int st = 0; st < 4; ++st) {
+    b.annotation(st * 5000.0, st * 5000.0 + 5000, "ProfilerStep#" + std::to_string(st + 1));
+    for (int i = 0; i < 500; ++i) {
+      const double t = st * 5000.0 + i * 10.0;
+      b.kernel(t + 8, t + 10, "vectorized_elementwise_kernel", 1000, 0, 7, t, 8);
+    }
+  }
+  return b.build();
+}
+
+TEST(Analysis, MeasuredTracingCostComesOutOfTheLaunchBoundBase) {
+  Trace t = launch_bound_steps();
+  // gpuscope run measured 3 us per launch call plain and 8 us traced: untraced, each 8 us gap
+  // is 3 us, a step 2.5 ms instead of 5; the fix still leaves the kernels' 1 ms.
+  t.tracing_cost = TracingCost{3000, 8000};
+  const auto r = only(t);
+  ASSERT_TRUE(r.untraced_window_est_ns.has_value());
+  const IdleCause& launch = cause(r, "launch");
+  ASSERT_TRUE(launch.tracing_ns.has_value());
+  // Every gap but the window's first ends with a launch call that was still running.
+  EXPECT_NEAR(static_cast<double>(*launch.tracing_ns), 1999 * 5000.0, 5000.0);
+  EXPECT_NEAR(static_cast<double>(*r.untraced_window_est_ns) / r.step_count, 2.5e6, 0.01e6);
+  ASSERT_FALSE(r.findings.empty());
+  const Finding& f = r.findings.front();
+  EXPECT_EQ(f.id, "launch-bound");
+  ASSERT_TRUE(f.est_speedup.has_value());
+  EXPECT_NEAR(*f.est_speedup, 2.5, 0.05);
+  EXPECT_NE(f.evidence.find("tracing adds 5.0 us to each launch call"), std::string::npos) << f.evidence;
+  EXPECT_NE(f.evidence.find("about 2.50 ms per step untraced"), std::string::npos) << f.evidence;
+  // The idle itself is reported as traced: it is what the trace shows.
+  EXPECT_NEAR(launch.pct, 80.0, 0.5);
+}
+
+TEST(Analysis, TracingCostAboveTheGapsLeavesNoLaunchFinding) {
+  Trace t = launch_bound_steps();
+  t.tracing_cost = TracingCost{2000, 12000};  // 10 us more per call: more than each 8 us gap.
+  const auto r = only(t);
+  for (const Finding& f : r.findings) EXPECT_NE(f.id, "launch-bound") << f.evidence;
+  ASSERT_TRUE(r.untraced_window_est_ns.has_value());
+  EXPECT_NEAR(static_cast<double>(*r.untraced_window_est_ns) / r.step_count, 1.0e6, 0.01e6);
+}
+
+TEST(Analysis, WithoutAMeasuredCostNothingIsTakenOut) {
+  const auto r = only(launch_bound_steps());
+  EXPECT_FALSE(r.untraced_window_est_ns.has_value());
+  EXPECT_FALSE(cause(r, "launch").tracing_ns.has_value());
 }
 
 TEST(Analysis, StepTimeFollowsTheGpuWhenTheHostRunsAhead) {

@@ -21,6 +21,10 @@ struct IdleCause {
   int64_t ns = 0;
   double pct = 0;               // Of the window.
   std::vector<HostTime> top_host;  // What the host was doing meanwhile, longest first.
+  // Of ns, the part the tracer's own launch cost explains (the program run without the tracer
+  // would not have it): for each idle gap that ended when a launch call returned, up to one
+  // measured TracingCost::added_ns(). Set only when the trace carries a measured cost.
+  std::optional<int64_t> tracing_ns;
 };
 
 struct CategoryTime {
@@ -98,6 +102,10 @@ struct DeviceReport {
 
   double idle_pct = 0;
   std::vector<IdleCause> idle_causes;
+  // The measured tracing cost per launch call, and the window without the idle it explains
+  // (an estimate of the same window run untraced); absent without a measured cost.
+  std::optional<TracingCost> tracing_cost;
+  std::optional<int64_t> untraced_window_est_ns;
   // The window in equal slices, one letter each for what filled most of the slice:
   // K kernels running; idle because of m memcpy, a alloc, i input, c collective, l launch,
   // s sync, o other.

@@ -154,6 +154,16 @@ enum class StepSource : uint8_t {
   kWholeWindow,    // No step markers: the whole trace is one step.
 };
 
+// What tracing adds to the host's cost of one kernel launch call, measured on the traced host
+// when the trace was taken (`gpuscope run` runs gpuscope-calibrate plain and traced). A tracer
+// slows every launch call, so a program whose GPU waits on launches runs slower traced than
+// it does on its own; the analysis takes this cost out of launch-gated idle time.
+struct TracingCost {
+  double plain_launch_ns = 0;   // Median host ns per launch call, untraced.
+  double traced_launch_ns = 0;  // The same under the tracer.
+  double added_ns() const { return traced_launch_ns > plain_launch_ns ? traced_launch_ns - plain_launch_ns : 0.0; }
+};
+
 struct Step {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
@@ -172,6 +182,7 @@ struct Trace {
   std::vector<HostEvent> host_events;
   std::vector<GpuAnnotation> gpu_annotations;
   std::vector<DeviceSample> device_samples;  // Hardware counters sampled during the trace.
+  std::optional<TracingCost> tracing_cost;   // Measured by `gpuscope run`; absent elsewhere.
   std::vector<Step> steps;  // Filled by the reader when markers exist; see steps.h.
   StepSource step_source = StepSource::kWholeWindow;
   std::vector<OpArg> op_args;

@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -47,6 +50,35 @@ TEST(RunProcess, EnvironmentIsSetAndInherited) {
        {{"GPUSCOPE_TEST_SET", "bar"}}});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(getenv("GPUSCOPE_TEST_SET"), nullptr) << "the parent's environment must not change";
+}
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(RunProcess, RedirectsStdoutAndStderrToFiles) {
+  char dir[] = "/tmp/gpuscope-run-process-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  ChildSpec spec{{"sh", "-c", "echo out; echo err >&2"}, {}};
+  spec.stdout_path = std::string(dir) + "/out";
+  spec.stderr_path = std::string(dir) + "/err";
+  EXPECT_EQ(run_child(spec).exit_code, 0);
+  EXPECT_EQ(read_all(spec.stdout_path), "out\n");
+  EXPECT_EQ(read_all(spec.stderr_path), "err\n");
+  std::remove(spec.stdout_path.c_str());
+  std::remove(spec.stderr_path.c_str());
+  rmdir(dir);
+}
+
+TEST(RunProcess, UnwritableRedirectIsAnErrorBeforeTheChildStarts) {
+  ChildSpec spec{{"sh", "-c", "exit 0"}, {}};
+  spec.stdout_path = "/nonexistent-dir-xyz/out";
+  ChildResult r = run_child(spec);
+  EXPECT_EQ(r.exit_code, 126);
+  EXPECT_NE(r.error.find("/nonexistent-dir-xyz/out"), std::string::npos);
 }
 
 void send_after(void* signal_number) {

@@ -1,6 +1,7 @@
 #include "formats/capture.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <cctype>
 #include <cstdlib>
@@ -379,6 +380,20 @@ class CaptureDecoder {
         s.clean_exit = r.u8() != 0;
         if (!r.ok()) return false;
         stats_ = s;
+        return true;
+      }
+      case RecordType::kTracingCost: {
+        TracingCost c;
+        c.plain_launch_ns = r.f64();
+        c.traced_launch_ns = r.f64();
+        if (!r.ok()) return false;
+        // A cost outside (0, 1 s) per launch is not a measurement; keep the trace, drop it.
+        auto plausible = [](double v) { return std::isfinite(v) && v > 0 && v < 1e9; };
+        if (plausible(c.plain_launch_ns) && plausible(c.traced_launch_ns)) {
+          trace_.tracing_cost = c;
+        } else {
+          warn("implausible tracing-cost record ignored");
+        }
         return true;
       }
       case RecordType::kSync:

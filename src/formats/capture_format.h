@@ -58,6 +58,7 @@ enum class RecordType : uint8_t {
   kSync = 11,    // CUPTI synchronization activity.
   kMemory = 12,  // Device memory allocation or free.
   kStats = 13,   // Running totals; the last one wins.
+  kTracingCost = 14,  // Host ns per launch call plain and traced (`gpuscope run`); the last one wins.
 };
 
 // The records, as the writer takes them and the reader decodes them. String fields are ids
@@ -168,6 +169,9 @@ struct StatsRecord {
   uint64_t unknown_activities = 0;
   bool clean_exit = false;  // Set by the final record written at process exit.
 };
+
+// A TracingCost is stored as two f64: plain_launch_ns, traced_launch_ns.
+using TracingCostRecord = ::gpuscope::TracingCost;
 
 // DeviceSample fields in their file order (version 1): a u32 presence mask for the doubles,
 // then one for the integers, then a mask for the rest (bit 0: gpu_instance_id, zigzag varint),

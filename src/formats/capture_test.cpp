@@ -386,6 +386,42 @@ TEST(Capture, AppendedChunksAreRead) {
   EXPECT_TRUE(t->warnings.empty());
 }
 
+// `gpuscope run` appends the tracing cost it measured; an implausible one is dropped with a
+// warning and the rest of the capture still reads.
+TEST(Capture, TracingCostIsReadAndImplausibleOnesAreDropped) {
+  std::string path = temp_path("tracing_cost");
+  write_sample(path, true, true);
+  {
+    capture::CaptureWriter w;
+    std::string error;
+    ASSERT_TRUE(w.open_append(path, {}, &error)) << error;
+    w.add(TracingCost{4614.2, 7359.5});
+    w.close();
+  }
+  auto t = read_capture_file(path);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t->tracing_cost.has_value());
+  EXPECT_DOUBLE_EQ(t->tracing_cost->plain_launch_ns, 4614.2);
+  EXPECT_DOUBLE_EQ(t->tracing_cost->traced_launch_ns, 7359.5);
+  EXPECT_NEAR(t->tracing_cost->added_ns(), 2745.3, 1e-6);
+
+  std::string bad = temp_path("tracing_cost_bad");
+  write_sample(bad, true, true);
+  {
+    capture::CaptureWriter w;
+    std::string error;
+    ASSERT_TRUE(w.open_append(bad, {}, &error)) << error;
+    w.add(TracingCost{-1.0, 7359.5});
+    w.close();
+  }
+  auto u = read_capture_file(bad);
+  ASSERT_TRUE(u.ok());
+  EXPECT_FALSE(u->tracing_cost.has_value());
+  ASSERT_EQ(u->warnings.size(), 1u);
+  EXPECT_NE(u->warnings[0].find("tracing-cost"), std::string::npos);
+  EXPECT_EQ(u->kernels.size(), 2u);
+}
+
 }  // namespace
 }  // namespace gpuscope
 

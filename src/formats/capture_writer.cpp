@@ -273,6 +273,12 @@ void CaptureWriter::add(const StatsRecord& r) {
   finish_record(RecordType::kStats);
 }
 
+void CaptureWriter::add(const TracingCostRecord& r) {
+  body_.f64(r.plain_launch_ns);
+  body_.f64(r.traced_launch_ns);
+  finish_record(RecordType::kTracingCost);
+}
+
 bool CaptureWriter::flush() {
   if (failed_ || fd_ < 0) return false;
   if (chunk_.size() == 0) return true;

@@ -56,6 +56,7 @@ class CaptureWriter {
   void add(const MemoryRecord& r);
   void add(const DeviceSample& r);
   void add(const StatsRecord& r);
+  void add(const TracingCostRecord& r);
 
   // Writes the pending chunk, if any. Returns false once the writer has failed.
   bool flush();

@@ -45,10 +45,25 @@ json device_json(const DeviceReport& d) {
   for (const auto& c : d.idle_causes) {
     json top = json::array();
     for (const auto& h : c.top_host) top.push_back({{"name", h.name}, {"us", us(h.ns)}});
-    causes.push_back({{"cause", c.cause}, {"us", us(c.ns)}, {"pct", c.pct}, {"top_host", top}});
+    causes.push_back({{"cause", c.cause},
+                      {"us", us(c.ns)},
+                      {"pct", c.pct},
+                      {"tracing_us", c.tracing_ns ? json(us(*c.tracing_ns)) : json(nullptr)},
+                      {"top_host", top}});
     idle_ns += c.ns;
   }
   j["idle"] = {{"total_pct", d.idle_pct}, {"total_us", us(idle_ns)}, {"causes", causes}};
+  // What the tracer adds per launch call on the traced host (measured by `gpuscope run`), and
+  // the window without the idle that explains: null where not measured.
+  if (d.tracing_cost) {
+    j["tracing_cost"] = {{"plain_launch_us", d.tracing_cost->plain_launch_ns / 1e3},
+                         {"traced_launch_us", d.tracing_cost->traced_launch_ns / 1e3},
+                         {"added_per_launch_us", d.tracing_cost->added_ns() / 1e3},
+                         {"untraced_window_est_us", d.untraced_window_est_ns ? json(us(*d.untraced_window_est_ns))
+                                                                             : json(nullptr)}};
+  } else {
+    j["tracing_cost"] = nullptr;
+  }
   j["timeline"] = {{"slices", d.timeline.size()},
                    {"slice_us", d.timeline.empty() ? 0.0 : us(d.window_ns) / static_cast<double>(d.timeline.size())},
                    {"states", d.timeline},
