@@ -42,6 +42,21 @@ class ZooRows(unittest.TestCase):
         self.assertAlmostEqual(r["util"]["busy"], 90.0)
         self.assertAlmostEqual(r["util"]["hw_sm"], 70.0)
 
+    def test_untraced_rounds_give_the_median_pair_and_their_range(self):
+        _, runs = vt.load(FIXTURE)
+        # Two more untraced rounds of input_bound: pairs x3.20 (the fixture's), x2.00, x4.00.
+        for unfixed, fixed in ((100.0, 200.0), (50.0, 200.0)):
+            for f, sps in ((False, unfixed), (True, fixed)):
+                runs.append({"name": "zoo_input_bound", "kind": "zoo", "case": "input_bound", "fixed": f,
+                             "traced": False, "rc": 0, "workload": [{"steps_per_s": sps}], "report": None})
+        r = {x["case"]: x for x in vt.zoo_rows(runs)}["input_bound"]
+        self.assertEqual(sorted(round(x, 2) for x in r["untraced_rounds"]), [2.0, 3.2, 4.0])
+        self.assertAlmostEqual(r["measured_untraced"], 3.2)
+        self.assertAlmostEqual(r["sps_untraced"], 100.0)  # median of 110, 100, 50
+        md = vt.markdown({}, [r], [], "")
+        self.assertIn("| x2.40 | x3.20 | x2.00–x4.00 (3) | -25% | no |", md)
+        self.assertIn("median of 3 untraced rounds", md)
+
     def test_planted_finding_not_on_top(self):
         r = self.rows["unfused_chain"]
         self.assertEqual(r["top_id"], "small-grid")
@@ -113,14 +128,15 @@ class Markdown(unittest.TestCase):
         self.assertIn("| GPU | Fake GPU |", md)
         self.assertIn("the top finding names the planted cause in 1 of 3 cases (missed: unfused_chain, "
                       "low_occupancy)", md)
-        self.assertIn("within ±25% of the measured one in 1 of 3 cases (input_bound)", md)
-        # Against the untraced ratio too: input_bound's x2.40 against x3.20 untraced is just past -25%.
-        self.assertIn("against the untraced speedup (what the fix does to the program run without gpuscope) in 0 "
-                      "of 3 (outside: input_bound, unfused_chain, low_occupancy).", md)
+        # The untraced speedup leads: input_bound's x2.40 against x3.20 untraced is just past -25%,
+        # against x3.00 traced within it.
+        self.assertIn("within ±25% of the speedup the fix gives the program run without gpuscope (median of 1 "
+                      "untraced round) in 0 of 3 cases (outside: input_bound, unfused_chain, low_occupancy); of "
+                      "the speedup measured under tracing in 1 of 3 (outside: unfused_chain, low_occupancy).", md)
         self.assertIn("| input_bound | host prepares each batch between steps | input-bound | input-bound x2.40 | "
-                      "yes | 1 | x2.40 | x3.00 | -20% | yes | x3.20 | -25% | no |", md)
+                      "yes | 1 | x2.40 | x3.20 | one round | -25% | no | x3.00 | -20% | yes |", md)
         self.assertIn("| low_occupancy | 200 KiB shared memory per block: 1 block/SM | low-occupancy | none | no | "
-                      "absent | n/a | x3.00 | n/a | no | n/a |", md)
+                      "absent | n/a | n/a | n/a | n/a | no | x3.00 | n/a | no |", md)
         self.assertIn("| bf16 | precision-fp32 | x2.50 | x3.00 | -17% | x3.00 |", md)
         self.assertIn("busy 97.0%, hardware utilization 100.0%, MFU 3.5%: met.", md)
         self.assertTrue(md.rstrip().endswith("hand-written"))
