@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call 19 (2026-11-30, session 4): the validation run with gpuscope run measuring the
+# Device call 19 and 21 (2026-11-30, session 4): the validation run with gpuscope run measuring the
 # tracer's launch cost (gpuscope-calibrate before and after each traced program).
 set -u
 B=$PWD/.carry-val

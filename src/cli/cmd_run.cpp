@@ -169,6 +169,7 @@ Calibration calibrate_tracing(const std::string& tool, const std::string& inject
     if (why.empty()) {
       std::ifstream err(spec.stderr_path);
       std::getline(err, why);
+      if (why.rfind("gpuscope-calibrate: ", 0) == 0) why.erase(0, 20);
     }
     if (out.note.empty())
       out.note = fmt::format("tracing cost not measured ({} run of gpuscope-calibrate: {})", tag,
