@@ -169,6 +169,49 @@ class Reports(unittest.TestCase):
         self.assertIn("analyze", top.stdout)
 
 
+class Run(unittest.TestCase):
+    """`gpuscope run` where the CUDA parts were built (the injection library beside the binary)."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.out = os.path.join(self.dir.name, "t.gpuscope")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def run_true(self, *extra):
+        r = run("run", *extra, "-o", self.out, "--", "true")
+        if "libgpuscope_inject.so not found" in r.stderr:
+            self.skipTest("CUDA parts not built")
+        return r
+
+    def test_program_without_cuda_keeps_its_exit_code_and_says_why(self):
+        r = self.run_true()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stderr.splitlines()
+        # The tracing cost is measured (GPU machine) or says in one line why not (no GPU here).
+        cal = [l for l in lines if "tracing adds" in l or "tracing cost not measured" in l]
+        self.assertLessEqual(len(cal), 1, r.stderr)
+        self.assertTrue(lines and "nothing was traced" in lines[-1], r.stderr)
+        self.assertFalse(os.path.exists(self.out))
+        self.assertEqual([f for f in os.listdir("/tmp") if f.startswith("gpuscope-calibrate-")
+                          and os.path.getmtime(os.path.join("/tmp", f)) > os.path.getmtime(self.dir.name) - 1], [],
+                         "the calibration's scratch folder must be removed")
+
+    def test_no_calibrate_skips_the_measurement(self):
+        r = self.run_true("--no-calibrate")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("tracing", r.stderr)
+
+    def test_calibration_failure_is_one_line_naming_the_cause(self):
+        r = self.run_true()
+        note = [l for l in r.stderr.splitlines() if "tracing cost not measured" in l]
+        if not note:
+            self.skipTest("a GPU measured the cost here")
+        self.assertTrue(note[0].startswith("gpuscope run: tracing cost not measured ("), note[0])
+        self.assertNotIn("gpuscope-calibrate: gpuscope-calibrate", note[0])
+
+
 if __name__ == "__main__":
     BIN = os.path.abspath(sys.argv.pop(1))
     unittest.main(verbosity=1)

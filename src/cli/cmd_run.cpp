@@ -286,6 +286,7 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
     } else {
       calibration = calibrate_tracing(calibrator, inject);
     }
+    if (!calibration.cost) fmt::print(stderr, "gpuscope run: {}\n", calibration.note);
   }
 
   ChildSpec spec;
@@ -330,8 +331,6 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
                after.cost ? fmt::format(", after: {:.1f} -> {:.1f} us", after.cost->plain_launch_ns / 1e3,
                                         after.cost->traced_launch_ns / 1e3)
                           : std::string(", not measured after"));
-  } else if (!options.no_calibrate) {
-    fmt::print(stderr, "gpuscope run: {}\n", calibration.note);
   }
   // Device samples and the tracing cost go into every capture (appended chunks), so
   // `gpuscope analyze` sees them too.
