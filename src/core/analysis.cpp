@@ -185,6 +185,7 @@ std::vector<IdleCause> attribute_idle(const DeviceContext& ctx, TimelineBuckets&
   }
   const std::vector<Interval> idle = gaps(ctx.kernel_union, ctx.window_start, ctx.window_end);
   const ThreadTimeline* fallback = ctx.host.main_thread();
+  std::vector<std::pair<Cause, int64_t>> pieces;
   for (const Interval& gap : idle) {
     // The host thread that issues the next GPU work (or issued the previous) is the one whose
     // activity explains the gap.
@@ -202,7 +203,9 @@ std::vector<IdleCause> attribute_idle(const DeviceContext& ctx, TimelineBuckets&
       if (api >= 0 && ctx.trace.api_calls[static_cast<size_t>(api)].end_ns > gap.start_ns)
         tracing_ns = std::min(static_cast<double>(gap.end_ns - gap.start_ns), ctx.trace.tracing_cost->added_ns());
     }
-    Cause last_cause = kOtherCause;
+    // The gap's pieces, in order: the tracer's part is taken from the end of the gap backwards
+    // (it delayed the launch that ended it), so no cause is charged more than it has.
+    pieces.clear();
 
     // Did the gap begin while the host was blocked waiting for the GPU, or stalled in an
     // allocation (cudaFree synchronises implicitly)? Then that, not what the host does next,
@@ -255,10 +258,14 @@ std::vector<IdleCause> attribute_idle(const DeviceContext& ctx, TimelineBuckets&
       acc[cause].ns += len;
       timeline.add(1 + cause, t, piece_end);
       acc[cause].by_name[copying ? kDeviceCopyName : (seg ? seg->name : 0)] += len;
-      last_cause = cause;
+      if (tracing_ns > 0) pieces.emplace_back(cause, len);
       t = piece_end;
     }
-    acc[last_cause].tracing_ns += tracing_ns;
+    for (auto it = pieces.rbegin(); it != pieces.rend() && tracing_ns > 0; ++it) {
+      const double part = std::min(tracing_ns, static_cast<double>(it->second));
+      acc[it->first].tracing_ns += part;
+      tracing_ns -= part;
+    }
   }
 
   std::vector<IdleCause> out;

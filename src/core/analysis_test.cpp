@@ -204,6 +204,27 @@ TEST(Analysis, TracingCostAboveTheGapsLeavesNoLaunchFinding) {
   EXPECT_NEAR(static_cast<double>(*r.untraced_window_est_ns) / r.step_count, 1.0e6, 0.01e6);
 }
 
+TEST(Analysis, TracingCostIsTakenFromTheEndOfTheGap) {
+  TraceBuilder b;
+  // A 100 us gap: the host prepares input for 97 us (an annotation), then a 3 us launch call
+  // that ends it. A measured cost of 5 us per launch takes the 3 us of launch idle and 2 us of
+  // the input idle before it, never more than a cause has.
+  for (int i = 0; i < 10; ++i) {
+    const double t = i * 200.0;
+    b.kernel(t, t + 100, "gemm", 1000, 0, 7, t - 3, 3);
+    b.annotation(t + 100, t + 197, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+  }
+  Trace trace = b.build();
+  trace.tracing_cost = TracingCost{3000, 8000};
+  const auto r = only(trace);
+  const IdleCause& launch = cause(r, "launch");
+  const IdleCause& input = cause(r, "input");
+  ASSERT_TRUE(launch.tracing_ns && input.tracing_ns);
+  EXPECT_LE(*launch.tracing_ns, launch.ns);
+  EXPECT_NEAR(static_cast<double>(*launch.tracing_ns), 9 * 3000.0, 1000.0);
+  EXPECT_NEAR(static_cast<double>(*input.tracing_ns), 9 * 2000.0, 1000.0);
+}
+
 TEST(Analysis, WithoutAMeasuredCostNothingIsTakenOut) {
   const auto r = only(launch_bound_steps());
   EXPECT_FALSE(r.untraced_window_est_ns.has_value());
