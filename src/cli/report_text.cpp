@@ -154,8 +154,8 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   }
   if (causes.empty()) out += "  none\n";
   if (d.tracing_cost && d.untraced_window_est_ns && *d.untraced_window_est_ns < d.window_ns) {
-    out += p.dim(fmt::format("  tracing adds {:.1f} us per launch call here (measured {:.1f} -> {:.1f} us); "
-                             "{} of this idle is the tracer's, {} per step untraced (est.)",
+    out += p.dim(fmt::format("  tracing adds {:.1f} us per launch call here ({:.1f} -> {:.1f} us, measured); of the "
+                             "idle, {} per step is the tracer's: about {} per step untraced (est.)",
                              d.tracing_cost->added_ns() / 1e3, d.tracing_cost->plain_launch_ns / 1e3,
                              d.tracing_cost->traced_launch_ns / 1e3,
                              ms(static_cast<int64_t>(static_cast<double>(d.window_ns - *d.untraced_window_est_ns) / steps)),
