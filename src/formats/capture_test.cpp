@@ -365,19 +365,27 @@ TEST(Capture, VarintsRoundTripExtremes) {
 namespace gpuscope {
 namespace {
 
-// `gpuscope run` appends device samples to a finished capture.
-TEST(Capture, AppendedChunksAreRead) {
-  std::string path = temp_path("append");
+// A sample capture at `path` (write_sample) with one more chunk appended by `add`, as
+// `gpuscope run` appends device samples and the tracing cost after the program ends.
+template <class AddRecords>
+void write_appended(const std::string& path, AddRecords add) {
   write_sample(path, true, true);
   capture::CaptureWriter w;
   std::string error;
   ASSERT_TRUE(w.open_append(path, {}, &error)) << error;
-  DeviceSample s;
-  s.time_ns = 2'000'000'000;
-  s.tensor_active_pct = 12.5;
-  w.add(s);
-  w.intern("a string defined in the appended chunk");
+  add(w);
   w.close();
+}
+
+TEST(Capture, AppendedChunksAreRead) {
+  std::string path = temp_path("append");
+  write_appended(path, [](capture::CaptureWriter& w) {
+    DeviceSample s;
+    s.time_ns = 2'000'000'000;
+    s.tensor_active_pct = 12.5;
+    w.add(s);
+    w.intern("a string defined in the appended chunk");
+  });
   auto t = read_capture_file(path);
   ASSERT_TRUE(t.ok());
   ASSERT_EQ(t->device_samples.size(), 2u);
@@ -386,18 +394,10 @@ TEST(Capture, AppendedChunksAreRead) {
   EXPECT_TRUE(t->warnings.empty());
 }
 
-// `gpuscope run` appends the tracing cost it measured; an implausible one is dropped with a
-// warning and the rest of the capture still reads.
+// An implausible tracing cost is dropped with a warning and the rest of the capture still reads.
 TEST(Capture, TracingCostIsReadAndImplausibleOnesAreDropped) {
   std::string path = temp_path("tracing_cost");
-  write_sample(path, true, true);
-  {
-    capture::CaptureWriter w;
-    std::string error;
-    ASSERT_TRUE(w.open_append(path, {}, &error)) << error;
-    w.add(TracingCost{4614.2, 7359.5});
-    w.close();
-  }
+  write_appended(path, [](capture::CaptureWriter& w) { w.add(TracingCost{4614.2, 7359.5}); });
   auto t = read_capture_file(path);
   ASSERT_TRUE(t.ok());
   ASSERT_TRUE(t->tracing_cost.has_value());
@@ -406,14 +406,7 @@ TEST(Capture, TracingCostIsReadAndImplausibleOnesAreDropped) {
   EXPECT_NEAR(t->tracing_cost->added_ns(), 2745.3, 1e-6);
 
   std::string bad = temp_path("tracing_cost_bad");
-  write_sample(bad, true, true);
-  {
-    capture::CaptureWriter w;
-    std::string error;
-    ASSERT_TRUE(w.open_append(bad, {}, &error)) << error;
-    w.add(TracingCost{-1.0, 7359.5});
-    w.close();
-  }
+  write_appended(bad, [](capture::CaptureWriter& w) { w.add(TracingCost{-1.0, 7359.5}); });
   auto u = read_capture_file(bad);
   ASSERT_TRUE(u.ok());
   EXPECT_FALSE(u->tracing_cost.has_value());
