@@ -1,8 +1,8 @@
 // gpuscope-calibrate: the host's cost of one kernel launch call, for `gpuscope run` to measure
 // what tracing adds to each launch on this host (not a user command).
 //
-// `gpuscope run` starts it twice before the traced program: once plain, once with the same
-// injection library as the program. Each run launches an empty kernel through the CUDA runtime
+// `gpuscope run` starts it twice before the traced program and twice after it: once plain, once
+// with the same injection library as the program, and averages the two pairs. Each run launches an empty kernel through the CUDA runtime
 // (cudaLaunchKernel, as PyTorch and most CUDA programs do) in rounds of back-to-back calls on the
 // legacy default stream and prints one JSON line:
 //   {"launch_ns": <median over rounds of host ns per launch call>, "rounds": R, "launches": N,
