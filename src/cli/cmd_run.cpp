@@ -385,8 +385,8 @@ CommandRegistration kRun({
           ->capture_default_str();
       app.add_flag("--no-report", options->no_report, "Only write the capture(s)");
       app.add_flag("--no-calibrate", options->no_calibrate,
-                   "Do not measure what tracing adds to each kernel launch on this host (gpuscope-calibrate, "
-                   "about a second before and after the program); without it, launch-bound speedups are "
+                   "Do not measure what tracing adds to each kernel launch on this host (gpuscope-calibrate, about "
+                   "2 s in all, before and after the program); without it, launch-bound speedups are "
                    "ratios to the slower traced step");
       add_analysis_options(app, options->analysis);
       // Everything after `--` is the command, options included.
