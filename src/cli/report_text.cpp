@@ -153,14 +153,17 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
                        ms(static_cast<int64_t>(static_cast<double>(c->ns) / steps)), p.dim(clip(host, width - 34)));
   }
   if (causes.empty()) out += "  none\n";
-  if (d.tracing_cost && d.untraced_window_est_ns && *d.untraced_window_est_ns < d.window_ns) {
-    out += p.dim(fmt::format("  tracing adds {:.1f} us per launch call here ({:.1f} -> {:.1f} us, measured); of the "
-                             "idle, {} per step is the tracer's: about {} per step untraced (est.)",
-                             d.tracing_cost->added_ns() / 1e3, d.tracing_cost->plain_launch_ns / 1e3,
-                             d.tracing_cost->traced_launch_ns / 1e3,
-                             ms(static_cast<int64_t>(static_cast<double>(d.window_ns - *d.untraced_window_est_ns) / steps)),
-                             ms(static_cast<int64_t>(static_cast<double>(*d.untraced_window_est_ns) / steps)))) +
-           "\n";
+  if (d.tracing_cost) {
+    std::string line = fmt::format("  tracing adds {:.1f} us per launch call here ({:.1f} -> {:.1f} us, measured)",
+                                   d.tracing_cost->added_ns() / 1e3, d.tracing_cost->plain_launch_ns / 1e3,
+                                   d.tracing_cost->traced_launch_ns / 1e3);
+    // The tracer's share of the idle, where it is worth a line (1% of the window or more).
+    if (d.untraced_window_est_ns && d.window_ns - *d.untraced_window_est_ns >= d.window_ns / 100) {
+      line += fmt::format("; of the idle, {} per step is the tracer's: about {} per step untraced (est.)",
+                          ms(static_cast<int64_t>(static_cast<double>(d.window_ns - *d.untraced_window_est_ns) / steps)),
+                          ms(static_cast<int64_t>(static_cast<double>(*d.untraced_window_est_ns) / steps)));
+    }
+    out += p.dim(line) + "\n";
   }
 
   out += "\n" + p.bold(fmt::format("Kernels {} · GPU time by category", d.kernel_count)) + "\n";

@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -17,8 +19,18 @@ namespace {
 
 using capture::CaptureWriter;
 
+// A file in the test's temporary folder, removed when the test program exits.
 std::string temp_path(const char* name) {
-  return ::testing::TempDir() + "/" + name + "." + std::to_string(getpid());
+  static std::vector<std::string> created;
+  static const bool cleanup = [] {
+    std::atexit([] {
+      for (const auto& p : created) std::remove(p.c_str());
+    });
+    return true;
+  }();
+  (void)cleanup;
+  created.push_back(::testing::TempDir() + "/" + name + "." + std::to_string(getpid()));
+  return created.back();
 }
 
 std::string slurp(const std::string& path) {
