@@ -27,6 +27,11 @@ double idle_sum_pct(const DeviceReport& r) {
   return s;
 }
 
+const Finding* FindingById(const DeviceReport& r, const std::string& id) {
+  for (const auto& f : r.findings) if (f.id == id) return &f;
+  return nullptr;
+}
+
 DeviceReport only(const Trace& t, const AnalysisOptions& o = {}) {
   auto reports = analyze_trace(t, o);
   EXPECT_EQ(reports.size(), 1u);
@@ -413,8 +418,7 @@ TEST(Analysis, LowOccupancyFromRegisters) {
   gemm.name = t.strings.intern("nvjet_sm90_gemm");
   t.kernels.push_back(gemm);
   const auto r = analyze_trace(t, {}).at(0);
-  const Finding* f = nullptr;
-  for (const auto& x : r.findings) if (x.id == "low-occupancy") f = &x;
+  const Finding* f = FindingById(r, "low-occupancy");
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->evidence.find("registers"), std::string::npos);
   EXPECT_NE(f->evidence.find("50%"), std::string::npos);  // Half of the kernel time.
@@ -452,8 +456,7 @@ TEST(Analysis, SmallGridEstimateFillsEverySmToHalfOccupancy) {
   tiny.grid = {1, 1, 1};
   t.kernels.push_back(tiny);
   const auto r = analyze_trace(t, {}).at(0);
-  const Finding* f = nullptr;
-  for (const auto& x : r.findings) if (x.id == "small-grid") f = &x;
+  const Finding* f = FindingById(r, "small-grid");
   ASSERT_NE(f, nullptr);
   // 100 SMs / 10 blocks x (50% / 12.5%) = 40x: 1 ms -> 25 us, saving 975 us of 2001.5.
   EXPECT_NEAR(*f->est_speedup, 2001.5 / (2001.5 - 975.0), 1e-6);
@@ -478,11 +481,6 @@ Trace AttentionTrace(const char* softmax_name, const char* other_name, int64_t o
   add(other_name, other_ns);
   add("sm90_xmma_gemm_bf16bf16_bf16f32", 100'000);
   return t;
-}
-
-const Finding* FindingById(const DeviceReport& r, const std::string& id) {
-  for (const auto& f : r.findings) if (f.id == id) return &f;
-  return nullptr;
 }
 
 TEST(Analysis, MaterialisedAttentionSoftmaxIsFlagged) {
