@@ -226,17 +226,18 @@ __device__ __forceinline__ void RedAddV4(float* p, float x, float y, float z, fl
                : "memory");
 }
 
-// acc[16 × 64] += A[16 × 64] · tileᵀ, the tile's rows being the N dimension (B = tileᵀ): S = Q Kᵀ
-// with K's rows as keys. b regs 0,1: rows n0..n0+7, k 0-7 / 8-15; regs 2,3: rows n0+8..n0+15.
-template <int kM>
-__device__ __forceinline__ void MmaABt(float (&acc)[kM][8][4], const uint32_t (&a)[kM][4][4], const bf16* tile,
-                                       int lane) {
+// acc[mi] (16 × 64 each) += a[mi] (16 × 64) · B (64 × 64), one m16n8k16 MMA pair per k16 step kk
+// and 16-column block n2; load_b(b, kk, n2) loads that step's B fragments (regs 0,1: columns
+// 16·n2..+7; regs 2,3: columns +8), each feeding all kM MMAs. The four callers below differ only
+// in how they address the shared tile.
+template <int kM, class LoadB>
+__device__ __forceinline__ void MmaTiles(float (&acc)[kM][8][4], const uint32_t (&a)[kM][4][4], LoadB load_b) {
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) {
 #pragma unroll
     for (int n2 = 0; n2 < 4; ++n2) {
       uint32_t b[4];
-      Ldsm4(b, tile + Swz(16 * n2 + (lane & 7) + ((lane >> 4) << 3), 2 * kk + ((lane >> 3) & 1)));
+      load_b(b, kk, n2);
 #pragma unroll
       for (int mi = 0; mi < kM; ++mi) {
         Mma(acc[mi][2 * n2], a[mi][kk], b[0], b[1]);
@@ -246,24 +247,24 @@ __device__ __forceinline__ void MmaABt(float (&acc)[kM][8][4], const uint32_t (&
   }
 }
 
+// acc[16 × 64] += A[16 × 64] · tileᵀ, the tile's rows being the N dimension (B = tileᵀ): S = Q Kᵀ
+// with K's rows as keys. b regs 0,1: rows n0..n0+7, k 0-7 / 8-15; regs 2,3: rows n0+8..n0+15.
+template <int kM>
+__device__ __forceinline__ void MmaABt(float (&acc)[kM][8][4], const uint32_t (&a)[kM][4][4], const bf16* tile,
+                                       int lane) {
+  MmaTiles(acc, a, [&](uint32_t(&b)[4], int kk, int n2) {
+    Ldsm4(b, tile + Swz(16 * n2 + (lane & 7) + ((lane >> 4) << 3), 2 * kk + ((lane >> 3) & 1)));
+  });
+}
+
 // acc[16 × 64] += A[16 × 64] · tile, the tile's rows being the K dimension: O += P V with V's rows
 // as keys. ldmatrix.trans: regs 0,1 = k 0-7 / 8-15 of columns n0..n0+7; regs 2,3 = columns +8.
 template <int kM>
 __device__ __forceinline__ void MmaAB(float (&acc)[kM][8][4], const uint32_t (&a)[kM][4][4], const bf16* tile,
                                       int lane) {
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) {
-#pragma unroll
-    for (int n2 = 0; n2 < 4; ++n2) {
-      uint32_t b[4];
-      Ldsm4T(b, tile + Swz(16 * kk + (lane & 15), 2 * n2 + (lane >> 4)));
-#pragma unroll
-      for (int mi = 0; mi < kM; ++mi) {
-        Mma(acc[mi][2 * n2], a[mi][kk], b[0], b[1]);
-        Mma(acc[mi][2 * n2 + 1], a[mi][kk], b[2], b[3]);
-      }
-    }
-  }
+  MmaTiles(acc, a, [&](uint32_t(&b)[4], int kk, int n2) {
+    Ldsm4T(b, tile + Swz(16 * kk + (lane & 15), 2 * n2 + (lane >> 4)));
+  });
 }
 
 template <int kM>
@@ -330,36 +331,12 @@ constexpr uint32_t kRow16Bytes = 16 * kHs * sizeof(bf16);  // 16 rows of a tile:
 template <int kM>
 __device__ __forceinline__ void MmaABtAt(float (&acc)[kM][8][4], const uint32_t (&a)[kM][4][4], uint32_t tile,
                                          const FragOffsets& o) {
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) {
-#pragma unroll
-    for (int n2 = 0; n2 < 4; ++n2) {
-      uint32_t b[4];
-      Ldsm4At(b, tile + o.k[kk] + n2 * kRow16Bytes);
-#pragma unroll
-      for (int mi = 0; mi < kM; ++mi) {
-        Mma(acc[mi][2 * n2], a[mi][kk], b[0], b[1]);
-        Mma(acc[mi][2 * n2 + 1], a[mi][kk], b[2], b[3]);
-      }
-    }
-  }
+  MmaTiles(acc, a, [&](uint32_t(&b)[4], int kk, int n2) { Ldsm4At(b, tile + o.k[kk] + n2 * kRow16Bytes); });
 }
 template <int kM>
 __device__ __forceinline__ void MmaABAt(float (&acc)[kM][8][4], const uint32_t (&a)[kM][4][4], uint32_t tile,
                                         const FragOffsets& o) {
-#pragma unroll
-  for (int kk = 0; kk < 4; ++kk) {
-#pragma unroll
-    for (int n2 = 0; n2 < 4; ++n2) {
-      uint32_t b[4];
-      Ldsm4TAt(b, tile + o.v[n2] + kk * kRow16Bytes);
-#pragma unroll
-      for (int mi = 0; mi < kM; ++mi) {
-        Mma(acc[mi][2 * n2], a[mi][kk], b[0], b[1]);
-        Mma(acc[mi][2 * n2 + 1], a[mi][kk], b[2], b[3]);
-      }
-    }
-  }
+  MmaTiles(acc, a, [&](uint32_t(&b)[4], int kk, int n2) { Ldsm4TAt(b, tile + o.v[n2] + kk * kRow16Bytes); });
 }
 
 // The forward for query tile qt of head bh: kNW warps (blockDim.x == 32·kNW), warp w owning the
