@@ -53,15 +53,15 @@ __global__ void AdamWFusedKernel(float* p, T* p_copy, const float* g, float* m, 
   }
 }
 
-__global__ inline void AdamFirstMomentKernel(float* m, const float* g, size_t n, float beta1) {
+__global__ void AdamFirstMomentKernel(float* m, const float* g, size_t n, float beta1) {
   const size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
   if (i < n) m[i] = beta1 * m[i] + (1.f - beta1) * g[i];
 }
-__global__ inline void AdamSecondMomentKernel(float* v, const float* g, size_t n, float beta2) {
+__global__ void AdamSecondMomentKernel(float* v, const float* g, size_t n, float beta2) {
   const size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
   if (i < n) v[i] = beta2 * v[i] + (1.f - beta2) * g[i] * g[i];
 }
-__global__ inline void AdamUpdateKernel(float* p, const float* m, const float* v, size_t n, AdamWHyper h) {
+__global__ void AdamUpdateKernel(float* p, const float* m, const float* v, size_t n, AdamWHyper h) {
   const size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
   if (i < n) p[i] -= h.lr * ((m[i] / h.c1) / (sqrtf(v[i] / h.c2) + h.eps) + h.weight_decay * p[i]);
 }

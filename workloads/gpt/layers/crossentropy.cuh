@@ -213,7 +213,7 @@ __global__ void CrossEntropyBackwardKernel(T* dlogits, const T* probs, const int
 }
 
 // out[0] = mean of losses (one block, deterministic order).
-__global__ inline void MeanLossKernel(float* out, const float* losses, int rows) {
+__global__ void MeanLossKernel(float* out, const float* losses, int rows) {
   __shared__ float scratch[32];
   float s = 0.f;
   for (int i = threadIdx.x; i < rows; i += blockDim.x) s += losses[i];
