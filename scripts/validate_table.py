@@ -201,35 +201,54 @@ def util(dev):
             "step_ms": (dev.get("steps") or {}).get("mean_ms")}
 
 
+def spread(values, what="round"):
+    """'x2.00–x4.00 (3)' over several values, 'one round' for one, 'n/a' for none."""
+    values = [v for v in values if v is not None]
+    if len(values) > 1:
+        return "%s–%s (%d)" % (fx(min(values)), fx(max(values)), len(values))
+    return "one %s" % what if values else "n/a"
+
+
 def zoo_rows(runs):
     rows = []
     for case in ZOO_ORDER:
-        u, f = find(runs, "zoo", case), find(runs, "zoo", case, fixed=True)
+        # Traced unfixed runs, one per round: each makes its own diagnosis and prediction. The
+        # first round also has the traced fixed run and gives the detailed columns.
+        us, f = find_all(runs, "zoo", case), find(runs, "zoo", case, fixed=True)
+        u = us[0] if us else None
         uu, fu = find(runs, "zoo", case, traced=False), find(runs, "zoo", case, fixed=True, traced=False)
         if not (u or f or uu or fu):
             continue
         cause, fid = PLANTED[case]
-        dev = main_device(u["report"]) if u else None
+        devs = [main_device(x["report"]) if x.get("report") else None for x in us]
+        dev = devs[0] if devs else None
         findings = (dev or {}).get("findings") or []
         top = findings[0] if findings else None
         match = finding(dev, fid)
         rank = next((i + 1 for i, x in enumerate(findings) if x.get("id") == fid), None)
-        pred = match.get("est_speedup") if match else None
-        meas = ratio(own(f, "steps_per_s"), own(u, "steps_per_s"))
+        # Per traced round: did the top finding name the planted cause, and what did it predict.
+        tops = [((d or {}).get("findings") or [{}])[0].get("id") for d in devs]
+        named_rounds = sum(1 for t in tops if t == fid)
+        preds_t = [(finding(d, fid) or {}).get("est_speedup") for d in devs]
+        pred = median_of(preds_t)
+        sps_t = median_of([own(x, "steps_per_s") for x in us])
+        meas = ratio(own(f, "steps_per_s"), sps_t)
         # Untraced: the median over the rounds (a host-bound case varies from run to run).
         rounds_u = paired_speedups(runs, case)
         meas_u = median_of(rounds_u)
         e, e_u = err_pct(pred, meas), err_pct(pred, meas_u)
         rows.append({
             "case": case, "cause": cause, "finding_id": fid, "traced": u is not None,
-            "rc": [r["rc"] for r in (u, f) if r],
+            "rc": [r["rc"] for r in us + [f] if r],
             "top_id": top.get("id") if top else None, "top_speedup": top.get("est_speedup") if top else None,
-            "named": bool(top and top.get("id") == fid), "rank": rank, "predicted": pred,
+            "named": bool(devs) and named_rounds == len(devs), "named_rounds": named_rounds,
+            "traced_rounds": len(devs), "rank": rank, "predicted": pred,
+            "predicted_rounds": [p for p in preds_t if p is not None],
             "measured": meas, "measured_untraced": meas_u, "untraced_rounds": rounds_u, "err_pct": e,
             "tracing_cost": (dev or {}).get("tracing_cost"),
             "within": e is not None and abs(e) <= TARGET_ERR_PCT,
             "err_untraced_pct": e_u, "within_untraced": e_u is not None and abs(e_u) <= TARGET_ERR_PCT,
-            "sps": own(u, "steps_per_s"), "sps_fixed": own(f, "steps_per_s"),
+            "sps": sps_t, "sps_fixed": own(f, "steps_per_s"),
             "sps_untraced": median_of([own(x, "steps_per_s") for x in find_all(runs, "zoo", case, traced=False)]),
             "sps_fixed_untraced": median_of([own(x, "steps_per_s")
                                              for x in find_all(runs, "zoo", case, fixed=True, traced=False)]),
@@ -307,15 +326,17 @@ def fx(v):
 def headline(zrows, grows):
     named = [r["case"] for r in zrows if r["named"]]
     missed = [r["case"] for r in zrows if not r["named"]]
+    t_rounds = max((r["traced_rounds"] for r in zrows), default=0)
     outside = [r["case"] for r in zrows if not r["within"]]
     outside_u = [r["case"] for r in zrows if not r["within_untraced"]]
     n_rounds = max((len(r["untraced_rounds"]) for r in zrows), default=0)
-    out = ["Zoo: the top finding names the planted cause in %d of %d cases%s." % (
-        len(named), len(zrows), " (missed: %s)" % ", ".join(missed) if missed else ""),
-        "Predicted speedup within ±%d%% of the speedup the fix gives the program run without gpuscope "
+    out = ["Zoo: the top finding names the planted cause in %d of %d cases%s%s." % (
+        len(named), len(zrows), " (in every one of %d traced rounds)" % t_rounds if t_rounds > 1 else "",
+        " (missed: %s)" % ", ".join(missed) if missed else ""),
+        "Predicted speedup%s within ±%d%% of the speedup the fix gives the program run without gpuscope "
         "(median of %d untraced round%s) in %d of %d cases%s; of the speedup measured under tracing in "
         "%d of %d%s." % (
-            TARGET_ERR_PCT, n_rounds, "" if n_rounds == 1 else "s", len(zrows) - len(outside_u), len(zrows),
+            " (median of the traced rounds)" if t_rounds > 1 else "", TARGET_ERR_PCT, n_rounds, "" if n_rounds == 1 else "s", len(zrows) - len(outside_u), len(zrows),
             " (outside: %s)" % ", ".join(outside_u) if outside_u else "",
             len(zrows) - len(outside), len(zrows), " (outside: %s)" % ", ".join(outside) if outside else "")]
     g = {r["name"]: r for r in grows}
@@ -360,12 +381,15 @@ def markdown(meta, zrows, grows, notes="", breakdown=None):
         if meta.get(k):
             w("| %s | %s |" % (label, ("`%s`" % meta[k]) if k == "command" else meta[k]))
     w("")
-    w("Every zoo case ran with and without `--fixed` under `gpuscope run --json` (one run each, ~2-4 s of "
-      "steps); gpuscope's report of the unfixed run gives the top finding and the predicted speedup "
-      "(`est_speedup` of the finding that names the planted cause). Measured speedup: the workload's own "
-      "steps/s, fixed over unfixed, both untraced (the speedup a user sees without gpuscope: the median "
-      "over the untraced rounds, which run interleaved in time, with their range), and both traced (one "
-      "run each). `gpuscope run` measures what tracing adds to each launch call on the host before and "
+    w("Every zoo case ran with and without `--fixed` under `gpuscope run --json` (~2-4 s of steps each), "
+      "and without gpuscope, in rounds interleaved in time: the first round traces the unfixed and the "
+      "fixed program, later rounds trace the unfixed one again; every round runs both untraced. Each traced "
+      "unfixed run is diagnosed on its own: its top finding, and the predicted speedup (`est_speedup` of "
+      "the finding that names the planted cause); the table gives the median prediction and its range. "
+      "Measured speedup: the workload's own steps/s, fixed over unfixed, both untraced (the speedup a user "
+      "sees without gpuscope: the median over the rounds, with their range), and both traced (the fixed "
+      "run over the median unfixed one). A host-bound case's own speed varies by up to ~25%% from run to "
+      "run on a lent host, on both sides of the comparison, hence the medians. `gpuscope run` measures what tracing adds to each launch call on the host before and "
       "after the program and takes it out of the idle it explains, so its predictions are for the "
       "untraced program. Error = predicted / measured − 1; target ±%d%%." % TARGET_ERR_PCT)
     w("")
@@ -377,23 +401,24 @@ def markdown(meta, zrows, grows, notes="", breakdown=None):
     w("## Zoo: diagnosis and predicted vs measured speedup")
     w("")
     w("| case | planted cause | expected finding | gpuscope top finding | names it | rank of expected | "
-      "predicted | measured (untraced, median) | range over rounds | error | within ±%d%% | "
-      "measured (traced) | error (traced) | within (traced) |" % TARGET_ERR_PCT)
-    w("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+      "predicted (median) | range over traced rounds | measured (untraced, median) | range over rounds | "
+      "error | within ±%d%% | measured (traced) | error (traced) | within (traced) |" % TARGET_ERR_PCT)
+    w("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in zrows:
         top = "%s %s" % (r["top_id"], fx(r["top_speedup"])) if r["top_id"] else "none"
-        rounds = r["untraced_rounds"]
-        spread = ("%s–%s (%d)" % (fx(min(rounds)), fx(max(rounds)), len(rounds)) if len(rounds) > 1
-                  else "one round" if rounds else "n/a")
-        w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            r["case"], r["cause"], r["finding_id"], top, fmt(r["named"]),
-            r["rank"] if r["rank"] else "absent", fx(r["predicted"]), fx(r["measured_untraced"]), spread,
+        named = fmt(r["named"])
+        if r["traced_rounds"] > 1:
+            named += " (%d of %d)" % (r["named_rounds"], r["traced_rounds"])
+        w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["case"], r["cause"], r["finding_id"], top, named, r["rank"] if r["rank"] else "absent",
+            fx(r["predicted"]), spread(r["predicted_rounds"]), fx(r["measured_untraced"]),
+            spread(r["untraced_rounds"]),
             fmt(r["err_untraced_pct"], 0, "%") if r["err_untraced_pct"] is not None else "n/a",
             fmt(r["within_untraced"]), fx(r["measured"]),
             fmt(r["err_pct"], 0, "%") if r["err_pct"] is not None else "n/a",
             fmt(r["within"])))
     w("")
-    w("All findings of each unfixed run, by estimated speedup:")
+    w("All findings of each unfixed run (the first traced round), by estimated speedup:")
     w("")
     for r in zrows:
         fs = ", ".join("%s %s" % (i, fx(s)) for i, s in r["findings"]) or "none"
@@ -482,12 +507,13 @@ def markdown(meta, zrows, grows, notes="", breakdown=None):
 
 
 def summary(zrows, grows):
-    out = ["%-17s %-15s %-22s %-5s %8s %9s %7s %9s %7s" % ("case", "expected", "top finding", "named", "pred",
+    out = ["%-17s %-15s %-22s %-7s %8s %9s %7s %9s %7s" % ("case", "expected", "top finding", "named", "pred",
                                                             "untraced", "err", "traced", "err")]
     for r in zrows:
-        out.append("%-17s %-15s %-22s %-5s %8s %9s %7s %9s %7s" % (
+        out.append("%-17s %-15s %-22s %-7s %8s %9s %7s %9s %7s" % (
             r["case"], r["finding_id"], "%s %s" % (r["top_id"], fx(r["top_speedup"])) if r["top_id"] else "none",
-            fmt(r["named"]), fx(r["predicted"]), fx(r["measured_untraced"]),
+            fmt(r["named"]) + ("%d/%d" % (r["named_rounds"], r["traced_rounds"]) if r["traced_rounds"] > 1 else ""),
+            fx(r["predicted"]), fx(r["measured_untraced"]),
             fmt(r["err_untraced_pct"], 0, "%") if r["err_untraced_pct"] is not None else "n/a",
             fx(r["measured"]), fmt(r["err_pct"], 0, "%") if r["err_pct"] is not None else "n/a"))
     out.append("")

@@ -54,8 +54,32 @@ class ZooRows(unittest.TestCase):
         self.assertAlmostEqual(r["measured_untraced"], 3.2)
         self.assertAlmostEqual(r["sps_untraced"], 100.0)  # median of 110, 100, 50
         md = vt.markdown({}, [r], [], "")
-        self.assertIn("| x2.40 | x3.20 | x2.00–x4.00 (3) | -25% | no |", md)
+        self.assertIn("| x2.40 | one round | x3.20 | x2.00–x4.00 (3) | -25% | no |", md)
         self.assertIn("median of 3 untraced rounds", md)
+
+    def test_traced_rounds_give_the_median_prediction_and_every_round_must_name_the_cause(self):
+        _, runs = vt.load(FIXTURE)
+        first = next(x for x in runs if x["case"] == "input_bound" and x["traced"] and not x["fixed"])
+        # Two more traced rounds of input_bound: x3.00 named on top; x2.00 with another finding on top.
+        for pred, top, sps in ((3.0, "input-bound", 90.0), (2.0, "launch-bound", 120.0)):
+            fs = [{"id": "input-bound", "est_speedup": pred}]
+            if top != "input-bound":
+                fs.insert(0, {"id": top, "est_speedup": 2.5})
+            runs.append({"name": "zoo_input_bound", "kind": "zoo", "case": "input_bound", "fixed": False,
+                         "traced": True, "rc": 0, "workload": [{"steps_per_s": sps}],
+                         "report": {"devices": [{"device": 0, "kernels": {"count": 9}, "findings": fs}]}})
+        r = {x["case"]: x for x in vt.zoo_rows(runs)}["input_bound"]
+        self.assertEqual(r["traced_rounds"], 3)
+        self.assertEqual(r["named_rounds"], 2)
+        self.assertFalse(r["named"])  # one round put launch-bound on top
+        self.assertEqual(sorted(r["predicted_rounds"]), [2.0, 2.4, 3.0])
+        self.assertAlmostEqual(r["predicted"], 2.4)
+        self.assertAlmostEqual(r["sps"], 100.0)  # median of 100, 90, 120
+        self.assertAlmostEqual(r["measured"], own_fixed(first, runs) / 100.0)
+        self.assertEqual(r["top_id"], "input-bound")  # the first round's report gives the detail
+        md = vt.markdown({}, [r], [], "")
+        self.assertIn("| input-bound x2.40 | no (2 of 3) | 1 | x2.40 | x2.00–x3.00 (3) | x3.20 | one round |", md)
+        self.assertIn("(median of the traced rounds)", md)
 
     def test_planted_finding_not_on_top(self):
         r = self.rows["unfused_chain"]
@@ -76,6 +100,11 @@ class ZooRows(unittest.TestCase):
         self.assertIsNone(r["predicted"])
         self.assertIsNone(r["err_pct"])
         self.assertFalse(r["within"])
+
+
+def own_fixed(first, runs):
+    f = next(x for x in runs if x["case"] == first["case"] and x["traced"] and x["fixed"])
+    return f["workload"][-1]["steps_per_s"]
 
 
 class GptRows(unittest.TestCase):
@@ -134,9 +163,9 @@ class Markdown(unittest.TestCase):
                       "untraced round) in 0 of 3 cases (outside: input_bound, unfused_chain, low_occupancy); of "
                       "the speedup measured under tracing in 1 of 3 (outside: unfused_chain, low_occupancy).", md)
         self.assertIn("| input_bound | host prepares each batch between steps | input-bound | input-bound x2.40 | "
-                      "yes | 1 | x2.40 | x3.20 | one round | -25% | no | x3.00 | -20% | yes |", md)
+                      "yes | 1 | x2.40 | one round | x3.20 | one round | -25% | no | x3.00 | -20% | yes |", md)
         self.assertIn("| low_occupancy | 200 KiB shared memory per block: 1 block/SM | low-occupancy | none | no | "
-                      "absent | n/a | n/a | n/a | n/a | no | x3.00 | n/a | no |", md)
+                      "absent | n/a | n/a | n/a | n/a | n/a | no | x3.00 | n/a | no |", md)
         self.assertIn("| bf16 | precision-fp32 | x2.50 | x3.00 | -17% | x3.00 |", md)
         self.assertIn("busy 97.0%, hardware utilization 100.0%, MFU 3.5%: met.", md)
         self.assertTrue(md.rstrip().endswith("hand-written"))
