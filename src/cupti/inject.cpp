@@ -386,7 +386,12 @@ int Tracer::initialize() {
   // The rest are best effort; a failure is noted once in the capture's stats via stderr only
   // when GPUSCOPE_VERBOSE is set.
   const bool verbose = std::getenv("GPUSCOPE_VERBOSE") != nullptr;
+  // GPUSCOPE_KINDS_OFF: comma-separated names of optional kinds not to record (e.g. "MEMORY2"), to
+  // measure what each costs the traced program; the analysis then lacks what they would explain.
+  const char* off_env = std::getenv("GPUSCOPE_KINDS_OFF");
+  const std::string kinds_off = "," + std::string(off_env ? off_env : "") + ",";
   auto optional_kind = [&](CUpti_ActivityKind kind, const char* name) {
+    if (kinds_off.find(std::string(",") + name + ",") != std::string::npos) return;
     CUptiResult rc = cuptiActivityEnable(kind);
     if (rc != CUPTI_SUCCESS && verbose) {
       const char* text = nullptr;

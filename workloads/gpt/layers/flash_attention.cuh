@@ -68,8 +68,8 @@
 //   (B·NH, T / 64), the heaviest tiles of all heads first, as the forward's q128w4lpt.
 //   dK and dQ are scaled by 1/sqrt(HS) at the end (the gradient of the scaled scores).
 //   Work is the causal half: only tile pairs at or below the diagonal are visited.
-//   ptxas (sm_90, CUDA 13.0), registers: forward q128w4 and q128w4lpt 243 (2 blocks per SM),
-//   q64w4lpt 149 (3 per SM; capped at 128 for 4 per SM it spills 12 bytes), q128w8lpt 149 (1 per
+//   ptxas (sm_90, CUDA 13.0), registers: forward q128w4 and q128w4lpt 255 (2 blocks per SM),
+//   q64w4lpt 151 (3 per SM; capped at 128 for 4 per SM it spills 12 bytes), q128w8lpt 151 (1 per
 //   SM; capped at 128 for 2 per SM it spills 16 bytes); fused 168 (3 per SM build, 32 bytes of
 //   spill, see FlashBackwardKernel3) and 183 (2 per SM build, no spills); two-pass dK/dV 240,
 //   dQ 168; delta 23, dQ convert 18; each backward "_lpt" kernel as its first-written twin (the
@@ -390,15 +390,18 @@ __device__ __forceinline__ void FlashForwardBlock(bf16* __restrict__ out, float*
   const int n_kt = (q0 + kBr) / kTile;
   for (int j = 0; j < n_kt; ++j) {
     const int buf = j & 1;
+    // One barrier per tile: key tile j (loaded before the loop or in iteration j − 1) is complete
+    // for every thread, and every warp is done with iteration j − 1, which read buffer buf ^ 1;
+    // tile j + 1 then loads into it while tile j is computed.
+    if (j > 0) {
+      CpAsyncWait<0>();
+      __syncthreads();
+    }
     if (j + 1 < n_kt) {
       LoadTile<kNT>(sK[buf ^ 1], k_g + size_t(j + 1) * kTile * stride, stride);
       LoadTile<kNT>(sV[buf ^ 1], v_g + size_t(j + 1) * kTile * stride, stride);
       CpAsyncCommit();
-      CpAsyncWait<1>();
-    } else {
-      CpAsyncWait<0>();
     }
-    __syncthreads();
     const int k0 = j * kTile;
     // Tiles wholly above the diagonal for this warp contribute nothing. Because k0 and q0 + wrow0
     // are multiples of 16, k0 <= q0 + wrow0 + 16·kM − 1 implies k0 <= q0 + wrow0: every row of a
@@ -463,7 +466,6 @@ __device__ __forceinline__ void FlashForwardBlock(bf16* __restrict__ out, float*
         MmaAB(acc, pf, sV[buf], lane);
       }
     }
-    __syncthreads();  // buffer `buf` is refilled in iteration j + 1
   }
 
   const size_t out_stride = size_t(C);
@@ -829,8 +831,6 @@ __device__ __forceinline__ void FlashBackwardBlock(bf16* __restrict__ dqkv, floa
   LoadTile(sm.v, hd.v + size_t(k0) * hd.stride, hd.stride);
   hd.LoadQueryTile(sm.q[0], sm.dout[0], sm.lse[0], sm.delta[0], k0);
   CpAsyncCommit();
-  CpAsyncWait<0>();
-  __syncthreads();
   const int wrow0 = warp * 16;  // this warp's first key (dK, dV) and first query (dQ), relative to the tiles
 
   float dk[1][8][4], dv[1][8][4];
@@ -838,14 +838,15 @@ __device__ __forceinline__ void FlashBackwardBlock(bf16* __restrict__ dqkv, floa
   Zero(dv);
   for (int qt = kt; qt < n_t; ++qt) {
     const int buf = (qt - kt) & 1;
+    // Two barriers per tile. This one: query tile qt (and before the first, K and V) is complete
+    // for every thread, and every warp is done with iteration qt − 1, which read buffer buf ^ 1
+    // and sm.ds; tile qt + 1 then loads into buf ^ 1 while tile qt is computed.
+    CpAsyncWait<0>();
+    __syncthreads();
     if (qt + 1 < n_t) {
       hd.LoadQueryTile(sm.q[buf ^ 1], sm.dout[buf ^ 1], sm.lse[buf ^ 1], sm.delta[buf ^ 1], (qt + 1) * kTile);
       CpAsyncCommit();
-      CpAsyncWait<1>();
-    } else {
-      CpAsyncWait<0>();
     }
-    __syncthreads();
     // Transposed products: rows = this warp's 16 keys, columns = the tile's 64 queries.
     float st[1][8][4], dpt[1][8][4];
     Zero(st);
@@ -884,7 +885,6 @@ __device__ __forceinline__ void FlashBackwardBlock(bf16* __restrict__ dqkv, floa
     float* acc = dq_acc + 4 * DqAccIndex4(bh, T, qt * (kTile / 16) + warp, 0, lane);
 #pragma unroll
     for (int n = 0; n < 8; ++n) RedAddV4(acc + n * 128, dq[0][n][0], dq[0][n][1], dq[0][n][2], dq[0][n][3]);
-    __syncthreads();  // buffer `buf` and sm.ds are rewritten in the next iteration
   }
 
   hd.StoreDkDv(dqkv, k0 + wrow0, dk[0], dv[0], scale, lane);
