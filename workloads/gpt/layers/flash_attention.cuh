@@ -1,6 +1,7 @@
 // Causal multi-head self-attention without the (B, NH, T, T) score matrix: FlashAttention-2
 // (Dao, 2023, arXiv:2307.08691) forward and backward for bf16, head size 64, on tensor cores
-// through mma.sync.m16n8k16 (bf16 in, fp32 accumulate) with ldmatrix fragment loads.
+// through mma.sync.m16n8k16 (bf16 in, fp32 accumulate) with ldmatrix fragment loads, and on
+// Hopper through wgmma.mma_async.m64n64k16 (warpgroup MMA, operands straight from shared memory).
 //
 // Contract
 //   qkv  (B, T, 3, NH, HS) bf16, as the QKV linear layer writes it; q, k, v are read in place
@@ -35,10 +36,13 @@
 //   (K, V ×2 buffers; the Q tile is staged through the second buffers before the loop). Four
 //   kernels of that body (FlashForwardVariant): q128w4 (4 warps × 32 queries, the first one),
 //   q128w4lpt (the same, all heads' heaviest query tiles dispatched first), q64w4lpt (4 warps ×
-//   16 queries) and q128w8lpt (8 warps × 16 queries). FlashAttentionForward picks the fastest
-//   per shape at run time (timed on the first call) unless GPUSCOPE_GPT_FLASH_FWD names one.
+//   16 queries) and q128w8lpt (8 warps × 16 queries). Two more on wgmma (FlashForwardWgmmaBlock):
+//   wg64lpt and wg128lpt, one or two warpgroups of 64 queries, the Q tile kept in shared memory
+//   (41 or 49 KiB). FlashAttentionForward picks the fastest per shape at run time (timed on the
+//   first call) unless GPUSCOPE_GPT_FLASH_FWD names one.
 //
-//   Backward, two implementations, each launched in two orders (FlashBackwardPath: six paths;
+//   Backward, two implementations on mma.sync, each launched in two orders, and the fused one on
+//   wgmma (FlashBackwardWgmmaBlock, below) in two builds (FlashBackwardPath: eight paths;
 //   FlashAttentionBackward picks the fastest per shape at run time, timed on the first call,
 //   unless GPUSCOPE_GPT_FLASH_BWD or its last argument names one). Both start with
 //   FlashDeltaKernel: D = rowsum(dO ∘ O), 8 threads per (b, t, h) row. Both walk, per 64-key
@@ -68,13 +72,18 @@
 //   (B·NH, T / 64), the heaviest tiles of all heads first, as the forward's q128w4lpt.
 //   dK and dQ are scaled by 1/sqrt(HS) at the end (the gradient of the scaled scores).
 //   Work is the causal half: only tile pairs at or below the diagonal are visited.
-//   ptxas (sm_90, CUDA 13.0), registers: forward q128w4 and q128w4lpt 255 (2 blocks per SM),
+//   Wgmma backward ("wgmma3_lpt", "wgmma3f_lpt"): the fused algorithm with all five tile products
+//   as warpgroup MMAs of the block's 4 warps; 3 blocks per SM, longest-first. See the comment at
+//   FlashBackwardWgmmaBlock for why (shared-memory bandwidth) and what was tried.
+//   ptxas (sm_90a, CUDA 13.0), registers: forward q128w4 and q128w4lpt 255 (2 blocks per SM),
 //   q64w4lpt 151 (3 per SM; capped at 128 for 4 per SM it spills 12 bytes), q128w8lpt 151 (1 per
 //   SM; capped at 128 for 2 per SM it spills 16 bytes); fused 168 (3 per SM build, 32 bytes of
 //   spill, see FlashBackwardKernel3) and 183 (2 per SM build, no spills); two-pass dK/dV 240,
 //   dQ 168; delta 23, dQ convert 18; each backward "_lpt" kernel as its first-written twin (the
-//   same body; fused_lpt's 3 per SM build has the same 32 bytes of spill); no other spills. So 3
-//   or 2 fused backward blocks per SM, 2 and 3 two-pass blocks.
+//   same body; fused_lpt's 3 per SM build has the same 32 bytes of spill); wgmma forward 121
+//   (wg64lpt, 4 blocks per SM) and 123 (wg128lpt, 2); wgmma backward 168 with 8 bytes of spill
+//   (wgmma3_lpt) and 164 (wgmma3f_lpt); no other spills. So 3 or 2 fused backward blocks per SM,
+//   2 and 3 two-pass blocks, 3 wgmma backward blocks.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -339,6 +348,87 @@ __device__ __forceinline__ void MmaABAt(float (&acc)[kM][8][4], const uint32_t (
   MmaTiles(acc, a, [&](uint32_t(&b)[4], int kk, int n2) { Ldsm4TAt(b, tile + o.v[n2] + kk * kRow16Bytes); });
 }
 
+// One key tile of the forward's online softmax for a warp's kM m16 tiles of queries (rows
+// qrow0 + 16·mi + g, + 8): s holds the raw scores Q·Kᵀ of key tile k0 (C layout); scales them to
+// the log2 domain, masks keys above the diagonal when `masked`, updates the running max m and sum
+// l, rescales acc, and leaves P as the A fragments pf of the P·V product.
+template <int kM>
+__device__ __forceinline__ void OnlineSoftmaxTile(float (&s)[kM][8][4], float (&m)[kM][2], float (&l)[kM][2],
+                                                  float (&acc)[kM][8][4], uint32_t (&pf)[kM][4][4], bool masked,
+                                                  int k0, int qrow0, int lane, float scale_log2) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int mi = 0; mi < kM; ++mi) {
+    float mx[2] = {m[mi][0], m[mi][1]};
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float x = s[mi][n][e] * scale_log2;
+        if (masked) {
+          const int key = k0 + 8 * n + 2 * t + (e & 1);
+          const int query = qrow0 + 16 * mi + g + 8 * (e >> 1);
+          if (key > query) x = -INFINITY;
+        }
+        s[mi][n][e] = x;
+        mx[e >> 1] = fmaxf(mx[e >> 1], x);
+      }
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(0xffffffffu, mx[hh], 1));
+      mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(0xffffffffu, mx[hh], 2));
+    }
+    float alpha[2], sum[2] = {0.f, 0.f}, mref[2];
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      mref[hh] = mx[hh] == -INFINITY ? 0.f : mx[hh];  // a row with no key yet: keep p = 0, no NaN
+      alpha[hh] = exp2f(m[mi][hh] - mref[hh]);
+      m[mi][hh] = mx[hh];
+    }
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float p = exp2f(s[mi][n][e] - mref[e >> 1]);
+        s[mi][n][e] = p;
+        sum[e >> 1] += p;
+        acc[mi][n][e] *= alpha[e >> 1];
+      }
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) l[mi][hh] = l[mi][hh] * alpha[hh] + sum[hh];
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) CToA(pf[mi][kk], s[mi][2 * kk], s[mi][2 * kk + 1]);
+  }
+}
+
+// The forward's output for a warp's kM m16 tiles of queries from qrow0 of head bh: out = acc / l
+// (bf16), lse = (m + log2 l)·ln 2.
+template <int kM>
+__device__ __forceinline__ void ForwardEpilogue(bf16* __restrict__ out, float* __restrict__ lse,
+                                                const float (&acc)[kM][8][4], const float (&m)[kM][2],
+                                                float (&l)[kM][2], int T, int NH, int bh, int qrow0, int lane) {
+  const int g = lane >> 2, t = lane & 3, b = bh / NH, h = bh % NH;
+  const size_t out_stride = size_t(NH) * kHs;
+  bf16* out_g = out + size_t(b) * T * out_stride + size_t(h) * kHs;
+  float* lse_g = lse + size_t(bh) * T;
+#pragma unroll
+  for (int mi = 0; mi < kM; ++mi) {
+    float inv[2];
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      l[mi][hh] += __shfl_xor_sync(0xffffffffu, l[mi][hh], 1);
+      l[mi][hh] += __shfl_xor_sync(0xffffffffu, l[mi][hh], 2);
+      inv[hh] = 1.f / l[mi][hh];
+    }
+    const int row0 = qrow0 + 16 * mi;
+    StoreRows(out_g, out_stride, row0, acc[mi], inv[0], inv[1], lane);
+    if (t == 0) {
+      lse_g[row0 + g] = (m[mi][0] + log2f(l[mi][0])) * kLn2;
+      lse_g[row0 + g + 8] = (m[mi][1] + log2f(l[mi][1])) * kLn2;
+    }
+  }
+}
+
 // The forward for query tile qt of head bh: kNW warps (blockDim.x == 32·kNW), warp w owning the
 // kM m16 tiles of queries q0 + 16·kM·w .. + 16·kM − 1, so kBr = 16·kNW·kM queries per block; all
 // warps share each K/V tile in shared memory. Every variant computes each row the same way (the
@@ -354,7 +444,7 @@ __device__ __forceinline__ void FlashForwardBlock(bf16* __restrict__ out, float*
   static_assert(kFlashSeqMultiple % kBr == 0, "FlashAttentionSupported's T must be a whole number of query tiles");
   __shared__ __align__(128) bf16 sK[2][kTile * kHs];
   __shared__ __align__(128) bf16 sV[2][kTile * kHs];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int b = bh / NH, h = bh % NH;
   const int C = NH * kHs, q0 = qt * kBr;
   const size_t stride = 3 * size_t(C);
@@ -418,48 +508,7 @@ __device__ __forceinline__ void FlashForwardBlock(bf16* __restrict__ out, float*
       }
       const bool masked = k0 + kTile - 1 > q0 + wrow0;
       uint32_t pf[kM][4][4];
-#pragma unroll
-      for (int mi = 0; mi < kM; ++mi) {
-        float mx[2] = {m[mi][0], m[mi][1]};
-#pragma unroll
-        for (int n = 0; n < 8; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            float x = s[mi][n][e] * scale_log2;
-            if (masked) {
-              const int key = k0 + 8 * n + 2 * t + (e & 1);
-              const int query = q0 + wrow0 + 16 * mi + g + 8 * (e >> 1);
-              if (key > query) x = -INFINITY;
-            }
-            s[mi][n][e] = x;
-            mx[e >> 1] = fmaxf(mx[e >> 1], x);
-          }
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-          mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(0xffffffffu, mx[hh], 1));
-          mx[hh] = fmaxf(mx[hh], __shfl_xor_sync(0xffffffffu, mx[hh], 2));
-        }
-        float alpha[2], sum[2] = {0.f, 0.f}, mref[2];
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh) {
-          mref[hh] = mx[hh] == -INFINITY ? 0.f : mx[hh];  // a row with no key yet: keep p = 0, no NaN
-          alpha[hh] = exp2f(m[mi][hh] - mref[hh]);
-          m[mi][hh] = mx[hh];
-        }
-#pragma unroll
-        for (int n = 0; n < 8; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float p = exp2f(s[mi][n][e] - mref[e >> 1]);
-            s[mi][n][e] = p;
-            sum[e >> 1] += p;
-            acc[mi][n][e] *= alpha[e >> 1];
-          }
-#pragma unroll
-        for (int hh = 0; hh < 2; ++hh) l[mi][hh] = l[mi][hh] * alpha[hh] + sum[hh];
-#pragma unroll
-        for (int kk = 0; kk < 4; ++kk) CToA(pf[mi][kk], s[mi][2 * kk], s[mi][2 * kk + 1]);
-      }
+      OnlineSoftmaxTile(s, m, l, acc, pf, masked, k0, q0 + wrow0, lane, scale_log2);
       if constexpr (kM == 1) {
         MmaABAt(acc, pf, SmemAddr(sV[buf]), fo);
       } else {
@@ -468,25 +517,7 @@ __device__ __forceinline__ void FlashForwardBlock(bf16* __restrict__ out, float*
     }
   }
 
-  const size_t out_stride = size_t(C);
-  bf16* out_g = out + size_t(b) * T * out_stride + size_t(h) * kHs;
-  float* lse_g = lse + size_t(bh) * T;
-#pragma unroll
-  for (int mi = 0; mi < kM; ++mi) {
-    float inv[2];
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      l[mi][hh] += __shfl_xor_sync(0xffffffffu, l[mi][hh], 1);
-      l[mi][hh] += __shfl_xor_sync(0xffffffffu, l[mi][hh], 2);
-      inv[hh] = 1.f / l[mi][hh];
-    }
-    const int row0 = q0 + wrow0 + 16 * mi;
-    StoreRows(out_g, out_stride, row0, acc[mi], inv[0], inv[1], lane);
-    if (t == 0) {
-      lse_g[row0 + g] = (m[mi][0] + log2f(l[mi][0])) * kLn2;
-      lse_g[row0 + g + 8] = (m[mi][1] + log2f(l[mi][1])) * kLn2;
-    }
-  }
+  ForwardEpilogue(out, lse, acc, m, l, T, NH, bh, q0 + wrow0, lane);
 }
 
 // The forward as first written ("q128w4"): 4 warps × 32 queries, 128 per block; grid
@@ -943,6 +974,307 @@ __global__ void FlashDqConvertKernel(bf16* __restrict__ dqkv, const float4* __re
   *reinterpret_cast<__nv_bfloat162*>(dst + 8 * stride) = __floats2bfloat162_rn(v.z * scale, v.w * scale);
 }
 
+// ---- Hopper backward: warpgroup MMA (wgmma) -------------------------------------------------
+// The same algorithm and dq_acc contract as FlashBackwardBlock, with the five tile products as
+// wgmma.mma_async m64n64k16 (bf16 in, fp32 accumulate) of the block's one warpgroup (4 warps).
+// Why: Nsight Compute on the H200 (2026-11-30) put FlashBackwardLptKernel3 at 84% of the LSU's
+// shared-memory wavefront peak with the tensor pipe 38% busy: with mma.sync every warp reads the
+// whole B tile through ldmatrix (92 ldmatrix.x4 per warp per tile pair). wgmma reads each B tile
+// once per warpgroup, straight from shared memory.
+// Operands: K (A of Sᵀ), Q and dO (B of Sᵀ, dPᵀ) K-major; dO and Q as B of dV, dK, K as B of dQ
+// and dS as A of dQ MN-major (the wgmma transpose bits); Pᵀ and dSᵀ as register A fragments (the
+// mma.sync A layout, which wgmma's m64nNk16 register A layout equals per warp). The tiles keep
+// FlashBackwardBlock's layout (64 rows × 128 bytes, chunk c of row r at c ^ (r & 7)), which is
+// wgmma's 128-byte swizzle when a tile starts on a 1024-byte boundary. The accumulator layout
+// equals the mma.sync C layout per warp (warp w: rows 16w..16w+15), so KeyTileGradients,
+// StoreDkDv and the dQ reductions are shared with the mma.sync kernels.
+// Compiled only for sm_90a (CMAKE_CUDA_ARCHITECTURES 90a); elsewhere the kernel traps and
+// LaunchBackward never selects it (it falls back to the fused path on other GPUs).
+struct WgmmaBackwardSmem {
+  bf16 q[2][kTile * kHs];
+  bf16 dout[2][kTile * kHs];
+  bf16 k[kTile * kHs];
+  bf16 v[kTile * kHs];
+  bf16 ds[kTile * kHs];  // dSᵀ (rows keys, columns queries), swizzled like the other tiles
+  float lse[2][kTile];
+  float delta[2][kTile];
+};
+static_assert(sizeof(bf16) * kTile * kHs % 1024 == 0, "every tile starts on a 1024-byte boundary");
+constexpr int kWgmmaSmemBytes = sizeof(WgmmaBackwardSmem) + 1024;  // + the alignment slack
+
+// Shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address, leading
+// and stride byte offsets (all >> 4), 128-byte swizzle. K-major: the stride offset is 1024 (next
+// 8 rows), the leading one unused; MN-major with a 64-element MN extent: the stride offset is
+// 1024 (next 8 K rows), the leading one (next 64 MN elements) unused.
+__device__ __forceinline__ uint64_t WgDesc(const void* tile) {
+  return uint64_t((SmemAddr(tile) & 0x3FFFF) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) |
+         (uint64_t(1) << 62);
+}
+// Byte offsets of k16 step kk: K-major, 16 elements along the row; MN-major, 16 rows.
+constexpr uint64_t kWgKStep = 32 >> 4, kWgMnStep = (16 * 128) >> 4;
+
+__device__ __forceinline__ void WgFence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void WgCommit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+// Waits until at most n of this thread's committed wgmma groups are still pending.
+template <int n>
+__device__ __forceinline__ void WgWait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(n) : "memory");
+}
+// Generic-proxy shared-memory writes (cp.async, st.shared) made visible to wgmma's async proxy.
+__device__ __forceinline__ void FenceProxyAsync() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+// Keeps the compiler from moving accesses of these registers across an asynchronous wgmma.
+__device__ __forceinline__ void WgKeep(float (&d)[8][4]) {
+#pragma unroll
+  for (int n = 0; n < 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+f"(d[n][e])::"memory");
+}
+__device__ __forceinline__ void WgKeep(uint32_t (&a)[4][4]) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(a[kk][e])::"memory");
+}
+
+#define GPUSCOPE_WG_D                                                                                      \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
+  "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define GPUSCOPE_WG_D_OPS(d)                                                                                  \
+  "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), \
+      "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]),            \
+      "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]),            \
+      "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]),            \
+      "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+
+// d (+)= A·B for one k16 step, A and B from shared memory; kTa/kTb: MN-major A/B. accumulate = 0
+// overwrites d.
+template <int kTa, int kTb>
+__device__ __forceinline__ void WgmmaSS(float (&d)[8][4], uint64_t a, uint64_t b, int accumulate) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " GPUSCOPE_WG_D ", %32, %33, p, 1, 1, %35, %36;\n}\n"
+      : GPUSCOPE_WG_D_OPS(d)
+      : "l"(a), "l"(b), "r"(accumulate), "n"(kTa), "n"(kTb)
+      : "memory");
+#else
+  __trap();
+#endif
+}
+// d += A·B for one k16 step, A from registers (mma.sync A fragment layout), B from shared memory
+// (kTb: MN-major).
+template <int kTb>
+__device__ __forceinline__ void WgmmaRS(float (&d)[8][4], const uint32_t (&a)[4], uint64_t b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " GPUSCOPE_WG_D
+      ", {%32, %33, %34, %35}, %36, 1, 1, 1, %37;\n"
+      : GPUSCOPE_WG_D_OPS(d)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(kTb)
+      : "memory");
+#else
+  __trap();
+#endif
+}
+#undef GPUSCOPE_WG_D
+#undef GPUSCOPE_WG_D_OPS
+
+// dK, dV for key tile kt of head bh and its share of dQ (as FlashBackwardBlock), on wgmma.
+// kFenceEarly: the next query tile's copies are waited for and fenced (fence.proxy.async, a
+// MEMBAR.ALL.CTA in SASS) at the end of an iteration, before the dQ reductions are issued, not at
+// the top of the next one, where the MEMBAR waited for those reductions to be acknowledged
+// (Nsight Compute, 2026-11-30: 18% of the stall samples at the top-of-loop fence and barrier).
+// (Tried and dropped on the H200, 2026-11-30: 2 blocks per SM, 0.372 ms against 0.329 ms with 3;
+// deferring the dQ reductions by one tile behind the next tile's Sᵀ and dPᵀ products, 2 blocks
+// per SM and an extra barrier, 0.386 ms.)
+template <bool kFenceEarly>
+__device__ __forceinline__ void FlashBackwardWgmmaBlock(bf16* __restrict__ dqkv, float* __restrict__ dq_acc,
+                                                        const bf16* __restrict__ qkv, const bf16* __restrict__ dout,
+                                                        const float* __restrict__ lse,
+                                                        const float* __restrict__ delta, int T, int NH, float scale,
+                                                        float scale_log2, int kt, int bh) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  WgmmaBackwardSmem& sm = *reinterpret_cast<WgmmaBackwardSmem*>(
+      smem_raw + ((1024 - (SmemAddr(smem_raw) & 1023)) & 1023));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  const BackwardHead hd(qkv, dout, lse, delta, T, NH, bh);
+  const int k0 = kt * kTile, n_t = T / kTile;
+  LoadTile(sm.k, hd.k + size_t(k0) * hd.stride, hd.stride);
+  LoadTile(sm.v, hd.v + size_t(k0) * hd.stride, hd.stride);
+  hd.LoadQueryTile(sm.q[0], sm.dout[0], sm.lse[0], sm.delta[0], k0);
+  CpAsyncCommit();
+  const int wrow0 = warp * 16;
+  const uint64_t dk_desc = WgDesc(sm.k), dv_desc = WgDesc(sm.v), ds_desc = WgDesc(sm.ds);
+  // This warp's dQ rows of query tile qt (fragment order, see DqAccIndex4) get dq.
+  auto reduce_dq = [&](const float (&dq)[8][4], int qt) {
+    float* acc = dq_acc + 4 * DqAccIndex4(bh, T, qt * (kTile / 16) + warp, 0, lane);
+#pragma unroll
+    for (int n = 0; n < 8; ++n) RedAddV4(acc + n * 128, dq[n][0], dq[n][1], dq[n][2], dq[n][3]);
+  };
+
+  float dk[1][8][4], dv[1][8][4], dq[1][8][4];
+  uint32_t pf[1][4][4], dsf[1][4][4];
+  Zero(dk);
+  Zero(dv);
+  for (int qt = kt; qt < n_t; ++qt) {
+    const int buf = (qt - kt) & 1;
+    if (!kFenceEarly || qt == kt) {
+      CpAsyncWait<0>();
+      FenceProxyAsync();
+    }
+    __syncthreads();  // tile qt in place for all; iteration qt − 1 done with sm.ds and buffer buf ^ 1
+    if (qt + 1 < n_t) {
+      hd.LoadQueryTile(sm.q[buf ^ 1], sm.dout[buf ^ 1], sm.lse[buf ^ 1], sm.delta[buf ^ 1], (qt + 1) * kTile);
+      CpAsyncCommit();
+    }
+    const uint64_t q_desc = WgDesc(sm.q[buf]), do_desc = WgDesc(sm.dout[buf]);
+    // Sᵀ = K Qᵀ, dPᵀ = V dOᵀ (64 keys × 64 queries; this warp holds keys wrow0..wrow0+15).
+    float st[1][8][4], dpt[1][8][4];
+    Zero(st);
+    Zero(dpt);
+    WgFence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) WgmmaSS<0, 0>(st[0], dk_desc + kk * kWgKStep, q_desc + kk * kWgKStep, kk);
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) WgmmaSS<0, 0>(dpt[0], dv_desc + kk * kWgKStep, do_desc + kk * kWgKStep, kk);
+    WgCommit();
+    WgWait<0>();
+    WgKeep(st[0]);
+    WgKeep(dpt[0]);
+    WgKeep(dk[0]);
+    WgKeep(dv[0]);
+    KeyTileGradients(st, dpt, pf, dsf, sm.lse[buf], sm.delta[buf], wrow0, lane, qt == kt, scale_log2);
+    // dSᵀ rows wrow0 + g, + 8 (keys), query columns 8n + 2t, +1, into the swizzled tile.
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int n = 2 * kk + j, r = wrow0 + g;
+        *reinterpret_cast<uint32_t*>(sm.ds + Swz(r, n) + 2 * t) = dsf[0][kk][2 * j];
+        *reinterpret_cast<uint32_t*>(sm.ds + Swz(r + 8, n) + 2 * t) = dsf[0][kk][2 * j + 1];
+      }
+    // dV += Pᵀ dO, dK += dSᵀ Q (B: dO and Q, rows queries = K, MN-major).
+    WgFence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) WgmmaRS<1>(dv[0], pf[0][kk], do_desc + kk * kWgMnStep);
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) WgmmaRS<1>(dk[0], dsf[0][kk], q_desc + kk * kWgMnStep);
+    WgCommit();
+    FenceProxyAsync();
+    __syncthreads();  // every warp's dSᵀ rows are in sm.ds
+    // dQ (64 queries × 64) = dS K: A = dS from dSᵀ (rows keys = K, MN-major), B = K (rows keys, MN-major).
+    Zero(dq);
+    WgFence();
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) WgmmaSS<1, 1>(dq[0], ds_desc + kk * kWgMnStep, dk_desc + kk * kWgMnStep, kk);
+    WgCommit();
+    WgWait<0>();
+    WgKeep(dq[0]);
+    WgKeep(pf[0]);
+    WgKeep(dsf[0]);
+    if (kFenceEarly && qt + 1 < n_t) {
+      CpAsyncWait<0>();
+      FenceProxyAsync();
+    }
+    reduce_dq(dq[0], qt);
+  }
+  WgKeep(dk[0]);
+  WgKeep(dv[0]);
+  hd.StoreDkDv(dqkv, k0 + wrow0, dk[0], dv[0], scale, lane);
+}
+
+// Grid (B·NH, T / 64), heaviest key tiles of all heads first (as FlashBackwardLptKernel3); 3
+// blocks per SM (registers capped at 168). "wgmma3_lpt" and, with kFenceEarly, "wgmma3f_lpt".
+template <bool kFenceEarly>
+__global__ void __launch_bounds__(kThreads, 3)
+    FlashBackwardWgmma3LptKernel(bf16* __restrict__ dqkv, float* __restrict__ dq_acc, const bf16* __restrict__ qkv,
+                                 const bf16* __restrict__ dout, const float* __restrict__ lse,
+                                 const float* __restrict__ delta, int T, int NH, float scale, float scale_log2) {
+  FlashBackwardWgmmaBlock<kFenceEarly>(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2, blockIdx.y,
+                                       blockIdx.x);
+}
+
+// The forward on wgmma for query tile qt (64·kWG queries) of head bh: kWG warpgroups, warpgroup i
+// owning queries q0 + 64i .. + 63 (its warp w the 16 rows from 16w, in the mma.sync layout so
+// OnlineSoftmaxTile and ForwardEpilogue are shared with FlashForwardBlock); S = Q Kᵀ with Q and
+// K from shared memory (K-major), O += P V with P in registers and V from shared memory
+// (MN-major). A warpgroup skips a key tile wholly above its queries (a wgmma is issued by all of
+// its warps or none). Dynamic shared memory: kWG Q tiles, K and V × 2 buffers, 1024-byte aligned.
+template <int kWG>
+constexpr int WgmmaForwardSmemBytes() {
+  return (kWG + 4) * kTile * kHs * int(sizeof(bf16)) + 1024;
+}
+template <int kWG>
+__device__ __forceinline__ void FlashForwardWgmmaBlock(bf16* __restrict__ out, float* __restrict__ lse,
+                                                       const bf16* __restrict__ qkv, int T, int NH,
+                                                       float scale_log2, int qt, int bh) {
+  constexpr int kNT = 128 * kWG, kBr = kTile * kWG, kTileElems = kTile * kHs;
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  bf16* const sQ = reinterpret_cast<bf16*>(smem_raw + ((1024 - (SmemAddr(smem_raw) & 1023)) & 1023));
+  bf16* const sK = sQ + kWG * kTileElems;  // two buffers
+  bf16* const sV = sK + 2 * kTileElems;    // two buffers
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, wg = warp >> 2;
+  const int b = bh / NH, h = bh % NH;
+  const int C = NH * kHs, q0 = qt * kBr;
+  const size_t stride = 3 * size_t(C);
+  const bf16* q_g = qkv + size_t(b) * T * stride + size_t(h) * kHs;
+  const bf16* k_g = q_g + C;
+  const bf16* v_g = q_g + 2 * C;
+#pragma unroll
+  for (int i = 0; i < kWG; ++i) LoadTile<kNT>(sQ + i * kTileElems, q_g + size_t(q0 + i * kTile) * stride, stride);
+  LoadTile<kNT>(sK, k_g, stride);
+  LoadTile<kNT>(sV, v_g, stride);
+  CpAsyncCommit();
+  const int qw0 = q0 + wg * kTile, wrow0 = (warp & 3) * 16;
+  const uint64_t q_desc = WgDesc(sQ + wg * kTileElems);
+
+  float acc[1][8][4];
+  Zero(acc);
+  float m[1][2] = {{-INFINITY, -INFINITY}}, l[1][2] = {{0.f, 0.f}};
+  const int n_kt = (q0 + kBr) / kTile;
+  for (int j = 0; j < n_kt; ++j) {
+    const int buf = j & 1;
+    CpAsyncWait<0>();
+    FenceProxyAsync();
+    __syncthreads();  // key tile j in place for all; every warpgroup done with buffer buf ^ 1
+    if (j + 1 < n_kt) {
+      LoadTile<kNT>(sK + (buf ^ 1) * kTileElems, k_g + size_t(j + 1) * kTile * stride, stride);
+      LoadTile<kNT>(sV + (buf ^ 1) * kTileElems, v_g + size_t(j + 1) * kTile * stride, stride);
+      CpAsyncCommit();
+    }
+    const int k0 = j * kTile;
+    if (k0 <= qw0) {  // else the tile is wholly above this warpgroup's queries
+      float sc[1][8][4];
+      Zero(sc);
+      const uint64_t k_desc = WgDesc(sK + buf * kTileElems), v_desc = WgDesc(sV + buf * kTileElems);
+      WgFence();
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) WgmmaSS<0, 0>(sc[0], q_desc + kk * kWgKStep, k_desc + kk * kWgKStep, kk);
+      WgCommit();
+      WgWait<0>();
+      WgKeep(sc[0]);
+      uint32_t pf[1][4][4];
+      OnlineSoftmaxTile(sc, m, l, acc, pf, k0 + kTile - 1 > qw0 + wrow0, k0, qw0 + wrow0, lane, scale_log2);
+      WgFence();
+#pragma unroll
+      for (int kk = 0; kk < 4; ++kk) WgmmaRS<1>(acc[0], pf[0][kk], v_desc + kk * kWgMnStep);
+      WgCommit();
+      WgWait<0>();
+      WgKeep(acc[0]);
+      WgKeep(pf[0]);
+    }
+  }
+  ForwardEpilogue(out, lse, acc, m, l, T, NH, bh, qw0 + wrow0, lane);
+}
+
+// Grid (B·NH, T / (64·kWG)), heaviest query tiles of all heads first (as FlashForwardLptKernel).
+template <int kWG, int kMinBlocks>
+__global__ void __launch_bounds__(128 * kWG, kMinBlocks)
+    FlashForwardWgmmaLptKernel(bf16* __restrict__ out, float* __restrict__ lse, const bf16* __restrict__ qkv, int T,
+                               int NH, float scale_log2) {
+  FlashForwardWgmmaBlock<kWG>(out, lse, qkv, T, NH, scale_log2, gridDim.y - 1 - blockIdx.y, blockIdx.x);
+}
+
 inline void CheckShape(const AttentionShape& sh, const char* what) {
   if (!FlashAttentionSupported(sh)) {
     std::fprintf(stderr,
@@ -964,12 +1296,15 @@ inline void CheckShape(const AttentionShape& sh, const char* what) {
 //              per SM, twice the blocks for causal load balance; heaviest first.
 //   kQ128W8Lpt 8 warps × 16 queries (128 per block, 256 threads) sharing each K/V tile: the shared
 //              memory traffic per query of kQ128W4 with the registers of kQ64W4Lpt; heaviest first.
+//   kWg64Lpt, kWg128Lpt: on Hopper's warpgroup MMA (FlashForwardWgmmaBlock), one or two warpgroups
+//              (64 or 128 queries per block), heaviest first; on a GPU other than compute
+//              capability 9.0 they run kQ128W4Lpt.
 // kAuto is not a kernel: it asks FlashAttentionForward to pick the fastest of them for the shape
 // (FlashForwardAutotune).
-enum class FlashForwardVariant { kAuto, kQ128W4, kQ128W4Lpt, kQ64W4Lpt, kQ128W8Lpt };
+enum class FlashForwardVariant { kAuto, kQ128W4, kQ128W4Lpt, kQ64W4Lpt, kQ128W8Lpt, kWg64Lpt, kWg128Lpt };
 inline constexpr FlashForwardVariant kFlashForwardVariants[] = {
-    FlashForwardVariant::kQ128W4, FlashForwardVariant::kQ128W4Lpt, FlashForwardVariant::kQ64W4Lpt,
-    FlashForwardVariant::kQ128W8Lpt};
+    FlashForwardVariant::kQ128W4,    FlashForwardVariant::kQ128W4Lpt, FlashForwardVariant::kQ64W4Lpt,
+    FlashForwardVariant::kQ128W8Lpt, FlashForwardVariant::kWg64Lpt,   FlashForwardVariant::kWg128Lpt};
 
 inline const char* FlashForwardVariantName(FlashForwardVariant v) {
   switch (v) {
@@ -977,6 +1312,8 @@ inline const char* FlashForwardVariantName(FlashForwardVariant v) {
     case FlashForwardVariant::kQ128W4Lpt: return "q128w4lpt";
     case FlashForwardVariant::kQ64W4Lpt: return "q64w4lpt";
     case FlashForwardVariant::kQ128W8Lpt: return "q128w8lpt";
+    case FlashForwardVariant::kWg64Lpt: return "wg64lpt";
+    case FlashForwardVariant::kWg128Lpt: return "wg128lpt";
     default: return "auto";
   }
 }
@@ -1021,10 +1358,17 @@ inline FlashForwardVariant FlashForwardVariantFromEnv() {
 //               dK/dV and its dQ kernel).
 // kAuto is not a path: it asks FlashAttentionBackward to pick the fastest of them for the shape
 // (FlashBackwardAutotune).
-enum class FlashBackwardPath { kAuto, kFused, kFused2, kTwoPass, kFusedLpt, kFused2Lpt, kTwoPassLpt };
+//   kWgmma3Lpt, kWgmma3FLpt: the fused algorithm on Hopper's warpgroup MMA (FlashBackwardWgmmaBlock),
+//               3 blocks per SM, launched longest-first; the second waits for and fences the next
+//               tile's copies before the dQ reductions. On a GPU other than compute capability 9.0
+//               they run kFusedLpt.
+enum class FlashBackwardPath {
+  kAuto, kFused, kFused2, kTwoPass, kFusedLpt, kFused2Lpt, kTwoPassLpt, kWgmma3Lpt, kWgmma3FLpt
+};
 inline constexpr FlashBackwardPath kFlashBackwardPaths[] = {
-    FlashBackwardPath::kFused,    FlashBackwardPath::kFused2,    FlashBackwardPath::kTwoPass,
-    FlashBackwardPath::kFusedLpt, FlashBackwardPath::kFused2Lpt, FlashBackwardPath::kTwoPassLpt};
+    FlashBackwardPath::kFused,    FlashBackwardPath::kFused2,     FlashBackwardPath::kTwoPass,
+    FlashBackwardPath::kFusedLpt, FlashBackwardPath::kFused2Lpt,  FlashBackwardPath::kTwoPassLpt,
+    FlashBackwardPath::kWgmma3Lpt, FlashBackwardPath::kWgmma3FLpt};
 
 inline const char* FlashBackwardPathName(FlashBackwardPath p) {
   switch (p) {
@@ -1034,6 +1378,8 @@ inline const char* FlashBackwardPathName(FlashBackwardPath p) {
     case FlashBackwardPath::kFusedLpt: return "fused_lpt";
     case FlashBackwardPath::kFused2Lpt: return "fused2_lpt";
     case FlashBackwardPath::kTwoPassLpt: return "twopass_lpt";
+    case FlashBackwardPath::kWgmma3Lpt: return "wgmma3_lpt";
+    case FlashBackwardPath::kWgmma3FLpt: return "wgmma3f_lpt";
     default: return "auto";
   }
 }
@@ -1133,11 +1479,41 @@ inline V Autotune(const V (&candidates)[kN], const char* (*name)(V), const char*
 }
 
 // Launches forward kernel v (not kAuto) on s. The shape has been checked.
+// Whether the current device runs the wgmma kernels (compute capability 9.0: H100, H200; the
+// workloads build for sm_90a). Asked once per process.
+inline bool WgmmaAvailable() {
+  static const bool ok = [] {
+    int device = 0, major = 0, minor = 0;
+    CUDA_CHECK(cudaGetDevice(&device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    return major == 9 && minor == 0;
+  }();
+  return ok;
+}
+
+// One launch of wgmma forward kernel `kernel` (kWG warpgroups per block).
+template <int kWG, class Kernel>
+inline void LaunchForwardWgmma(Kernel* kernel, bf16* out, float* lse, const bf16* qkv, const AttentionShape& sh,
+                               float scale_log2, cudaStream_t s) {
+  constexpr int kBytes = WgmmaForwardSmemBytes<kWG>();
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kBytes));
+  kernel<<<dim3(sh.B * sh.NH, sh.T / (kTile * kWG)), 128 * kWG, kBytes, s>>>(out, lse, qkv, sh.T, sh.NH, scale_log2);
+}
+
 inline void LaunchForward(FlashForwardVariant v, bf16* out, float* lse, const bf16* qkv, const AttentionShape& sh,
                           cudaStream_t s) {
   const float scale_log2 = kLog2e / std::sqrt(float(sh.HS));
   const int bh = sh.B * sh.NH;
+  if ((v == FlashForwardVariant::kWg64Lpt || v == FlashForwardVariant::kWg128Lpt) && !WgmmaAvailable())
+    v = FlashForwardVariant::kQ128W4Lpt;
   switch (v) {
+    case FlashForwardVariant::kWg64Lpt:
+      LaunchForwardWgmma<1>(FlashForwardWgmmaLptKernel<1, 4>, out, lse, qkv, sh, scale_log2, s);
+      break;
+    case FlashForwardVariant::kWg128Lpt:
+      LaunchForwardWgmma<2>(FlashForwardWgmmaLptKernel<2, 2>, out, lse, qkv, sh, scale_log2, s);
+      break;
     case FlashForwardVariant::kQ128W4Lpt:
       FlashForwardLptKernel<4, 2, 2><<<dim3(bh, sh.T / 128), 128, 0, s>>>(out, lse, qkv, sh.T, sh.NH, scale_log2);
       break;
@@ -1173,8 +1549,10 @@ inline void LaunchBackward(FlashBackwardPath p, bf16* dqkv, float* scratch, cons
   const int bh = sh.B * sh.NH, n_t = sh.T / kTile;
   // The tile kernels as first written take grid (T / 64, B·NH); the longest-first ones
   // (B·NH, T / 64) (FlashBackwardKvLptKernel, FlashBackwardQLptKernel, FlashBackwardLptKernel3/2).
+  const bool wgmma = p == FlashBackwardPath::kWgmma3Lpt || p == FlashBackwardPath::kWgmma3FLpt;
+  if (wgmma && !WgmmaAvailable()) p = FlashBackwardPath::kFusedLpt;
   const bool lpt = p == FlashBackwardPath::kFusedLpt || p == FlashBackwardPath::kFused2Lpt ||
-                   p == FlashBackwardPath::kTwoPassLpt;
+                   p == FlashBackwardPath::kTwoPassLpt || wgmma;
   const dim3 grid = lpt ? dim3(bh, n_t) : dim3(n_t, bh);
   if (p == FlashBackwardPath::kTwoPass || p == FlashBackwardPath::kTwoPassLpt) {
     FlashDeltaKernel<<<CeilDiv(rows * 8, 256), 256, 0, s>>>(delta, nullptr, dout, out, sh.B, sh.T, sh.NH);
@@ -1186,16 +1564,24 @@ inline void LaunchBackward(FlashBackwardPath p, bf16* dqkv, float* scratch, cons
   }
   FlashDeltaKernel<<<CeilDiv(rows * 8, 256), 256, 0, s>>>(delta, reinterpret_cast<float4*>(dq_acc), dout, out,
                                                            sh.B, sh.T, sh.NH);
-  auto* kernel = FlashBackwardKernel3;  // kFused
-  if (p == FlashBackwardPath::kFused2) kernel = FlashBackwardKernel2;
-  if (p == FlashBackwardPath::kFusedLpt) kernel = FlashBackwardLptKernel3;
-  if (p == FlashBackwardPath::kFused2Lpt) kernel = FlashBackwardLptKernel2;
-  // Above 48 KiB a kernel's dynamic shared memory must be opted into (CUDA C++ Programming
-  // Guide, "Shared Memory"); the attribute belongs to the function in the current context, so
-  // it is set on every call (a host-side call, no stream work).
-  constexpr int kSmemBytes = sizeof(BackwardSmem);
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
-  kernel<<<grid, kThreads, kSmemBytes, s>>>(dqkv, dq_acc, qkv, dout, lse, delta, sh.T, sh.NH, scale, scale_log2);
+  if (wgmma && WgmmaAvailable()) {
+    auto* kernel = p == FlashBackwardPath::kWgmma3FLpt ? FlashBackwardWgmma3LptKernel<true>
+                                                       : FlashBackwardWgmma3LptKernel<false>;
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWgmmaSmemBytes));
+    kernel<<<grid, kThreads, kWgmmaSmemBytes, s>>>(dqkv, dq_acc, qkv, dout, lse, delta, sh.T, sh.NH, scale,
+                                                   scale_log2);
+  } else {
+    auto* kernel = FlashBackwardKernel3;  // kFused
+    if (p == FlashBackwardPath::kFused2) kernel = FlashBackwardKernel2;
+    if (p == FlashBackwardPath::kFusedLpt) kernel = FlashBackwardLptKernel3;
+    if (p == FlashBackwardPath::kFused2Lpt) kernel = FlashBackwardLptKernel2;
+    // Above 48 KiB a kernel's dynamic shared memory must be opted into (CUDA C++ Programming
+    // Guide, "Shared Memory"); the attribute belongs to the function in the current context, so
+    // it is set on every call (a host-side call, no stream work).
+    constexpr int kSmemBytes = sizeof(BackwardSmem);
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    kernel<<<grid, kThreads, kSmemBytes, s>>>(dqkv, dq_acc, qkv, dout, lse, delta, sh.T, sh.NH, scale, scale_log2);
+  }
   FlashDqConvertKernel<<<CeilDiv(rows * (kHs / 4), 256), 256, 0, s>>>(
       dqkv, reinterpret_cast<const float4*>(dq_acc), sh.B, sh.T, sh.NH, scale);
 }
