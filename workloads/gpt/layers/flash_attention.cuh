@@ -836,6 +836,17 @@ static_assert(offsetof(BackwardSmem, ds) % 16 == 0 && offsetof(BackwardSmem, lse
               "shared tiles and rows must be 16-byte aligned");
 static_assert(3 * (sizeof(BackwardSmem) + 1024) <= 228 * 1024, "three fused backward blocks per SM");
 
+// The fused backward's first copies (one cp.async group): K and V of the key tile from k0 into
+// their own tiles, the first query tile (the diagonal) into the first buffers. Smem: BackwardSmem
+// or WgmmaBackwardSmem.
+template <class Smem>
+__device__ __forceinline__ void StartKeyTile(const BackwardHead& hd, Smem& sm, int k0) {
+  LoadTile(sm.k, hd.k + size_t(k0) * hd.stride, hd.stride);
+  LoadTile(sm.v, hd.v + size_t(k0) * hd.stride, hd.stride);
+  hd.LoadQueryTile(sm.q[0], sm.dout[0], sm.lse[0], sm.delta[0], k0);
+  CpAsyncCommit();
+}
+
 // dK, dV for key tile kt (the 64 keys from 64·kt) of head bh and its share of dQ (fused
 // backward); kt = 0 is the heaviest (it visits every query tile). The kernels below map the grid
 // to (kt, bh). As FlashBackwardKvBlock, plus per query tile: the block's dSᵀ goes through shared
@@ -857,11 +868,7 @@ __device__ __forceinline__ void FlashBackwardBlock(bf16* __restrict__ dqkv, floa
   const BackwardHead hd(qkv, dout, lse, delta, T, NH, bh);
   const int k0 = kt * kTile, n_t = T / kTile;
 
-  // K and V into their own tiles; the first query tile (the diagonal) into the first buffers.
-  LoadTile(sm.k, hd.k + size_t(k0) * hd.stride, hd.stride);
-  LoadTile(sm.v, hd.v + size_t(k0) * hd.stride, hd.stride);
-  hd.LoadQueryTile(sm.q[0], sm.dout[0], sm.lse[0], sm.delta[0], k0);
-  CpAsyncCommit();
+  StartKeyTile(hd, sm, k0);
   const int wrow0 = warp * 16;  // this warp's first key (dK, dV) and first query (dQ), relative to the tiles
 
   float dk[1][8][4], dv[1][8][4];
@@ -1079,6 +1086,21 @@ __device__ __forceinline__ void WgmmaRS(float (&d)[8][4], const uint32_t (&a)[4]
 #undef GPUSCOPE_WG_D
 #undef GPUSCOPE_WG_D_OPS
 
+// d = A·B over K = 64 (four k16 steps; the first overwrites d), A and B from shared memory; their
+// descriptors advance by a_step and b_step per step (kWgKStep or kWgMnStep).
+template <int kTa, int kTb>
+__device__ __forceinline__ void WgmmaK64SS(float (&d)[8][4], uint64_t a, uint64_t b, uint64_t a_step,
+                                           uint64_t b_step) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) WgmmaSS<kTa, kTb>(d, a + kk * a_step, b + kk * b_step, kk);
+}
+// d += A·B over K = 64, A as four k16 register fragments, B from shared memory (advancing b_step).
+template <int kTb>
+__device__ __forceinline__ void WgmmaK64RS(float (&d)[8][4], const uint32_t (&a)[4][4], uint64_t b, uint64_t b_step) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) WgmmaRS<kTb>(d, a[kk], b + kk * b_step);
+}
+
 // dK, dV for key tile kt of head bh and its share of dQ (as FlashBackwardBlock), on wgmma.
 // kFenceEarly: the next query tile's copies are waited for and fenced (fence.proxy.async, a
 // MEMBAR.ALL.CTA in SASS) at the end of an iteration, before the dQ reductions are issued, not at
@@ -1099,10 +1121,7 @@ __device__ __forceinline__ void FlashBackwardWgmmaBlock(bf16* __restrict__ dqkv,
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const BackwardHead hd(qkv, dout, lse, delta, T, NH, bh);
   const int k0 = kt * kTile, n_t = T / kTile;
-  LoadTile(sm.k, hd.k + size_t(k0) * hd.stride, hd.stride);
-  LoadTile(sm.v, hd.v + size_t(k0) * hd.stride, hd.stride);
-  hd.LoadQueryTile(sm.q[0], sm.dout[0], sm.lse[0], sm.delta[0], k0);
-  CpAsyncCommit();
+  StartKeyTile(hd, sm, k0);
   const int wrow0 = warp * 16;
   const uint64_t dk_desc = WgDesc(sm.k), dv_desc = WgDesc(sm.v), ds_desc = WgDesc(sm.ds);
   // This warp's dQ rows of query tile qt (fragment order, see DqAccIndex4) get dq.
@@ -1133,10 +1152,8 @@ __device__ __forceinline__ void FlashBackwardWgmmaBlock(bf16* __restrict__ dqkv,
     Zero(st);
     Zero(dpt);
     WgFence();
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) WgmmaSS<0, 0>(st[0], dk_desc + kk * kWgKStep, q_desc + kk * kWgKStep, kk);
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) WgmmaSS<0, 0>(dpt[0], dv_desc + kk * kWgKStep, do_desc + kk * kWgKStep, kk);
+    WgmmaK64SS<0, 0>(st[0], dk_desc, q_desc, kWgKStep, kWgKStep);
+    WgmmaK64SS<0, 0>(dpt[0], dv_desc, do_desc, kWgKStep, kWgKStep);
     WgCommit();
     WgWait<0>();
     WgKeep(st[0]);
@@ -1155,18 +1172,15 @@ __device__ __forceinline__ void FlashBackwardWgmmaBlock(bf16* __restrict__ dqkv,
       }
     // dV += Pᵀ dO, dK += dSᵀ Q (B: dO and Q, rows queries = K, MN-major).
     WgFence();
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) WgmmaRS<1>(dv[0], pf[0][kk], do_desc + kk * kWgMnStep);
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) WgmmaRS<1>(dk[0], dsf[0][kk], q_desc + kk * kWgMnStep);
+    WgmmaK64RS<1>(dv[0], pf[0], do_desc, kWgMnStep);
+    WgmmaK64RS<1>(dk[0], dsf[0], q_desc, kWgMnStep);
     WgCommit();
     FenceProxyAsync();
     __syncthreads();  // every warp's dSᵀ rows are in sm.ds
     // dQ (64 queries × 64) = dS K: A = dS from dSᵀ (rows keys = K, MN-major), B = K (rows keys, MN-major).
     Zero(dq);
     WgFence();
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) WgmmaSS<1, 1>(dq[0], ds_desc + kk * kWgMnStep, dk_desc + kk * kWgMnStep, kk);
+    WgmmaK64SS<1, 1>(dq[0], ds_desc, dk_desc, kWgMnStep, kWgMnStep);
     WgCommit();
     WgWait<0>();
     WgKeep(dq[0]);
@@ -1248,16 +1262,14 @@ __device__ __forceinline__ void FlashForwardWgmmaBlock(bf16* __restrict__ out, f
       Zero(sc);
       const uint64_t k_desc = WgDesc(sK + buf * kTileElems), v_desc = WgDesc(sV + buf * kTileElems);
       WgFence();
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk) WgmmaSS<0, 0>(sc[0], q_desc + kk * kWgKStep, k_desc + kk * kWgKStep, kk);
+      WgmmaK64SS<0, 0>(sc[0], q_desc, k_desc, kWgKStep, kWgKStep);
       WgCommit();
       WgWait<0>();
       WgKeep(sc[0]);
       uint32_t pf[1][4][4];
       OnlineSoftmaxTile(sc, m, l, acc, pf, k0 + kTile - 1 > qw0 + wrow0, k0, qw0 + wrow0, lane, scale_log2);
       WgFence();
-#pragma unroll
-      for (int kk = 0; kk < 4; ++kk) WgmmaRS<1>(acc[0], pf[0][kk], v_desc + kk * kWgMnStep);
+      WgmmaK64RS<1>(acc[0], pf[0], v_desc, kWgMnStep);
       WgCommit();
       WgWait<0>();
       WgKeep(acc[0]);
