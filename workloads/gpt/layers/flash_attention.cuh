@@ -1491,9 +1491,11 @@ inline V Autotune(const V (&candidates)[kN], const char* (*name)(V), const char*
 }
 
 // Launches forward kernel v (not kAuto) on s. The shape has been checked.
-// Whether the current device runs the wgmma kernels (compute capability 9.0: H100, H200; the
-// workloads build for sm_90a). Asked once per process.
+// Whether the current device runs the wgmma kernels: they were built (an sm_90a build defines
+// GPUSCOPE_GPT_WGMMA; elsewhere their bodies trap) and the device has compute capability 9.0
+// (H100, H200), the only one whose cubin is the sm_90a one. Asked once per process.
 inline bool WgmmaAvailable() {
+#if defined(GPUSCOPE_GPT_WGMMA)
   static const bool ok = [] {
     int device = 0, major = 0, minor = 0;
     CUDA_CHECK(cudaGetDevice(&device));
@@ -1502,6 +1504,9 @@ inline bool WgmmaAvailable() {
     return major == 9 && minor == 0;
   }();
   return ok;
+#else
+  return false;
+#endif
 }
 
 // One launch of wgmma forward kernel `kernel` (kWG warpgroups per block).
