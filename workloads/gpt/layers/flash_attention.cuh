@@ -995,8 +995,11 @@ __global__ void FlashDqConvertKernel(bf16* __restrict__ dqkv, const float4* __re
 // wgmma's 128-byte swizzle when a tile starts on a 1024-byte boundary. The accumulator layout
 // equals the mma.sync C layout per warp (warp w: rows 16w..16w+15), so KeyTileGradients,
 // StoreDkDv and the dQ reductions are shared with the mma.sync kernels.
-// Compiled only for sm_90a (CMAKE_CUDA_ARCHITECTURES 90a); elsewhere the kernel traps and
-// LaunchBackward never selects it (it falls back to the fused path on other GPUs).
+// Each warp's wgmma.wait_group covers its own part of a warpgroup MMA, and every part reads the
+// whole B tile: a buffer is rewritten only after a barrier that all warps reach past their wait.
+// Built only for sm_90a (CMAKE_CUDA_ARCHITECTURES 90a, which defines GPUSCOPE_GPT_WGMMA); in other
+// builds the kernel body traps and LaunchBackward never selects it (WgmmaAvailable; the fused
+// mma.sync path runs instead), as on GPUs other than compute capability 9.0.
 struct WgmmaBackwardSmem {
   bf16 q[2][kTile * kHs];
   bf16 dout[2][kTile * kHs];
