@@ -67,9 +67,9 @@
 //     buffer, deterministic.
 //   Launch order: key tile kt of a head visits T/64 − kt query tiles (kt = 0 heaviest), query
 //   tile qt of the two-pass dQ visits qt + 1 key tiles (the last heaviest). The kernels as first
-//   written take grid (T / 64, B·NH), each head's heaviest tile first; the "_lpt" paths
-//   (FlashBackwardLptKernel3/2, FlashBackwardKvLptKernel, FlashBackwardQLptKernel) take grid
-//   (B·NH, T / 64), the heaviest tiles of all heads first, as the forward's q128w4lpt.
+//   written take grid (T / 64, B·NH), each head's heaviest tile first; the "_lpt" paths (each
+//   kernel's kLpt = true instance, GridTile) take grid (B·NH, T / 64), the heaviest tiles of all
+//   heads first, as the forward's q128w4lpt.
 //   dK and dQ are scaled by 1/sqrt(HS) at the end (the gradient of the scaled scores).
 //   Work is the causal half: only tile pairs at or below the diagonal are visited.
 //   Wgmma backward ("wgmma3_lpt", "wgmma3f_lpt"): the fused algorithm with all five tile products
@@ -689,27 +689,31 @@ __device__ __forceinline__ void FlashBackwardKvBlock(bf16* __restrict__ dqkv, co
   hd.StoreDkDv(dqkv, k0 + wrow0, dk[0], dv[0], scale, lane);
 }
 
-// The two-pass dK/dV as first written: grid (T / 64, B·NH), blockIdx.x = key tile, so each head's
-// heaviest key tile starts first (blocks are dispatched in linear index order, x fastest:
-// longest-first within a head only).
+// The backward's tile kernels come in two launch orders (kLpt). false, as first written: grid
+// (T / 64, B·NH), blockIdx.x the tile, so each head's heaviest tile starts first (blocks are
+// dispatched in linear index order, x fastest: longest-first within a head only). true: grid
+// (B·NH, T / 64), blockIdx.y the tile, so every head's heaviest tile is dispatched before any
+// lighter one and the last wave holds the lightest (as FlashForwardLptKernel). `reversed`: the
+// tile counted from the end (the two-pass dQ, whose last tile is the heaviest).
+template <bool kLpt>
+__device__ __forceinline__ int GridTile(bool reversed = false) {
+  const int n = kLpt ? gridDim.y : gridDim.x, i = kLpt ? blockIdx.y : blockIdx.x;
+  return reversed ? n - 1 - i : i;
+}
+template <bool kLpt>
+__device__ __forceinline__ int GridHead() {
+  return kLpt ? blockIdx.x : blockIdx.y;
+}
+
+// The two-pass dK/dV: key tile kt = 0 is the heaviest.
+template <bool kLpt>
 __global__ void __launch_bounds__(kThreads) FlashBackwardKvKernel(bf16* __restrict__ dqkv,
                                                                   const bf16* __restrict__ qkv,
                                                                   const bf16* __restrict__ dout,
                                                                   const float* __restrict__ lse,
                                                                   const float* __restrict__ delta, int T, int NH,
                                                                   float scale, float scale_log2) {
-  FlashBackwardKvBlock(dqkv, qkv, dout, lse, delta, T, NH, scale, scale_log2, blockIdx.x, blockIdx.y);
-}
-// The same block in longest-first order over the whole grid: grid (B·NH, T / 64), blockIdx.y =
-// key tile ascending, so every head's heaviest key tile (kt = 0) is dispatched before any lighter
-// one (as FlashForwardLptKernel).
-__global__ void __launch_bounds__(kThreads) FlashBackwardKvLptKernel(bf16* __restrict__ dqkv,
-                                                                     const bf16* __restrict__ qkv,
-                                                                     const bf16* __restrict__ dout,
-                                                                     const float* __restrict__ lse,
-                                                                     const float* __restrict__ delta, int T, int NH,
-                                                                     float scale, float scale_log2) {
-  FlashBackwardKvBlock(dqkv, qkv, dout, lse, delta, T, NH, scale, scale_log2, blockIdx.y, blockIdx.x);
+  FlashBackwardKvBlock(dqkv, qkv, dout, lse, delta, T, NH, scale, scale_log2, GridTile<kLpt>(), GridHead<kLpt>());
 }
 
 // dQ of the two-pass backward for query tile qt (the 64 queries from 64·qt) of head bh. Query
@@ -785,28 +789,15 @@ __device__ __forceinline__ void FlashBackwardQBlock(bf16* __restrict__ dqkv, con
   StoreRows(dqkv + hd.qkv_off, stride, q0 + wrow0, dq[0], scale, scale, lane);
 }
 
-// The two-pass dQ as first written: grid (T / 64, B·NH), blockIdx.x reversed, so each head's
-// heaviest query tile (the last) starts first; longest-first within a head only.
+// The two-pass dQ: query tiles from the last (the heaviest).
+template <bool kLpt>
 __global__ void __launch_bounds__(kThreads) FlashBackwardQKernel(bf16* __restrict__ dqkv,
                                                                  const bf16* __restrict__ qkv,
                                                                  const bf16* __restrict__ dout,
                                                                  const float* __restrict__ lse,
                                                                  const float* __restrict__ delta, int T, int NH,
                                                                  float scale, float scale_log2) {
-  FlashBackwardQBlock(dqkv, qkv, dout, lse, delta, T, NH, scale, scale_log2, gridDim.x - 1 - blockIdx.x,
-                      blockIdx.y);
-}
-// The same block in longest-first order over the whole grid: grid (B·NH, T / 64), blockIdx.y
-// reversed (query tile T/64 − 1 − blockIdx.y), so every head's heaviest query tile is dispatched
-// before any lighter one.
-__global__ void __launch_bounds__(kThreads) FlashBackwardQLptKernel(bf16* __restrict__ dqkv,
-                                                                    const bf16* __restrict__ qkv,
-                                                                    const bf16* __restrict__ dout,
-                                                                    const float* __restrict__ lse,
-                                                                    const float* __restrict__ delta, int T, int NH,
-                                                                    float scale, float scale_log2) {
-  FlashBackwardQBlock(dqkv, qkv, dout, lse, delta, T, NH, scale, scale_log2, gridDim.y - 1 - blockIdx.y,
-                      blockIdx.x);
+  FlashBackwardQBlock(dqkv, qkv, dout, lse, delta, T, NH, scale, scale_log2, GridTile<kLpt>(true), GridHead<kLpt>());
 }
 
 // The fused backward's fp32 dQ accumulator is in fragment order, so that each warp's
@@ -928,41 +919,29 @@ __device__ __forceinline__ void FlashBackwardBlock(bf16* __restrict__ dqkv, floa
   hd.StoreDkDv(dqkv, k0 + wrow0, dk[0], dv[0], scale, lane);
 }
 
-// The fused backward's kernels: FlashBackwardBlock compiled for 3 or 2 blocks per SM, each in two
-// launch orders. Kernel3/Kernel2 (as first written): grid (T / 64, B·NH), blockIdx.x = key tile,
-// each head's heaviest key tile first (linear dispatch order, x fastest: longest-first within a
-// head only). LptKernel3/LptKernel2: grid (B·NH, T / 64), blockIdx.y = key tile ascending, so
-// every head's heaviest key tile (kt = 0) is dispatched before any lighter one and the last wave
-// holds the lightest (as FlashForwardLptKernel). All four share one signature (LaunchBackward
-// picks one through a function pointer).
+// The fused backward's kernels: FlashBackwardBlock compiled for 3 or 2 blocks per SM, each in
+// both launch orders (GridTile). All share one signature (LaunchBackward picks one through a
+// function pointer).
 //
 // 3 blocks (12 warps) per SM: registers capped at 168, where ptxas spills a few loop-invariant
 // addresses (about six L1-resident loads per query tile).
+template <bool kLpt>
 __global__ void __launch_bounds__(kThreads, 3)
     FlashBackwardKernel3(bf16* __restrict__ dqkv, float* __restrict__ dq_acc, const bf16* __restrict__ qkv,
                          const bf16* __restrict__ dout, const float* __restrict__ lse, const float* __restrict__ delta,
                          int T, int NH, float scale, float scale_log2) {
-  FlashBackwardBlock(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2, blockIdx.x, blockIdx.y);
-}
-__global__ void __launch_bounds__(kThreads, 3)
-    FlashBackwardLptKernel3(bf16* __restrict__ dqkv, float* __restrict__ dq_acc, const bf16* __restrict__ qkv,
-                            const bf16* __restrict__ dout, const float* __restrict__ lse,
-                            const float* __restrict__ delta, int T, int NH, float scale, float scale_log2) {
-  FlashBackwardBlock(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2, blockIdx.y, blockIdx.x);
+  FlashBackwardBlock(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2, GridTile<kLpt>(),
+                     GridHead<kLpt>());
 }
 // Registers left to ptxas: 183, no spills, 2 blocks (8 warps) per SM. (A minimum of 1 or 2 blocks
 // in __launch_bounds__ makes ptxas take 255 registers and spill.)
+template <bool kLpt>
 __global__ void __launch_bounds__(kThreads)
     FlashBackwardKernel2(bf16* __restrict__ dqkv, float* __restrict__ dq_acc, const bf16* __restrict__ qkv,
                          const bf16* __restrict__ dout, const float* __restrict__ lse, const float* __restrict__ delta,
                          int T, int NH, float scale, float scale_log2) {
-  FlashBackwardBlock(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2, blockIdx.x, blockIdx.y);
-}
-__global__ void __launch_bounds__(kThreads)
-    FlashBackwardLptKernel2(bf16* __restrict__ dqkv, float* __restrict__ dq_acc, const bf16* __restrict__ qkv,
-                            const bf16* __restrict__ dout, const float* __restrict__ lse,
-                            const float* __restrict__ delta, int T, int NH, float scale, float scale_log2) {
-  FlashBackwardBlock(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2, blockIdx.y, blockIdx.x);
+  FlashBackwardBlock(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2, GridTile<kLpt>(),
+                     GridHead<kLpt>());
 }
 
 // The q slice of dqkv (B, T, 3, NH, HS) = scale · dq_acc, undoing the fragment order
@@ -984,7 +963,7 @@ __global__ void FlashDqConvertKernel(bf16* __restrict__ dqkv, const float4* __re
 // ---- Hopper backward: warpgroup MMA (wgmma) -------------------------------------------------
 // The same algorithm and dq_acc contract as FlashBackwardBlock, with the five tile products as
 // wgmma.mma_async m64n64k16 (bf16 in, fp32 accumulate) of the block's one warpgroup (4 warps).
-// Why: Nsight Compute on the H200 (2026-11-30) put FlashBackwardLptKernel3 at 84% of the LSU's
+// Why: Nsight Compute on the H200 (2026-11-30) put FlashBackwardKernel3<true> at 84% of the LSU's
 // shared-memory wavefront peak with the tensor pipe 38% busy: with mma.sync every warp reads the
 // whole B tile through ldmatrix (92 ldmatrix.x4 per warp per tile pair). wgmma reads each B tile
 // once per warpgroup, straight from shared memory.
@@ -1200,15 +1179,15 @@ __device__ __forceinline__ void FlashBackwardWgmmaBlock(bf16* __restrict__ dqkv,
   hd.StoreDkDv(dqkv, k0 + wrow0, dk[0], dv[0], scale, lane);
 }
 
-// Grid (B·NH, T / 64), heaviest key tiles of all heads first (as FlashBackwardLptKernel3); 3
+// Grid (B·NH, T / 64), heaviest key tiles of all heads first (GridTile<true>); 3
 // blocks per SM (registers capped at 168). "wgmma3_lpt" and, with kFenceEarly, "wgmma3f_lpt".
 template <bool kFenceEarly>
 __global__ void __launch_bounds__(kThreads, 3)
     FlashBackwardWgmma3LptKernel(bf16* __restrict__ dqkv, float* __restrict__ dq_acc, const bf16* __restrict__ qkv,
                                  const bf16* __restrict__ dout, const float* __restrict__ lse,
                                  const float* __restrict__ delta, int T, int NH, float scale, float scale_log2) {
-  FlashBackwardWgmmaBlock<kFenceEarly>(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2, blockIdx.y,
-                                       blockIdx.x);
+  FlashBackwardWgmmaBlock<kFenceEarly>(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2,
+                                       GridTile<true>(), GridHead<true>());
 }
 
 // The forward on wgmma for query tile qt (64·kWG queries) of head bh: kWG warpgroups, warpgroup i
@@ -1568,7 +1547,7 @@ inline void LaunchBackward(FlashBackwardPath p, bf16* dqkv, float* scratch, cons
   float* dq_acc = scratch + rows;
   const int bh = sh.B * sh.NH, n_t = sh.T / kTile;
   // The tile kernels as first written take grid (T / 64, B·NH); the longest-first ones
-  // (B·NH, T / 64) (FlashBackwardKvLptKernel, FlashBackwardQLptKernel, FlashBackwardLptKernel3/2).
+  // (B·NH, T / 64) (GridTile).
   const bool wgmma = p == FlashBackwardPath::kWgmma3Lpt || p == FlashBackwardPath::kWgmma3FLpt;
   if (wgmma && !WgmmaAvailable()) p = FlashBackwardPath::kFusedLpt;
   const bool lpt = p == FlashBackwardPath::kFusedLpt || p == FlashBackwardPath::kFused2Lpt ||
@@ -1576,8 +1555,8 @@ inline void LaunchBackward(FlashBackwardPath p, bf16* dqkv, float* scratch, cons
   const dim3 grid = lpt ? dim3(bh, n_t) : dim3(n_t, bh);
   if (p == FlashBackwardPath::kTwoPass || p == FlashBackwardPath::kTwoPassLpt) {
     FlashDeltaKernel<<<CeilDiv(rows * 8, 256), 256, 0, s>>>(delta, nullptr, dout, out, sh.B, sh.T, sh.NH);
-    auto* kv = lpt ? FlashBackwardKvLptKernel : FlashBackwardKvKernel;
-    auto* q = lpt ? FlashBackwardQLptKernel : FlashBackwardQKernel;
+    auto* kv = lpt ? FlashBackwardKvKernel<true> : FlashBackwardKvKernel<false>;
+    auto* q = lpt ? FlashBackwardQKernel<true> : FlashBackwardQKernel<false>;
     kv<<<grid, kThreads, 0, s>>>(dqkv, qkv, dout, lse, delta, sh.T, sh.NH, scale, scale_log2);
     q<<<grid, kThreads, 0, s>>>(dqkv, qkv, dout, lse, delta, sh.T, sh.NH, scale, scale_log2);
     return;
@@ -1591,10 +1570,9 @@ inline void LaunchBackward(FlashBackwardPath p, bf16* dqkv, float* scratch, cons
     kernel<<<grid, kThreads, kWgmmaSmemBytes, s>>>(dqkv, dq_acc, qkv, dout, lse, delta, sh.T, sh.NH, scale,
                                                    scale_log2);
   } else {
-    auto* kernel = FlashBackwardKernel3;  // kFused
-    if (p == FlashBackwardPath::kFused2) kernel = FlashBackwardKernel2;
-    if (p == FlashBackwardPath::kFusedLpt) kernel = FlashBackwardLptKernel3;
-    if (p == FlashBackwardPath::kFused2Lpt) kernel = FlashBackwardLptKernel2;
+    const bool two = p == FlashBackwardPath::kFused2 || p == FlashBackwardPath::kFused2Lpt;
+    auto* kernel = two ? (lpt ? FlashBackwardKernel2<true> : FlashBackwardKernel2<false>)
+                       : (lpt ? FlashBackwardKernel3<true> : FlashBackwardKernel3<false>);
     // Above 48 KiB a kernel's dynamic shared memory must be opted into (CUDA C++ Programming
     // Guide, "Shared Memory"); the attribute belongs to the function in the current context, so
     // it is set on every call (a host-side call, no stream work).
