@@ -147,7 +147,8 @@ Calibration calibrate_tracing(const std::string& tool, const std::string& inject
   Calibration out;
   char dir[] = "/tmp/gpuscope-calibrate-XXXXXX";
   if (!mkdtemp(dir)) {
-    out.note = std::string("tracing cost not measured: cannot create a scratch folder in /tmp: ") + std::strerror(errno);
+    out.note = std::string("tracing cost not measured: cannot create a scratch folder in /tmp: ") +
+               std::strerror(errno);
     return out;
   }
   const std::string scratch = dir;

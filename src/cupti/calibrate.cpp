@@ -2,9 +2,9 @@
 // what tracing adds to each launch on this host (not a user command).
 //
 // `gpuscope run` starts it twice before the traced program and twice after it: once plain, once
-// with the same injection library as the program, and averages the two pairs. Each run launches an empty kernel through the CUDA runtime
-// (cudaLaunchKernel, as PyTorch and most CUDA programs do) in rounds of back-to-back calls on the
-// legacy default stream and prints one JSON line:
+// with the same injection library as the program, and averages the two pairs. Each run launches
+// an empty kernel through the CUDA runtime (cudaLaunchKernel, as PyTorch and most CUDA programs
+// do) in rounds of back-to-back calls on the legacy default stream and prints one JSON line:
 //   {"launch_ns": <median over rounds of host ns per launch call>, "rounds": R, "launches": N,
 //    "spread_ns": <max - min over rounds>}
 // The kernel comes from PTX text (cudaLibraryLoadData) so the binary runs on any GPU the driver
@@ -92,10 +92,9 @@ int main(int argc, char** argv) {
       return 2;
     per_launch.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / launches);
   }
-  std::vector<double> sorted = per_launch;
-  std::sort(sorted.begin(), sorted.end());
+  std::sort(per_launch.begin(), per_launch.end());
   std::printf("{\"launch_ns\": %.1f, \"rounds\": %d, \"launches\": %d, \"spread_ns\": %.1f}\n",
-              sorted[sorted.size() / 2], rounds, launches, sorted.back() - sorted.front());
+              per_launch[per_launch.size() / 2], rounds, launches, per_launch.back() - per_launch.front());
   cudaFree(buffer);
   cudaLibraryUnload(library);
   return 0;
