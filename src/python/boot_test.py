@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Tests of gpuscope's Python bootstrap (src/python/gpuscope_boot) against a stub `torch`.
+
+PyTorch is not installed on the development and CI machines, so each test writes a small
+package named `torch` with just the API the bootstrap touches (global optimizer and module hooks,
+DataLoader iterators, autograd.backward, cuda.is_initialized, cuda.nvtx) whose NVTX functions
+append to a log file, runs a program under `python3` with the bootstrap first on PYTHONPATH,
+and reads the log back. usage: boot_test.py [unittest args]
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+BOOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpuscope_boot")
+
+STUB = {
+    "torch/__init__.py": """
+        import os
+        from . import cuda, optim, nn, autograd, compiler, utils
+        os.environ.setdefault("STUB_TORCH_IMPORTED", "1")
+        open(os.environ["STUB_LOG"], "a").write('{"import": "torch"}\\n')
+    """,
+    "torch/compiler.py": """
+        def is_compiling():
+            return False
+    """,
+    "torch/cuda/__init__.py": """
+        from . import nvtx
+        _init = False
+        def init():
+            global _init
+            _init = True
+        def is_initialized():
+            return _init
+    """,
+    "torch/cuda/nvtx.py": """
+        import json, os, threading, time
+        _next = [0]
+        def _log(kind, name):
+            if os.environ.get("STUB_NVTX_RAISE") == "1":
+                raise RuntimeError("nvtx broke")
+            with open(os.environ["STUB_LOG"], "a") as f:
+                f.write(json.dumps({"kind": kind, "name": name, "pid": os.getpid(),
+                                    "thread": threading.current_thread().name}) + "\\n")
+        def range_start(msg):
+            _next[0] += 1
+            _log("start", msg)
+            return _next[0]
+        def range_end(rid):
+            _log("end", rid)
+        def mark(msg):
+            _log("mark", msg)
+    """,
+    "torch/optim/__init__.py": """
+        from .optimizer import Optimizer
+    """,
+    "torch/optim/optimizer.py": """
+        _pre, _post = [], []
+        def register_optimizer_step_pre_hook(h):
+            _pre.append(h)
+        def register_optimizer_step_post_hook(h):
+            _post.append(h)
+        class Optimizer:
+            def step(self):
+                for h in _pre:
+                    h(self, (), {})
+                self.work()
+                for h in _post:
+                    h(self, (), {})
+            def work(self):
+                pass
+        class AdamW(Optimizer):
+            pass
+    """,
+    "torch/nn/__init__.py": """
+        from .modules.module import Module
+    """,
+    "torch/nn/modules/__init__.py": "",
+    "torch/nn/modules/module.py": """
+        _pre, _post = [], []
+        def register_module_forward_pre_hook(h):
+            _pre.append(h)
+        def register_module_forward_hook(h, always_call=False):
+            _post.append(h)
+        class Module:
+            def __call__(self, *args):
+                for h in _pre:
+                    h(self, args)
+                out = self.forward(*args)
+                for h in _post:
+                    h(self, args, out)
+                return out
+    """,
+    "torch/autograd/__init__.py": """
+        def backward(tensors, *args, **kwargs):
+            return "grads"
+    """,
+    "torch/utils/__init__.py": """
+        from . import data
+    """,
+    "torch/utils/data/__init__.py": """
+        from . import dataloader
+        from .dataloader import DataLoader
+    """,
+    "torch/utils/data/dataloader.py": """
+        class _BaseDataLoaderIter:
+            def __init__(self, items):
+                self._items = iter(items)
+            def __next__(self):
+                return next(self._items)
+        class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
+            pass
+        class DataLoader:
+            def __init__(self, items):
+                self.items = items
+            def __iter__(self):
+                return _SingleProcessDataLoaderIter(self.items)
+    """,
+}
+
+PROGRAM = """
+import os, sys, time
+import torch
+import torch.nn as nn
+from torch.optim.optimizer import AdamW
+from torch.utils.data import DataLoader
+
+class Inner(nn.Module):
+    def forward(self, x):
+        return x + 1
+
+class Model(nn.Module):
+    def __init__(self):
+        self.a, self.b = Inner(), Inner()
+    def forward(self, x):
+        return self.b(self.a(x))
+
+def load_batches():
+    return list(DataLoader([1, 2, 3]))
+
+torch.cuda.init()
+model, opt = Model(), AdamW()
+for x in load_batches():
+    y = model(x)
+    torch.autograd.backward([y])
+    opt.step()
+    time.sleep(0.03)
+"""
+
+
+class BootTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory(prefix="gpuscope-boot-test-")
+        self.root = self.dir.name
+        for rel, text in STUB.items():
+            path = os.path.join(self.root, "stub", rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(textwrap.dedent(text))
+        self.log = os.path.join(self.root, "log.jsonl")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def run_program(self, program, extra_path=(), env=None):
+        path = os.path.join(self.root, "prog.py")
+        with open(path, "w") as f:
+            f.write(textwrap.dedent(program))
+        e = dict(os.environ)
+        e.pop("PYTHONPATH", None)
+        e.update({"STUB_LOG": self.log, "GPUSCOPE_PY_SAMPLE_HZ": "200",
+                  "PYTHONPATH": os.pathsep.join([BOOT, *extra_path, os.path.join(self.root, "stub")])})
+        e.update(env or {})
+        proc = subprocess.run([sys.executable, path], env=e, capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return proc
+
+    def records(self):
+        if not os.path.exists(self.log):
+            return []
+        with open(self.log) as f:
+            return [json.loads(line) for line in f]
+
+    def test_ranges_name_steps_input_forward_backward(self):
+        self.run_program(PROGRAM)
+        starts = [r["name"] for r in self.records() if r.get("kind") == "start"]
+        self.assertEqual(starts.count("Optimizer.step#AdamW.step"), 3)
+        self.assertEqual(starts.count("gpuscope.backward"), 3)
+        # The outermost module only: Inner's forwards run inside Model's.
+        self.assertEqual(starts.count("gpuscope.forward#Model"), 3)
+        self.assertNotIn("gpuscope.forward#Inner", starts)
+        # DataLoader batches are fetched before the loop, three plus the StopIteration call.
+        self.assertEqual(starts.count("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"), 4)
+        ends = [r for r in self.records() if r.get("kind") == "end"]
+        self.assertEqual(len(ends), len(starts))
+
+    def test_sampler_marks_user_frames(self):
+        self.run_program(PROGRAM)
+        marks = [r for r in self.records() if r.get("kind") == "mark" and r["name"].startswith("gpuscope.py#")]
+        self.assertGreater(len(marks), 3)
+        self.assertTrue(all(m["thread"] == "gpuscope-py-sampler" for m in marks))
+        self.assertTrue(any("prog.py:" in m["name"] and "<module>" in m["name"] for m in marks), marks[:3])
+        # Library frames (the stub torch lives outside site-packages, so only the data tag is
+        # checked) never name the user's code.
+        self.assertFalse(any("_gpuscope_boot" in m["name"] for m in marks))
+
+    def test_nothing_before_cuda_is_initialised(self):
+        self.run_program(PROGRAM.replace("torch.cuda.init()", ""))
+        self.assertEqual([r for r in self.records() if "kind" in r], [])
+
+    def test_no_torch_no_import(self):
+        proc = self.run_program("import sys\nprint('torch' in sys.modules, 'torch' in str(sys.meta_path))\n")
+        self.assertEqual(proc.stdout.strip(), "False False")
+        self.assertEqual(self.records(), [])
+
+    def test_off_switch(self):
+        self.run_program(PROGRAM, env={"GPUSCOPE_PYTHON": "0"})
+        self.assertEqual([r for r in self.records() if "kind" in r], [])
+
+    def test_hook_errors_are_swallowed(self):
+        proc = self.run_program(PROGRAM + "\nimport _gpuscope_boot\nprint(_gpuscope_boot.stats['hook_errors'] > 0)\n",
+                                env={"STUB_NVTX_RAISE": "1"})
+        self.assertEqual(proc.stdout.strip(), "True")
+
+    def test_chains_to_existing_sitecustomize(self):
+        other = os.path.join(self.root, "other")
+        os.makedirs(other)
+        with open(os.path.join(other, "sitecustomize.py"), "w") as f:
+            f.write("import os\nos.environ['THEIRS_RAN'] = '1'\n")
+        proc = self.run_program("import os\nprint(os.environ.get('THEIRS_RAN'))\n", extra_path=[other])
+        self.assertEqual(proc.stdout.strip(), "1")
+
+    def test_forked_child_writes_nothing(self):
+        program = PROGRAM + textwrap.dedent("""
+            pid = os.fork()
+            if pid == 0:
+                model(1); opt.step(); time.sleep(0.05)
+                os._exit(0)
+            os.waitpid(pid, 0)
+        """)
+        self.run_program(program)
+        pids = {r["pid"] for r in self.records() if "pid" in r}
+        self.assertEqual(len(pids), 1)
+
+    def test_program_sees_its_own_exceptions(self):
+        # An exception raised inside a hooked forward reaches the program unchanged.
+        program = PROGRAM + "\ntry:\n    model(None)\nexcept TypeError:\n    print('ok')\n"
+        proc = self.run_program(program)
+        self.assertEqual(proc.stdout.strip(), "ok")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,315 @@
+"""PyTorch context for `gpuscope run`, with no change to the traced program.
+
+Once the program imports torch, this installs PyTorch's public global hooks and emits NVTX
+ranges that gpuscope's injection library records with the CUDA activity:
+
+  Optimizer.step#<Class>.step             each optimizer step (global optimizer step hooks);
+                                          also what marks step boundaries
+  enumerate(DataLoader)#<Iter>.__next__   each batch fetched from a DataLoader
+  gpuscope.forward#<Class>                forward of the outermost module (global module hooks)
+  gpuscope.backward                       torch.autograd.backward (Tensor.backward)
+
+The first two carry the names PyTorch's own profiler gives the same work, so one set of rules
+in the analysis serves profiler traces and captures. torch's NVTX binding has no domains, so
+gpuscope's ranges are told from the program's own by these names.
+
+A sampler thread records the Python stack of the thread that issues GPU work (a few frames of
+the program's own code, innermost first) as NVTX marks named `gpuscope.py#<tag>;<frames>`,
+where <tag> is `data` when a data-loading frame (torch.utils.data) is on the stack. The
+analysis names each idle interval's host code with them. Rate: GPUSCOPE_PY_SAMPLE_HZ (default
+100, 0 turns it off, at most 500).
+
+Contract: nothing here may change what the program does. Every hook swallows its own
+exceptions (counted in `stats`); nothing is emitted before CUDA is initialised in this process
+or in a forked child (DataLoader workers write nothing); a process that never imports torch
+never imports it because of this module.
+"""
+import os
+import sys
+import threading
+import time
+
+stats = {"hook_errors": 0, "ranges": 0, "samples": 0}
+_state = {"installed": False, "pid": None, "sampler": None, "target": None, "torch": None}
+_local = threading.local()
+_MARK_PREFIX = "gpuscope.py#"
+
+
+class _TorchWatcher:
+    """A sys.meta_path finder that lets the real finders load torch, then installs the hooks."""
+
+    def __init__(self):
+        self._busy = False
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch" or self._busy or _state["installed"]:
+            return None
+        self._busy = True
+        try:
+            spec = None
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    break
+        finally:
+            self._busy = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        inner = spec.loader
+
+        class _Loader:
+            def create_module(self, s):
+                return inner.create_module(s)
+
+            def exec_module(self, module):
+                module.__loader__ = inner
+                if getattr(module, "__spec__", None) is not None:
+                    module.__spec__.loader = inner
+                inner.exec_module(module)
+                try:
+                    install(module)
+                except Exception:
+                    stats["hook_errors"] += 1
+
+        spec.loader = _Loader()
+        return spec
+
+
+def arm():
+    """Called from sitecustomize: install now if torch is already imported, else on import."""
+    if "torch" in sys.modules:
+        install(sys.modules["torch"])
+    else:
+        sys.meta_path.insert(0, _TorchWatcher())
+
+
+def _active():
+    """True in the process that installed the hooks, once it has initialised CUDA."""
+    if os.getpid() != _state["pid"]:
+        return False
+    torch = _state["torch"]
+    try:
+        return bool(torch.cuda.is_initialized())
+    except Exception:
+        return False
+
+
+def _start(name):
+    if not _active():
+        return None
+    rid = _state["torch"].cuda.nvtx.range_start(name)
+    stats["ranges"] += 1
+    if _state["sampler"] is None:
+        _start_sampler()
+    return rid
+
+
+def _end(rid):
+    if rid is not None:
+        _state["torch"].cuda.nvtx.range_end(rid)
+
+
+def _guarded(fn):
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception:
+            stats["hook_errors"] += 1
+            return None
+
+    return wrapper
+
+
+def _open_ranges():
+    if not hasattr(_local, "ranges"):
+        _local.ranges = {}
+    return _local.ranges
+
+
+def install(torch):
+    """Installs the hooks on an imported torch module (idempotent)."""
+    if _state["installed"]:
+        return
+    _state.update(installed=True, pid=os.getpid(), torch=torch, target=threading.main_thread().ident)
+    for step in (_install_optimizer_hooks, _install_dataloader_hook, _install_module_hooks, _install_backward_hook):
+        try:
+            step(torch)
+        except Exception:
+            stats["hook_errors"] += 1
+    import atexit
+
+    atexit.register(_at_exit)
+
+
+def _install_optimizer_hooks(torch):
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    @_guarded
+    def pre(optimizer, args, kwargs):
+        _state["target"] = threading.get_ident()
+        _open_ranges()[("opt", id(optimizer))] = _start(f"Optimizer.step#{type(optimizer).__name__}.step")
+
+    @_guarded
+    def post(optimizer, args, kwargs):
+        _end(_open_ranges().pop(("opt", id(optimizer)), None))
+
+    register_optimizer_step_pre_hook(pre)
+    register_optimizer_step_post_hook(post)
+
+
+def _install_dataloader_hook(torch):
+    from torch.utils.data import dataloader
+
+    cls = dataloader._BaseDataLoaderIter
+    original = cls.__next__
+    if getattr(original, "_gpuscope", False):
+        return
+
+    def __next__(self):
+        rid = _guarded(_start)(f"enumerate(DataLoader)#{type(self).__name__}.__next__")
+        try:
+            return original(self)
+        finally:
+            _guarded(_end)(rid)
+
+    __next__._gpuscope = True
+    __next__.__wrapped__ = original
+    cls.__next__ = __next__
+
+
+def _compiling(torch):
+    try:
+        return torch.compiler.is_compiling()
+    except Exception:
+        return False
+
+
+def _install_module_hooks(torch):
+    from torch.nn.modules import module as nn_module
+
+    @_guarded
+    def pre(mod, args):
+        if _compiling(torch):
+            return None
+        depth = getattr(_local, "depth", 0)
+        _local.depth = depth + 1
+        if depth == 0:
+            _state["target"] = threading.get_ident()
+            _local.forward = _start(f"gpuscope.forward#{type(mod).__name__}")
+        return None
+
+    @_guarded
+    def post(mod, args, output):
+        if _compiling(torch):
+            return None
+        depth = getattr(_local, "depth", 0)
+        if depth <= 0:
+            return None
+        _local.depth = depth - 1
+        if depth == 1:
+            _end(getattr(_local, "forward", None))
+            _local.forward = None
+        return None
+
+    nn_module.register_module_forward_pre_hook(pre)
+    nn_module.register_module_forward_hook(post, always_call=True)
+
+
+def _install_backward_hook(torch):
+    autograd = torch.autograd
+    original = autograd.backward
+    if getattr(original, "_gpuscope", False):
+        return
+
+    def backward(*args, **kwargs):
+        rid = _guarded(_start)("gpuscope.backward")
+        try:
+            return original(*args, **kwargs)
+        finally:
+            _guarded(_end)(rid)
+
+    backward._gpuscope = True
+    backward.__wrapped__ = original
+    backward.__doc__ = original.__doc__
+    autograd.backward = backward
+
+
+# --- Python stack sampler -------------------------------------------------------------------
+
+_LIBRARY_DIRS = tuple(
+    os.path.normcase(os.path.abspath(p)) + os.sep
+    for p in {sys.prefix, sys.exec_prefix, getattr(sys, "base_prefix", sys.prefix), os.path.dirname(os.__file__)}
+)
+_HERE = os.path.normcase(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _is_user_file(filename):
+    if not filename or filename.startswith("<"):
+        return False
+    f = os.path.normcase(os.path.abspath(filename))
+    if f.startswith(_HERE) or "site-packages" in f or "dist-packages" in f:
+        return False
+    return not f.startswith(_LIBRARY_DIRS)
+
+
+def describe_stack(frame, limit=3):
+    """`<tag>;<file>:<line> <func>|...`: up to `limit` of the program's own frames, innermost
+    first; tag `data` when a torch.utils.data frame is on the stack."""
+    frames, tag = [], ""
+    while frame is not None:
+        code = frame.f_code
+        filename = code.co_filename
+        if not tag and ("torch/utils/data" in filename or "torch\\utils\\data" in filename):
+            tag = "data"
+        if len(frames) < limit and _is_user_file(filename):
+            frames.append(f"{os.path.basename(filename)}:{frame.f_lineno} {code.co_name}")
+        frame = frame.f_back
+    return tag + ";" + "|".join(frames)
+
+
+def _sample_rate_hz():
+    try:
+        hz = float(os.environ.get("GPUSCOPE_PY_SAMPLE_HZ", "100"))
+    except ValueError:
+        return 100.0
+    return min(max(hz, 0.0), 500.0)
+
+
+def _start_sampler():
+    hz = _sample_rate_hz()
+    if hz <= 0:
+        _state["sampler"] = False
+        return
+    thread = threading.Thread(target=_sample_loop, args=(1.0 / hz,), name="gpuscope-py-sampler", daemon=True)
+    _state["sampler"] = thread
+    thread.start()
+
+
+def _sample_loop(period_s):
+    mark = _state["torch"].cuda.nvtx.mark
+    while True:
+        time.sleep(period_s)
+        if os.getpid() != _state["pid"]:
+            return
+        try:
+            frame = sys._current_frames().get(_state["target"])
+            if frame is None:
+                continue
+            text = describe_stack(frame)
+            del frame
+            mark(_MARK_PREFIX + text)
+            stats["samples"] += 1
+        except Exception:
+            stats["hook_errors"] += 1
+
+
+def _at_exit():
+    try:
+        if _active() and (stats["ranges"] or stats["hook_errors"]):
+            _state["torch"].cuda.nvtx.mark(
+                "gpuscope.python#ranges={ranges},samples={samples},hook_errors={hook_errors}".format(**stats)
+            )
+    except Exception:
+        pass
