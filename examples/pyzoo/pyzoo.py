@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""A zoo of small PyTorch training programs, each with one planted cause of lost GPU time.
+
+    python3 pyzoo.py CASE [--fixed] [--steps N] [--warmup N]
+
+Plain PyTorch as users write it: no profiler, no annotations, nothing of gpuscope. `--fixed`
+applies the usual fix for the planted cause and changes nothing else. The program prints one
+JSON line: {"case", "fixed", "step_ms" (the median over --chunks chunks of the mean step
+time, wall clock, with a device sync only at the end of each chunk), "steps", "chunk_ms"}.
+
+cases (planted cause -> fix):
+  dataloader  batches built in the main process (num_workers=0)  -> 4 workers, pinned memory
+  item        .item() after every one of 16 identical layers      -> no per-layer sync
+  pageable    256 MiB copied from pageable memory every step      -> pinned, non_blocking copy
+  alloc       torch.cuda.empty_cache() every step                 -> caching allocator left alone
+  launch      tiny MLP at batch 1: ~40 small kernels a step       -> the step in a CUDA graph
+  optimizer   150 small layers, AdamW(foreach=False)             -> AdamW(fused=True)
+  fp32        fp32 GEMMs                                          -> bf16 autocast
+  attention   attention written out (q @ k^T, softmax, @ v)       -> scaled_dot_product_attention
+  healthy     large bf16 GEMMs, data on the GPU, fused AdamW      -> (nothing to fix)
+"""
+import argparse
+import json
+import math
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+DEV = "cuda"
+
+
+def mlp(d, layers, act=nn.GELU):
+    mods = []
+    for _ in range(layers):
+        mods += [nn.Linear(d, d), act()]
+    return nn.Sequential(*mods)
+
+
+class Busy(torch.utils.data.Dataset):
+    """A dataset whose samples cost CPU time to build (decoding and augmentation stand-in)."""
+
+    def __init__(self, n, d, work):
+        self.n, self.d, self.work = n, d, work
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        acc = 0
+        for j in range(self.work):  # pure-Python work, holds the GIL like real preprocessing
+            acc += (i * j) % 7
+        g = torch.Generator().manual_seed(i)
+        return torch.randn(self.d, generator=g) + acc * 0.0, torch.randint(0, 10, (), generator=g)
+
+
+def case_dataloader(fixed):
+    d, batch = 2048, 512
+    model = nn.Sequential(mlp(d, 6), nn.Linear(d, 10)).to(DEV)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    ds = Busy(10**6, d, work=3000)
+    kw = dict(num_workers=4, pin_memory=True, prefetch_factor=4, persistent_workers=True) if fixed else {}
+    it = iter(torch.utils.data.DataLoader(ds, batch_size=batch, shuffle=False, **kw))
+
+    def step():
+        x, y = next(it)
+        x, y = x.to(DEV, non_blocking=fixed), y.to(DEV, non_blocking=fixed)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+def case_item(fixed):
+    d, batch, layers = 2048, 8192, 16
+    blocks = nn.ModuleList(nn.Linear(d, d) for _ in range(layers)).to(DEV)
+    opt = torch.optim.AdamW(blocks.parameters(), fused=True)
+    x = torch.randn(batch, d, device=DEV)
+    stats = []
+
+    def step():
+        h = x
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            for blk in blocks:
+                h = F.gelu(blk(h))
+                if not fixed:
+                    stats.append(h.float().abs().mean().item())  # per-layer monitoring
+            loss = h.float().pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+def case_pageable(fixed):
+    d, batch = 4096, 4096
+    model = mlp(d, 4).to(DEV)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    host = torch.randn(64, 1024, 1024)  # 256 MiB
+    if fixed:
+        host = host.pin_memory()
+    x = torch.randn(batch, d, device=DEV)
+
+    def step():
+        side = host.to(DEV, non_blocking=fixed)  # e.g. a frozen table or a large batch
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x + side[0, :1, :1].float().mean()).float().pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+def case_alloc(fixed):
+    d, batch = 4096, 4096
+    model = mlp(d, 4).to(DEV)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+
+    def step():
+        x = torch.randn(batch, d, device=DEV)
+        scratch = [torch.empty(64 << 20, dtype=torch.uint8, device=DEV) for _ in range(8)]
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x).float().pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        del scratch
+        if not fixed:
+            torch.cuda.empty_cache()  # "to keep memory low"
+
+    return step
+
+
+def case_launch(fixed):
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1)).to(DEV)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x, y = torch.randn(1, 64, device=DEV), torch.randn(1, 1, device=DEV)
+
+    def eager():
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=False)
+
+    if not fixed:
+        return eager
+    # Whole-step capture as in PyTorch's CUDA graphs documentation: warm up on a side stream,
+    # capture once, replay.
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            eager()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        eager()
+    return graph.replay
+
+
+def case_optimizer(fixed):
+    d, batch = 256, 256
+    model = mlp(d, 150, act=nn.ReLU).to(DEV)
+    opt = torch.optim.AdamW(model.parameters(), fused=True) if fixed else torch.optim.AdamW(
+        model.parameters(), foreach=False)
+    x = torch.randn(batch, d, device=DEV)
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x).float().pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+def case_fp32(fixed):
+    d, batch = 4096, 8192
+    model = mlp(d, 4).to(DEV)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x = torch.randn(batch, d, device=DEV)
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=fixed):
+            loss = model(x).float().pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+class Attention(nn.Module):
+    def __init__(self, d, heads, fused):
+        super().__init__()
+        self.heads, self.fused = heads, fused
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in self.qkv(x).split(d, dim=2))
+        if self.fused:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            mask = torch.ones(t, t, device=x.device, dtype=torch.bool).tril()
+            y = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1) @ v
+        return x + self.proj(y.transpose(1, 2).reshape(b, t, d))
+
+
+def case_attention(fixed):
+    model = nn.Sequential(*[Attention(1024, 16, fixed) for _ in range(4)]).to(DEV)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x = torch.randn(8, 2048, 1024, device=DEV)
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x).float().pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+def case_healthy(fixed):
+    d, batch = 8192, 8192
+    model = mlp(d, 4).to(DEV)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    x = torch.randn(batch, d, device=DEV)
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(x).float().pow(2).mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return step
+
+
+CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("case", choices=sorted(CASES))
+    p.add_argument("--fixed", action="store_true")
+    p.add_argument("--steps", type=int, default=30, help="timed steps")
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--chunks", type=int, default=3, help="timing chunks (median of their mean step)")
+    a = p.parse_args()
+    torch.manual_seed(0)
+    step = CASES[a.case](a.fixed)
+    for _ in range(a.warmup):
+        step()
+    torch.cuda.synchronize()
+    # Steps are timed in chunks with a device sync only at chunk ends, so the timing adds no
+    # sync inside a chunk (a sync after every step would drain the queue every step).
+    chunk = max(1, a.steps // a.chunks)
+    times = []
+    for _ in range(a.chunks):
+        t0 = time.perf_counter()
+        for _ in range(chunk):
+            step()
+        torch.cuda.synchronize()
+        times.append((time.perf_counter() - t0) * 1e3 / chunk)
+    print(json.dumps({"case": a.case, "fixed": a.fixed, "step_ms": round(statistics.median(times), 4),
+                      "steps": chunk * a.chunks, "chunk_ms": [round(t, 4) for t in times]}), flush=True)
+
+if __name__ == "__main__":
+    main()
