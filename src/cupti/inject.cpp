@@ -403,6 +403,53 @@ int Tracer::initialize() {
   optional_kind(CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY");
   optional_kind(CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET");
   optional_kind(CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME");
+  // Runtime calls that only ask a question (the current device, the last error, an attribute,
+  // whether a stream captures) issue no work and block on nothing, so they explain no idle
+  // time; PyTorch makes about eight of them per kernel it launches (9,697 cudaGetDevice
+  // records for 1,186 kernels in a tiny-MLP step loop on the H200), and each recorded call
+  // costs the program time. They are not recorded unless GPUSCOPE_RUNTIME_API=all.
+  if (const char* r = std::getenv("GPUSCOPE_RUNTIME_API"); !r || std::strcmp(r, "all") != 0) {
+    for (CUpti_CallbackId cbid : {
+             CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
+             CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+             CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020,
+             CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetAttribute_v5000,
+             CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020,
+             CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceProperties_v3020,
+             CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceProperties_v12000,
+             CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetStreamPriorityRange_v5050,
+             CUPTI_RUNTIME_TRACE_CBID_cudaDriverGetVersion_v3020,
+             CUPTI_RUNTIME_TRACE_CBID_cudaRuntimeGetVersion_v3020,
+             CUPTI_RUNTIME_TRACE_CBID_cudaFuncGetAttributes_v3020,
+             CUPTI_RUNTIME_TRACE_CBID_cudaGetFuncBySymbol_v11000,
+             CUPTI_RUNTIME_TRACE_CBID_cudaPointerGetAttributes_v4000,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_v10000,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_ptsz_v10000,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v10010,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_ptsz_v10010,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v2_v11030,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v2_ptsz_v11030,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v12030,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_ptsz_v12030,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetPriority_v5050,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetPriority_ptsz_v7000,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetId_v12000,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetId_ptsz_v12000,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetDevice_v12080,
+             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetDevice_ptsz_v12080,
+             CUPTI_RUNTIME_TRACE_CBID_cudaThreadExchangeStreamCaptureMode_v10010,
+             CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyMaxActiveBlocksPerMultiprocessor_v6000,
+             CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags_v7000,
+             CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyMaxActiveClusters_v11070,
+             CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyMaxPotentialClusterSize_v11070,
+             CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyAvailableDynamicSMemPerBlock_v10200,
+             CUPTI_RUNTIME_TRACE_CBID_cudaGetDriverEntryPoint_v11030,
+             CUPTI_RUNTIME_TRACE_CBID_cudaGetDriverEntryPoint_ptsz_v11030,
+             CUPTI_RUNTIME_TRACE_CBID_cudaGetDriverEntryPointByVersion_v12050,
+             CUPTI_RUNTIME_TRACE_CBID_cudaGetDriverEntryPointByVersion_ptsz_v12050}) {
+      cuptiActivityEnableRuntimeApi(cbid, 0);
+    }
+  }
   optional_kind(CUPTI_ACTIVITY_KIND_MARKER, "MARKER");
   optional_kind(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION");
   optional_kind(CUPTI_ACTIVITY_KIND_MEMORY2, "MEMORY2");
