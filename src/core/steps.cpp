@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cctype>
 #include <cmath>
 #include <unordered_map>
 
@@ -12,6 +13,7 @@ std::string_view step_source_name(StepSource s) {
     case StepSource::kProfilerStep: return "profiler_step";
     case StepSource::kNvtxRange: return "nvtx_range";
     case StepSource::kOptimizerStep: return "optimizer_step";
+    case StepSource::kForwardPass: return "forward_pass";
     case StepSource::kKernelPattern: return "kernel_pattern";
     case StepSource::kWholeWindow: return "whole_window";
   }
@@ -31,49 +33,90 @@ std::vector<Step> outermost(std::vector<Step> steps) {
   return out;
 }
 
-// Steps from the period of a kernel that runs once per iteration. Kernels of one device (the
-// busiest) are used; the candidate with the fewest occurrences among the regular ones wins,
-// since a once-per-step kernel recurs least often.
+// Strips a trailing number and its separator: "step 12" -> "step", "train_step#3" ->
+// "train_step". Returns the name unchanged when it has no trailing number.
+std::string_view strip_step_number(std::string_view name) {
+  size_t end = name.size();
+  while (end > 0 && std::isdigit(static_cast<unsigned char>(name[end - 1]))) --end;
+  if (end == name.size()) return name;
+  while (end > 0 && (name[end - 1] == ' ' || name[end - 1] == '#' || name[end - 1] == '_' || name[end - 1] == '-' ||
+                     name[end - 1] == ':'))
+    --end;
+  return name.substr(0, end);
+}
+
+bool equals_ci(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  }
+  return true;
+}
+
+// Steps from the period of a kernel that runs once per iteration (detect_steps, rule 6).
 std::vector<Step> kernel_pattern_steps(const Trace& trace) {
   if (trace.kernels.size() < 6) return {};
   std::unordered_map<int32_t, size_t> per_device;
   for (const Kernel& k : trace.kernels) ++per_device[k.device];
   const int32_t device = std::max_element(per_device.begin(), per_device.end(),
                                           [](auto& a, auto& b) { return a.second < b.second; })->first;
-  std::unordered_map<StringId, std::vector<int64_t>> starts;
-  int64_t first = INT64_MAX, last = INT64_MIN;
+  std::vector<const Kernel*> seq;
   for (const Kernel& k : trace.kernels) {
-    if (k.device != device) continue;
-    starts[k.name].push_back(k.start_ns);
-    first = std::min(first, k.start_ns);
-    last = std::max(last, k.end_ns);
+    if (k.device == device) seq.push_back(&k);
   }
-  const std::vector<int64_t>* best = nullptr;
-  double best_cv = 0;
-  for (const auto& [name, times] : starts) {
-    if (times.size() < 3) continue;
-    const double span = static_cast<double>(times.back() - times.front());
+  std::stable_sort(seq.begin(), seq.end(), [](const Kernel* a, const Kernel* b) { return a->start_ns < b->start_ns; });
+  const int64_t first = seq.front()->start_ns;
+  int64_t last = first;
+  for (const Kernel* k : seq) last = std::max(last, k->end_ns);
+  std::unordered_map<StringId, std::vector<size_t>> positions;
+  for (size_t i = 0; i < seq.size(); ++i) positions[seq[i]->name].push_back(i);
+  std::vector<const std::vector<size_t>*> candidates;
+  for (const auto& [name, pos] : positions) {
+    if (pos.size() < 3) continue;
+    const double span = static_cast<double>(seq[pos.back()]->start_ns - seq[pos.front()]->start_ns);
     if (span < 0.5 * static_cast<double>(last - first)) continue;
-    const double mean = span / static_cast<double>(times.size() - 1);
-    if (mean <= 0) continue;
-    double var = 0;
-    for (size_t i = 1; i < times.size(); ++i) {
-      const double d = static_cast<double>(times[i] - times[i - 1]) - mean;
-      var += d * d;
-    }
-    const double cv = std::sqrt(var / static_cast<double>(times.size() - 1)) / mean;
-    if (cv >= 0.25) continue;
-    if (!best || times.size() < best->size() || (times.size() == best->size() && cv < best_cv)) {
-      best = &times;
-      best_cv = cv;
-    }
+    candidates.push_back(&pos);
   }
-  std::vector<Step> steps;
-  if (!best) return steps;
-  for (size_t i = 1; i < best->size(); ++i) {
-    steps.push_back({(*best)[i - 1], (*best)[i], static_cast<int64_t>(i)});
+  // Rarest first; ties by first position, so the choice does not depend on hash order.
+  std::sort(candidates.begin(), candidates.end(), [](const auto* a, const auto* b) {
+    return a->size() != b->size() ? a->size() < b->size() : a->front() < b->front();
+  });
+  for (const std::vector<size_t>* pos : candidates) {
+    std::vector<size_t> lags;
+    for (size_t i = 1; i < pos->size(); ++i) lags.push_back((*pos)[i] - (*pos)[i - 1]);
+    std::vector<size_t> sorted = lags;
+    std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(sorted.size() / 2), sorted.end());
+    const size_t lag = sorted[sorted.size() / 2];
+    if (lag == 0) continue;
+    size_t regular = 0;
+    for (size_t l : lags) {
+      if (static_cast<double>(l) >= 0.9 * static_cast<double>(lag) && static_cast<double>(l) <= 1.1 * static_cast<double>(lag))
+        ++regular;
+    }
+    if (static_cast<double>(regular) < 0.8 * static_cast<double>(lags.size())) continue;
+    // In time too, loosely (host jitter moves steps): 80% of the periods within half to twice
+    // their median.
+    std::vector<int64_t> periods;
+    for (size_t i = 1; i < pos->size(); ++i) periods.push_back(seq[(*pos)[i]]->start_ns - seq[(*pos)[i - 1]]->start_ns);
+    std::vector<int64_t> by_length = periods;
+    std::nth_element(by_length.begin(), by_length.begin() + static_cast<ptrdiff_t>(by_length.size() / 2), by_length.end());
+    const int64_t median_period = by_length[by_length.size() / 2];
+    const auto steady = std::count_if(periods.begin(), periods.end(), [&](int64_t p) {
+      return 2 * p >= median_period && p <= 2 * median_period;
+    });
+    if (median_period <= 0 || static_cast<double>(steady) < 0.8 * static_cast<double>(periods.size())) continue;
+    size_t same = 0, compared = 0;
+    for (size_t i = pos->front(); i + lag <= pos->back(); ++i, ++compared) {
+      if (seq[i]->name == seq[i + lag]->name) ++same;
+    }
+    if (compared == 0 || static_cast<double>(same) < 0.9 * static_cast<double>(compared)) continue;
+    std::vector<Step> steps;
+    for (size_t i = 1; i < pos->size(); ++i) {
+      steps.push_back({seq[(*pos)[i - 1]]->start_ns, seq[(*pos)[i]]->start_ns, static_cast<int64_t>(i)});
+    }
+    return steps;
   }
-  return steps;
+  return {};
 }
 
 }  // namespace
@@ -86,20 +129,32 @@ StepDetection detect_steps(const Trace& trace, std::string_view step_range) {
     return d;
   }
   std::vector<Step> profiler, named, optimizer;
+  std::unordered_map<StringId, std::vector<Step>> forwards;
   for (const HostEvent& e : trace.host_events) {
-    if (e.kind != HostEventKind::kAnnotation) continue;
+    if (e.kind != HostEventKind::kAnnotation || e.end_ns <= e.start_ns) continue;
     const std::string_view name = trace.strings.view(e.name);
     if (name.starts_with("ProfilerStep#")) {
       int64_t n = 0;
       const auto digits = name.substr(13);
       std::from_chars(digits.data(), digits.data() + digits.size(), n);
       profiler.push_back({e.start_ns, e.end_ns, n});
-    } else if (step_range.empty() ? (name == "step" || name == "train_step" || name == "training_step")
-                                   : name == step_range) {
-      named.push_back({e.start_ns, e.end_ns, static_cast<int64_t>(named.size())});
+    } else if (step_range_name_matches(name, step_range)) {
+      int64_t n = static_cast<int64_t>(named.size());
+      if (const std::string_view stem = strip_step_number(name); stem.size() < name.size()) {
+        const std::string_view digits = name.substr(name.find_first_of("0123456789", stem.size()));
+        std::from_chars(digits.data(), digits.data() + digits.size(), n);
+      }
+      named.push_back({e.start_ns, e.end_ns, n});
     } else if (name.starts_with("Optimizer.step#")) {
       optimizer.push_back({e.start_ns, e.end_ns, 0});
+    } else if (name.starts_with("gpuscope.forward#")) {
+      forwards[e.name].push_back({e.start_ns, e.end_ns, 0});
     }
+  }
+  // The module class whose outermost forwards are most numerous (the model, not a helper).
+  std::vector<Step>* forward = nullptr;
+  for (auto& [name, v] : forwards) {
+    if (!forward || v.size() > forward->size()) forward = &v;
   }
   if (!profiler.empty()) {
     d.source = StepSource::kProfilerStep;
@@ -114,11 +169,25 @@ StepDetection detect_steps(const Trace& trace, std::string_view step_range) {
     for (size_t i = 1; i < optimizer.size(); ++i) {
       d.steps.push_back({optimizer[i - 1].end_ns, optimizer[i].end_ns, static_cast<int64_t>(i)});
     }
+  } else if (forward && forward->size() >= 3) {
+    // One step runs from the start of one forward to the start of the next.
+    std::vector<Step> f = outermost(std::move(*forward));
+    d.source = StepSource::kForwardPass;
+    for (size_t i = 1; i < f.size(); ++i) d.steps.push_back({f[i - 1].start_ns, f[i].start_ns, static_cast<int64_t>(i)});
   } else if (auto pattern = kernel_pattern_steps(trace); !pattern.empty()) {
     d.source = StepSource::kKernelPattern;
     d.steps = std::move(pattern);
   }
   return d;
+}
+
+bool step_range_name_matches(std::string_view name, std::string_view step_range) {
+  const std::string_view stem = strip_step_number(name);
+  if (!step_range.empty()) return name == step_range || (stem.size() < name.size() && stem == step_range);
+  for (std::string_view known : {"step", "train_step", "training_step", "train step"}) {
+    if (equals_ci(stem, known)) return true;
+  }
+  return false;
 }
 
 void drop_warmup_steps(StepDetection& d) {
