@@ -5,6 +5,7 @@
 // findings worth under 1%.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <span>
