@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 
 #include <fmt/core.h>
 
@@ -60,6 +61,27 @@ std::string wrap_text(std::string_view text, size_t width, std::string_view inde
   return out;
 }
 
+// The timeline's idle letters, highlighted: input and sync (host work in the training loop that
+// starves the GPU) first, then the others; a cause not named here follows in table order.
+constexpr IdleCauseId kLegendOrder[] = {IdleCauseId::kInput,  IdleCauseId::kSync,       IdleCauseId::kMemcpy,
+                                        IdleCauseId::kAlloc,  IdleCauseId::kLaunch,     IdleCauseId::kCollective,
+                                        IdleCauseId::kOther};
+
+bool is_loop_cause_letter(char c) {
+  return c == idle_cause_letter(IdleCauseId::kInput) || c == idle_cause_letter(IdleCauseId::kSync);
+}
+
+// " i input s sync m memcpy ...".
+std::string timeline_legend() {
+  std::string out;
+  auto add = [&](IdleCauseId id) { out += fmt::format(" {} {}", idle_cause_letter(id), idle_cause_name(id)); };
+  for (IdleCauseId id : kLegendOrder) add(id);
+  for (const IdleCauseInfo& c : kIdleCauseTable) {
+    if (std::find(std::begin(kLegendOrder), std::end(kLegendOrder), c.id) == std::end(kLegendOrder)) add(c.id);
+  }
+  return out;
+}
+
 std::string headline_row(const Painter& p, std::string_view label, std::optional<double> value,
                          std::string_view note) {
   if (!value) return fmt::format("  {:<22} {:>6}  {:<30}  {}\n", label, "n/a", "", p.dim(note));
@@ -69,7 +91,10 @@ std::string headline_row(const Painter& p, std::string_view label, std::optional
 void render_findings(std::string& out, const std::vector<Finding>& findings, const Painter& p, int width) {
   int n = 0;
   for (const auto& f : findings) {
-    const std::string sev = f.severity == "high" ? p.red("high") : f.severity == "medium" ? p.yellow("medium") : p.green("low");
+    const std::string name(severity_name(f.severity));
+    const std::string sev = f.severity == Severity::kHigh     ? p.red(name)
+                            : f.severity == Severity::kMedium ? p.yellow(name)
+                                                              : p.green(name);
     out += fmt::format("  {}. [{}] {}  {}  {}\n", ++n, sev, p.bold(f.id),
                        f.est_speedup ? p.cyan(fmt::format("×{:.2f} est.", *f.est_speedup)) : "", f.title);
     out += p.dim(wrap_text(f.evidence, width, "     "));
@@ -124,16 +149,16 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   if (!d.timeline.empty()) {
     // The window as a strip: a block where kernels ran, the idle cause's letter elsewhere.
     out += "\n" + p.bold("Timeline") +
-           p.dim(fmt::format(" {:.2f} ms/col; █ kernels, idle: i input s sync m memcpy a alloc l launch "
-                             "c collective o other",
-                             static_cast<double>(d.window_ns) / 1e6 / static_cast<double>(d.timeline.size()))) +
+           p.dim(fmt::format(" {:.2f} ms/col; █ kernels, idle:{}",
+                             static_cast<double>(d.window_ns) / 1e6 / static_cast<double>(d.timeline.size()),
+                             timeline_legend())) +
            "\n  ";
     for (char c : d.timeline) {
       if (c == 'K') {
         out += p.green("█");
       } else {
         const std::string letter(1, c);
-        out += c == 'i' || c == 's' ? p.red(letter) : p.yellow(letter);
+        out += is_loop_cause_letter(c) ? p.red(letter) : p.yellow(letter);
       }
     }
     out += "\n";
@@ -149,7 +174,7 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
       if (!host.empty()) host += ", ";
       host += clip(h.name, 40);
     }
-    out += fmt::format("  {:<11} {:>5.1f}%  {:>10}  {}\n", c->cause, c->pct,
+    out += fmt::format("  {:<11} {:>5.1f}%  {:>10}  {}\n", idle_cause_name(c->cause), c->pct,
                        ms(static_cast<int64_t>(static_cast<double>(c->ns) / steps)), p.dim(clip(host, width - 34)));
   }
   if (causes.empty()) out += "  none\n";

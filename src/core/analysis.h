@@ -26,8 +26,4 @@ std::vector<DeviceReport> analyze_trace(const Trace& trace, const AnalysisOption
 // one device report results. Traces with no GPU work are listed in Report::rejected.
 Report analyze_traces(const std::vector<Trace>& traces, const AnalysisOptions& options);
 
-// Names of the idle causes (docs/design.md, "Idle attribution", gives the rules).
-inline constexpr const char* kIdleCauses[] = {"memcpy", "alloc",  "input", "collective",
-                                              "launch", "sync",   "other"};
-
 }  // namespace gpuscope

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <utility>
 
 namespace gpuscope {
 
@@ -66,6 +67,32 @@ uint16_t api_flags(const ApiCall& call, std::string_view name) {
     case ApiClass::kOther: return 0;
   }
   return 0;
+}
+
+// The flags and name of a segment of `duration_ns` covered by `stack` (not empty, outermost
+// first): the innermost op or API call names it.
+std::pair<uint16_t, StringId> segment_label(const Trace& trace, const std::vector<HostItem*>& stack,
+                                            int64_t duration_ns) {
+  uint16_t flags = 0;
+  StringId name = 0;
+  int depth_ops = 0;
+  for (const HostItem* s : stack) {
+    flags |= s->flags;
+    if (s->is_op || s->is_api) {
+      ++depth_ops;
+      name = s->name;
+    }
+  }
+  // Launch calls inside an op mark only their own time; the op's flags carry the rest.
+  if (depth_ops == 0) {
+    // Only annotations cover the moment: name the innermost, unless it is just the step
+    // marker (then the host runs code outside any profiled op).
+    for (const HostItem* s : stack) name = s->name;
+    if (trace.strings.view(name).starts_with("ProfilerStep#")) name = 0;
+    flags &= static_cast<uint16_t>(~kHostLaunch);
+    if (duration_ns <= kDispatchGapNs) flags |= kHostLaunch;
+  }
+  return {flags, name};
 }
 
 }  // namespace
@@ -158,25 +185,7 @@ void HostIndex::build_thread(const Trace& trace, ThreadTimeline& timeline, std::
       ++next;
     }
     if (stack.empty()) continue;  // No host information: a real gap in the trace.
-    uint16_t flags = 0;
-    StringId name = 0;
-    int depth_ops = 0;
-    for (const HostItem* s : stack) {
-      flags |= s->flags;
-      if (s->is_op || s->is_api) {
-        ++depth_ops;
-        name = s->name;
-      }
-    }
-    // Launch calls inside an op mark only their own time; the op's flags carry the rest.
-    if (depth_ops == 0) {
-      // Only annotations cover the moment: name the innermost, unless it is just the step
-      // marker (then the host runs code outside any profiled op).
-      for (const HostItem* s : stack) name = s->name;
-      if (trace.strings.view(name).starts_with("ProfilerStep#")) name = 0;
-      flags &= static_cast<uint16_t>(~kHostLaunch);
-      if (t1 - t0 <= kDispatchGapNs) flags |= kHostLaunch;
-    }
+    const auto [flags, name] = segment_label(trace, stack, t1 - t0);
     if (!timeline.segments.empty() && timeline.segments.back().end_ns == t0 &&
         timeline.segments.back().flags == flags && timeline.segments.back().name == name) {
       timeline.segments.back().end_ns = t1;

@@ -2,14 +2,67 @@
 // (text, JSON). Unknown values are std::optional and stay empty, never 0.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/trace.h"
 
 namespace gpuscope {
+
+// The idle causes: one row each, in report order (docs/design.md, "Idle attribution", gives the
+// rules; the rule that picks a cause is `idle_cause_at` in idle.cpp). Columns: enumerator, the
+// name in reports, the letter on the timeline (K is taken by "kernels running"). A new cause
+// is a new row here plus its rule.
+#define GPUSCOPE_IDLE_CAUSES(X)   \
+  X(kMemcpy, "memcpy", 'm')         \
+  X(kAlloc, "alloc", 'a')           \
+  X(kInput, "input", 'i')           \
+  X(kCollective, "collective", 'c') \
+  X(kLaunch, "launch", 'l')         \
+  X(kSync, "sync", 's')             \
+  X(kOther, "other", 'o')
+
+enum class IdleCauseId : uint8_t {
+#define GPUSCOPE_CAUSE_ENUM(id, name, letter) id,
+  GPUSCOPE_IDLE_CAUSES(GPUSCOPE_CAUSE_ENUM)
+#undef GPUSCOPE_CAUSE_ENUM
+};
+
+struct IdleCauseInfo {
+  IdleCauseId id;
+  std::string_view name;
+  char letter;
+};
+
+inline constexpr IdleCauseInfo kIdleCauseTable[] = {
+#define GPUSCOPE_CAUSE_ROW(id, name, letter) {IdleCauseId::id, name, letter},
+    GPUSCOPE_IDLE_CAUSES(GPUSCOPE_CAUSE_ROW)
+#undef GPUSCOPE_CAUSE_ROW
+};
+inline constexpr size_t kNumIdleCauses = std::size(kIdleCauseTable);
+// The timeline's letter for "kernels running".
+inline constexpr char kTimelineKernelLetter = 'K';
+
+constexpr const IdleCauseInfo& idle_cause_info(IdleCauseId c) { return kIdleCauseTable[static_cast<size_t>(c)]; }
+constexpr std::string_view idle_cause_name(IdleCauseId c) { return idle_cause_info(c).name; }
+constexpr char idle_cause_letter(IdleCauseId c) { return idle_cause_info(c).letter; }
+// The cause whose name is `name`, if any.
+constexpr std::optional<IdleCauseId> idle_cause_from_name(std::string_view name) {
+  for (const IdleCauseInfo& c : kIdleCauseTable) {
+    if (c.name == name) return c.id;
+  }
+  return std::nullopt;
+}
+
+// How much a finding matters, from its estimated speedup (docs/design.md, "Findings").
+enum class Severity : uint8_t { kHigh, kMedium, kLow };
+inline constexpr std::string_view kSeverityNames[] = {"high", "medium", "low"};
+constexpr std::string_view severity_name(Severity s) { return kSeverityNames[static_cast<size_t>(s)]; }
 
 struct HostTime {
   std::string name;  // A host op or annotation that covered idle time.
@@ -17,7 +70,7 @@ struct HostTime {
 };
 
 struct IdleCause {
-  std::string cause;  // memcpy, alloc, input, collective, launch, sync, other.
+  IdleCauseId cause = IdleCauseId::kOther;
   int64_t ns = 0;
   double pct = 0;               // Of the window.
   std::vector<HostTime> top_host;  // What the host was doing meanwhile, longest first.
@@ -58,7 +111,7 @@ struct FusionCandidate {
 
 struct Finding {
   std::string id;
-  std::string severity;  // high, medium, low.
+  Severity severity = Severity::kLow;
   std::string title;
   std::string evidence;
   std::optional<double> est_speedup;  // Whole-step speedup if fixed; an estimate.
@@ -107,8 +160,7 @@ struct DeviceReport {
   std::optional<TracingCost> tracing_cost;
   std::optional<int64_t> untraced_window_est_ns;
   // The window in equal slices, one letter each for what filled most of the slice:
-  // K kernels running; idle because of m memcpy, a alloc, i input, c collective, l launch,
-  // s sync, o other.
+  // kTimelineKernelLetter (K) kernels running, else the idle cause's letter (kIdleCauseTable).
   std::string timeline;
 
   int64_t kernel_count = 0;

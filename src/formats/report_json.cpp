@@ -14,10 +14,19 @@ json opt(const std::optional<T>& v) {
 
 double us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 
+// "K kernels running; idle: m memcpy, a alloc, ...": the letters of DeviceReport::timeline.
+std::string timeline_legend() {
+  std::string out = std::string(1, kTimelineKernelLetter) + " kernels running; idle:";
+  for (const IdleCauseInfo& c : kIdleCauseTable) {
+    out += std::string(&c == kIdleCauseTable ? " " : ", ") + c.letter + " " + std::string(c.name);
+  }
+  return out;
+}
+
 json findings_json(const std::vector<Finding>& list) {
   json findings = json::array();
   for (const auto& f : list) {
-    findings.push_back({{"id", f.id}, {"severity", f.severity}, {"title", f.title}, {"evidence", f.evidence},
+    findings.push_back({{"id", f.id}, {"severity", std::string(severity_name(f.severity))}, {"title", f.title}, {"evidence", f.evidence},
                         {"est_speedup", opt(f.est_speedup)}, {"recommendation", f.recommendation}});
   }
   return findings;
@@ -45,7 +54,7 @@ json device_json(const DeviceReport& d) {
   for (const auto& c : d.idle_causes) {
     json top = json::array();
     for (const auto& h : c.top_host) top.push_back({{"name", h.name}, {"us", us(h.ns)}});
-    causes.push_back({{"cause", c.cause},
+    causes.push_back({{"cause", std::string(idle_cause_name(c.cause))},
                       {"us", us(c.ns)},
                       {"pct", c.pct},
                       {"tracing_us", c.tracing_ns ? json(us(*c.tracing_ns)) : json(nullptr)},
@@ -67,7 +76,7 @@ json device_json(const DeviceReport& d) {
   j["timeline"] = {{"slices", d.timeline.size()},
                    {"slice_us", d.timeline.empty() ? 0.0 : us(d.window_ns) / static_cast<double>(d.timeline.size())},
                    {"states", d.timeline},
-                   {"legend", "K kernels running; idle: m memcpy, a alloc, i input, c collective, l launch, s sync, o other"}};
+                   {"legend", timeline_legend()}};
 
   json cats = json::array();
   for (const auto& c : d.categories) {

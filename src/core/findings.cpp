@@ -1,0 +1,196 @@
+#include "core/findings.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/core.h>
+
+namespace gpuscope {
+namespace {
+
+// An idle cause makes a finding from this share of the window.
+constexpr double kIdleFindingMinPct = 2.0;
+// Findings estimated to gain less are not reported.
+constexpr double kMinSpeedup = 1.01;
+
+// Host names that filled a cause's idle time, for evidence lines.
+std::string top_names(const IdleCause& c) {
+  std::string out;
+  for (const auto& h : c.top_host) {
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {}", h.name.size() > 60 ? h.name.substr(0, 57) + "..." : h.name, fmt_ms(h.ns));
+  }
+  return out;
+}
+
+// The idle cause when it reaches kIdleFindingMinPct, else null.
+const IdleCause* idle_trigger(const FindingContext& f, IdleCauseId cause) {
+  const IdleCause& c = f.idle(cause);
+  return c.pct < kIdleFindingMinPct ? nullptr : &c;
+}
+
+std::string idle_evidence(const FindingContext& f, const IdleCause& c) {
+  const std::string per_step = fmt_ms(static_cast<int64_t>(static_cast<double>(c.ns) / f.steps()));
+  return fmt::format("GPU idle {:.1f}% of the window ({} per step) while the host was in: {}", c.pct, per_step,
+                     top_names(c));
+}
+
+// The common estimate of the idle-cause rules: that idle removed, less the tracer's part.
+double speedup_removing_idle(const FindingContext& f, const IdleCause& c) {
+  return f.speedup_removing(static_cast<double>(c.ns - c.tracing_ns.value_or(0)));
+}
+
+std::optional<Finding> memcpy_stall(const FindingContext& f) {
+  const IdleCause* c = idle_trigger(f, IdleCauseId::kMemcpy);
+  if (!c) return std::nullopt;
+  // Estimate: pageable copies become pinned ones at the best pinned bandwidth seen in this
+  // trace, else an assumed rate for the host link (PCIe 5 on Hopper and later: 50 GB/s;
+  // PCIe 4: 25 GB/s), and stop blocking; other copy stalls overlap.
+  const Device* dev = f.device.device;
+  std::string ev = idle_evidence(f, *c);
+  double saved = static_cast<double>(c->ns - c->tracing_ns.value_or(0));
+  const double assumed_bw = dev && dev->cc_major && *dev->cc_major >= 9 ? 50e9 : 25e9;
+  if (f.copies.pageable_count > 0) {
+    const double bw = f.copies.pinned_bytes_per_s.value_or(assumed_bw);
+    saved = std::max(0.0, saved - static_cast<double>(f.copies.pageable_bytes) / bw * 1e9);
+    ev += fmt::format("; {} copies ({:.1f} MB) from pageable host memory", f.copies.pageable_count,
+                      static_cast<double>(f.copies.pageable_bytes) / 1e6);
+  }
+  return proposal("Copies stall the GPU", std::move(ev), f.speedup_removing(saved),
+                  fmt::format("Pin host memory (DataLoader pin_memory=True or tensor.pin_memory()) and copy with "
+                              "non_blocking=True so copies overlap compute; keep tensors on the GPU between steps. "
+                              "Estimate assumes pinned copies at {:.0f} GB/s{}.",
+                              f.copies.pinned_bytes_per_s.value_or(assumed_bw) / 1e9,
+                              f.copies.pinned_bytes_per_s ? " (the best pinned rate in this trace)"
+                                                          : " (assumed for the host link; none measured here)"));
+}
+
+std::optional<Finding> allocation(const FindingContext& f) {
+  const IdleCause* c = idle_trigger(f, IdleCauseId::kAlloc);
+  if (!c) return std::nullopt;
+  return proposal("Memory allocation stalls the GPU", idle_evidence(f, *c), speedup_removing_idle(f, *c),
+                  "Let PyTorch's caching allocator reuse memory: do not call torch.cuda.empty_cache() in the loop, "
+                  "preallocate buffers, try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.");
+}
+
+std::optional<Finding> input_bound(const FindingContext& f) {
+  const IdleCause* c = idle_trigger(f, IdleCauseId::kInput);
+  if (!c) return std::nullopt;
+  return proposal("The GPU waits for the host to prepare input", idle_evidence(f, *c), speedup_removing_idle(f, *c),
+                  "Prepare batches off the training loop: DataLoader(num_workers=4 or more, pin_memory=True, "
+                  "prefetch_factor=2+, persistent_workers=True) and .to(device, non_blocking=True); move CPU "
+                  "preprocessing into the workers or onto the GPU.");
+}
+
+std::optional<Finding> collective_wait(const FindingContext& f) {
+  const IdleCause* c = idle_trigger(f, IdleCauseId::kCollective);
+  if (!c) return std::nullopt;
+  return proposal("Communication stalls the GPU", idle_evidence(f, *c), speedup_removing_idle(f, *c),
+                  "Overlap communication with compute (DDP bucket sizes, FSDP prefetch), and balance work across "
+                  "ranks.");
+}
+
+// The launch-bound evidence's step in absolute terms. A tracer slows every launch call, so the
+// traced step can be much longer than the program's own (on the H200, 6% to 63% on the zoo's
+// launch_bound case); with the tracer's cost measured on this host, the ratio's base is the
+// step without it.
+std::string launch_step_evidence(const FindingContext& f, const IdleCause& c) {
+  const DeviceReport& r = f.report;
+  const double window = f.window_ns(), steps = f.steps();
+  const auto fixed_step = static_cast<int64_t>((window - static_cast<double>(c.ns)) / steps);
+  if (r.tracing_cost && r.untraced_window_est_ns) {
+    return fmt::format("; tracing adds {:.1f} us to each launch call on this host (measured: {:.1f} -> {:.1f} us), "
+                       "so the program would take about {} per step untraced (traced: {}) and about {} "
+                       "without the gaps",
+                       r.tracing_cost->added_ns() / 1e3, r.tracing_cost->plain_launch_ns / 1e3,
+                       r.tracing_cost->traced_launch_ns / 1e3,
+                       fmt_ms(static_cast<int64_t>(static_cast<double>(*r.untraced_window_est_ns) / steps)),
+                       fmt_ms(static_cast<int64_t>(window / steps)), fmt_ms(fixed_step));
+  }
+  return fmt::format("; without the gaps a step would take about {} (the traced step is {}; tracing slows "
+                     "launches, so compare with the step time measured without the profiler)",
+                     fmt_ms(fixed_step), fmt_ms(static_cast<int64_t>(window / steps)));
+}
+
+std::optional<Finding> launch_bound(const FindingContext& f) {
+  const IdleCause* c = idle_trigger(f, IdleCauseId::kLaunch);
+  if (!c) return std::nullopt;
+  std::string ev = idle_evidence(f, *c);
+  const LaunchStats& launch = f.report.launch;
+  if (launch.shorter_than_launch_pct) {
+    ev += fmt::format("; {:.0f}% of kernels run shorter than their launch call, {:.0f}% under 10 us",
+                      *launch.shorter_than_launch_pct, launch.under_10us_count_pct);
+  }
+  ev += launch_step_evidence(f, *c);
+  return proposal("The host cannot issue kernels fast enough", std::move(ev), speedup_removing_idle(f, *c),
+                  "Cut per-kernel host overhead: torch.compile(model) fuses small ops (mode=\"reduce-overhead\" also "
+                  "uses CUDA graphs); capture the step in a CUDA graph; use larger batches or shapes so each kernel "
+                  "does more work.");
+}
+
+std::optional<Finding> host_sync(const FindingContext& f) {
+  const IdleCause* c = idle_trigger(f, IdleCauseId::kSync);
+  if (!c) return std::nullopt;
+  return proposal("Host syncs drain the GPU queue", idle_evidence(f, *c), speedup_removing_idle(f, *c),
+                  "Remove .item(), .cpu(), .tolist(), print(tensor) and torch.cuda.synchronize() from the step; "
+                  "log metrics every N steps; keep data on the GPU so the host never waits.");
+}
+
+// The one list of device findings (docs/design.md, "Findings", describes each). Idle-cause
+// findings come first, in cause order.
+constexpr FindingRuleEntry kFindingRules[] = {
+    {"memcpy", &memcpy_stall},
+    {"allocation", &allocation},
+    {"input-bound", &input_bound},
+    {"collective-wait", &collective_wait},
+    {"launch-bound", &launch_bound},
+    {"host-sync", &host_sync},
+    {"precision-fp32", &precision_fp32},
+    {"optimizer-unfused", &optimizer_unfused},
+    {"kernel-fusion", &kernel_fusion},
+    {"attention-unfused", &attention_unfused},
+    {"small-grid", &small_grid},
+    {"low-occupancy", &low_occupancy},
+};
+
+}  // namespace
+
+double FindingContext::speedup_removing(double saved_ns) const {
+  const double base = static_cast<double>(report.untraced_window_est_ns.value_or(report.window_ns));
+  return base / std::max(1.0, base - saved_ns);
+}
+
+const IdleCause& FindingContext::idle(IdleCauseId cause) const {
+  for (const IdleCause& c : report.idle_causes) {
+    if (c.cause == cause) return c;
+  }
+  static const IdleCause kNone;
+  return kNone;
+}
+
+Finding proposal(std::string title, std::string evidence, double speedup, std::string recommendation) {
+  return Finding{"", Severity::kLow, std::move(title), std::move(evidence), speedup, std::move(recommendation)};
+}
+
+std::span<const FindingRuleEntry> finding_rules() { return kFindingRules; }
+
+void add_findings(const FindingContext& ctx, DeviceReport& r) {
+  for (const FindingRuleEntry& entry : kFindingRules) {
+    std::optional<Finding> f = entry.rule(ctx);
+    if (!f || f->est_speedup.value_or(0) < kMinSpeedup) continue;
+    f->id = std::string(entry.id);
+    f->severity = severity_for(*f->est_speedup);
+    r.findings.push_back(std::move(*f));
+  }
+  std::stable_sort(r.findings.begin(), r.findings.end(), [](const Finding& a, const Finding& b) {
+    return a.est_speedup.value_or(1) > b.est_speedup.value_or(1);
+  });
+}
+
+Severity severity_for(double speedup) {
+  return speedup >= 1.25 ? Severity::kHigh : speedup >= 1.05 ? Severity::kMedium : Severity::kLow;
+}
+
+std::string fmt_ms(int64_t ns) { return fmt::format("{:.2f} ms", static_cast<double>(ns) / 1e6); }
+
+}  // namespace gpuscope

@@ -1,0 +1,67 @@
+// Findings: what to change, with evidence from the trace and an estimated gain (docs/design.md,
+// "Findings"). Each finding is one rule function; kFindingRules in findings.cpp is the one list
+// of them. A rule states its trigger (return nullopt when it does not fire) and its estimate
+// (the whole-window speedup if fixed); the runner fills in the id and severity and drops
+// findings worth under 1%.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/catalog.h"
+#include "core/device_context.h"
+#include "core/report.h"
+
+namespace gpuscope {
+
+// What a rule may read: the device, the report so far (everything but findings) and the
+// per-kernel results (indexed like DeviceContext::kernels).
+struct FindingContext {
+  const DeviceContext& device;
+  const DeviceReport& report;
+  const std::vector<KernelCategory>& categories;
+  const std::vector<Precision>& precisions;
+  const CopyStats& copies;
+
+  double window_ns() const { return static_cast<double>(report.window_ns); }
+  double steps() const { return static_cast<double>(std::max<int64_t>(1, report.step_count)); }
+  // Speedups are ratios to the window the program would take untraced, where the tracer's
+  // measured launch cost is known (idle it explains is neither in the base nor saved by a fix).
+  double speedup_removing(double saved_ns) const;
+  // The idle cause's entry of the report.
+  const IdleCause& idle(IdleCauseId cause) const;
+};
+
+// A rule's result before the runner sets its id and severity.
+Finding proposal(std::string title, std::string evidence, double speedup, std::string recommendation);
+
+using FindingRule = std::optional<Finding> (*)(const FindingContext&);
+struct FindingRuleEntry {
+  std::string_view id;
+  FindingRule rule;
+};
+// Every device finding, in the order they are evaluated (ties in speedup keep this order).
+std::span<const FindingRuleEntry> finding_rules();
+
+// Runs every rule into r.findings, largest estimated speedup first.
+void add_findings(const FindingContext& ctx, DeviceReport& r);
+
+// high >= x1.25, medium >= x1.05, else low.
+Severity severity_for(double speedup);
+// "12.34 ms".
+std::string fmt_ms(int64_t ns);
+
+// The rules over kernels (findings_kernels.cpp); the idle-cause rules are in findings.cpp.
+std::optional<Finding> precision_fp32(const FindingContext& f);
+std::optional<Finding> optimizer_unfused(const FindingContext& f);
+std::optional<Finding> kernel_fusion(const FindingContext& f);
+std::optional<Finding> attention_unfused(const FindingContext& f);
+std::optional<Finding> small_grid(const FindingContext& f);
+std::optional<Finding> low_occupancy(const FindingContext& f);
+
+}  // namespace gpuscope

@@ -1,0 +1,77 @@
+#include "core/fusion.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+
+namespace gpuscope {
+namespace {
+
+// A chain of memory-bound kernels is a fusion candidate only if it recurs this often.
+constexpr int64_t kMinFusionOccurrences = 2;
+constexpr size_t kMaxCandidates = 5;
+
+// The step each kernel belongs to: the one in which it was launched (or started, without
+// launch data). All 0 without steps.
+std::vector<size_t> step_of_kernels(const DeviceContext& ctx, const std::vector<Step>& steps) {
+  std::vector<size_t> step_of(ctx.kernels.size(), 0);
+  if (steps.empty()) return step_of;
+  for (size_t i = 0; i < ctx.kernels.size(); ++i) {
+    const int64_t api = ctx.host.api_for_correlation(ctx.kernels[i]->correlation);
+    const int64_t t = api >= 0 ? ctx.trace.api_calls[api].start_ns : ctx.kernels[i]->start_ns;
+    step_of[i] = static_cast<size_t>(
+        std::upper_bound(steps.begin(), steps.end(), t, [](int64_t v, const Step& st) { return v < st.start_ns; }) -
+        steps.begin());
+  }
+  return step_of;
+}
+
+// Adds the run idx[begin, end) to its group (keyed by the kernels' short names).
+void add_run(const DeviceContext& ctx, const std::vector<size_t>& idx, size_t begin, size_t end,
+             std::map<std::vector<std::string>, FusionCandidate>& groups) {
+  std::vector<std::string> names;
+  int64_t ns = 0;
+  for (size_t k = begin; k < end; ++k) {
+    names.push_back(ctx.short_name_of(ctx.kernels[idx[k]]->name));
+    ns += ctx.kernels[idx[k]]->end_ns - ctx.kernels[idx[k]]->start_ns;
+  }
+  const size_t n = names.size();
+  FusionCandidate& g = groups[names];
+  if (g.kernels.empty()) g.kernels = std::move(names);
+  g.occurrences += 1;
+  g.ns += ns;
+  g.est_saving_ns += ns * static_cast<int64_t>(n - 1) / static_cast<int64_t>(n);
+}
+
+}  // namespace
+
+std::vector<FusionCandidate> fusion_candidates(const DeviceContext& ctx, const std::vector<KernelCategory>& categories,
+                                               const std::vector<Step>& steps) {
+  // Runs break at step boundaries: a loop of only elementwise kernels would otherwise be one
+  // endless run.
+  const std::vector<size_t> step_of = step_of_kernels(ctx, steps);
+  std::map<int32_t, std::vector<size_t>> by_stream;
+  for (size_t i = 0; i < ctx.kernels.size(); ++i) by_stream[ctx.kernels[i]->stream].push_back(i);
+  std::map<std::vector<std::string>, FusionCandidate> groups;
+  for (const auto& [stream, idx] : by_stream) {
+    size_t i = 0;
+    while (i < idx.size()) {
+      size_t j = i;
+      while (j < idx.size() && is_memory_bound(categories[idx[j]]) && step_of[idx[j]] == step_of[idx[i]]) ++j;
+      if (j - i >= 2) add_run(ctx, idx, i, j, groups);
+      i = std::max(j, i + 1);
+    }
+  }
+  std::vector<FusionCandidate> out;
+  for (auto& [key, g] : groups) {
+    if (g.occurrences < kMinFusionOccurrences) continue;
+    g.pct = pct(static_cast<double>(g.ns), static_cast<double>(ctx.window()));
+    out.push_back(std::move(g));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.est_saving_ns > b.est_saving_ns; });
+  if (out.size() > kMaxCandidates) out.resize(kMaxCandidates);
+  return out;
+}
+
+}  // namespace gpuscope

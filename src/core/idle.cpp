@@ -1,0 +1,215 @@
+#include "core/idle.h"
+
+#include <algorithm>
+#include <array>
+#include <unordered_map>
+#include <utility>
+
+namespace gpuscope {
+namespace {
+
+constexpr int kTimelineBuckets = 96;
+constexpr StringId kDeviceCopyName = 0xFFFFFFFFu;
+
+struct CauseAccumulator {
+  int64_t ns = 0;
+  double tracing_ns = 0;  // Of ns, what the tracer's measured launch cost explains.
+  std::unordered_map<StringId, int64_t> by_name;  // 0 = outside ops; kDeviceCopyName = device copy.
+};
+using Accumulators = std::array<CauseAccumulator, kNumIdleCauses>;
+
+// Time per state in equal slices of the window, for the timeline picture: index 0 is
+// "kernels running", 1 + IdleCauseId the idle causes.
+class TimelineBuckets {
+ public:
+  static constexpr size_t kStates = 1 + kNumIdleCauses;
+  TimelineBuckets(int64_t start, int64_t end, int buckets)
+      : start_(start), width_(std::max<double>(1.0, static_cast<double>(end - start) / buckets)),
+        time_(static_cast<size_t>(buckets), std::array<double, kStates>{}) {}
+  void add_kernels(int64_t a, int64_t b) { add(0, a, b); }
+  void add_idle(IdleCauseId cause, int64_t a, int64_t b) { add(1 + static_cast<size_t>(cause), a, b); }
+  // One letter per bucket: the state that filled most of it.
+  std::string letters() const {
+    std::string out;
+    for (const auto& t : time_) {
+      const auto state = static_cast<size_t>(std::max_element(t.begin(), t.end()) - t.begin());
+      out += state == 0 ? kTimelineKernelLetter : kIdleCauseTable[state - 1].letter;
+    }
+    return out;
+  }
+
+ private:
+  void add(size_t state, int64_t a, int64_t b) {
+    while (a < b) {
+      const auto k = std::min(time_.size() - 1, static_cast<size_t>(static_cast<double>(a - start_) / width_));
+      const auto bucket_end = static_cast<int64_t>(static_cast<double>(start_) + width_ * static_cast<double>(k + 1));
+      const int64_t e = k + 1 == time_.size() ? b : std::min(b, std::max(bucket_end, a + 1));
+      time_[k][state] += static_cast<double>(e - a);
+      a = e;
+    }
+  }
+  int64_t start_;
+  double width_;
+  std::vector<std::array<double, kStates>> time_;
+};
+
+// What the host thread was doing when a gap began: blocked waiting for the GPU, or stalled in
+// an allocation (cudaFree synchronises implicitly)? Then that, not what the host does next, is
+// why the queue ran dry.
+struct GapStart {
+  bool in_sync = false;
+  bool in_alloc = false;
+};
+
+GapStart gap_start(const ThreadTimeline* thread, const Interval& gap) {
+  GapStart g;
+  if (!thread) return g;
+  for (int64_t probe : {gap.start_ns, std::min(gap.end_ns - 1, gap.start_ns + 20'000)}) {
+    const HostSegment* s = thread->at(probe);
+    if (s && (s->flags & kHostBlocking)) g.in_sync = true;
+    if (s && (s->flags & kHostAlloc)) g.in_alloc = true;
+  }
+  return g;
+}
+
+// The rule (docs/design.md, "Idle attribution"): the first that applies wins. `flags` are the
+// host segment's at that moment (0 outside segments).
+IdleCauseId idle_cause_at(bool copying, uint16_t flags, const GapStart& start, bool host_known) {
+  if (copying || (flags & kHostMemcpy)) return IdleCauseId::kMemcpy;
+  if (flags & kHostAlloc) return IdleCauseId::kAlloc;
+  if (flags & kHostInput) return IdleCauseId::kInput;
+  if (flags & kHostCollective) return IdleCauseId::kCollective;
+  if (start.in_alloc) return IdleCauseId::kAlloc;
+  if (start.in_sync) return IdleCauseId::kSync;
+  if (flags & kHostLaunch) return IdleCauseId::kLaunch;
+  if (host_known) return IdleCauseId::kInput;
+  return IdleCauseId::kOther;
+}
+
+// The host thread that issues the next GPU work (or issued the previous) is the one whose
+// activity explains the gap; `next` is the first kernel starting at or after its end.
+const ThreadTimeline* gap_thread(const DeviceContext& ctx, std::vector<const Kernel*>::const_iterator next,
+                                 const ThreadTimeline* fallback) {
+  const ThreadTimeline* thread = next != ctx.device_kernels.end() ? launching_thread(ctx, *next) : nullptr;
+  if (!thread && next != ctx.device_kernels.begin()) thread = launching_thread(ctx, *std::prev(next));
+  if (!thread) thread = fallback;
+  return thread;
+}
+
+// The GPU waited on the launch call of the kernel that ends the gap if that call was still
+// running when the gap began; untraced, the call (and so the gap) is shorter by the tracer's
+// measured cost per launch.
+double gap_tracing_ns(const DeviceContext& ctx, const Interval& gap, std::vector<const Kernel*>::const_iterator next) {
+  if (!ctx.trace.tracing_cost || next == ctx.device_kernels.end()) return 0;
+  const int64_t api = ctx.host.api_for_correlation((*next)->correlation);
+  if (api >= 0 && ctx.trace.api_calls[static_cast<size_t>(api)].end_ns > gap.start_ns) {
+    return std::min(static_cast<double>(gap.end_ns - gap.start_ns), ctx.trace.tracing_cost->added_ns());
+  }
+  return 0;
+}
+
+// Where the piece starting at t ends: at the next host segment or device copy boundary.
+struct Piece {
+  int64_t end_ns;
+  const HostSegment* segment;
+  bool copying;
+};
+
+Piece piece_at(const DeviceContext& ctx, const ThreadTimeline* thread, int64_t t, int64_t gap_end) {
+  Piece p{gap_end, thread ? thread->at(t) : nullptr, false};
+  if (p.segment) {
+    p.end_ns = std::min(p.end_ns, p.segment->end_ns);
+  } else if (thread) {
+    auto nxt = std::upper_bound(thread->segments.begin(), thread->segments.end(), t,
+                                [](int64_t v, const HostSegment& s) { return v < s.start_ns; });
+    if (nxt != thread->segments.end()) p.end_ns = std::min(p.end_ns, nxt->start_ns);
+  }
+  auto cit = std::lower_bound(ctx.copy_union.begin(), ctx.copy_union.end(), t,
+                              [](const Interval& i, int64_t v) { return i.end_ns <= v; });
+  if (cit != ctx.copy_union.end()) {
+    if (cit->start_ns <= t) {
+      p.copying = true;
+      p.end_ns = std::min(p.end_ns, cit->end_ns);
+    } else {
+      p.end_ns = std::min(p.end_ns, cit->start_ns);
+    }
+  }
+  return p;
+}
+
+// Walks one gap in pieces bounded by host segments and device copies, charging each piece to
+// its cause. The tracer's part is taken from the end of the gap backwards (it delayed the
+// launch that ended it), so no cause is charged more than it has.
+// `fallback` is the thread that explains gaps with no launching thread.
+void attribute_gap(const DeviceContext& ctx, const Interval& gap, const ThreadTimeline* fallback, Accumulators& acc,
+                   TimelineBuckets& timeline) {
+  auto next = std::lower_bound(ctx.device_kernels.begin(), ctx.device_kernels.end(), gap.end_ns,
+                               [](const Kernel* k, int64_t t) { return k->start_ns < t; });
+  const ThreadTimeline* thread = gap_thread(ctx, next, fallback);
+  double tracing_ns = gap_tracing_ns(ctx, gap, next);
+  const GapStart start = gap_start(thread, gap);
+  std::vector<std::pair<IdleCauseId, int64_t>> pieces;
+  for (int64_t t = gap.start_ns; t < gap.end_ns;) {
+    const Piece p = piece_at(ctx, thread, t, gap.end_ns);
+    const uint16_t flags = p.segment ? p.segment->flags : 0;
+    const bool host_known = thread && t >= thread->first_ns && t < thread->last_ns;
+    const IdleCauseId cause = idle_cause_at(p.copying, flags, start, host_known);
+    const int64_t len = p.end_ns - t;
+    CauseAccumulator& a = acc[static_cast<size_t>(cause)];
+    a.ns += len;
+    timeline.add_idle(cause, t, p.end_ns);
+    a.by_name[p.copying ? kDeviceCopyName : (p.segment ? p.segment->name : 0)] += len;
+    if (tracing_ns > 0) pieces.emplace_back(cause, len);
+    t = p.end_ns;
+  }
+  for (auto it = pieces.rbegin(); it != pieces.rend() && tracing_ns > 0; ++it) {
+    const double part = std::min(tracing_ns, static_cast<double>(it->second));
+    acc[static_cast<size_t>(it->first)].tracing_ns += part;
+    tracing_ns -= part;
+  }
+}
+
+IdleCause idle_cause(const DeviceContext& ctx, IdleCauseId id, const CauseAccumulator& acc) {
+  IdleCause ic;
+  ic.cause = id;
+  ic.ns = acc.ns;
+  ic.pct = pct(static_cast<double>(acc.ns), static_cast<double>(ctx.window()));
+  if (ctx.trace.tracing_cost) ic.tracing_ns = static_cast<int64_t>(acc.tracing_ns);
+  std::vector<std::pair<StringId, int64_t>> names(acc.by_name.begin(), acc.by_name.end());
+  std::sort(names.begin(), names.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  for (size_t i = 0; i < names.size() && i < 3; ++i) {
+    std::string label = names[i].first == kDeviceCopyName ? "(device copy or set)"
+                        : names[i].first == 0            ? "(host code outside profiled ops)"
+                                                         : std::string(ctx.trace.strings.view(names[i].first));
+    ic.top_host.push_back({std::move(label), names[i].second});
+  }
+  return ic;
+}
+
+}  // namespace
+
+void add_idle_attribution(const DeviceContext& ctx, DeviceReport& r) {
+  r.idle_pct = 100.0 - r.busy_pct;
+  TimelineBuckets timeline(ctx.window_start, ctx.window_end, kTimelineBuckets);
+  for (const Interval& k : ctx.kernel_union) {
+    const int64_t a = std::max(k.start_ns, ctx.window_start), b = std::min(k.end_ns, ctx.window_end);
+    if (a < b) timeline.add_kernels(a, b);
+  }
+  Accumulators acc;
+  const ThreadTimeline* fallback = ctx.host.main_thread();
+  for (const Interval& gap : gaps(ctx.kernel_union, ctx.window_start, ctx.window_end)) {
+    attribute_gap(ctx, gap, fallback, acc, timeline);
+  }
+  for (const IdleCauseInfo& c : kIdleCauseTable) {
+    r.idle_causes.push_back(idle_cause(ctx, c.id, acc[static_cast<size_t>(c.id)]));
+  }
+  r.timeline = timeline.letters();
+  if (ctx.trace.tracing_cost) {
+    r.tracing_cost = ctx.trace.tracing_cost;
+    int64_t tracing = 0;
+    for (const IdleCause& c : r.idle_causes) tracing += c.tracing_ns.value_or(0);
+    r.untraced_window_est_ns = r.window_ns - tracing;
+  }
+}
+
+}  // namespace gpuscope

@@ -1,0 +1,211 @@
+// Idle attribution (idle.cpp) and the idle-cause findings.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/analysis.h"
+#include "core/analysis_test_util.h"
+#include "core/test_builder.h"
+
+namespace gpuscope {
+namespace {
+
+using testing::cause;
+using testing::FindingById;
+using testing::idle_sum_pct;
+using testing::only;
+using testing::TraceBuilder;
+
+TEST(Analysis, InputIdleIsAttributedToDataLoading) {
+  TraceBuilder b;
+  b.annotation(0, 1000, "ProfilerStep#1");
+  b.annotation(0, 800, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+  b.kernel(900, 1000, "gemm", 1000, 0, 7, 850, 5);
+  b.annotation(1000, 2000, "ProfilerStep#2");
+  b.annotation(1000, 1800, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+  b.kernel(1900, 2000, "gemm", 1000, 0, 7, 1850, 5);
+  const auto r = only(b.build());
+  EXPECT_EQ(r.step_source, "profiler_step");
+  EXPECT_EQ(r.step_count, 2);
+  EXPECT_NEAR(*r.step_mean_ms, 1.0, 1e-9);
+  EXPECT_NEAR(r.busy_pct, 10.0, 1e-9);
+  EXPECT_NEAR(cause(r, "input").pct, 90.0 - cause(r, "launch").pct, 1e-9);
+  EXPECT_GT(cause(r, "input").pct, 79.0);  // 800 of 900 idle us per step are inside the loader.
+  EXPECT_NEAR(idle_sum_pct(r), r.idle_pct, 1e-9);
+  ASSERT_FALSE(r.findings.empty());
+  EXPECT_EQ(r.findings.front().id, "input-bound");
+  // Removing the input idle time would leave window - input.
+  const double w = static_cast<double>(r.window_ns);
+  EXPECT_NEAR(*r.findings.front().est_speedup, w / (w - cause(r, "input").ns), 1e-9);
+  EXPECT_EQ(r.findings.front().severity, Severity::kHigh);
+  // The timeline strip: 96 slices; the loader fills the first 80% of each step, kernels the
+  // last 10%.
+  ASSERT_EQ(r.timeline.size(), 96u);
+  EXPECT_EQ(r.timeline.front(), 'i');
+  EXPECT_EQ(r.timeline.back(), 'K');
+  const auto kernels = std::count(r.timeline.begin(), r.timeline.end(), 'K');
+  EXPECT_GE(kernels, 9);
+  EXPECT_LE(kernels, 11);
+}
+
+TEST(Analysis, SyncIdleBeginsWhenTheHostWaits) {
+  TraceBuilder b;
+  b.kernel(0, 100, "gemm", 1000, 0, 7, 0, 5);
+  b.api(10, 102, "cudaDeviceSynchronize");
+  // The host then runs Python for ~190 us and launches the next kernel at 295.
+  b.kernel(300, 400, "gemm", 1000, 0, 7, 295, 5);
+  const auto r = only(b.build());
+  EXPECT_NEAR(r.busy_pct, 200.0 / 400.0 * 100.0, 1e-9);
+  // The whole gap [100, 300), the next launch call included, is due to the sync that drained
+  // the queue: without it the host would have queued that launch long before.
+  EXPECT_NEAR(cause(r, "sync").ns, 200'000, 1);
+  EXPECT_NEAR(cause(r, "launch").ns, 0, 1);
+  EXPECT_NEAR(idle_sum_pct(r), r.idle_pct, 1e-9);
+  EXPECT_EQ(r.findings.front().id, "host-sync");
+}
+
+TEST(Analysis, IdleAfterAnAllocationStallIsAllocation) {
+  TraceBuilder b;
+  b.kernel(0, 100, "gemm", 1000, 0, 7, 0, 5);
+  b.api(90, 180, "cudaFree");  // Implicitly waits for the GPU, then frees.
+  b.kernel(300, 400, "gemm", 1000, 0, 7, 295, 5);
+  const auto r = only(b.build());
+  EXPECT_NEAR(cause(r, "alloc").ns, 200'000, 1);  // The whole gap [100, 300).
+}
+
+TEST(Analysis, DeviceCopiesAndAllocationsAreTheirOwnCauses) {
+  TraceBuilder b;
+  b.kernel(0, 100, "gemm", 1000, 0, 7, 0, 5);
+  b.memcpy(100, 150);  // Copy on the device while no kernel runs.
+  b.api(150, 250, "cudaMalloc");
+  b.kernel(300, 400, "gemm", 1000, 0, 7, 295, 5);
+  const auto r = only(b.build());
+  EXPECT_NEAR(cause(r, "memcpy").ns, 50'000, 1);
+  // [150, 250) inside cudaMalloc; the gap began with the copy, so [250, 295) is host code.
+  EXPECT_NEAR(cause(r, "alloc").ns, 100'000, 1);
+  EXPECT_NEAR(r.copy_pct, 50.0 / 400.0 * 100.0, 1e-9);
+  EXPECT_NEAR(idle_sum_pct(r), r.idle_pct, 1e-9);
+}
+
+TEST(Analysis, LaunchBoundLoopOfTinyKernels) {
+  TraceBuilder b;
+  // 100 kernels of 2 us, each launched by a 10 us call right before it.
+  for (int i = 0; i < 100; ++i) b.kernel(i * 10.0 + 8, i * 10.0 + 10, "vectorized_elementwise_kernel", 1000, 0, 7, i * 10.0, 8);
+  const auto r = only(b.build());
+  EXPECT_NEAR(r.busy_pct, 200.0 / 992.0 * 100.0, 1e-6);
+  EXPECT_GT(cause(r, "launch").pct, 79.0);
+  EXPECT_EQ(r.launch.kernels_under_10us, 100);
+  ASSERT_TRUE(r.launch.shorter_than_launch_pct.has_value());
+  EXPECT_NEAR(*r.launch.shorter_than_launch_pct, 100.0, 1e-9);
+  EXPECT_EQ(r.findings.front().id, "launch-bound");
+}
+
+Trace launch_bound_steps();
+
+TEST(Analysis, LaunchBoundEvidenceGivesTheFixedStepTime) {
+  const auto r = only(launch_bound_steps());
+  ASSERT_EQ(r.step_count, 4);
+  ASSERT_FALSE(r.findings.empty());
+  const Finding& f = r.findings.front();
+  EXPECT_EQ(f.id, "launch-bound");
+  // The fixed step in absolute terms (the kernels' 1 ms per step), beside the traced one, so a
+  // user can compare it with the untraced step: a tracer inflates the gaps the ratio is based on.
+  EXPECT_NE(f.evidence.find("without the gaps a step would take about 1.0"), std::string::npos) << f.evidence;
+  EXPECT_NE(f.evidence.find("(the traced step is 5.0"), std::string::npos) << f.evidence;
+  ASSERT_TRUE(f.est_speedup.has_value());
+  EXPECT_NEAR(*f.est_speedup, 5.0, 0.1);
+}
+
+// Four steps of 5 ms: 500 kernels of 2 us each, each launched by an 8 us call right before it.
+Trace launch_bound_steps() {
+  TraceBuilder b;
+  for (int st = 0; st < 4; ++st) {
+    b.annotation(st * 5000.0, st * 5000.0 + 5000, "ProfilerStep#" + std::to_string(st + 1));
+    for (int i = 0; i < 500; ++i) {
+      const double t = st * 5000.0 + i * 10.0;
+      b.kernel(t + 8, t + 10, "vectorized_elementwise_kernel", 1000, 0, 7, t, 8);
+    }
+  }
+  return b.build();
+}
+
+TEST(Analysis, MeasuredTracingCostComesOutOfTheLaunchBoundBase) {
+  Trace t = launch_bound_steps();
+  // gpuscope run measured 3 us per launch call plain and 8 us traced: untraced, each 8 us gap
+  // is 3 us, a step 2.5 ms instead of 5; the fix still leaves the kernels' 1 ms.
+  t.tracing_cost = TracingCost{3000, 8000};
+  const auto r = only(t);
+  ASSERT_TRUE(r.untraced_window_est_ns.has_value());
+  const IdleCause& launch = cause(r, "launch");
+  ASSERT_TRUE(launch.tracing_ns.has_value());
+  // Every gap but the window's first ends with a launch call that was still running.
+  EXPECT_NEAR(static_cast<double>(*launch.tracing_ns), 1999 * 5000.0, 5000.0);
+  EXPECT_NEAR(static_cast<double>(*r.untraced_window_est_ns) / r.step_count, 2.5e6, 0.01e6);
+  ASSERT_FALSE(r.findings.empty());
+  const Finding& f = r.findings.front();
+  EXPECT_EQ(f.id, "launch-bound");
+  ASSERT_TRUE(f.est_speedup.has_value());
+  EXPECT_NEAR(*f.est_speedup, 2.5, 0.05);
+  EXPECT_NE(f.evidence.find("tracing adds 5.0 us to each launch call"), std::string::npos) << f.evidence;
+  EXPECT_NE(f.evidence.find("about 2.50 ms per step untraced"), std::string::npos) << f.evidence;
+  // The idle itself is reported as traced: it is what the trace shows.
+  EXPECT_NEAR(launch.pct, 80.0, 0.5);
+}
+
+TEST(Analysis, TracingCostAboveTheGapsLeavesNoLaunchFinding) {
+  Trace t = launch_bound_steps();
+  t.tracing_cost = TracingCost{2000, 12000};  // 10 us more per call: more than each 8 us gap.
+  const auto r = only(t);
+  for (const Finding& f : r.findings) EXPECT_NE(f.id, "launch-bound") << f.evidence;
+  ASSERT_TRUE(r.untraced_window_est_ns.has_value());
+  EXPECT_NEAR(static_cast<double>(*r.untraced_window_est_ns) / r.step_count, 1.0e6, 0.01e6);
+}
+
+TEST(Analysis, TracingCostIsTakenFromTheEndOfTheGap) {
+  TraceBuilder b;
+  // A 100 us gap: the host prepares input for 97 us (an annotation), then a 3 us launch call
+  // that ends it. A measured cost of 5 us per launch takes the 3 us of launch idle and 2 us of
+  // the input idle before it, never more than a cause has.
+  for (int i = 0; i < 10; ++i) {
+    const double t = i * 200.0;
+    b.kernel(t, t + 100, "gemm", 1000, 0, 7, t - 3, 3);
+    b.annotation(t + 100, t + 197, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+  }
+  Trace trace = b.build();
+  trace.tracing_cost = TracingCost{3000, 8000};
+  const auto r = only(trace);
+  const IdleCause& launch = cause(r, "launch");
+  const IdleCause& input = cause(r, "input");
+  ASSERT_TRUE(launch.tracing_ns && input.tracing_ns);
+  EXPECT_LE(*launch.tracing_ns, launch.ns);
+  EXPECT_NEAR(static_cast<double>(*launch.tracing_ns), 9 * 3000.0, 1000.0);
+  EXPECT_NEAR(static_cast<double>(*input.tracing_ns), 9 * 2000.0, 1000.0);
+}
+
+TEST(Analysis, WithoutAMeasuredCostNothingIsTakenOut) {
+  const auto r = only(launch_bound_steps());
+  EXPECT_FALSE(r.untraced_window_est_ns.has_value());
+  EXPECT_FALSE(cause(r, "launch").tracing_ns.has_value());
+}
+
+TEST(Analysis, NoHostInformationIsOther) {
+  Trace t;
+  t.devices.push_back({0, "NVIDIA A100-SXM4-80GB", 108});
+  for (int i = 0; i < 2; ++i) {
+    Kernel k;
+    k.start_ns = i * 1000;
+    k.end_ns = i * 1000 + 500;
+    k.name = t.strings.intern("gemm");
+    t.kernels.push_back(k);
+  }
+  t.sort_events();
+  const auto r = only(t);
+  EXPECT_NEAR(cause(r, "other").pct, r.idle_pct, 1e-9);
+  EXPECT_FALSE(r.launch.shorter_than_launch.has_value());  // Unknown, not zero.
+  EXPECT_FALSE(r.mfu_pct.has_value());
+  EXPECT_FALSE(r.hfu_pct.has_value());
+}
+
+}  // namespace
+}  // namespace gpuscope

@@ -1,0 +1,135 @@
+#include "core/mfu.h"
+
+#include <algorithm>
+#include <numeric>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "core/catalog.h"
+#include "core/flops.h"
+
+namespace gpuscope {
+namespace {
+
+struct StepFlops {
+  std::vector<double> per_step;
+  bool any = false;  // Some matmul op had countable shapes.
+};
+
+// Matmul FLOPs per step, counted on the trace's host ops by start time. Nested matmul ops count
+// once (the outermost): an op nested inside a counted one on the same thread is skipped.
+StepFlops count_step_flops(const Trace& trace, const std::vector<Step>& step_list) {
+  StepFlops out{std::vector<double>(step_list.size(), 0.0)};
+  std::unordered_map<uint64_t, int64_t> counted_until;  // thread -> end of last counted op.
+  for (const HostEvent& e : trace.host_events) {
+    if (e.kind != HostEventKind::kOp || !is_matmul_op(trace.strings.view(e.name))) continue;
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(e.pid)) << 32) | static_cast<uint32_t>(e.tid);
+    auto it = counted_until.find(key);
+    if (it != counted_until.end() && e.start_ns < it->second) continue;
+    const auto f = matmul_flops(trace, e);
+    if (!f) continue;
+    counted_until[key] = e.end_ns;
+    for (size_t s = 0; s < step_list.size(); ++s) {
+      if (e.start_ns >= step_list[s].start_ns && e.start_ns < step_list[s].end_ns) {
+        out.per_step[s] += *f;
+        out.any = true;
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// One StepReport per step; returns the sum of their durations.
+double add_step_reports(const DeviceContext& ctx, const std::vector<Step>& step_list, const StepFlops& flops,
+                        DeviceReport& r) {
+  double step_ns_sum = 0;
+  for (size_t s = 0; s < step_list.size(); ++s) {
+    const Step& st = step_list[s];
+    StepReport sr;
+    sr.number = st.number;
+    sr.start_ns = st.start_ns;
+    sr.duration_ns = st.end_ns - st.start_ns;
+    sr.busy_pct = pct(covered(ctx.kernel_union, st.start_ns, st.end_ns), static_cast<double>(sr.duration_ns));
+    if (flops.any) sr.matmul_flops = flops.per_step[s];
+    step_ns_sum += static_cast<double>(sr.duration_ns);
+    r.steps.push_back(sr);
+  }
+  return step_ns_sum;
+}
+
+// Step time: the mean host step, unless the GPU takes longer. When the host runs ahead
+// (launches queue up), host-side step ranges measure only the launching; the GPU's span from
+// the first kernel of the steps to the end of their work, per step, is then the real step.
+// Without detected steps, the window.
+double step_time_ns(const DeviceContext& ctx, size_t detected_steps, double step_ns_sum) {
+  if (detected_steps == 0) return static_cast<double>(ctx.window());
+  double step_ns = step_ns_sum / static_cast<double>(detected_steps);
+  // The GPU part starts with the first kernel launched inside the steps (work queued before
+  // them belongs to earlier steps).
+  for (const Kernel* k : ctx.kernels) {
+    const int64_t api = ctx.host.api_for_correlation(k->correlation);
+    if (api >= 0 && ctx.trace.api_calls[api].start_ns >= ctx.window_start) {
+      const double gpu_span = static_cast<double>(ctx.window_end - k->start_ns);
+      return std::max(step_ns, gpu_span / static_cast<double>(detected_steps));
+    }
+  }
+  return step_ns;
+}
+
+void add_model_flops(const AnalysisOptions& options, DeviceReport& r) {
+  if (options.flops_per_step) {
+    r.model_flops_per_step = *options.flops_per_step;
+    r.model_flops_formula = "given by --flops-per-step";
+  } else if (options.model) {
+    r.model_flops_per_step = options.model->flops_per_step();
+    r.model_flops_formula = options.model->formula();
+  }
+}
+
+// Peak: the dense bf16 tensor rate (the chip's training peak), fp8 when fp8 GEMMs dominate;
+// then MFU and HFU against it over the step time.
+void add_peak_and_mfu(const AnalysisOptions& options, double step_ns, DeviceReport& r) {
+  Precision peak_precision = Precision::kBf16;
+  if (!r.precision.empty() && r.precision.front().dtype == "fp8") peak_precision = Precision::kFp8;
+  if (options.peak_tflops) {
+    r.peak_tflops = *options.peak_tflops;
+    r.peak_basis = "given by --peak-tflops";
+  } else if (const PeakTable* row = find_peak_table(r.name)) {
+    r.peak_tflops = peak_tflops(r.name, peak_precision);
+    if (r.peak_tflops) {
+      r.peak_basis = fmt::format("{} {} dense ({})", row->variant, precision_name(peak_precision), row->source);
+    }
+  }
+  if (r.peak_tflops && step_ns > 0) {
+    const double peak_per_step = *r.peak_tflops * 1e12 * step_ns / 1e9;
+    if (r.model_flops_per_step) r.mfu_pct = 100.0 * *r.model_flops_per_step / peak_per_step;
+    if (r.matmul_flops_per_step) r.hfu_pct = 100.0 * *r.matmul_flops_per_step / peak_per_step;
+  }
+}
+
+}  // namespace
+
+void add_steps_and_mfu(const DeviceContext& ctx, const StepDetection& steps, const AnalysisOptions& options,
+                       DeviceReport& r) {
+  r.step_source = std::string(step_source_name(steps.source));
+  r.steps_skipped_warmup = steps.skipped_warmup;
+  std::vector<Step> step_list = steps.steps;
+  if (step_list.empty()) step_list.push_back({ctx.window_start, ctx.window_end, 0});
+  r.step_count = static_cast<int64_t>(step_list.size());
+  const StepFlops flops = count_step_flops(ctx.trace, step_list);
+  const double step_ns_sum = add_step_reports(ctx, step_list, flops, r);
+  const double step_ns = step_time_ns(ctx, steps.steps.size(), step_ns_sum);
+  r.step_mean_ms = step_ns / 1e6;
+  if (flops.any) {
+    r.matmul_flops_per_step = std::accumulate(flops.per_step.begin(), flops.per_step.end(), 0.0) /
+                              static_cast<double>(step_list.size());
+  }
+  add_model_flops(options, r);
+  add_peak_and_mfu(options, step_ns, r);
+}
+
+}  // namespace gpuscope
