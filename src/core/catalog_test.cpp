@@ -2,8 +2,94 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "formats/trace_input.h"
+
 namespace gpuscope {
 namespace {
+
+namespace fs = std::filesystem;
+
+std::string source_dir() {
+  if (const char* env = std::getenv("GPUSCOPE_SOURCE_DIR")) return env;
+  return GPUSCOPE_SOURCE_DIR;
+}
+
+struct CatalogRow {
+  std::string category;
+  std::string precision;
+  std::string library;
+  int line = 0;
+};
+
+// testdata/catalog/kernels.tsv: name, category, precision, library; '#' starts a comment line.
+std::map<std::string, CatalogRow> read_catalog() {
+  std::map<std::string, CatalogRow> rows;
+  std::ifstream in(fs::path(source_dir()) / "testdata" / "catalog" / "kernels.tsv");
+  EXPECT_TRUE(in) << "missing testdata/catalog/kernels.tsv";
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.empty() || line[0] == '#') continue;
+    std::vector<std::string> cols;
+    for (size_t start = 0;;) {
+      const size_t tab = line.find('\t', start);
+      cols.push_back(line.substr(start, tab - start));
+      if (tab == std::string::npos) break;
+      start = tab + 1;
+    }
+    EXPECT_EQ(cols.size(), 4u) << "kernels.tsv:" << n << ": want name, category, precision, library";
+    if (cols.size() != 4) continue;
+    EXPECT_TRUE(rows.emplace(cols[0], CatalogRow{cols[1], cols[2], cols[3], n}).second)
+        << "kernels.tsv:" << n << ": duplicate row";
+  }
+  return rows;
+}
+
+TEST(Catalog, TableRowsMatchTheClassifier) {
+  const auto rows = read_catalog();
+  ASSERT_GT(rows.size(), 300u);
+  for (const auto& [name, row] : rows) {
+    const KernelInfo k = describe_kernel(name);
+    EXPECT_EQ(category_name(k.category), row.category) << "kernels.tsv:" << row.line << ": " << name;
+    EXPECT_EQ(precision_name(k.precision), row.precision) << "kernels.tsv:" << row.line << ": " << name;
+    EXPECT_EQ(library_name(k.library), row.library) << "kernels.tsv:" << row.line << ": " << name;
+  }
+}
+
+// Every kernel name in the recorded traces has a reviewed row, so a new trace forces one. Traces
+// the reader rejects contribute no kernels to any report and are skipped.
+TEST(Catalog, TableCoversEveryKernelInTestdata) {
+  const auto rows = read_catalog();
+  std::set<std::string> missing;
+  int traces = 0;
+  for (const char* dir : {"pytorch", "hta"}) {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(fs::path(source_dir()) / "testdata" / dir)) {
+      if (e.path().string().ends_with(".json.gz")) files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      auto t = read_trace_file(f.string());
+      if (!t.ok()) continue;
+      ++traces;
+      for (const Kernel& k : t->kernels) {
+        const std::string name(t->strings.view(k.name));
+        if (!rows.contains(name)) missing.insert(name);
+      }
+    }
+  }
+  EXPECT_GE(traces, 10);
+  std::string list;
+  for (const auto& n : missing) list += "\n  " + n;
+  EXPECT_TRUE(missing.empty()) << missing.size() << " kernel names in testdata lack a row in testdata/catalog/kernels.tsv "
+                               << "(scripts/catalog_kernel_names.py --missing prints them):" << list;
+}
 
 TEST(Catalog, PlainSoftmaxIsManualAttentionNotTheLoss) {
   EXPECT_TRUE(is_plain_softmax("void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, false, false>"));
@@ -51,12 +137,112 @@ TEST(Catalog, PrecisionFromNamesAndDtypes) {
   EXPECT_EQ(precision_from_kernel_name("sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n"), Precision::kTf32);
   EXPECT_EQ(precision_from_kernel_name("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_ffma"), Precision::kFp32);
   EXPECT_EQ(precision_from_kernel_name("cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64"), Precision::kBf16);
+  // cuBLAS's CUTLASS 16x8x8 kernels on sm80 without a 16-bit type are TF32.
+  EXPECT_EQ(precision_from_kernel_name("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x6_tn_align4>(int)"),
+            Precision::kTf32);
   EXPECT_EQ(precision_from_kernel_name("sm90_xmma_gemm_e4m3e4m3_e4m3f32_f32"), Precision::kFp8);
   EXPECT_EQ(precision_from_kernel_name("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16"), Precision::kUnknown);
   EXPECT_EQ(precision_from_dtype("c10::BFloat16"), Precision::kBf16);
   EXPECT_EQ(precision_from_dtype("c10::Half"), Precision::kFp16);
   EXPECT_EQ(precision_from_dtype("float"), Precision::kFp32);
   EXPECT_EQ(precision_from_dtype("long int"), Precision::kUnknown);
+}
+
+// Families and conventions the recorded traces do not cover.
+TEST(Catalog, LibraryConventions) {
+  const auto is = [](std::string_view name, KernelCategory c, Precision p, KernelLibrary l) {
+    const KernelInfo k = describe_kernel(name);
+    EXPECT_EQ(category_name(k.category), category_name(c)) << name;
+    EXPECT_EQ(precision_name(k.precision), precision_name(p)) << name;
+    EXPECT_EQ(library_name(k.library), library_name(l)) << name;
+  };
+  using C = KernelCategory;
+  using P = Precision;
+  using L = KernelLibrary;
+  // A cuDNN convolution with a fused ReLU is a convolution, not elementwise.
+  is("cudnn_ampere_scudnn_128x64_relu_xregs_large_nn_v1", C::kConvolution, P::kFp32, L::kCudnn);
+  is("cudnn_infer_volta_hcudnn_128x128_relu_small_nn_v1", C::kConvolution, P::kFp16, L::kCudnn);
+  // Tensile: one letter when all types agree ("SB" = single, beta), else input/output/compute.
+  is("Cijk_Ailk_Bljk_SB_Bias_AS_SAV_UserArgs_MT64x16x16_MI16x16x1_SN", C::kGemm, P::kFp32, L::kTensile);
+  is("Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB0", C::kGemm, P::kFp16, L::kTensile);
+  is("Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x256x64", C::kGemm, P::kBf16, L::kTensile);
+  is("Cijk_Ailk_Bjlk_DB_MT64x64x8_SE_K1", C::kGemm, P::kFp64, L::kTensile);
+  // nvjet: input/compute/output letters.
+  is("nvjet_hsh_256x128_64x4_2x1_v_bz_TNN", C::kGemm, P::kFp16, L::kCublas);
+  is("nvjet_tst_128x128_64x4_1x2_h_bz_coopA", C::kGemm, P::kBf16, L::kCublas);
+  is("nvjet_qqtst_128x256_128x6_2x1_2cta_v_bz_TNT", C::kGemm, P::kFp8, L::kCublas);
+  is("nvjet_sss_tf32_128x256_TNT", C::kGemm, P::kTf32, L::kCublas);
+  is("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64", C::kGemm, P::kBf16, L::kCublas);
+  is("volta_h884gemm_64x64_ldg8_nn", C::kGemm, P::kFp16, L::kCublas);
+  is("ampere_fp16_s16816gemm_fp16_128x128_ldg8_f2f_stages_32x5_nn", C::kGemm, P::kFp16, L::kCublas);
+  is("ampere_bf16_s16816gemm_bf16_128x64_ldg8_f2f_stages_64x3_tn", C::kGemm, P::kBf16, L::kCublas);
+  // The literal 8 of "ILi8E" in a (truncated) mangled CUTLASS convolution is not int8.
+  is("_ZN7cutlass6KernelINS_4conv6kernel23ImplicitGemmConvolutionINS1_11threadblock22ImplicitGemmMultistageINS_4gemm9"
+     "GemmShapeILi128ELi128ELi32EEENS4_52Conv2dFpropActivationTileAccessIteratorOptimizedINS_11MatrixShapeILi8ELi32EE"
+     "ENS_6half_tE",
+     C::kConvolution, P::kFp16, L::kCutlass);
+  is("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, "
+     "cutlass::gemm::collective::CollectiveMma<cutlass::bfloat16_t, float> > >(int)",
+     C::kGemm, P::kBf16, L::kCutlass);
+  // Fused attention.
+  is("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t>, false>(Flash_fwd_params)",
+     C::kAttention, P::kBf16, L::kFlashAttention);
+  is("fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float, cutlass::arch::Sm80, true, 64, 64, "
+     "64, true, true>::Params)",
+     C::kAttention, P::kFp32, L::kAten);
+  is("fmha_cutlassB_bf16_aligned_128x64_k128_sm80", C::kAttention, P::kBf16, L::kAten);
+  // Triton templates are GEMMs (or what their fused name says); pointwise/reduction by prefix.
+  is("triton_tem_fused_addmm_gelu_0", C::kGemm, P::kUnknown, L::kTriton);
+  is("triton_tem_fused_convolution_1", C::kConvolution, P::kUnknown, L::kTriton);
+  is("triton_tem_fused_flex_attention_0", C::kAttention, P::kUnknown, L::kTriton);
+  // NCCL: the data type of reducing collectives only.
+  is("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", C::kCommunication, P::kBf16, L::kNccl);
+  is("ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", C::kCommunication, P::kUnknown, L::kNccl);
+  // MIOpen.
+  is("MIOpenBatchNormFwdTrainSpatial", C::kReduction, P::kUnknown, L::kMiopen);
+  is("igemm_fwd_gtcx_nhwc_fp16_bx0_ex1_bt128x128x32", C::kConvolution, P::kFp16, L::kMiopen);
+  is("naive_conv_fwd_nchw_float_double_float", C::kConvolution, P::kFp32, L::kMiopen);
+  // ATen: the function, not its functor, decides (index_add's ReduceAdd is not a reduction).
+  is("void at::native::indexFuncLargeIndex<float, int, unsigned int, 1, 1, -2, true, at::native::ReduceAdd>(int)",
+     C::kElementwise, P::kFp32, L::kAten);
+  is("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata"
+     "<1>, at::native::(anonymous namespace)::LpNormFunctor<float, 2, float, float>, float*, int>(int)",
+     C::kReduction, P::kFp32, L::kAten);
+}
+
+TEST(Catalog, DemanglesWhereItCan) {
+  EXPECT_EQ(demangle_kernel_name("_Z5ScalePKfPfmf"), "Scale(float const*, float*, unsigned long, float)");
+  EXPECT_EQ(demangle_kernel_name("_ZN7cutlass6KernelINS_4conv"), "_ZN7cutlass6KernelINS_4conv");  // Truncated.
+  EXPECT_EQ(demangle_kernel_name("nvjet_tst_64x8"), "nvjet_tst_64x8");
+  EXPECT_EQ(classify_kernel("_Z5ScalePKfPfmf"), KernelCategory::kElementwise);
+}
+
+TEST(Catalog, SupportedTypesByDevice) {
+  // V100: fp16 tensor cores, no bf16, no TF32.
+  EXPECT_EQ(device_supports("Tesla V100-SXM2-16GB", Precision::kFp16), true);
+  EXPECT_EQ(device_supports("Tesla V100-SXM2-16GB", Precision::kBf16), false);
+  EXPECT_EQ(device_supports("Tesla V100-SXM2-16GB", Precision::kTf32), false);
+  EXPECT_FALSE(peak_tflops("Tesla V100-SXM2-32GB", Precision::kBf16).has_value());
+  EXPECT_EQ(peak_tflops("Tesla V100-SXM2-32GB", Precision::kFp16), 125);
+  EXPECT_EQ(peak_tflops("Tesla V100-PCIE-32GB", Precision::kFp16), 112);
+  EXPECT_EQ(preferred_half_precision("Tesla V100-SXM2-16GB"), Precision::kFp16);
+  EXPECT_EQ(preferred_half_precision("NVIDIA A100-SXM4-80GB"), Precision::kBf16);
+  // Ampere: bf16 and TF32, no FP8; Hopper adds FP8.
+  EXPECT_EQ(device_supports("NVIDIA A100-PG509-200", Precision::kTf32), true);
+  EXPECT_EQ(device_supports("NVIDIA A100-PG509-200", Precision::kFp8), false);
+  EXPECT_EQ(device_supports("NVIDIA H100 80GB HBM3", Precision::kFp8), true);
+  EXPECT_EQ(device_supports("NVIDIA H200", Precision::kBf16), true);
+  // AMD: CDNA2 has bf16 but no TF32/FP8; CDNA3 has both.
+  EXPECT_EQ(device_supports("AMD Instinct MI250X / MI250", Precision::kBf16), true);
+  EXPECT_EQ(device_supports("AMD Instinct MI250X / MI250", Precision::kTf32), false);
+  EXPECT_EQ(peak_tflops("AMD Instinct MI250X / MI250", Precision::kBf16), 383);
+  EXPECT_EQ(device_supports("AMD Instinct MI300X", Precision::kFp8), true);
+  EXPECT_EQ(peak_tflops("AMD Instinct MI300X", Precision::kBf16), 1307.4);
+  EXPECT_TRUE(is_amd_device("AMD Instinct MI250X / MI250"));
+  EXPECT_FALSE(is_amd_device("NVIDIA H200"));
+  // Unknown device or precision: no claim either way.
+  EXPECT_FALSE(device_supports("Some Future GPU", Precision::kBf16).has_value());
+  EXPECT_FALSE(device_supports("NVIDIA H200", Precision::kUnknown).has_value());
 }
 
 TEST(Catalog, DensePeaksByName) {
