@@ -87,6 +87,7 @@ class Slowloris:
             s = socket.create_connection(("127.0.0.1", port))
             s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
             self.socks.append(s)
+        self.started = time.monotonic()
         self.stop = threading.Event()
         self.cut = 0
         self.thread = threading.Thread(target=self.run, args=(every_s,))
@@ -161,9 +162,18 @@ def main():
         report("200 sequential scrapes, 16 slowloris open", seq, 0)
         for r in range(2):
             report(f"1000 concurrent scrapes, 16 slowloris open, round {r + 1}", *burst(port))
-        time.sleep(6)
-        print(f"slowloris connections cut by the server after the head timeout: {slow.cut}/16 "
-              f"(checked at ~{1 + 6 + 2} s)", flush=True)
+        slow.stop.set()
+        slow.thread.join()
+        answers = []
+        for s in slow.socks:  # The server answers 408 once the head timeout (5 s) passed.
+            s.settimeout(8)
+            try:
+                answers.append(s.recv(200).split(b"\r\n")[0].decode() or "closed")
+            except OSError as e:
+                answers.append(type(e).__name__)
+        print(f"slowloris connections ended by the server: {sum(a.startswith('HTTP/1.1 408') or a == 'closed' for a in answers) + slow.cut}/16 "
+              f"(answers: {sorted(set(answers))}, {slow.cut} already reset), "
+              f"{time.monotonic() - slow.started:.1f} s after they began", flush=True)
         slow.close()
 
         before = rss_kib(serve.pid)
