@@ -38,12 +38,20 @@ StatusOr<int64_t> parse_duration_ns(std::string_view text, std::string_view opti
   if (ec != std::errc() || scale == 0 || !(value >= 0) || std::isinf(value)) {
     return Status::error(fmt::format("{} {}: not a duration; write e.g. 100ms, 2s or 5m", option, text));
   }
+  // 2^63 ns is 292 years; beyond it the conversion to int64 would be undefined.
+  if (value * scale >= 9.2e18) {
+    return Status::error(fmt::format("{} {}: too long (at most 100 years); write e.g. 2s or 5m",
+                                     option, text));
+  }
   return static_cast<int64_t>(std::llround(value * scale));
 }
 
 void add_live_options(CLI::App& app, LiveCliOptions& o) {
   app.add_option("--interval", o.interval, "Sampling interval, >= 100ms (GPM's minimum)")
       ->capture_default_str();
+  app.add_flag("--process-args", o.process_args,
+               "Show processes' full command lines (secrets such as --password=... and URL "
+               "credentials redacted); default: the executable name only");
   app.add_option("--idle-after", o.idle_after,
                  "Signal idle_holding_memory after a process holds memory on an idle GPU this long")
       ->capture_default_str();
@@ -92,14 +100,42 @@ std::optional<LiveSettings> live_settings(const LiveCliOptions& o) {
   s.thresholds.idle_after_ns = *idle_after;
   s.thresholds.signal_after_ns = *signal_after;
   s.thresholds.idle_memory_bytes = o.idle_memory_gib * 1024.0 * 1024 * 1024;
+  s.loop.interval_ns = s.interval_ns;
+  s.loop.thresholds = s.thresholds;
+  s.loop.command_line = o.process_args ? nvml::CommandLine::kArguments : nvml::CommandLine::kExecutable;
+  s.loop.proc_root = proc_root();
   return s;
+}
+
+std::string proc_root() {
+  // The host's /proc where it is mounted elsewhere (a container with the host's /proc at
+  // /host/proc), or a fake one in tests.
+  const char* root = std::getenv("GPUSCOPE_PROC_ROOT");
+  return root && *root ? root : "/proc";
+}
+
+std::string terminal_safe(std::string_view text) {
+  const std::string valid = nvml::to_valid_utf8(text);
+  std::string out;
+  out.reserve(valid.size());
+  for (size_t i = 0; i < valid.size(); ++i) {
+    const auto c = static_cast<unsigned char>(valid[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else if (c == 0xC2 && i + 1 < valid.size() && static_cast<unsigned char>(valid[i + 1]) < 0xA0) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(valid[++i]));  // C1: U+0080..U+009F.
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
 }
 
 std::unique_ptr<nvml::Sampler> open_sampler_or_report() {
   nvml::SamplerOptions options;
-  // The host's /proc where it is mounted elsewhere (a container with the host's /proc at
-  // /host/proc), or a fake one in tests.
-  if (const char* root = std::getenv("GPUSCOPE_PROC_ROOT"); root && *root) options.proc_root = root;
+  options.proc_root = proc_root();
   auto sampler = nvml::Sampler::open(options);
   if (!sampler.ok()) {
     fmt::print(stderr, "gpuscope: {}\n", sampler.status().message());
@@ -121,8 +157,8 @@ std::string describe_signal(const Signal& s) {
   if (s.process) {
     const ProcessSample& p = *s.process;
     line += fmt::format("; pid {}", p.pid);
-    if (!p.user.empty()) line += fmt::format(" ({})", p.user);
-    if (!p.command.empty()) line += " " + p.command;
+    if (!p.user.empty()) line += fmt::format(" ({})", terminal_safe(p.user));
+    if (!p.command.empty()) line += " " + terminal_safe(p.command);
     std::string job = job_of(p);
     if (!job.empty()) line += ", " + job;
   }

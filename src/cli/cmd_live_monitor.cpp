@@ -3,10 +3,10 @@
 #include <time.h>
 
 #include <cerrno>
-#include <chrono>
+#include <cmath>
 #include <cstring>
 #include <cstdio>
-#include <thread>
+#include <set>
 
 #include <fmt/core.h>
 
@@ -27,10 +27,32 @@ struct MonitorOptions {
   std::string record;
 };
 
-std::string json_number(std::optional<double> v) { return v ? fmt::format("{}", *v) : "null"; }
+// JSON and CSV have no NaN or infinity: a non-finite reading is written as null (an empty CSV
+// cell, as for "not measured"), with one warning per field and GPU.
+class NumberWriter {
+ public:
+  std::string json(std::optional<double> v, int32_t device, const char* field) {
+    return finite(v, device, field) ? fmt::format("{}", *v) : "null";
+  }
+  std::string csv(std::optional<double> v, int32_t device, const char* field) {
+    return finite(v, device, field) ? fmt::format("{}", *v) : "";
+  }
 
-void write_jsonl(std::FILE* f, const nvml::Sampler& sampler, const nvml::LiveSnapshot& snap,
-                 const std::vector<Signal>& signals) {
+ private:
+  bool finite(std::optional<double> v, int32_t device, const char* field) {
+    if (!v) return false;
+    if (std::isfinite(*v)) return true;
+    if (warned_.emplace(device, field).second) {
+      fmt::print(stderr, "gpuscope: warning: GPU {} {} read as {}; written as null (not a number)\n",
+                 device, field, *v);
+    }
+    return false;
+  }
+  std::set<std::pair<int32_t, std::string>> warned_;
+};
+
+void write_jsonl(std::FILE* f, NumberWriter& num, const nvml::Sampler& sampler,
+                 const nvml::LiveSnapshot& snap, const std::vector<Signal>& signals) {
   for (size_t i = 0; i < snap.devices.size(); ++i) {
     const DeviceSample& s = snap.devices[i];
     const nvml::DeviceInfo& d = sampler.devices()[i];
@@ -39,12 +61,14 @@ void write_jsonl(std::FILE* f, const nvml::Sampler& sampler, const nvml::LiveSna
     if (s.gpu_instance_id) line += fmt::format(R"("gpu_instance_id":{},)", *s.gpu_instance_id);
     line += fmt::format(R"("uuid":{},"name":{})", json_string(d.uuid), json_string(d.name));
     for (const nvml::SampleField& field : nvml::device_sample_fields()) {
-      line += fmt::format(R"(,"{}":{})", field.name, json_number(field.get(s)));
+      line += fmt::format(R"(,"{}":{})", field.name, num.json(field.get(s), s.device, field.name));
     }
     const nvml::ActiveCounters& c = snap.counters[i];
     line += fmt::format(R"(,"gpu_busy_s_total":{},"sm_active_s_total":{},"tensor_active_s_total":{},"dram_active_s_total":{}}})",
-                        json_number(c.gpu_busy_s), json_number(c.sm_active_s),
-                        json_number(c.tensor_active_s), json_number(c.dram_active_s));
+                        num.json(c.gpu_busy_s, s.device, "gpu_busy_s_total"),
+                        num.json(c.sm_active_s, s.device, "sm_active_s_total"),
+                        num.json(c.tensor_active_s, s.device, "tensor_active_s_total"),
+                        num.json(c.dram_active_s, s.device, "dram_active_s_total"));
     fmt::print(f, "{}\n", line);
   }
   for (const ProcessSample& p : snap.processes) {
@@ -53,7 +77,8 @@ void write_jsonl(std::FILE* f, const nvml::Sampler& sampler, const nvml::LiveSna
                "\n",
                p.time_ns, p.device, p.pid,
                p.memory_used_bytes ? fmt::format("{}", *p.memory_used_bytes) : "null",
-               json_number(p.sm_util_pct), json_number(p.mem_util_pct), json_string(p.command),
+               num.json(p.sm_util_pct, p.device, "process sm_util_pct"),
+               num.json(p.mem_util_pct, p.device, "process mem_util_pct"), json_string(p.command),
                json_string(p.user), json_string(p.pod_uid), json_string(p.slurm_job_id));
   }
   for (const Signal& sig : signals) {
@@ -71,16 +96,15 @@ void write_csv_header(std::FILE* f) {
   fmt::print(f, "{},signals\n", line);
 }
 
-void write_csv(std::FILE* f, const nvml::Sampler& sampler, const nvml::LiveSnapshot& snap,
-               const std::vector<Signal>& signals) {
+void write_csv(std::FILE* f, NumberWriter& num, const nvml::Sampler& sampler,
+               const nvml::LiveSnapshot& snap, const std::vector<Signal>& signals) {
   for (size_t i = 0; i < snap.devices.size(); ++i) {
     const DeviceSample& s = snap.devices[i];
     std::string line = fmt::format("{},{},{},{},{}", s.time_ns, s.interval_ns, s.device,
                                    s.gpu_instance_id ? fmt::format("{}", *s.gpu_instance_id) : "",
                                    sampler.devices()[i].uuid);
     for (const nvml::SampleField& field : nvml::device_sample_fields()) {
-      auto v = field.get(s);
-      line += v ? fmt::format(",{}", *v) : ",";  // Empty cell: not measured.
+      line += "," + num.csv(field.get(s), s.device, field.name);  // Empty cell: not measured.
     }
     std::string names;
     for (const Signal& sig : signals) {
@@ -132,41 +156,34 @@ int run_monitor(const MonitorOptions& o) {
   install_interrupt_handlers();
   if (o.format == "csv") write_csv_header(out);
 
-  SignalTracker tracker(settings->thresholds);
-  nvml::LiveSnapshot snap;
-  const auto start = std::chrono::steady_clock::now();
-  auto next = start;
-  while (!g_interrupted.load()) {
-    next += std::chrono::nanoseconds(settings->interval_ns);
-    while (!g_interrupted.load() && std::chrono::steady_clock::now() < next) {
-      std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(
-          next - std::chrono::steady_clock::now(), std::chrono::milliseconds(50)));
+  settings->loop.should_stop = [] { return g_interrupted.load(); };
+  settings->loop.first_wait_ns = settings->interval_ns;  // Every record covers one interval.
+  nvml::LiveLoop loop(*sampler, settings->loop);
+  NumberWriter num;
+  int rc = 0;
+  const int64_t frames = duration_ns ? std::max<int64_t>(1, *duration_ns / settings->interval_ns) : 0;
+  loop.run([&](const nvml::LiveFrame& frame) {
+    for (const std::string& w : frame.warnings) fmt::print(stderr, "gpuscope: warning: {}\n", w);
+    if (!frame.status.ok()) {
+      fmt::print(stderr, "gpuscope: {}\n", frame.status.message());
+      rc = 2;
+      return false;
     }
-    if (g_interrupted.load()) break;
-    Status st = sampler->sample(&snap);
-    for (const std::string& w : sampler->take_warnings()) fmt::print(stderr, "gpuscope: warning: {}\n", w);
-    if (!st.ok()) {
-      fmt::print(stderr, "gpuscope: {}\n", st.message());
-      return 2;
-    }
-    std::vector<Signal> signals = tracker.update(snap.devices, snap.processes);
-    if (o.format == "csv") write_csv(out, *sampler, snap, signals);
-    else write_jsonl(out, *sampler, snap, signals);
+    if (o.format == "csv") write_csv(out, num, *sampler, *frame.snapshot, *frame.signals);
+    else write_jsonl(out, num, *sampler, *frame.snapshot, *frame.signals);
     std::fflush(out);
     if (recorder) {
-      Status rs = recorder->write_frame(snap);
+      Status rs = recorder->write_frame(*frame.snapshot);
       if (!rs.ok()) {
         fmt::print(stderr, "gpuscope: {}\n", rs.message());
-        return 2;
+        rc = 2;
+        return false;
       }
     }
-    if (duration_ns && std::chrono::steady_clock::now() - start >=
-                           std::chrono::nanoseconds(*duration_ns)) {
-      break;
-    }
-  }
+    return frames == 0 || frame.index + 1 < frames;
+  });
   if (out != stdout) std::fclose(out);
-  return 0;
+  return rc;
 }
 
 const CommandRegistration kMonitor{CommandSpec{

@@ -1,5 +1,6 @@
 // `gpuscope serve`: the Prometheus exporter (src/exporter). Binds to loopback unless told
-// otherwise; port 9464 by default (dcgm-exporter's is 9400).
+// otherwise; port 9464 by default (dcgm-exporter's is 9400). Beyond loopback, one warning line:
+// the metrics name users, pods and executables.
 #include <unistd.h>
 
 #include <fmt/core.h>
@@ -32,6 +33,8 @@ int run_serve(const ServeCliOptions& o) {
   so.listen = *listen;
   so.interval_ns = settings->interval_ns;
   so.thresholds = settings->thresholds;
+  so.command_line = settings->loop.command_line;
+  so.proc_root = settings->loop.proc_root;
   so.exposition.dcgm_compat = o.dcgm_compat;
   char host[256] = {};
   gethostname(host, sizeof host - 1);
@@ -43,10 +46,19 @@ int run_serve(const ServeCliOptions& o) {
     fmt::print(stderr, "gpuscope: {}\n", st.message());
     return 2;
   }
-  const bool v6 = listen->host.find(':') != std::string::npos;
-  fmt::print(stderr, "gpuscope: serving http://{}{}{}:{}/metrics ({} GPU entries, every {:.1f} s); Ctrl-C stops\n",
-             v6 ? "[" : "", listen->host, v6 ? "]" : "", server.port(), gpus,
-             settings->interval_ns / 1e9);
+  if (listen->host.empty()) {
+    fmt::print(stderr, "gpuscope: --listen {}: listening on every interface ({})\n", o.listen,
+               server.bound_address());
+  }
+  if (!exporter::is_loopback_host(listen->host)) {
+    fmt::print(stderr,
+               "gpuscope: warning: {} is reachable beyond this host: anyone who can connect reads "
+               "GPU metrics, users, pods and {}; firewall it or use --listen 127.0.0.1:PORT\n",
+               server.bound_address(),
+               o.live.process_args ? "full command lines (--process-args)" : "executable names");
+  }
+  fmt::print(stderr, "gpuscope: serving http://{}/metrics ({} GPU entries, every {:.1f} s); Ctrl-C stops\n",
+             server.bound_address(), gpus, settings->interval_ns / 1e9);
   server.wait(g_interrupted);
   server.stop();
   return 0;
@@ -58,7 +70,7 @@ const CommandRegistration kServe{CommandSpec{
       auto o = std::make_shared<ServeCliOptions>();
       add_live_options(app, o->live);
       app.add_option("--listen", o->listen,
-                     "HOST:PORT to bind; loopback by default, 0.0.0.0:PORT for every interface")
+                     "HOST:PORT to bind; loopback by default, :PORT or 0.0.0.0:PORT for every interface")
           ->capture_default_str();
       app.add_flag("--dcgm-compat", o->dcgm_compat,
                    "Also emit dcgm-exporter names (DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_DEV_GPU_UTIL, ...)");

@@ -5,12 +5,13 @@
 // then erase below), so nothing is cleared between frames and nothing flickers; stdin in
 // non-canonical mode so a single 'q' quits; works over ssh (plain VT100 sequences only).
 // Not a terminal: plain text blocks, one per interval. NO_COLOR (any value) turns colour off.
+// Text from other users (command lines, user names, GPU names) goes through terminal_safe:
+// their control characters are shown escaped, never sent to the terminal.
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -46,7 +47,7 @@ std::vector<Line> render(const nvml::Sampler& sampler, const nvml::LiveSnapshot&
   std::time_t now = std::time(nullptr);
   std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
   lines.push_back({fmt::format("gpuscope top  {} GPU(s)  driver {}  every {:.1f} s  {}  (q quits)",
-                               sampler.devices().size(), sampler.driver_version(),
+                               sampler.devices().size(), terminal_safe(sampler.driver_version()),
                                interval_ns / 1e9, when),
                    Line::kHeader});
   lines.push_back({fmt::format("{:>6} {:<22} {:>7} {:>7} {:>6} {:>7} {:>6} {:>15} {:>7} {:>5}",
@@ -66,7 +67,7 @@ std::vector<Line> render(const nvml::Sampler& sampler, const nvml::LiveSnapshot&
                           ? fmt::format("{}/{}", gib(s.memory_used_bytes), gib(s.memory_total_bytes))
                           : gib(s.memory_used_bytes);
     lines.push_back({fmt::format("{:>6} {:<22.22} {:>7} {:>7} {:>6} {:>7} {:>6} {:>15} {:>7} {:>5}",
-                                 id, d.name, pct(s.gpu_util_pct), pct(s.sm_active_pct),
+                                 id, terminal_safe(d.name), pct(s.gpu_util_pct), pct(s.sm_active_pct),
                                  pct(s.sm_occupancy_pct), pct(s.tensor_active_pct),
                                  pct(s.dram_bw_pct), mem,
                                  s.power_w ? fmt::format("{:.0f} W", *s.power_w) : "-",
@@ -80,9 +81,9 @@ std::vector<Line> render(const nvml::Sampler& sampler, const nvml::LiveSnapshot&
   if (snap.processes.empty()) lines.push_back({"       (no compute processes)", Line::kPlain});
   for (const ProcessSample& p : snap.processes) {
     lines.push_back({fmt::format("{:>6} {:>8} {:<10.10} {:>9} {:>6}  {:<28.28} {}", p.device, p.pid,
-                                 p.user.empty() ? "?" : p.user, gib(p.memory_used_bytes),
+                                 p.user.empty() ? "?" : terminal_safe(p.user), gib(p.memory_used_bytes),
                                  p.sm_util_pct ? fmt::format("{:.0f}", *p.sm_util_pct) : "-",
-                                 job_of(p), p.command.empty() ? "?" : p.command),
+                                 terminal_safe(job_of(p)), p.command.empty() ? "?" : terminal_safe(p.command)),
                      Line::kPlain});
   }
   lines.push_back({"", Line::kPlain});
@@ -123,23 +124,14 @@ class Terminal {
     if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
     return 200;
   }
-  // Waits up to `timeout`; true if 'q' was pressed.
-  bool wait_for_quit(std::chrono::nanoseconds timeout) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!g_interrupted.load()) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0) return false;
-      int wait_ms = static_cast<int>(std::min<int64_t>(left.count(), 100));
-      if (!restore_termios_) {  // No keyboard (stdin not a terminal): just wait.
-        poll(nullptr, 0, wait_ms);
-        continue;
-      }
-      pollfd pfd{STDIN_FILENO, POLLIN, 0};
-      if (poll(&pfd, 1, wait_ms) > 0) {
-        char c = 0;
-        if (read(STDIN_FILENO, &c, 1) == 1 && (c == 'q' || c == 'Q')) return true;
-      }
+  // True if 'q' was pressed since the last call; never blocks.
+  bool quit_pressed() {
+    if (!restore_termios_) return false;  // No keyboard (stdin not a terminal).
+    pollfd pfd{STDIN_FILENO, POLLIN, 0};
+    while (poll(&pfd, 1, 0) > 0) {
+      char c = 0;
+      if (read(STDIN_FILENO, &c, 1) != 1) return false;
+      if (c == 'q' || c == 'Q') return true;
     }
     return false;
   }
@@ -159,29 +151,26 @@ int run_top(const TopOptions& o) {
   const bool tty = isatty(STDOUT_FILENO) != 0;
   const char* no_color = std::getenv("NO_COLOR");
   const bool color = tty && !(no_color && *no_color);
-  SignalTracker tracker(settings->thresholds);
-  nvml::LiveSnapshot snap;
   Terminal term(tty);
   // The first frame after a short wait (GPM needs >= 100 ms), then every interval.
-  std::chrono::nanoseconds wait = std::chrono::milliseconds(150);
-  for (int frame = 0; o.count == 0 || frame < o.count; ++frame) {
-    if (term.wait_for_quit(wait) || g_interrupted.load()) break;
-    wait = std::chrono::nanoseconds(settings->interval_ns);
-    Status st = sampler->sample(&snap);
-    if (!st.ok()) {
+  settings->loop.should_stop = [&term] { return g_interrupted.load() || term.quit_pressed(); };
+  nvml::LiveLoop loop(*sampler, settings->loop);
+  int rc = 0;
+  loop.run([&](const nvml::LiveFrame& frame) {
+    if (!frame.status.ok()) {
       term.restore();
-      fmt::print(stderr, "gpuscope: {}\n", st.message());
-      return 2;
+      fmt::print(stderr, "gpuscope: {}\n", frame.status.message());
+      rc = 2;
+      return false;
     }
-    std::vector<Signal> signals = tracker.update(snap.devices, snap.processes);
-    std::vector<Line> lines = render(*sampler, snap, signals, settings->interval_ns);
-    for (const std::string& w : sampler->take_warnings()) lines.push_back({"warning: " + w, Line::kAlert});
+    std::vector<Line> lines = render(*sampler, *frame.snapshot, *frame.signals, settings->interval_ns);
+    for (const std::string& w : frame.warnings) lines.push_back({"warning: " + terminal_safe(w), Line::kAlert});
     std::string out;
     if (tty) {
       const size_t width = static_cast<size_t>(term.width());
       out += "\x1b[H";
       for (Line& l : lines) {
-        if (l.text.size() >= width) l.text.resize(width - 1);
+        if (l.text.size() >= width) l.text = std::string(nvml::truncate_utf8(l.text, width - 1));
         if (color && l.style == Line::kHeader) out += "\x1b[1m" + l.text + "\x1b[0m";
         else if (color && l.style == Line::kAlert) out += "\x1b[1;31m" + l.text + "\x1b[0m";
         else if (!color && l.style == Line::kAlert) out += "! " + l.text;
@@ -195,8 +184,9 @@ int run_top(const TopOptions& o) {
     }
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);
-  }
-  return 0;
+    return o.count == 0 || frame.index + 1 < o.count;
+  });
+  return rc;
 }
 
 const CommandRegistration kTop{CommandSpec{

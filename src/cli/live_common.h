@@ -14,6 +14,7 @@
 
 #include "core/signals.h"
 #include "core/status.h"
+#include "nvml/live_loop.h"
 #include "nvml/sampler.h"
 
 namespace gpuscope::cli {
@@ -27,9 +28,10 @@ struct LiveCliOptions {
   std::string signal_after = "10s";  // SignalThresholds::signal_after_ns, as the option's text
   double idle_memory_gib = SignalThresholds{}.idle_memory_bytes / (1024.0 * 1024 * 1024);
   SignalThresholds thresholds;  // the percentage options write their fields directly
+  bool process_args = false;    // --process-args: full (redacted) command lines
 };
 
-// Declares --interval and the signal threshold options.
+// Declares --interval, --process-args and the signal threshold options.
 void add_live_options(CLI::App& app, LiveCliOptions& options);
 
 // Validated interval (>= 100 ms, GPM's minimum) and thresholds; prints one line and returns
@@ -37,14 +39,23 @@ void add_live_options(CLI::App& app, LiveCliOptions& options);
 struct LiveSettings {
   int64_t interval_ns = 0;
   SignalThresholds thresholds;
+  nvml::LiveLoopOptions loop;  // interval, thresholds, command-line policy, proc root
 };
 std::optional<LiveSettings> live_settings(const LiveCliOptions& options);
+
+// $GPUSCOPE_PROC_ROOT (the host's /proc mounted elsewhere, or a fake one in tests), else /proc.
+std::string proc_root();
 
 // Opens NVML and the sampler; on failure prints "gpuscope: <why>" and returns null (exit 2).
 std::unique_ptr<nvml::Sampler> open_sampler_or_report();
 
 // "GPU 0: busy_not_working: utilization 100.0% but SM active 0.8%; pid 12 (alice) python3 x.py, pod U"
 std::string describe_signal(const Signal& s);
+
+// Text from other users (command lines, user names, kernel names) made safe for a terminal:
+// C0 and C1 control characters and DEL as \xNN (so escape sequences cannot reach the
+// terminal), backslash doubled, invalid UTF-8 as U+FFFD.
+std::string terminal_safe(std::string_view text);
 
 // "pod <uid>", "slurm job <id>" or "".
 std::string job_of(const ProcessSample& p);

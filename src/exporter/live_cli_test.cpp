@@ -148,7 +148,90 @@ TEST(LiveCli, TopOnATerminalRedrawsInPlaceAndQuitsOnQ) {
   EXPECT_EQ(out.find("\x1b[2J"), std::string::npos);      // Never a full clear.
   EXPECT_GE(count_lines(out, "\x1b[H"), 2);              // Redrawn from home, in place.
   EXPECT_NE(out.find("\x1b[1;31mGPU 1: idle_holding_memory"), std::string::npos);  // Highlighted.
-  EXPECT_NE(out.find("python3 train.py --batch 16"), std::string::npos);
+  // Executable names only unless --process-args.
+  EXPECT_NE(out.find("4242 root"), std::string::npos);
+  EXPECT_NE(out.find(" python3\x1b[K"), std::string::npos);
+  EXPECT_EQ(out.find("train.py"), std::string::npos);
+}
+
+// Runs `gpuscope ARGS` with GPUSCOPE_PROC_ROOT at testdata/nvml/proc.
+Result gpuscope_with_proc(const std::string& args, const std::string& fixture) {
+  setenv("GPUSCOPE_PROC_ROOT", gpuscope::nvml::testing::testdata("proc").c_str(), 1);
+  Result r = gpuscope(args, fixture);
+  unsetenv("GPUSCOPE_PROC_ROOT");
+  return r;
+}
+
+std::string hostile() { return gpuscope::nvml::testing::testdata("synthetic_hostile.txt"); }
+
+// Another user's argv holds an OSC title, a screen clear and invalid UTF-8: `top` shows them
+// escaped and never sends a control character of theirs to the terminal.
+TEST(LiveCli, TopShowsOtherUsersControlCharactersEscaped) {
+  for (const char* flags : {"", " --process-args"}) {
+    Result r = gpuscope_with_proc(std::string("top --interval 100ms --count 1") + flags, hostile());
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << flags;
+    EXPECT_NE(r.out.find("tr\xef\xbf\xbd" "ain\\x1b[2J"), std::string::npos) << flags << r.out;
+  }
+  Result args = gpuscope_with_proc("top --interval 100ms --count 1 --process-args", hostile());
+  EXPECT_NE(args.out.find("python3 train.py --batch 16"), std::string::npos) << args.out;
+  EXPECT_NE(args.out.find("--password=***"), std::string::npos) << args.out;
+  EXPECT_EQ(args.out.find("hunter2"), std::string::npos) << args.out;
+}
+
+TEST(LiveCli, MonitorCommandIsTheExecutableUnlessProcessArgs) {
+  Result r = gpuscope_with_proc("monitor --interval 100ms --duration 100ms", hostile());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find(R"("pid":4242,"memory_used_bytes":17179869184,"sm_util_pct":100,"mem_util_pct":20,"command":"python3",)"),
+            std::string::npos) << r.out;
+  Result a = gpuscope_with_proc("monitor --interval 100ms --duration 100ms --process-args", hostile());
+  ASSERT_EQ(a.rc, 0) << a.err;
+  EXPECT_NE(a.out.find(R"("command":"python3 train.py --batch 16")"), std::string::npos) << a.out;
+  EXPECT_EQ(a.out.find("hunter2"), std::string::npos);
+}
+
+// JSON and CSV have no NaN or infinity (issue: monitor wrote nan and exited 0).
+TEST(LiveCli, MonitorWritesNullForNonFiniteReadings) {
+  const std::string fixture = gpuscope::nvml::testing::testdata("nonfinite.txt");
+  Result r = gpuscope("monitor --interval 100ms --duration 300ms", fixture);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out.find("nan"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("inf"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"("sm_active_pct":null,"sm_occupancy_pct":null)"), std::string::npos) << r.out;
+  EXPECT_EQ(count_lines(r.out, R"("type":"device")"), 3);
+  // One warning per field, not one per record.
+  EXPECT_EQ(count_lines(r.err, "GPU 0 sm_active_pct read as nan; written as null"), 1) << r.err;
+  EXPECT_EQ(count_lines(r.err, "GPU 0 sm_occupancy_pct read as inf"), 1) << r.err;
+  Result csv = gpuscope("monitor --interval 100ms --duration 100ms --format csv", fixture);
+  ASSERT_EQ(csv.rc, 0) << csv.err;
+  EXPECT_EQ(csv.out.find("nan"), std::string::npos) << csv.out;
+  EXPECT_EQ(csv.out.find("inf"), std::string::npos) << csv.out;
+}
+
+// --listen :PORT means every interface, said once; beyond loopback, one warning line.
+TEST(LiveCli, ServeWarnsBeyondLoopback) {
+  // Runs serve for a second, then Ctrl-C; returns its stderr and exit status.
+  auto serve = [](const std::string& listen) {
+    std::string cmd = std::string("(GPUSCOPE_NVML_LIBRARY='") + GPUSCOPE_FAKE_NVML_PATH +
+                      "' GPUSCOPE_FAKE_NVML_FIXTURE='" + synthetic() + "' " + GPUSCOPE_BIN +
+                      " serve --interval 100ms --listen " + listen +
+                      " </dev/null >/dev/null & pid=$!; sleep 1; kill -INT $pid; wait $pid) 2>&1";
+    Result r;
+    FILE* p = popen(cmd.c_str(), "r");
+    char buf[4096];
+    while (size_t n = fread(buf, 1, sizeof buf, p)) r.err.append(buf, n);
+    int status = pclose(p);
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+  };
+  Result every = serve(":0");
+  EXPECT_EQ(every.rc, 0) << every.err;
+  EXPECT_EQ(count_lines(every.err, "listening on every interface"), 1) << every.err;
+  EXPECT_EQ(count_lines(every.err, "gpuscope: warning:"), 1) << every.err;
+  EXPECT_NE(every.err.find("reachable beyond this host"), std::string::npos) << every.err;
+  Result local = serve("127.0.0.1:0");
+  EXPECT_EQ(local.rc, 0) << local.err;
+  EXPECT_EQ(local.err.find("warning"), std::string::npos) << local.err;
 }
 
 TEST(LiveCli, NoDriverIsOneLineAndExitTwo) {
@@ -180,6 +263,9 @@ TEST(LiveCli, BadOptionsExitTwo) {
   EXPECT_NE(listen.err.find("--listen 9464"), std::string::npos) << listen.err;
   Result format = gpuscope("monitor --format xml", synthetic());
   EXPECT_EQ(format.rc, 2);
+  Result huge = gpuscope("monitor --interval 1e300s", synthetic());  // Not "below 100ms".
+  EXPECT_EQ(huge.rc, 2);
+  EXPECT_NE(huge.err.find("--interval 1e300s: too long"), std::string::npos) << huge.err;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <fmt/core.h>
 
+#include "nvml/process_identity.h"
 #include "nvml/sample_fields.h"
 
 namespace gpuscope::exporter {
@@ -71,7 +72,10 @@ void device_family(std::string& out, const Family& f, const ExpositionInput& in,
 
 }  // namespace
 
-std::string escape_label_value(std::string_view v) {
+std::string escape_label_value(std::string_view raw) {
+  // Prometheus rejects a whole scrape (the target goes down) on one label value that is not
+  // valid UTF-8, so invalid bytes become U+FFFD here, whatever the caller passed.
+  const std::string v = nvml::to_valid_utf8(raw);
   std::string out;
   out.reserve(v.size());
   for (char c : v) {

@@ -34,7 +34,8 @@ struct ExpositionInput {
 
 std::string render_prometheus(const ExpositionInput& input, const ExpositionOptions& options);
 
-// Escapes a label value: backslash, double quote and newline.
+// A label value: invalid UTF-8 replaced by U+FFFD, then backslash, double quote and newline
+// escaped (exposition format 0.0.4).
 std::string escape_label_value(std::string_view v);
 
 }  // namespace gpuscope::exporter

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "nvml/fake_nvml_testing.h"
+#include "nvml/process_identity.h"
 
 namespace gpuscope::exporter {
 namespace {
@@ -128,6 +129,23 @@ TEST(Prometheus, DcgmCompatibleNames) {
 
 TEST(Prometheus, LabelValuesAreEscaped) {
   EXPECT_EQ(escape_label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+}
+
+// One invalid label value makes a real Prometheus reject the whole scrape.
+TEST(Prometheus, LabelValuesAreAlwaysValidUtf8) {
+  EXPECT_EQ(escape_label_value("tr\xff" "ain \xc3"), "tr\xef\xbf\xbd" "ain \xef\xbf\xbd");
+  EXPECT_EQ(escape_label_value("caf\xc3\xa9"), "caf\xc3\xa9");
+}
+
+// testdata/nvml/proc/4444: invalid UTF-8, an escape sequence, secrets, 'é' across byte 200.
+TEST(Prometheus, HostileCommandLineGivesAValidRedactedLabel) {
+  Rendered r = render_fixture(nvml::testing::testdata("synthetic_hostile.txt"));
+  EXPECT_TRUE(nvml::is_valid_utf8(r.text));
+  EXPECT_EQ(r.text.find("hunter"), std::string::npos);
+  EXPECT_EQ(r.text.find("tok3n"), std::string::npos);
+  size_t at = r.text.find("pid=\"4444\",command=\"");
+  ASSERT_NE(at, std::string::npos) << r.text;
+  EXPECT_NE(r.text.find("--password=***", at), std::string::npos);
 }
 
 // promtool's linter on the real output (both name sets). Skipped without promtool.

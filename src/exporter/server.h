@@ -1,6 +1,7 @@
-// `gpuscope serve`'s engine: a background thread samples every interval, evaluates the waste
-// signals and renders the exposition text once; HTTP GET /metrics returns the latest text
-// (so a scrape costs a copy, not an NVML pass), /healthz says whether sampling is current.
+// `gpuscope serve`'s engine: a background thread runs the live loop (nvml/live_loop.h) and
+// renders the exposition text once per sample; HTTP GET /metrics returns the latest text (so
+// a scrape costs a pointer copy, not an NVML pass), /healthz says whether sampling is current.
+// The HTTP side (exporter/http_server.h) bounds every input and never gives a client a thread.
 #pragma once
 
 #include <atomic>
@@ -15,22 +16,21 @@
 
 #include "core/signals.h"
 #include "core/status.h"
+#include "exporter/http_server.h"
 #include "exporter/prometheus.h"
+#include "nvml/live_loop.h"
 #include "nvml/sampler.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace gpuscope::exporter {
 
 constexpr int kDefaultPort = 9464;  // Not dcgm-exporter's 9400.
 
 struct ListenAddress {
-  std::string host;
+  std::string host;  // Empty: every interface.
   int port = 0;
 };
-// "127.0.0.1:9464", "0.0.0.0:9464", "[::1]:9464", "localhost:0" (0: any free port).
+// "127.0.0.1:9464", "0.0.0.0:9464", "[::1]:9464", "localhost:0" (0: any free port), and
+// ":9464" for every interface (host empty).
 StatusOr<ListenAddress> parse_listen(std::string_view text);
 
 struct ServeOptions {
@@ -38,6 +38,10 @@ struct ServeOptions {
   int64_t interval_ns = 1'000'000'000;
   ExpositionOptions exposition;
   SignalThresholds thresholds;
+  // What the `command` label holds (nvml::CommandLine); executable names unless opted in.
+  nvml::CommandLine command_line = nvml::CommandLine::kExecutable;
+  std::string proc_root = "/proc";  // For the executable names.
+  HttpLimits http;
   // Receives warning lines (sampler failures); default: stderr.
   std::function<void(const std::string&)> log;
 };
@@ -46,33 +50,30 @@ class LiveExporter {
  public:
   LiveExporter(std::unique_ptr<nvml::Sampler> sampler, ServeOptions options);
   ~LiveExporter();  // stop()
-  // Takes the first sample (waits one interval so GPM has a window), binds, and starts the
-  // sampling and HTTP threads. Error: the address cannot be bound.
+  // Binds, takes the first sample (after GPM's window), and starts the sampling and HTTP
+  // threads. Error: the address cannot be bound.
   Status start();
   void stop();
   // Blocks until stop() is called from another thread or a signal handler's flag is seen.
   void wait(const std::atomic<bool>& interrupted);
-  int port() const { return bound_port_; }
+  int port() const { return http_.port(); }
+  const std::string& bound_address() const { return http_.bound_address(); }
   std::string metrics_text() const;
   bool healthy() const;
 
  private:
-  void sample_once();
-  void sampler_loop();
+  void publish(const nvml::LiveFrame& frame);
+  HttpResponse handle(const HttpRequest& request) const;
 
   std::unique_ptr<nvml::Sampler> sampler_;
   ServeOptions options_;
-  SignalTracker tracker_;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread http_thread_;
+  nvml::LiveLoop loop_;  // Runs on sampler_thread_.
+  HttpServer http_;
   std::thread sampler_thread_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
   bool stopping_ = false;
   std::shared_ptr<const std::string> text_;
   int64_t last_sample_mono_ns_ = 0;
-  int bound_port_ = 0;
-  nvml::LiveSnapshot snapshot_;  // Owned by the sampling thread.
 };
 
 }  // namespace gpuscope::exporter

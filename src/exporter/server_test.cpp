@@ -10,8 +10,8 @@
 namespace gpuscope::exporter {
 namespace {
 
-std::unique_ptr<nvml::Sampler> fake_sampler() {
-  nvml::testing::use_fixture(nvml::testing::testdata("synthetic_2gpu.txt"));
+std::unique_ptr<nvml::Sampler> fake_sampler(const char* fixture = "synthetic_2gpu.txt") {
+  nvml::testing::use_fixture(nvml::testing::testdata(fixture));
   auto api = nvml::NvmlApi::load(GPUSCOPE_FAKE_NVML_PATH);
   EXPECT_TRUE(api.ok());
   nvml::SamplerOptions so;
@@ -30,10 +30,14 @@ TEST(ParseListen, AcceptsHostPortForms) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->host, "::1");
   EXPECT_EQ(b->port, 0);
+  auto every = parse_listen(":9464");  // Every interface (issue 18).
+  ASSERT_TRUE(every.ok());
+  EXPECT_EQ(every->host, "");
+  EXPECT_EQ(every->port, 9464);
 }
 
 TEST(ParseListen, RejectsWithOneLine) {
-  for (const char* bad : {"9464", ":9464", "localhost:http", "127.0.0.1:70000", "h:"}) {
+  for (const char* bad : {"9464", "[]:9464", "localhost:http", "127.0.0.1:70000", "h:", ":"}) {
     auto a = parse_listen(bad);
     EXPECT_FALSE(a.ok()) << bad;
     EXPECT_NE(a.status().message().find("--listen"), std::string::npos);
@@ -63,6 +67,29 @@ TEST(LiveExporter, ServesMetricsAndHealth) {
   std::this_thread::sleep_for(std::chrono::milliseconds(400));
   EXPECT_NE(exporter.metrics_text(), first);
   exporter.stop();
+}
+
+// The command label is the executable name unless opted in; a hostile one stays valid UTF-8.
+TEST(LiveExporter, CommandLabelIsTheExecutableByDefault) {
+  for (auto policy : {nvml::CommandLine::kExecutable, nvml::CommandLine::kArguments}) {
+    ServeOptions o;
+    o.listen = {"127.0.0.1", 0};
+    o.interval_ns = 150'000'000;
+    o.command_line = policy;
+    o.proc_root = nvml::testing::testdata("proc");
+    LiveExporter exporter(fake_sampler("synthetic_hostile.txt"), o);
+    ASSERT_TRUE(exporter.start().ok());
+    std::string text = exporter.metrics_text();
+    EXPECT_TRUE(nvml::is_valid_utf8(text));
+    EXPECT_EQ(text.find("hunter"), std::string::npos);
+    if (policy == nvml::CommandLine::kExecutable) {
+      EXPECT_NE(text.find(R"(pid="4242",command="python3",)"), std::string::npos) << text;
+      EXPECT_NE(text.find("pid=\"4444\",command=\"tr\xef\xbf\xbd" "ain\x1b[2J\","), std::string::npos);
+      EXPECT_EQ(text.find("train.py"), std::string::npos);
+    } else {
+      EXPECT_NE(text.find(R"(pid="4242",command="python3 train.py --batch 16",)"), std::string::npos);
+    }
+  }
 }
 
 TEST(LiveExporter, PortInUseIsAnError) {

@@ -3,6 +3,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <iterator>
@@ -44,7 +45,177 @@ bool uuid_at(std::string_view s, size_t pos, std::string* out) {
   return true;
 }
 
+constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+constexpr std::string_view kRedacted = "***";
+
+// Option names that carry secrets, matched case-insensitively anywhere in the name.
+bool secret_option_name(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (std::string_view word : {"password", "passwd", "token", "secret", "key", "credential"}) {
+    if (lower.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// scheme://user:pass@host -> scheme://user:***@host; scheme://token@host -> scheme://***@host.
+std::string redact_url_credentials(std::string arg) {
+  for (size_t pos = arg.find("://"); pos != std::string::npos; pos = arg.find("://", pos)) {
+    const size_t start = pos + 3;
+    size_t end = arg.find_first_of("/?# \t", start);
+    if (end == std::string::npos) end = arg.size();
+    const size_t at = end > start ? arg.rfind('@', end - 1) : std::string::npos;
+    if (at == std::string::npos || at < start) {
+      pos = start;
+      continue;
+    }
+    const size_t colon = arg.find(':', start);
+    const size_t secret_begin = colon != std::string::npos && colon < at ? colon + 1 : start;
+    arg.replace(secret_begin, at - secret_begin, kRedacted);
+    pos = secret_begin + kRedacted.size() + 1;
+  }
+  return arg;
+}
+
+std::vector<std::string> redact_pass(std::vector<std::string> argv) {
+  bool redact_next = false;
+  for (std::string& a : argv) {
+    if (redact_next) {
+      redact_next = false;
+      if (!a.empty() && a[0] != '-') {
+        a = kRedacted;
+        continue;
+      }
+    }
+    if (a.size() > 1 && a[0] == '-') {
+      const size_t eq = a.find('=');
+      std::string_view name = std::string_view(a).substr(0, eq);
+      name.remove_prefix(std::min(name.find_first_not_of('-'), name.size()));
+      if (secret_option_name(name)) {
+        if (eq != std::string::npos) a.replace(eq + 1, std::string::npos, kRedacted);
+        else redact_next = true;
+        continue;
+      }
+    }
+    a = redact_url_credentials(std::move(a));
+  }
+  return argv;
+}
+
+std::vector<std::string> split_words(std::string_view text) {
+  std::vector<std::string> words;
+  size_t begin = 0;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    if (i == text.size() || text[i] == ' ') {
+      words.emplace_back(text.substr(begin, i - begin));
+      begin = i + 1;
+    }
+  }
+  return words;
+}
+
+std::string join(const std::vector<std::string>& words) {
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (i) out += ' ';
+    out += words[i];
+  }
+  return out;
+}
+
+std::string bounded_text(std::string_view bytes) {
+  return std::string(truncate_utf8(to_valid_utf8(bytes), kMaxCommandBytes));
+}
+
 }  // namespace
+
+bool is_valid_utf8(std::string_view s) { return to_valid_utf8(s).size() == s.size(); }
+
+std::string to_valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // Unicode 15, table 3-7: well-formed byte sequences.
+    int need = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) need = 1;
+    else if (c == 0xE0) need = 2, lo = 0xA0;
+    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) need = 2;
+    else if (c == 0xED) need = 2, hi = 0x9F;
+    else if (c == 0xF0) need = 3, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3) need = 3;
+    else if (c == 0xF4) need = 3, hi = 0x8F;
+    size_t j = i + 1;
+    int k = 0;
+    for (; k < need && j < s.size(); ++k, ++j) {
+      const auto d = static_cast<unsigned char>(s[j]);
+      if (d < (k == 0 ? lo : 0x80) || d > (k == 0 ? hi : 0xBF)) break;
+    }
+    if (need > 0 && k == need) out.append(s.substr(i, j - i));
+    else out += kReplacement;  // The maximal invalid subpart s[i, j) becomes one U+FFFD.
+    i = j;
+  }
+  return out;
+}
+
+std::string_view truncate_utf8(std::string_view text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut);
+}
+
+std::vector<std::string> split_cmdline(std::string_view raw) {
+  std::vector<std::string> argv;
+  if (raw.empty()) return argv;
+  if (raw.back() == '\0') raw.remove_suffix(1);
+  size_t begin = 0;
+  for (size_t i = 0; i <= raw.size(); ++i) {
+    if (i == raw.size() || raw[i] == '\0') {
+      argv.emplace_back(raw.substr(begin, i - begin));
+      begin = i + 1;
+    }
+  }
+  return argv;
+}
+
+std::vector<std::string> redact_arguments(std::vector<std::string> argv) {
+  // Per argument first (`--password "two words"`), then per space-separated word, for
+  // programs that rewrite their argv into one string (setproctitle).
+  argv = redact_pass(std::move(argv));
+  for (std::string& a : argv) {
+    if (a.find(' ') != std::string::npos) a = join(redact_pass(split_words(a)));
+  }
+  return argv;
+}
+
+std::string command_text(const std::vector<std::string>& argv, CommandLine policy) {
+  if (argv.empty()) return {};
+  if (policy == CommandLine::kArguments) return bounded_text(join(redact_arguments(argv)));
+  std::string_view exe = argv[0];
+  if (argv.size() == 1) exe = exe.substr(0, exe.find(' '));
+  if (size_t slash = exe.rfind('/'); slash != std::string_view::npos && slash + 1 < exe.size()) {
+    exe.remove_prefix(slash + 1);
+  }
+  return bounded_text(exe);
+}
+
+std::string read_process_command(const std::string& proc_root, uint32_t pid, CommandLine policy) {
+  const std::string dir = proc_root + "/" + std::to_string(pid) + "/";
+  std::vector<std::string> argv = split_cmdline(read_file(dir + "cmdline", 4096));
+  while (!argv.empty() && argv.back().empty()) argv.pop_back();
+  if (!argv.empty()) return command_text(argv, policy);
+  std::string comm = read_file(dir + "comm", 256);
+  while (!comm.empty() && comm.back() == '\n') comm.pop_back();
+  return bounded_text(comm);
+}
 
 std::string pod_uid_from_cgroup(std::string_view text) {
   if (text.find("kubepods") == std::string_view::npos) return {};
@@ -71,17 +242,7 @@ ProcessIdentity read_process_identity(const std::string& proc_root, uint32_t pid
   ProcessIdentity id;
   const std::string dir = proc_root + "/" + std::to_string(pid) + "/";
 
-  std::string cmdline = read_file(dir + "cmdline", 4096);
-  while (!cmdline.empty() && cmdline.back() == '\0') cmdline.pop_back();
-  for (char& c : cmdline) {
-    if (c == '\0') c = ' ';
-  }
-  if (cmdline.size() > 200) cmdline.resize(200);
-  if (cmdline.empty()) {
-    cmdline = read_file(dir + "comm", 256);
-    while (!cmdline.empty() && cmdline.back() == '\n') cmdline.pop_back();
-  }
-  id.command = std::move(cmdline);
+  id.command = read_process_command(proc_root, pid, CommandLine::kArguments);
 
   std::istringstream status(read_file(dir + "status"));
   for (std::string line; std::getline(status, line);) {
@@ -93,7 +254,7 @@ ProcessIdentity read_process_identity(const std::string& proc_root, uint32_t pid
       struct passwd* found = nullptr;
       char buf[1024];
       if (getpwuid_r(static_cast<uid_t>(uid), &pw, buf, sizeof buf, &found) == 0 && found) {
-        id.user = found->pw_name;
+        id.user = bounded_text(found->pw_name);
       } else {
         id.user = std::to_string(uid);
       }

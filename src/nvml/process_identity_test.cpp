@@ -46,5 +46,64 @@ TEST(ProcessIdentity, ReadsThisProcess) {
   EXPECT_FALSE(id.user.empty());
 }
 
+TEST(CommandText, InvalidUtf8BecomesReplacementCharacter) {
+  EXPECT_EQ(to_valid_utf8("ok \xc3\xa9 \xe2\x82\xac"), "ok \xc3\xa9 \xe2\x82\xac");
+  EXPECT_EQ(to_valid_utf8("a\xff" "b"), "a\xef\xbf\xbd" "b");
+  EXPECT_EQ(to_valid_utf8("\xe2\x82"), "\xef\xbf\xbd");           // Truncated sequence: one U+FFFD.
+  EXPECT_EQ(to_valid_utf8("\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");  // Overlong '/'.
+  EXPECT_EQ(to_valid_utf8("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");  // Surrogate.
+  EXPECT_TRUE(is_valid_utf8("\xf0\x9f\x98\x80"));
+  EXPECT_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));  // Above U+10FFFF.
+}
+
+TEST(CommandText, TruncationNeverCutsACharacter) {
+  std::string s(199, 'x');
+  s += "\xc3\xa9tail";  // 'é' at bytes 199..200.
+  EXPECT_EQ(truncate_utf8(s, 200), std::string(199, 'x'));
+  EXPECT_EQ(truncate_utf8(s, 201).size(), 201u);
+  EXPECT_EQ(truncate_utf8("short", 200), "short");
+}
+
+TEST(CommandText, RedactsSecretOptionsAndUrlCredentials) {
+  auto shown = [](std::vector<std::string> argv) { return command_text(argv, CommandLine::kArguments); };
+  EXPECT_EQ(shown({"python3", "train.py", "--password=hunter2", "--batch", "16"}),
+            "python3 train.py --password=*** --batch 16");
+  EXPECT_EQ(shown({"app", "--password", "hunter2", "--db-passwd", "x", "--api-token", "t"}),
+            "app --password *** --db-passwd *** --api-token ***");
+  EXPECT_EQ(shown({"app", "--API_KEY=abc", "--client-secret", "s", "-Djavax.net.ssl.keyStorePassword=p"}),
+            "app --API_KEY=*** --client-secret *** -Djavax.net.ssl.keyStorePassword=***");
+  EXPECT_EQ(shown({"app", "--token", "--verbose"}), "app --token --verbose");  // No value to hide.
+  EXPECT_EQ(shown({"git", "clone", "https://alice:hunter3@example.com/r.git"}),
+            "git clone https://alice:***@example.com/r.git");
+  EXPECT_EQ(shown({"curl", "--url=https://ghp_tok@github.com/x", "http://host/a@b"}),
+            "curl --url=https://***@github.com/x http://host/a@b");
+  // A title rewritten into one string (setproctitle) is redacted word by word.
+  EXPECT_EQ(shown({"worker --password=hunter2 --token abc"}), "worker --password=*** --token ***");
+}
+
+TEST(CommandText, ExecutableNameOnlyByDefault) {
+  auto exe = [](std::vector<std::string> argv) { return command_text(argv, CommandLine::kExecutable); };
+  EXPECT_EQ(exe({"/usr/bin/python3", "train.py", "--password=hunter2"}), "python3");
+  EXPECT_EQ(exe({"postgres: checkpointer"}), "postgres:");
+  EXPECT_EQ(exe({"/opt/my app/bin/run", "x"}), "run");
+  EXPECT_EQ(exe({}), "");
+}
+
+// testdata/nvml/proc/4444: invalid UTF-8 and ESC in argv[0], secrets, 'é' across byte 200.
+TEST(CommandText, HostileCommandLineFromProc) {
+  const std::string proc = std::string(GPUSCOPE_SOURCE_DIR) + "/testdata/nvml/proc";
+  ProcessIdentity id = read_process_identity(proc, 4444);
+  EXPECT_TRUE(is_valid_utf8(id.command));
+  EXPECT_LE(id.command.size(), kMaxCommandBytes);
+  EXPECT_EQ(id.command.size(), 199u) << id.command;  // The 'é' at 199..200 is dropped whole.
+  EXPECT_EQ(id.command.find("hunter"), std::string::npos) << id.command;
+  EXPECT_EQ(id.command.find("tok3n"), std::string::npos) << id.command;
+  EXPECT_EQ(id.command.rfind("/usr/bin/tr\xef\xbf\xbd" "ain\x1b[2J --password=*** --api-token *** "
+                             "https://alice:***@example.com/data xx", 0), 0u) << id.command;
+  std::string exe = read_process_command(proc, 4444, CommandLine::kExecutable);
+  EXPECT_EQ(exe, "tr\xef\xbf\xbd" "ain\x1b[2J");
+  EXPECT_EQ(read_process_command(proc, 4343, CommandLine::kExecutable), "notebook");  // comm.
+}
+
 }  // namespace
 }  // namespace gpuscope::nvml

@@ -1,0 +1,382 @@
+#include "exporter/http_server.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <fmt/core.h>
+
+namespace gpuscope::exporter {
+
+namespace {
+
+int64_t mono_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+const char* reason(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 413: return "Content Too Large";
+    case 431: return "Request Header Fields Too Large";
+    case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Error";
+  }
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+struct Connection {
+  enum State { kReading, kWriting, kLingering } state = kReading;
+  std::string in;                            // Unparsed request bytes (at most the head limit).
+  std::string out_head;                      // Status line and headers of the response.
+  std::shared_ptr<const std::string> body;   // Null for HEAD and bodiless answers.
+  size_t written = 0;                        // Bytes of out_head + body sent.
+  size_t lingered = 0;
+  size_t requests = 0;
+  bool close_after = false;
+  int64_t deadline_ns = 0;
+};
+
+// Where the request head ends (just after the blank line), or npos. Bare LF line ends are
+// accepted, as RFC 9112 section 2.2 allows.
+size_t head_end(std::string_view in) {
+  size_t crlf = in.find("\r\n\r\n");
+  size_t lf = in.find("\n\n");
+  size_t a = crlf == std::string_view::npos ? crlf : crlf + 4;
+  size_t b = lf == std::string_view::npos ? lf : lf + 2;
+  return std::min(a, b);
+}
+
+size_t count_lines(std::string_view s) {
+  size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+
+}  // namespace
+
+bool is_loopback_host(const std::string& host) {
+  if (host == "localhost" || host == "::1") return true;
+  std::string_view h = host;
+  if (h.rfind("::ffff:", 0) == 0) h.remove_prefix(7);
+  in_addr a4{};
+  std::string v4(h);
+  return inet_pton(AF_INET, v4.c_str(), &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
+}
+
+HttpServer::HttpServer(HttpHandler handler, HttpLimits limits)
+    : handler_(std::move(handler)), limits_(limits) {}
+
+HttpServer::~HttpServer() {
+  stop();
+  if (listen_fd_ >= 0) close(listen_fd_);
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+Status HttpServer::bind(const std::string& host, int port) {
+  const std::string shown = host.empty() ? fmt::format(":{}", port)
+                            : host.find(':') != std::string::npos ? fmt::format("[{}]:{}", host, port)
+                                                                  : fmt::format("{}:{}", host, port);
+  std::vector<std::string> candidates;
+  if (host.empty()) candidates = {"::", "0.0.0.0"};  // Dual stack first.
+  else candidates = {host};
+  std::string why = "not an address of this host";
+  for (const std::string& h : candidates) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    addrinfo* found = nullptr;
+    const std::string port_text = std::to_string(port);
+    if (getaddrinfo(h.c_str(), port_text.c_str(), &hints, &found) != 0) continue;
+    for (addrinfo* ai = found; ai && listen_fd_ < 0; ai = ai->ai_next) {
+      int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
+      if (fd < 0) continue;
+      // SO_REUSEADDR for a fast restart; not SO_REUSEPORT, which would let a second exporter
+      // share the port silently.
+      int yes = 1, no = 0;
+      setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+      if (ai->ai_family == AF_INET6 && host.empty()) {
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &no, sizeof no);
+      }
+      if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, limits_.listen_backlog) == 0) {
+        listen_fd_ = fd;
+        sockaddr_storage ss{};
+        socklen_t len = sizeof ss;
+        getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+        char text[INET6_ADDRSTRLEN] = {};
+        if (ss.ss_family == AF_INET6) {
+          auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+          port_ = ntohs(a->sin6_port);
+          inet_ntop(AF_INET6, &a->sin6_addr, text, sizeof text);
+          bound_address_ = fmt::format("[{}]:{}", text, port_);
+        } else {
+          auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+          port_ = ntohs(a->sin_port);
+          inet_ntop(AF_INET, &a->sin_addr, text, sizeof text);
+          bound_address_ = fmt::format("{}:{}", text, port_);
+        }
+      } else {
+        why = errno == EADDRINUSE ? "in use" : std::strerror(errno);
+        close(fd);
+      }
+    }
+    freeaddrinfo(found);
+    if (listen_fd_ >= 0) break;
+  }
+  if (listen_fd_ < 0) {
+    return Status::error(fmt::format(
+        "cannot listen on {} ({}); choose another with --listen HOST:PORT", shown, why));
+  }
+  wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  return ok_status();
+}
+
+void HttpServer::start() {
+  if (listen_fd_ < 0 || thread_.joinable()) return;
+  thread_ = std::thread([this] { loop(); });
+}
+
+void HttpServer::stop() {
+  stopping_.store(true);
+  if (wake_fd_ >= 0) {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = write(wake_fd_, &one, sizeof one);
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void HttpServer::loop() {
+  const int ep = epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) return;
+  std::unordered_map<int, Connection> conns;
+  auto watch = [&](int fd, uint32_t events, int op) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.fd = fd;
+    epoll_ctl(ep, op, fd, &ev);
+  };
+  watch(listen_fd_, EPOLLIN, EPOLL_CTL_ADD);
+  watch(wake_fd_, EPOLLIN, EPOLL_CTL_ADD);
+
+  auto drop = [&](int fd) {
+    epoll_ctl(ep, EPOLL_CTL_DEL, fd, nullptr);
+    close(fd);
+    conns.erase(fd);
+  };
+  auto respond = [&](int fd, Connection& c, int status, std::string content_type,
+                     std::shared_ptr<const std::string> body, bool head_only, bool close_after) {
+    if (!body) body = std::make_shared<const std::string>(fmt::format("{} {}\n", status, reason(status)));
+    ++c.requests;
+    c.close_after = close_after || c.requests >= limits_.max_requests_per_connection;
+    c.out_head = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: {}\r\n",
+                             status, reason(status), content_type, body->size(),
+                             c.close_after ? "close" : "keep-alive");
+    if (status == 405) c.out_head += "Allow: GET, HEAD\r\n";
+    c.out_head += "\r\n";
+    c.body = head_only ? nullptr : std::move(body);
+    c.written = 0;
+    c.state = Connection::kWriting;
+    c.deadline_ns = mono_ns() + limits_.write_timeout_ns;
+    watch(fd, EPOLLOUT, EPOLL_CTL_MOD);
+  };
+  auto error = [&](int fd, Connection& c, int status) {
+    respond(fd, c, status, "text/plain; charset=utf-8", nullptr, false, true);
+  };
+
+  // Parses one complete head at the front of c.in and answers it.
+  auto handle_head = [&](int fd, Connection& c, size_t end) {
+    std::string_view head(c.in.data(), end);
+    if (count_lines(head) > limits_.max_header_count + 2) return error(fd, c, 431);
+    size_t eol = head.find('\n');
+    std::string_view line = trim(head.substr(0, eol));
+    size_t sp1 = line.find(' ');
+    size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+    if (sp2 == std::string_view::npos) return error(fd, c, 400);
+    std::string method(line.substr(0, sp1));
+    std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
+    std::string_view version = line.substr(sp2 + 1);
+    if (version.rfind("HTTP/1.", 0) != 0) return error(fd, c, version.rfind("HTTP/", 0) == 0 ? 505 : 400);
+    bool close_after = version == "HTTP/1.0";
+    bool has_body = false;
+    for (size_t pos = eol + 1; pos < head.size();) {
+      size_t next = head.find('\n', pos);
+      std::string_view h = head.substr(pos, next - pos);
+      pos = next == std::string_view::npos ? head.size() : next + 1;
+      size_t colon = h.find(':');
+      if (colon == std::string_view::npos) continue;
+      std::string_view name = trim(h.substr(0, colon));
+      std::string_view value = trim(h.substr(colon + 1));
+      if (iequals(name, "Content-Length")) {
+        uint64_t n = 0;
+        auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+        if (ec != std::errc() || p != value.data() + value.size()) return error(fd, c, 400);
+        has_body |= n > 0;
+      } else if (iequals(name, "Transfer-Encoding")) {
+        has_body = true;
+      } else if (iequals(name, "Connection")) {
+        if (iequals(value, "close")) close_after = true;
+        else if (iequals(value, "keep-alive")) close_after = false;
+      }
+    }
+    HttpRequest req;
+    req.method = method;
+    req.path = std::string(target.substr(0, target.find('?')));
+    c.in.erase(0, end);  // `head` and `target` are invalid from here.
+    // Refused before the body is read: on every path, whatever the method.
+    if (has_body) return error(fd, c, 413);
+    if (method != "GET" && method != "HEAD") return error(fd, c, 405);
+    HttpResponse res = handler_(req);
+    respond(fd, c, res.status, res.content_type, res.body, method == "HEAD", close_after);
+  };
+
+  // Reading state: takes what arrived; answers a complete head.
+  auto on_readable = [&](int fd, Connection& c) {
+    char buf[4096];
+    while (c.state == Connection::kReading) {
+      const size_t room = limits_.max_head_bytes + 1 - std::min(c.in.size(), limits_.max_head_bytes + 1);
+      if (room == 0) break;
+      ssize_t n = recv(fd, buf, std::min(room, sizeof buf), 0);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return drop(fd);
+      if (n < 0) break;
+      if (c.in.empty()) c.deadline_ns = mono_ns() + limits_.head_timeout_ns;  // A request begins.
+      c.in.append(buf, static_cast<size_t>(n));
+      size_t end = head_end(c.in);
+      if (end != std::string::npos && end <= limits_.max_head_bytes) return handle_head(fd, c, end);
+      if (c.in.size() > limits_.max_head_bytes || count_lines(c.in) > limits_.max_header_count + 2) {
+        return error(fd, c, 431);
+      }
+    }
+  };
+
+  auto on_writable = [&](int fd, Connection& c) {
+    while (true) {
+      std::string_view chunk;
+      if (c.written < c.out_head.size()) chunk = std::string_view(c.out_head).substr(c.written);
+      else if (c.body && c.written - c.out_head.size() < c.body->size())
+        chunk = std::string_view(*c.body).substr(c.written - c.out_head.size());
+      else break;
+      ssize_t n = send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (n <= 0) return drop(fd);
+      c.written += static_cast<size_t>(n);
+    }
+    c.body.reset();
+    c.out_head.clear();
+    if (c.close_after) {
+      // Lingering close: stop sending, discard what the client still sends (an announced
+      // body) for a bounded time so that it reads our answer instead of a reset.
+      shutdown(fd, SHUT_WR);
+      c.in.clear();
+      c.state = Connection::kLingering;
+      c.deadline_ns = mono_ns() + limits_.linger_ns;
+      watch(fd, EPOLLIN, EPOLL_CTL_MOD);
+      return;
+    }
+    c.state = Connection::kReading;
+    c.deadline_ns = mono_ns() + limits_.keep_alive_timeout_ns;
+    watch(fd, EPOLLIN, EPOLL_CTL_MOD);
+    size_t end = head_end(c.in);  // A pipelined request already here.
+    if (end != std::string::npos) handle_head(fd, c, end);
+  };
+
+  auto on_linger = [&](int fd, Connection& c) {
+    char buf[4096];
+    while (true) {
+      ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+      if (n <= 0) return drop(fd);
+      c.lingered += static_cast<size_t>(n);
+      if (c.lingered > limits_.linger_bytes) return drop(fd);
+    }
+  };
+
+  std::vector<epoll_event> events(256);
+  int64_t next_sweep = mono_ns() + 100'000'000;
+  while (!stopping_.load()) {
+    int n = epoll_wait(ep, events.data(), static_cast<int>(events.size()), 100);
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == wake_fd_) continue;
+      if (fd == listen_fd_) {
+        while (true) {
+          int cfd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+          if (cfd < 0) break;  // EAGAIN, or out of descriptors: retried on the next wakeup.
+          if (conns.size() >= limits_.max_connections) {
+            close(cfd);
+            continue;
+          }
+          Connection& c = conns[cfd];
+          c.deadline_ns = mono_ns() + limits_.head_timeout_ns;
+          watch(cfd, EPOLLIN, EPOLL_CTL_ADD);
+        }
+        continue;
+      }
+      auto it = conns.find(fd);
+      if (it == conns.end()) continue;
+      Connection& c = it->second;
+      if (c.state == Connection::kReading) on_readable(fd, c);
+      else if (c.state == Connection::kWriting) on_writable(fd, c);
+      else on_linger(fd, c);
+    }
+    const int64_t now = mono_ns();
+    if (now >= next_sweep) {
+      next_sweep = now + 100'000'000;
+      std::vector<int> expired;
+      for (auto& [fd, c] : conns) {
+        if (now >= c.deadline_ns) expired.push_back(fd);
+      }
+      for (int fd : expired) {
+        Connection& c = conns[fd];
+        if (c.state == Connection::kReading && !c.in.empty()) {
+          // A head that did not arrive in time: say so (best effort), then close.
+          error(fd, c, 408);
+          on_writable(fd, c);
+          if (conns.count(fd) && conns[fd].state == Connection::kLingering) drop(fd);
+        } else {
+          drop(fd);  // Idle keep-alive, a client not taking its answer, or lingering done.
+        }
+      }
+    }
+  }
+  for (auto& [fd, c] : conns) close(fd);
+  close(ep);
+}
+
+}  // namespace gpuscope::exporter
