@@ -9,15 +9,16 @@ JSON line: {"case", "fixed", "step_ms" (the median over --chunks chunks of the m
 time, wall clock, with a device sync only at the end of each chunk), "steps", "chunk_ms"}.
 
 cases (planted cause -> fix):
-  dataloader  batches built in the main process (num_workers=0)  -> 4 workers, pinned memory
-  item        .item() after every one of 16 identical layers      -> no per-layer sync
-  pageable    256 MiB copied from pageable memory every step      -> pinned, non_blocking copy
+  dataloader  batches built in the main process (num_workers=0)  -> 8 workers, pinned memory
+  item        .item() after every one of 24 identical layers      -> no per-layer sync
+  pageable    256 MiB copied from pageable memory every step      -> pinned, copied a step ahead on
+                                                                     a side stream
   alloc       torch.cuda.empty_cache() every step                 -> caching allocator left alone
   launch      tiny MLP at batch 1: ~40 small kernels a step       -> the step in a CUDA graph
   optimizer   150 small layers, AdamW(foreach=False)             -> AdamW(fused=True)
   fp32        fp32 GEMMs                                          -> bf16 autocast
   attention   attention written out (q @ k^T, softmax, @ v)       -> scaled_dot_product_attention
-  healthy     large bf16 GEMMs, data on the GPU, fused AdamW      -> (nothing to fix)
+  healthy     large bf16 GEMMs, nothing between them, fused AdamW -> (nothing to fix)
 """
 import argparse
 import json
@@ -39,30 +40,34 @@ def mlp(d, layers, act=nn.GELU):
     return nn.Sequential(*mods)
 
 
-class Busy(torch.utils.data.Dataset):
-    """A dataset whose samples cost CPU time to build (decoding and augmentation stand-in)."""
+class Chunks(torch.utils.data.Dataset):
+    """Each item is a chunk of rows that costs CPU time to build (decoding and augmentation
+    stand-in: random generation, a sort and a normalisation on the CPU)."""
 
-    def __init__(self, n, d, work):
-        self.n, self.d, self.work = n, d, work
+    def __init__(self, rows, d):
+        self.rows, self.d = rows, d
 
     def __len__(self):
-        return self.n
+        return 10**6
 
     def __getitem__(self, i):
-        acc = 0
-        for j in range(self.work):  # pure-Python work, holds the GIL like real preprocessing
-            acc += (i * j) % 7
         g = torch.Generator().manual_seed(i)
-        return torch.randn(self.d, generator=g) + acc * 0.0, torch.randint(0, 10, (), generator=g)
+        x = torch.rand(self.rows, self.d // 4, generator=g)
+        x = x.sort(dim=1).values
+        x = (x - x.mean(dim=1, keepdim=True)) / (x.std(dim=1, keepdim=True) + 1e-6)
+        return x.repeat(1, 4), torch.randint(0, 10, (self.rows,), generator=g)
+
+
+def concat(batch):
+    return torch.cat([x for x, _ in batch]), torch.cat([y for _, y in batch])
 
 
 def case_dataloader(fixed):
-    d, batch = 2048, 512
-    model = nn.Sequential(mlp(d, 6), nn.Linear(d, 10)).to(DEV)
+    d, rows, items = 4096, 256, 16  # batches of 16 chunks of 256 rows
+    model = nn.Sequential(mlp(d, 8), nn.Linear(d, 10)).to(DEV)
     opt = torch.optim.AdamW(model.parameters(), fused=True)
-    ds = Busy(10**6, d, work=3000)
-    kw = dict(num_workers=4, pin_memory=True, prefetch_factor=4, persistent_workers=True) if fixed else {}
-    it = iter(torch.utils.data.DataLoader(ds, batch_size=batch, shuffle=False, **kw))
+    kw = dict(num_workers=8, pin_memory=True, prefetch_factor=4, persistent_workers=True) if fixed else {}
+    it = iter(torch.utils.data.DataLoader(Chunks(rows, d), batch_size=items, collate_fn=concat, **kw))
 
     def step():
         x, y = next(it)
@@ -77,11 +82,11 @@ def case_dataloader(fixed):
 
 
 def case_item(fixed):
-    d, batch, layers = 2048, 8192, 16
+    d, batch, layers = 1024, 8192, 24
     blocks = nn.ModuleList(nn.Linear(d, d) for _ in range(layers)).to(DEV)
     opt = torch.optim.AdamW(blocks.parameters(), fused=True)
     x = torch.randn(batch, d, device=DEV)
-    stats = []
+    seen = []
 
     def step():
         h = x
@@ -89,7 +94,7 @@ def case_item(fixed):
             for blk in blocks:
                 h = F.gelu(blk(h))
                 if not fixed:
-                    stats.append(h.float().abs().mean().item())  # per-layer monitoring
+                    seen.append(h[0, 0].item())  # per-layer monitoring of one value
             loss = h.float().pow(2).mean()
         loss.backward()
         opt.step()
@@ -102,13 +107,29 @@ def case_pageable(fixed):
     d, batch = 4096, 4096
     model = mlp(d, 4).to(DEV)
     opt = torch.optim.AdamW(model.parameters(), fused=True)
-    host = torch.randn(64, 1024, 1024)  # 256 MiB
-    if fixed:
-        host = host.pin_memory()
+    host = torch.randn(64, 1024, 1024)  # 256 MiB, e.g. a large batch or a table
     x = torch.randn(batch, d, device=DEV)
+    if fixed:
+        # Pinned, copied asynchronously on a side stream one step ahead of its use.
+        host = host.pin_memory()
+        copy_stream = torch.cuda.Stream()
+        pending = [None]
+
+        def fetch():
+            with torch.cuda.stream(copy_stream):
+                t = host.to(DEV, non_blocking=True)
+            return t
+
+        pending[0] = fetch()
 
     def step():
-        side = host.to(DEV, non_blocking=fixed)  # e.g. a frozen table or a large batch
+        if fixed:
+            torch.cuda.current_stream().wait_stream(copy_stream)
+            side = pending[0]
+            side.record_stream(torch.cuda.current_stream())
+            pending[0] = fetch()
+        else:
+            side = host.to(DEV)
         with torch.autocast("cuda", dtype=torch.bfloat16):
             loss = model(x + side[0, :1, :1].float().mean()).float().pow(2).mean()
         loss.backward()
@@ -232,14 +253,15 @@ def case_attention(fixed):
 
 
 def case_healthy(fixed):
+    # Large bf16 GEMMs with nothing between them: bf16 weights (no autocast casts), no
+    # activations, data on the GPU, fused AdamW.
     d, batch = 8192, 8192
-    model = mlp(d, 4).to(DEV)
+    model = nn.Sequential(*[nn.Linear(d, d, bias=False) for _ in range(4)]).to(DEV, torch.bfloat16)
     opt = torch.optim.AdamW(model.parameters(), fused=True)
-    x = torch.randn(batch, d, device=DEV)
+    x = torch.randn(batch, d, device=DEV, dtype=torch.bfloat16)
 
     def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(x).float().pow(2).mean()
+        loss = model(x).float().pow(2).mean()
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)

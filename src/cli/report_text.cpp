@@ -108,11 +108,18 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   if (d.rank) title += fmt::format(" · rank {}", *d.rank);
   out += p.bold(fmt::format("gpuscope · {}", title)) + "\n";
   out += p.dim("  " + clip(d.source, static_cast<size_t>(width) - 2)) + "\n";
-  out += p.dim(fmt::format("  window {} · {} step{} ({}{}){}", ms(d.window_ns), d.step_count,
+  out += p.dim(fmt::format("  window {} · {} step{} ({}{}{}){}", ms(d.window_ns), d.step_count,
                            d.step_count == 1 ? "" : "s", d.step_source,
                            d.steps_skipped_warmup ? fmt::format(", {} warm-up skipped", d.steps_skipped_warmup) : "",
+                           d.steps_dropped_last ? ", last partial one left out" : "",
                            d.step_mean_ms ? fmt::format(" · {:.2f} ms/step", *d.step_mean_ms) : "")) +
-         "\n\n";
+         "\n";
+  if (d.excluded_before_ns > 0 || d.excluded_after_ns > 0) {
+    // Start-up (imports, compilation, warm-up) and teardown are not analysed as idle.
+    out += p.dim(fmt::format("  excluded: {} before the first step, {} after the last (start-up, teardown)", ms(d.excluded_before_ns),
+                             ms(d.excluded_after_ns))) + "\n";
+  }
+  out += "\n";
 
   out += headline_row(p, "Utilization (busy)", d.busy_pct, "any kernel running (= nvidia-smi)");
   out += headline_row(p, "SM active (estimate)", d.sm_active_est_pct, "grid sizes vs SM count");

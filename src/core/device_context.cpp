@@ -72,23 +72,64 @@ DeviceContext::DeviceContext(const Trace& trace_in, const HostIndex& host_in, in
   copy_union = merge(copy_iv);
 
   if (!steps.steps.empty()) {
-    window_start = steps.steps.front().start_ns;
-    window_end = steps.steps.back().end_ns;
-    const int64_t last_step_end = steps.steps.back().end_ns;
-    auto extend = [&](int64_t end_ns, std::optional<uint64_t> corr) {
-      const int64_t api = host.api_for_correlation(corr);
-      if (api >= 0 && trace.api_calls[api].start_ns >= window_start && trace.api_calls[api].start_ns < last_step_end) {
-        window_end = std::max(window_end, end_ns);
-      }
-    };
-    for (const Kernel* k : device_kernels) extend(k->end_ns, k->correlation);
-    for (const Memcpy& m : trace.memcpys) if (m.device == device_id) extend(m.end_ns, m.correlation);
-    for (const Memset& m : trace.memsets) if (m.device == device_id) extend(m.end_ns, m.correlation);
+    device_steps_from(steps.steps);
   } else {
     window_start = first;
     window_end = last;
   }
+  if (first < last) {
+    excluded_before_ns = std::max<int64_t>(0, window_start - first);
+    excluded_after_ns = std::max<int64_t>(0, last - window_end);
+  }
   for (const Kernel* k : device_kernels) if (in_window(k->start_ns)) kernels.push_back(k);
+}
+
+// Steps on the device timeline (docs/design.md, "Idle attribution"): a step's GPU span runs
+// from the first GPU work launched during it to the first GPU work of the next step; the last
+// step ends with the end of the GPU work it launched. Where the host runs ahead of the GPU,
+// its step ranges end long before their kernels run, and work queued before the first step
+// keeps the GPU busy after it begins: neither is idle time of the steps. A step that launched
+// nothing on this device (or a trace without launch correlation) keeps its host boundaries.
+void DeviceContext::device_steps_from(const std::vector<Step>& host_steps_in) {
+  const std::vector<Step>& host_steps = host_steps_in;
+  const size_t n = host_steps.size();
+  std::vector<int64_t> first_work(n, INT64_MAX);
+  int64_t end = host_steps.back().end_ns;
+  auto note = [&](int64_t start_ns, int64_t end_ns, std::optional<uint64_t> corr) {
+    const int64_t api = host.api_for_correlation(corr);
+    if (api < 0) return;
+    const int64_t launched = trace.api_calls[static_cast<size_t>(api)].start_ns;
+    auto it = std::upper_bound(host_steps.begin(), host_steps.end(), launched,
+                               [](int64_t t, const Step& s) { return t < s.start_ns; });
+    if (it == host_steps.begin()) return;
+    const size_t i = static_cast<size_t>(std::prev(it) - host_steps.begin());
+    if (launched >= host_steps[i].end_ns) return;
+    first_work[i] = std::min(first_work[i], start_ns);
+    end = std::max(end, end_ns);
+  };
+  for (const Kernel* k : device_kernels) note(k->start_ns, k->end_ns, k->correlation);
+  for (const Memcpy& m : trace.memcpys) if (m.device == device_id) note(m.start_ns, m.end_ns, m.correlation);
+  for (const Memset& m : trace.memsets) if (m.device == device_id) note(m.start_ns, m.end_ns, m.correlation);
+  int64_t prev = INT64_MIN;
+  for (size_t i = 0; i < n; ++i) {
+    int64_t start = first_work[i] != INT64_MAX ? first_work[i] : host_steps[i].start_ns;
+    start = std::max(start, prev);
+    steps.push_back({start, 0, host_steps[i].number});
+    prev = start;
+  }
+  for (size_t i = 0; i + 1 < n; ++i) steps[i].end_ns = steps[i + 1].start_ns;
+  steps.back().end_ns = std::max(end, steps.back().start_ns);
+  analysed_host_steps.assign(host_steps_in.begin(), host_steps_in.end());
+  // Where the next step's first work is unknown, the last step's span is not: it would end with
+  // its own GPU work and leave out the host time before the next step. With two or more steps
+  // it is dropped (and counted), so every analysed step is a whole period.
+  if (n >= 2) {
+    steps.pop_back();
+    analysed_host_steps.pop_back();
+    steps_dropped_last = 1;
+  }
+  window_start = steps.front().start_ns;
+  window_end = steps.back().end_ns;
 }
 
 const ThreadTimeline* launching_thread(const DeviceContext& ctx, const Kernel* k) {
@@ -106,7 +147,10 @@ CopyStats copy_stats(const DeviceContext& ctx) {
     if (m.host_memory == HostMemory::kPageable) {
       ++copies.pageable_count;
       copies.pageable_bytes += m.bytes.value_or(0);
-    } else if (m.host_memory == HostMemory::kPinned && m.bytes && *m.bytes >= (1u << 20) && m.end_ns > m.start_ns &&
+      continue;
+    }
+    if (m.kind == CopyKind::kHtoD || m.kind == CopyKind::kDtoH) copies.other_copy_ns += m.end_ns - m.start_ns;
+    if (m.host_memory == HostMemory::kPinned && m.bytes && *m.bytes >= (1u << 20) && m.end_ns > m.start_ns &&
                (m.kind == CopyKind::kHtoD || m.kind == CopyKind::kDtoH)) {
       const double bw = static_cast<double>(*m.bytes) / (static_cast<double>(m.end_ns - m.start_ns) / 1e9);
       copies.pinned_bytes_per_s = std::max(copies.pinned_bytes_per_s.value_or(0.0), bw);

@@ -23,8 +23,8 @@ namespace gpuscope {
 std::string short_kernel_name(std::string_view name);
 
 struct DeviceContext {
-  // Collects the device's kernels, copies and sets and sets the window: the steps (extended to
-  // the end of the GPU work the last step launched), or the span of the device's activity.
+  // Collects the device's kernels, copies and sets and sets the window: the steps on the
+  // device timeline (device_steps_from), or the span of the device's activity.
   DeviceContext(const Trace& trace, const HostIndex& host, int32_t device_id, const StepDetection& steps);
 
   const Trace& trace;
@@ -37,6 +37,13 @@ struct DeviceContext {
   std::vector<Interval> copy_union;           // Merged copy and set intervals (all of them).
   int64_t window_start = 0, window_end = 0;
   int64_t window() const { return window_end - window_start; }
+  // The steps on this device's timeline (empty without detected steps); the window spans them.
+  std::vector<Step> steps;
+  std::vector<Step> analysed_host_steps;  // The host ranges of `steps`, one each.
+  int64_t steps_dropped_last = 0;         // 1 when the last (partial) step was left out.
+  // The device's activity left out of the window: start-up and warm-up before it, teardown
+  // after it.
+  int64_t excluded_before_ns = 0, excluded_after_ns = 0;
   bool in_window(int64_t t) const { return t >= window_start && t < window_end; }
 
   // Per-name results, computed once per distinct kernel name (memoised, hence mutable).
@@ -44,6 +51,9 @@ struct DeviceContext {
   mutable NameCache<Precision, Precision (*)(std::string_view)> precision_of{trace.strings,
                                                                              &precision_from_kernel_name};
   mutable NameCache<std::string, std::string (*)(std::string_view)> short_name_of{trace.strings, &short_kernel_name};
+
+ private:
+  void device_steps_from(const std::vector<Step>& host_steps_in);
 };
 
 // The host thread whose launch call started `k`, if known.
@@ -55,6 +65,7 @@ struct CopyStats {
   int64_t pageable_count = 0;
   uint64_t pageable_bytes = 0;
   std::optional<double> pinned_bytes_per_s;  // Best host<->device pinned rate seen (>= 1 MiB).
+  int64_t other_copy_ns = 0;  // Device time of the window's host<->device copies not from pageable memory.
 };
 CopyStats copy_stats(const DeviceContext& ctx);
 

@@ -59,6 +59,8 @@ std::string fmt_ms(int64_t ns);
 // The rules over kernels (findings_kernels.cpp); the idle-cause rules are in findings.cpp.
 std::optional<Finding> precision_fp32(const FindingContext& f);
 std::optional<Finding> optimizer_unfused(const FindingContext& f);
+// The optimizer finding's trigger (launch-bound leaves the optimizer's launch gaps to it).
+bool optimizer_unfused_fires(const FindingContext& f);
 std::optional<Finding> kernel_fusion(const FindingContext& f);
 std::optional<Finding> attention_unfused(const FindingContext& f);
 std::optional<Finding> small_grid(const FindingContext& f);

@@ -141,7 +141,8 @@ TEST(Analysis, ElementwiseOnlyLoopsSplitAtSteps) {
   const auto reports = analyze_trace(b.build(), {});
   ASSERT_EQ(reports.size(), 1u);
   ASSERT_EQ(reports[0].fusion.size(), 1u);
-  EXPECT_EQ(reports[0].fusion[0].occurrences, 4);
+  // The last step's end is unknown (its successor's first kernel), so it is left out.
+  EXPECT_EQ(reports[0].fusion[0].occurrences, 3);
   EXPECT_EQ(reports[0].fusion[0].kernels.size(), 3u);
 }
 

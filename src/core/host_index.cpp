@@ -3,6 +3,7 @@
 #include "core/name_cache.h"
 
 #include <algorithm>
+#include <climits>
 #include <array>
 #include <string>
 #include <utility>
@@ -52,7 +53,8 @@ uint16_t host_event_flags(std::string_view name) {
       contains_ci(name, "synchronize")) {
     f |= kHostBlocking;
   }
-  if (name.starts_with("Optimizer.step#")) f |= kHostOptimizer;
+  if (name.starts_with("Optimizer.step#")) f |= kHostOptimizer | kHostIssuing;
+  if (name.starts_with("gpuscope.forward#") || name == "gpuscope.backward") f |= kHostIssuing;
   return f;
 }
 
@@ -90,7 +92,8 @@ std::pair<uint16_t, StringId> segment_label(const Trace& trace, const std::vecto
     for (const HostItem* s : stack) name = s->name;
     if (trace.strings.view(name).starts_with("ProfilerStep#")) name = 0;
     flags &= static_cast<uint16_t>(~kHostLaunch);
-    if (duration_ns <= kDispatchGapNs) flags |= kHostLaunch;
+    flags |= kHostAnnotationOnly;
+    if (duration_ns <= kDispatchGapNs || (flags & kHostIssuing)) flags |= kHostLaunch;
   }
   return {flags, name};
 }
@@ -117,11 +120,20 @@ HostIndex::HostIndex(const Trace& trace)
     return items_by_thread[it->second];
   };
   NameCache<uint16_t, uint16_t (*)(std::string_view)> flags_of(trace.strings, &host_event_flags);
+  NameCache<bool, bool (*)(std::string_view)> is_py_sample(
+      trace.strings, [](std::string_view n) { return n.starts_with(kPySamplePrefix); });
   for (uint32_t i = 0; i < trace.host_events.size(); ++i) {
     const HostEvent& e = trace.host_events[i];
+    if (e.kind == HostEventKind::kAnnotation && e.end_ns == e.start_ns && is_py_sample(e.name)) {
+      const std::string_view tag = trace.strings.view(e.name).substr(kPySamplePrefix.size());
+      py_samples_.push_back({e.start_ns, e.name, tag.starts_with("data;")});
+      continue;
+    }
     items_for(e.pid, e.tid).push_back({e.start_ns, e.end_ns, e.name, flags_of(e.name), false,
                                        e.kind == HostEventKind::kOp, i});
   }
+  std::sort(py_samples_.begin(), py_samples_.end(),
+            [](const PySample& a, const PySample& b) { return a.time_ns < b.time_ns; });
   for (uint32_t i = 0; i < trace.api_calls.size(); ++i) {
     const ApiCall& c = trace.api_calls[i];
     items_for(c.pid, c.tid).push_back(
@@ -212,6 +224,30 @@ const ThreadTimeline* HostIndex::main_thread() const {
     if (!best || t.launches > best->launches) best = &t;
   }
   return best;
+}
+
+const PySample* HostIndex::py_sample_at(int64_t t) const {
+  auto it = std::upper_bound(py_samples_.begin(), py_samples_.end(), t,
+                             [](int64_t v, const PySample& p) { return v < p.time_ns; });
+  if (it == py_samples_.begin()) return nullptr;
+  --it;
+  return t - it->time_ns <= kPySampleMaxAgeNs ? &*it : nullptr;
+}
+
+int64_t HostIndex::next_py_sample_after(int64_t t) const {
+  auto it = std::upper_bound(py_samples_.begin(), py_samples_.end(), t,
+                             [](int64_t v, const PySample& p) { return v < p.time_ns; });
+  return it == py_samples_.end() ? INT64_MAX : it->time_ns;
+}
+
+std::string py_sample_label(std::string_view mark_name) {
+  if (mark_name.starts_with(kPySamplePrefix)) mark_name.remove_prefix(kPySamplePrefix.size());
+  const size_t semi = mark_name.find(';');
+  if (semi == std::string_view::npos) return "";
+  std::string_view frames = mark_name.substr(semi + 1);
+  frames = frames.substr(0, frames.find('|'));
+  if (frames.empty()) return "";
+  return std::string(frames) + " (Python)";
 }
 
 }  // namespace gpuscope

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -20,7 +22,27 @@ enum HostFlag : uint16_t {
   kHostLaunch = 1 << 4,      // Inside an op or API call that issues GPU work, or dispatching.
   kHostBlocking = 1 << 5,    // Blocked waiting for the GPU (synchronize, .item(), blocking copy).
   kHostOptimizer = 1 << 6,   // Inside an optimizer step.
+  // Inside a range known to issue GPU work (forward, backward, optimizer step): host time
+  // there that no op or API call covers is dispatch (launch overhead), however long.
+  kHostIssuing = 1 << 7,
+  kHostAnnotationOnly = 1 << 8,  // Only annotations cover the moment (no op or API call).
 };
+
+// A sample of the Python stack of the thread that issues GPU work (gpuscope's Python
+// bootstrap marks them as NVTX marks "gpuscope.py#<tag>;<frames>"; see
+// src/python/gpuscope_boot/_gpuscope_boot.py).
+struct PySample {
+  int64_t time_ns = 0;
+  StringId name = 0;  // The whole mark name.
+  bool data = false;  // A data-loading frame (torch.utils.data) was on the stack.
+};
+inline constexpr std::string_view kPySamplePrefix = "gpuscope.py#";
+// A sample describes the stack from its time until the next sample, for at most this long
+// (the bootstrap samples at 100 Hz by default).
+inline constexpr int64_t kPySampleMaxAgeNs = 50'000'000;
+// "data;a.py:3 f|b.py:9 g" -> "a.py:3 f (Python)": the innermost frame of the program's own
+// code, or "" when the sample has none.
+std::string py_sample_label(std::string_view mark_name);
 
 struct HostSegment {
   int64_t start_ns = 0;
@@ -57,6 +79,11 @@ class HostIndex {
   const ThreadTimeline* thread(int32_t pid, int32_t tid) const;
   // The thread that launched the most GPU work, or nullptr without host events.
   const ThreadTimeline* main_thread() const;
+  // The Python stack sample describing moment t (the latest at or before t, at most
+  // kPySampleMaxAgeNs old), or nullptr.
+  const PySample* py_sample_at(int64_t t) const;
+  // The time of the first sample after t, or INT64_MAX.
+  int64_t next_py_sample_after(int64_t t) const;
 
  private:
   void build_thread(const Trace& trace, ThreadTimeline& timeline,
@@ -66,6 +93,7 @@ class HostIndex {
   std::unordered_map<uint64_t, uint32_t> api_by_correlation_;
   std::vector<int64_t> api_owner_op_;
   std::vector<uint16_t> api_context_flags_;
+  std::vector<PySample> py_samples_;  // Sorted by time.
 };
 
 }  // namespace gpuscope

@@ -14,6 +14,7 @@ constexpr StringId kDeviceCopyName = 0xFFFFFFFFu;
 struct CauseAccumulator {
   int64_t ns = 0;
   double tracing_ns = 0;  // Of ns, what the tracer's measured launch cost explains.
+  int64_t optimizer_ns = 0;  // Of ns, inside an optimizer step.
   std::unordered_map<StringId, int64_t> by_name;  // 0 = outside ops; kDeviceCopyName = device copy.
 };
 using Accumulators = std::array<CauseAccumulator, kNumIdleCauses>;
@@ -74,7 +75,11 @@ GapStart gap_start(const ThreadTimeline* thread, const Interval& gap) {
 
 // The rule (docs/design.md, "Idle attribution"): the first that applies wins. `flags` are the
 // host segment's at that moment (0 outside segments).
-IdleCauseId idle_cause_at(bool copying, uint16_t flags, const GapStart& start, bool host_known) {
+// `sample` is the Python stack sample of the moment, if any: a data-loading frame on it is
+// evidence of input; otherwise host code with no evidence of data loading is `host`, never
+// `input`.
+IdleCauseId idle_cause_at(bool copying, uint16_t flags, const GapStart& start, bool host_known,
+                          const PySample* sample) {
   if (copying || (flags & kHostMemcpy)) return IdleCauseId::kMemcpy;
   if (flags & kHostAlloc) return IdleCauseId::kAlloc;
   if (flags & kHostInput) return IdleCauseId::kInput;
@@ -82,7 +87,8 @@ IdleCauseId idle_cause_at(bool copying, uint16_t flags, const GapStart& start, b
   if (start.in_alloc) return IdleCauseId::kAlloc;
   if (start.in_sync) return IdleCauseId::kSync;
   if (flags & kHostLaunch) return IdleCauseId::kLaunch;
-  if (host_known) return IdleCauseId::kInput;
+  if (sample && sample->data) return IdleCauseId::kInput;
+  if (host_known || sample) return IdleCauseId::kHost;
   return IdleCauseId::kOther;
 }
 
@@ -113,10 +119,14 @@ struct Piece {
   int64_t end_ns;
   const HostSegment* segment;
   bool copying;
+  const PySample* sample;  // The Python stack sample of the piece, if any.
 };
 
+// Pieces end at host segment and device copy boundaries and at Python samples (each piece has
+// one sample).
 Piece piece_at(const DeviceContext& ctx, const ThreadTimeline* thread, int64_t t, int64_t gap_end) {
-  Piece p{gap_end, thread ? thread->at(t) : nullptr, false};
+  Piece p{std::min(gap_end, ctx.host.next_py_sample_after(t)), thread ? thread->at(t) : nullptr, false,
+          ctx.host.py_sample_at(t)};
   if (p.segment) {
     p.end_ns = std::min(p.end_ns, p.segment->end_ns);
   } else if (thread) {
@@ -153,12 +163,17 @@ void attribute_gap(const DeviceContext& ctx, const Interval& gap, const ThreadTi
     const Piece p = piece_at(ctx, thread, t, gap.end_ns);
     const uint16_t flags = p.segment ? p.segment->flags : 0;
     const bool host_known = thread && t >= thread->first_ns && t < thread->last_ns;
-    const IdleCauseId cause = idle_cause_at(p.copying, flags, start, host_known);
+    const IdleCauseId cause = idle_cause_at(p.copying, flags, start, host_known, p.sample);
     const int64_t len = p.end_ns - t;
     CauseAccumulator& a = acc[static_cast<size_t>(cause)];
     a.ns += len;
     timeline.add_idle(cause, t, p.end_ns);
-    a.by_name[p.copying ? kDeviceCopyName : (p.segment ? p.segment->name : 0)] += len;
+    if (flags & kHostOptimizer) a.optimizer_ns += len;
+    // What the host was doing: the op or API call, else the program's own Python line, else the
+    // innermost annotation.
+    StringId label = p.segment ? p.segment->name : 0;
+    if (p.sample && !p.copying && (label == 0 || (flags & kHostAnnotationOnly))) label = p.sample->name;
+    a.by_name[p.copying ? kDeviceCopyName : label] += len;
     if (tracing_ns > 0) pieces.emplace_back(cause, len);
     t = p.end_ns;
   }
@@ -177,12 +192,26 @@ IdleCause idle_cause(const DeviceContext& ctx, IdleCauseId id, const CauseAccumu
   if (ctx.trace.tracing_cost) ic.tracing_ns = static_cast<int64_t>(acc.tracing_ns);
   std::vector<std::pair<StringId, int64_t>> names(acc.by_name.begin(), acc.by_name.end());
   std::sort(names.begin(), names.end(), [](auto& a, auto& b) { return a.second > b.second; });
-  for (size_t i = 0; i < names.size() && i < 3; ++i) {
-    std::string label = names[i].first == kDeviceCopyName ? "(device copy or set)"
-                        : names[i].first == 0            ? "(host code outside profiled ops)"
-                                                         : std::string(ctx.trace.strings.view(names[i].first));
-    ic.top_host.push_back({std::move(label), names[i].second});
+  ic.optimizer_ns = acc.optimizer_ns;
+  // Samples of one line merge into one entry.
+  std::vector<std::pair<std::string, int64_t>> labels;
+  for (const auto& [id, ns] : names) {
+    std::string label = id == kDeviceCopyName ? "(device copy or set)"
+                        : id == 0            ? "(host code outside profiled ops)"
+                                             : std::string(ctx.trace.strings.view(id));
+    if (label.starts_with(kPySamplePrefix)) {
+      label = py_sample_label(label);
+      if (label.empty()) label = "(Python, outside the program's own files)";
+    }
+    auto it = std::find_if(labels.begin(), labels.end(), [&](const auto& l) { return l.first == label; });
+    if (it == labels.end()) {
+      labels.emplace_back(std::move(label), ns);
+    } else {
+      it->second += ns;
+    }
   }
+  std::stable_sort(labels.begin(), labels.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  for (size_t i = 0; i < labels.size() && i < 3; ++i) ic.top_host.push_back({labels[i].first, labels[i].second});
   return ic;
 }
 

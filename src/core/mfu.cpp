@@ -43,10 +43,9 @@ StepFlops count_step_flops(const Trace& trace, const std::vector<Step>& step_lis
   return out;
 }
 
-// One StepReport per step; returns the sum of their durations.
-double add_step_reports(const DeviceContext& ctx, const std::vector<Step>& step_list, const StepFlops& flops,
+// One StepReport per step.
+void add_step_reports(const DeviceContext& ctx, const std::vector<Step>& step_list, const StepFlops& flops,
                         DeviceReport& r) {
-  double step_ns_sum = 0;
   for (size_t s = 0; s < step_list.size(); ++s) {
     const Step& st = step_list[s];
     StepReport sr;
@@ -55,29 +54,8 @@ double add_step_reports(const DeviceContext& ctx, const std::vector<Step>& step_
     sr.duration_ns = st.end_ns - st.start_ns;
     sr.busy_pct = pct(covered(ctx.kernel_union, st.start_ns, st.end_ns), static_cast<double>(sr.duration_ns));
     if (flops.any) sr.matmul_flops = flops.per_step[s];
-    step_ns_sum += static_cast<double>(sr.duration_ns);
     r.steps.push_back(sr);
   }
-  return step_ns_sum;
-}
-
-// Step time: the mean host step, unless the GPU takes longer. When the host runs ahead
-// (launches queue up), host-side step ranges measure only the launching; the GPU's span from
-// the first kernel of the steps to the end of their work, per step, is then the real step.
-// Without detected steps, the window.
-double step_time_ns(const DeviceContext& ctx, size_t detected_steps, double step_ns_sum) {
-  if (detected_steps == 0) return static_cast<double>(ctx.window());
-  double step_ns = step_ns_sum / static_cast<double>(detected_steps);
-  // The GPU part starts with the first kernel launched inside the steps (work queued before
-  // them belongs to earlier steps).
-  for (const Kernel* k : ctx.kernels) {
-    const int64_t api = ctx.host.api_for_correlation(k->correlation);
-    if (api >= 0 && ctx.trace.api_calls[api].start_ns >= ctx.window_start) {
-      const double gpu_span = static_cast<double>(ctx.window_end - k->start_ns);
-      return std::max(step_ns, gpu_span / static_cast<double>(detected_steps));
-    }
-  }
-  return step_ns;
 }
 
 void add_model_flops(const AnalysisOptions& options, DeviceReport& r) {
@@ -117,16 +95,25 @@ void add_steps_and_mfu(const DeviceContext& ctx, const StepDetection& steps, con
                        DeviceReport& r) {
   r.step_source = std::string(step_source_name(steps.source));
   r.steps_skipped_warmup = steps.skipped_warmup;
-  std::vector<Step> step_list = steps.steps;
-  if (step_list.empty()) step_list.push_back({ctx.window_start, ctx.window_end, 0});
-  r.step_count = static_cast<int64_t>(step_list.size());
-  const StepFlops flops = count_step_flops(ctx.trace, step_list);
-  const double step_ns_sum = add_step_reports(ctx, step_list, flops, r);
-  const double step_ns = step_time_ns(ctx, steps.steps.size(), step_ns_sum);
+  // FLOPs are counted on the host steps (ops run on the host clock); the steps reported, and
+  // the step time, are the device-timeline spans (DeviceContext::steps), whose mean is the
+  // window over the step count: the header, the step list and the findings use one step set.
+  std::vector<Step> host_steps = ctx.analysed_host_steps;
+  std::vector<Step> device_steps = ctx.steps;
+  r.steps_dropped_last = ctx.steps_dropped_last;
+  if (host_steps.empty() || device_steps.size() != host_steps.size()) {
+    host_steps = device_steps = {{ctx.window_start, ctx.window_end, 0}};
+  }
+  r.step_count = static_cast<int64_t>(device_steps.size());
+  const StepFlops flops = count_step_flops(ctx.trace, host_steps);
+  add_step_reports(ctx, device_steps, flops, r);
+  const double step_ns = static_cast<double>(ctx.window()) / static_cast<double>(device_steps.size());
   r.step_mean_ms = step_ns / 1e6;
+  r.excluded_before_ns = ctx.excluded_before_ns;
+  r.excluded_after_ns = ctx.excluded_after_ns;
   if (flops.any) {
     r.matmul_flops_per_step = std::accumulate(flops.per_step.begin(), flops.per_step.end(), 0.0) /
-                              static_cast<double>(step_list.size());
+                              static_cast<double>(device_steps.size());
   }
   add_model_flops(options, r);
   add_peak_and_mfu(options, step_ns, r);

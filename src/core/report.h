@@ -25,6 +25,7 @@ namespace gpuscope {
   X(kCollective, "collective", 'c') \
   X(kLaunch, "launch", 'l')         \
   X(kSync, "sync", 's')             \
+  X(kHost, "host", 'h')             \
   X(kOther, "other", 'o')
 
 enum class IdleCauseId : uint8_t {
@@ -78,6 +79,8 @@ struct IdleCause {
   // would not have it): for each idle gap that ended when a launch call returned, up to one
   // measured TracingCost::added_ns(). Set only when the trace carries a measured cost.
   std::optional<int64_t> tracing_ns;
+  // Of ns, the part inside optimizer steps (for the optimizer finding; not in the JSON).
+  int64_t optimizer_ns = 0;
 };
 
 struct CategoryTime {
@@ -173,6 +176,11 @@ struct DeviceReport {
   std::string step_source;  // profiler_step, nvtx_range, optimizer_step, whole_window.
   int64_t step_count = 0;
   int64_t steps_skipped_warmup = 0;  // Leading warm-up steps left out of the window.
+  // The device's activity outside the window: start-up, compilation and warm-up before it,
+  // teardown after it (excluded, not analysed as idle).
+  int64_t steps_dropped_last = 0;  // The last step, whose end is unknown, left out (0 or 1).
+  int64_t excluded_before_ns = 0;
+  int64_t excluded_after_ns = 0;
   std::optional<double> step_mean_ms;
   std::vector<StepReport> steps;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cctype>
+#include <climits>
 #include <cmath>
 #include <unordered_map>
 
@@ -87,7 +88,7 @@ std::vector<Step> kernel_pattern_steps(const Trace& trace) {
     std::vector<size_t> sorted = lags;
     std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(sorted.size() / 2), sorted.end());
     const size_t lag = sorted[sorted.size() / 2];
-    if (lag == 0) continue;
+    if (lag < 2) continue;  // A step of one kernel is no step: a loop of one kernel has no pattern.
     size_t regular = 0;
     for (size_t l : lags) {
       if (static_cast<double>(l) >= 0.9 * static_cast<double>(lag) && static_cast<double>(l) <= 1.1 * static_cast<double>(lag))
@@ -117,6 +118,23 @@ std::vector<Step> kernel_pattern_steps(const Trace& trace) {
     return steps;
   }
   return {};
+}
+
+// Hook-derived markers (optimizer steps, forward passes) mark steps only where the program
+// calls them: a program that captures its step in a CUDA graph replays it without calling the
+// optimizer, so the optimizer steps seen are the warm-up's. They are used only when at least
+// half of the kernels start within their span (start-up kernels before it are few).
+bool spans_most_gpu_work(const Trace& trace, const std::vector<Step>& marks) {
+  if (trace.kernels.empty() || marks.empty()) return true;
+  int64_t mark_first = INT64_MAX, mark_last = INT64_MIN;
+  for (const Step& m : marks) {
+    mark_first = std::min(mark_first, m.start_ns);
+    mark_last = std::max(mark_last, m.end_ns);
+  }
+  const auto inside = std::count_if(trace.kernels.begin(), trace.kernels.end(), [&](const Kernel& k) {
+    return k.start_ns >= mark_first && k.start_ns < mark_last;
+  });
+  return 2 * static_cast<size_t>(inside) >= trace.kernels.size();
 }
 
 }  // namespace
@@ -162,14 +180,14 @@ StepDetection detect_steps(const Trace& trace, std::string_view step_range) {
   } else if (!named.empty()) {
     d.source = StepSource::kNvtxRange;
     d.steps = outermost(std::move(named));
-  } else if (optimizer.size() >= 2) {
+  } else if (optimizer.size() >= 2 && spans_most_gpu_work(trace, optimizer)) {
     // One step runs from the end of one optimizer step to the end of the next.
     optimizer = outermost(std::move(optimizer));
     d.source = StepSource::kOptimizerStep;
     for (size_t i = 1; i < optimizer.size(); ++i) {
       d.steps.push_back({optimizer[i - 1].end_ns, optimizer[i].end_ns, static_cast<int64_t>(i)});
     }
-  } else if (forward && forward->size() >= 3) {
+  } else if (forward && forward->size() >= 3 && spans_most_gpu_work(trace, *forward)) {
     // One step runs from the start of one forward to the start of the next.
     std::vector<Step> f = outermost(std::move(*forward));
     d.source = StepSource::kForwardPass;

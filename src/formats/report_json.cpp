@@ -116,7 +116,10 @@ json device_json(const DeviceReport& d) {
                      {"busy_pct", s.busy_pct}, {"matmul_flops", opt(s.matmul_flops)}});
   }
   j["steps"] = {{"source", d.step_source}, {"count", d.step_count}, {"skipped_warmup", d.steps_skipped_warmup},
-                {"mean_ms", opt(d.step_mean_ms)}, {"list", steps}};
+                {"dropped_last", d.steps_dropped_last},
+                {"mean_ms", opt(d.step_mean_ms)}, {"list", steps},
+                {"excluded_before_ms", static_cast<double>(d.excluded_before_ns) / 1e6},
+                {"excluded_after_ms", static_cast<double>(d.excluded_after_ns) / 1e6}};
   j["flops"] = {{"matmul", opt(d.matmul_flops_per_step)},
                 {"model", opt(d.model_flops_per_step)},
                 {"per", "step"},
