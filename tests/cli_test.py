@@ -194,6 +194,7 @@ class Run(unittest.TestCase):
         self.assertLessEqual(len(cal), 1, r.stderr)
         self.assertTrue(lines and "nothing was traced" in lines[-1], r.stderr)
         self.assertFalse(os.path.exists(self.out))
+        self.assertEqual(os.listdir(self.dir.name), [], "the run's staging folder must be removed")
         self.assertEqual([f for f in os.listdir("/tmp") if f.startswith("gpuscope-calibrate-")
                           and os.path.getmtime(os.path.join("/tmp", f)) > os.path.getmtime(self.dir.name) - 1], [],
                          "the calibration's scratch folder must be removed")
@@ -210,6 +211,135 @@ class Run(unittest.TestCase):
             self.skipTest("a GPU measured the cost here")
         self.assertTrue(note[0].startswith("gpuscope run: tracing cost not measured ("), note[0])
         self.assertNotIn("gpuscope-calibrate: gpuscope-calibrate", note[0])
+
+
+SIM_LIB = os.environ.get("GPUSCOPE_TEST_SIM_LIB")
+FAKE_CUDA = os.environ.get("GPUSCOPE_TEST_FAKE_CUDA")
+
+
+@unittest.skipUnless(SIM_LIB and FAKE_CUDA, "simulated injection library not built")
+class RunSimulated(unittest.TestCase):
+    """`gpuscope run` without a GPU: the simulated injection library (src/cupti/inject_sim.cpp,
+    same capture naming and file creation as the real one) loaded by a fake CUDA program as the
+    driver loads the real one. Everything happens in a fresh folder (mkdtemp)."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="gpuscope-cli-run-")
+        self.lib = os.path.join(self.dir, "lib")
+        os.mkdir(self.lib)
+        os.symlink(SIM_LIB, os.path.join(self.lib, "libgpuscope_inject.so"))
+        self.work = os.path.join(self.dir, "work")
+        os.mkdir(self.work)
+
+    def tearDown(self):
+        import shutil
+        shutil.rmtree(self.dir)
+
+    def env(self, **extra):
+        e = dict(os.environ)
+        e.pop("PYTHONPATH", None)
+        e.pop("GPUSCOPE_PYTHON", None)
+        e.update(GPUSCOPE_LIB_DIR=self.lib, **extra)
+        return e
+
+    def start(self, *args, env=None, program=None):
+        cmd = [BIN, "run", "--no-calibrate", "--sample-interval", "0", *args, "--",
+               *(program or [FAKE_CUDA])]
+        return subprocess.Popen(cmd, cwd=self.work, env=env or self.env(), text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def finish(self, p):
+        out, err = p.communicate(timeout=60)
+        return p.returncode, out, err
+
+    def captures(self):
+        return sorted(f for f in os.listdir(self.work) if f.endswith(".gpuscope"))
+
+    def kernel_of(self, path):
+        """The simulated kernel's name in a capture: sim_kernel_<pid of the traced process>."""
+        r = run("analyze", "--json", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        top = json.loads(r.stdout)["devices"][0]["kernels"]["top"]
+        self.assertEqual(len(top), 1)
+        return top[0]["name"]
+
+    def test_runs_started_together_keep_every_capture(self):
+        # Two with default names and two with the same --output, all in one folder at once.
+        runs = [self.start(*args, program=[FAKE_CUDA, "--sleep-ms", "400"])
+                for args in ([], [], ["-o", "exp.gpuscope"], ["-o", "exp.gpuscope"])]
+        results = [self.finish(p) for p in runs]
+        for rc, _, err in results:
+            self.assertEqual(rc, 0, err)
+        caps = self.captures()
+        self.assertEqual(len(caps), 4, caps)
+        self.assertIn("exp.gpuscope", caps)
+        kernels = {self.kernel_of(os.path.join(self.work, c)) for c in caps}
+        self.assertEqual(len(kernels), 4, "each capture holds one process's events: %s" % kernels)
+        self.assertEqual(sorted(os.listdir(self.work)), caps, "no staging folder is left behind")
+        defaults = [c for c in caps if c.startswith("gpuscope-run-")]
+        self.assertEqual(len(defaults), 2)
+        self.assertNotEqual(defaults[0].split(".")[0], defaults[1].split(".")[0])
+
+    def test_existing_captures_of_the_same_name_survive(self):
+        for name in ("exp.gpuscope", "exp.1.gpuscope", "exp.12.gpuscope"):
+            with open(os.path.join(self.work, name), "w") as f:
+                f.write("earlier " + name)
+        rc, _, err = self.finish(self.start("-o", "exp.gpuscope", "--no-report"))
+        self.assertEqual(rc, 0, err)
+        for name in ("exp.gpuscope", "exp.1.gpuscope", "exp.12.gpuscope"):
+            with open(os.path.join(self.work, name)) as f:
+                self.assertEqual(f.read(), "earlier " + name)
+        self.assertIn("exists and was not replaced", err)
+        new = [c for c in self.captures() if c not in ("exp.gpuscope", "exp.1.gpuscope", "exp.12.gpuscope")]
+        self.assertEqual(len(new), 1, self.captures())
+        self.assertTrue(self.kernel_of(os.path.join(self.work, new[0])).startswith("sim_kernel_"))
+        self.assertEqual(os.stat(os.path.join(self.work, new[0])).st_mode & 0o777, 0o600)
+
+    def test_symlink_at_the_capture_path_is_not_followed(self):
+        victim = os.path.join(self.dir, "victim")
+        with open(victim, "w") as f:
+            f.write("precious")
+        os.symlink(victim, os.path.join(self.work, "exp.gpuscope"))
+        os.symlink(os.path.join(self.dir, "nowhere"), os.path.join(self.work, "dangling.gpuscope"))
+        for out in ("exp.gpuscope", "dangling.gpuscope"):
+            rc, _, err = self.finish(self.start("-o", out, "--no-report"))
+            self.assertEqual(rc, 0, err)
+        with open(victim) as f:
+            self.assertEqual(f.read(), "precious")
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "nowhere")))
+        self.assertTrue(os.path.islink(os.path.join(self.work, "exp.gpuscope")))
+        self.assertTrue(os.path.islink(os.path.join(self.work, "dangling.gpuscope")))
+        regular = [c for c in self.captures() if not os.path.islink(os.path.join(self.work, c))]
+        self.assertEqual(len(regular), 2, self.captures())
+
+    def test_exit_code_and_report(self):
+        rc, out, err = self.finish(self.start("--json", program=[FAKE_CUDA, "--exit", "3"]))
+        self.assertEqual(rc, 3, err)
+        self.assertEqual(json.loads(out)["devices"][0]["kernels"]["top"][0]["name"][:11], "sim_kernel_")
+
+    def python_env_of_run(self, **extra):
+        boot = os.path.join(self.lib, "python")
+        os.makedirs(boot, exist_ok=True)
+        # A placeholder bootstrap: says it was imported (the real one lives in src/python/gpuscope_boot).
+        with open(os.path.join(boot, "sitecustomize.py"), "w") as f:
+            f.write("print('placeholder bootstrap imported')\n")
+        program = [sys.executable, "-c",
+                   "import os; print('PYTHONPATH=' + os.environ.get('PYTHONPATH', '(unset)')); "
+                   "print('GPUSCOPE_RUN=' + os.environ.get('GPUSCOPE_RUN', '(unset)'))"]
+        rc, out, err = self.finish(self.start(env=self.env(PYTHONPATH="/user/one:/user/two", **extra),
+                                              program=program))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("nothing was traced", err)
+        return os.path.realpath(boot), out.splitlines()
+
+    def test_python_bootstrap_is_prepended_to_pythonpath(self):
+        boot, lines = self.python_env_of_run()
+        self.assertEqual(lines, ["placeholder bootstrap imported",
+                                 "PYTHONPATH=%s:/user/one:/user/two" % boot, "GPUSCOPE_RUN=1"])
+
+    def test_gpuscope_python_0_turns_the_bootstrap_off(self):
+        _, lines = self.python_env_of_run(GPUSCOPE_PYTHON="0")
+        self.assertEqual(lines, ["PYTHONPATH=/user/one:/user/two", "GPUSCOPE_RUN=1"])
 
 
 if __name__ == "__main__":

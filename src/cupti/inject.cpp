@@ -15,7 +15,8 @@
 // anything fails the library prints one line on stderr ("gpuscope: ...") and turns itself off.
 // Fork: a forked child inherits no writer thread, so the child never writes (its parent's file
 // is not touched); CUDA cannot be used in such a child anyway. Exec: the new image is traced
-// afresh through the environment; events since the last flush of the old image are lost.
+// afresh through the environment into a capture of its own (`<prefix>.<pid>-2.gpuscope`); events
+// since the last flush of the old image are lost.
 #include <cupti.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -342,12 +343,14 @@ int Tracer::initialize() {
 
   std::string prefix = "gpuscope";
   if (const char* p = std::getenv("GPUSCOPE_CAPTURE_PREFIX"); p && *p) prefix = p;
-  path_ = prefix + "." + std::to_string(getpid()) + ".gpuscope";
   capture::CaptureWriter::Options options;
   if (const char* c = std::getenv("GPUSCOPE_COMPRESS"); c && std::strcmp(c, "0") == 0)
     options.compress = false;
+  // A new file only (O_EXCL|O_NOFOLLOW, mode 0600): `<prefix>.<pid>.gpuscope`, or a numbered
+  // name beside it when that exists (an exec'd image of this pid wrote it); never truncating or
+  // following what is there.
   std::string error;
-  if (!writer_.open(path_, options, &error)) {
+  if (!writer_.open_new_for_process(prefix, getpid(), options, &path_, &error)) {
     disable(error);
     return 1;
   }

@@ -5,6 +5,7 @@
 #include <iterator>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -38,19 +39,53 @@ uint64_t mask_of(const Opt&... opts) {
 CaptureWriter::~CaptureWriter() { close(); }
 
 bool CaptureWriter::open(const std::string& path, const Options& options, std::string* error) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_APPEND, 0644);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND,
+                  0600);
   if (fd < 0) {
-    if (error) *error = "cannot create capture file " + path + ": " + std::strerror(errno);
+    const int err = errno;
+    if (error) *error = "cannot create capture file " + path + ": " + std::strerror(err);
+    errno = err;  // For open_new_for_process.
     return false;
   }
   return open_fd(fd, options, error);
 }
 
+bool CaptureWriter::open_new_for_process(const std::string& prefix, long pid,
+                                         const Options& options, std::string* path,
+                                         std::string* error) {
+  const std::string base = prefix + "." + std::to_string(pid);
+  constexpr int kMaxTries = 1000;
+  for (int n = 1; n <= kMaxTries; ++n) {
+    std::string candidate = base + (n == 1 ? "" : "-" + std::to_string(n)) + ".gpuscope";
+    std::string open_error;
+    if (open(candidate, options, &open_error)) {
+      if (path) *path = candidate;
+      return true;
+    }
+    // Only an existing name moves on to the next one; any other error is final.
+    if (errno != EEXIST || n == kMaxTries) {
+      if (error) *error = open_error;
+      return false;
+    }
+  }
+  return false;
+}
+
 bool CaptureWriter::open_append(const std::string& path, const Options& options,
                                 std::string* error, uint32_t first_id) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
     if (error) *error = "cannot append to capture file " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  struct stat st;
+  const char* refused = nullptr;
+  if (fstat(fd, &st) != 0) refused = "cannot stat it";
+  else if (!S_ISREG(st.st_mode)) refused = "not a regular file";
+  else if (st.st_uid != geteuid()) refused = "owned by another user";
+  if (refused) {
+    ::close(fd);
+    if (error) *error = "not appending to capture file " + path + ": " + refused;
     return false;
   }
   fd_ = fd;

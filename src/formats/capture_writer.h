@@ -30,12 +30,21 @@ class CaptureWriter {
   CaptureWriter(const CaptureWriter&) = delete;
   CaptureWriter& operator=(const CaptureWriter&) = delete;
 
-  // Creates (truncates) `path` and writes the file header. On failure returns false and sets
-  // *error to one line naming the path and errno text.
+  // Creates `path`, which must not exist (O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600: a capture holds
+  // command lines), and writes the file header. Never truncates or follows a symlink: an existing
+  // file or link at `path` fails with EEXIST. On failure returns false and sets *error to one line
+  // naming the path and errno text.
   bool open(const std::string& path, const Options& options, std::string* error);
+  // Creates a new capture for process `pid`: `<prefix>.<pid>.gpuscope`, or, when that exists
+  // (an exec'd image of the same process, a reused pid, anything planted there),
+  // `<prefix>.<pid>-<n>.gpuscope` for the first n from 2 that does not. Sets *path to the file
+  // created. Used by the injection library; names are what `gpuscope run` collects.
+  bool open_new_for_process(const std::string& prefix, long pid, const Options& options,
+                            std::string* path, std::string* error);
   // Opens an existing capture to append chunks (e.g. device samples added after the traced
   // process ended). Does not write a header; records must not use strings of earlier chunks
   // unless they are interned again (interning here starts a new id range above `first_id`).
+  // Refuses a symlink (O_NOFOLLOW), anything but a regular file, and a file of another user.
   bool open_append(const std::string& path, const Options& options, std::string* error,
                    uint32_t first_id = 1u << 30);
   // Adopts an already open descriptor (tests); writes the header.

@@ -1,0 +1,82 @@
+// A stand-in for libgpuscope_inject.so on machines without a GPU, for the tests of
+// `gpuscope run`: the same entry point (InitializeInjection), the same capture naming and file
+// creation (GPUSCOPE_CAPTURE_PREFIX, CaptureWriter::open_new_for_process: O_EXCL|O_NOFOLLOW,
+// mode 0600), no CUPTI. gpuscope-fake-cuda-program calls it as the CUDA driver calls the real
+// library in cuInit.
+//
+// At initialisation it writes the process record and one device; at exit, kernels named
+// "sim_kernel_<pid>" (GPUSCOPE_SIM_KERNELS of them, default 10; 1 ms each, 1 ms apart, from the
+// initialisation time) and the clean-exit stats record. So the file is open for the whole life
+// of the process, as with the real library.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "core/clock.h"
+#include "formats/capture_writer.h"
+
+namespace {
+
+using namespace gpuscope;
+
+capture::CaptureWriter* g_writer = nullptr;
+int64_t g_start_ns = 0;
+
+void finish() {
+  if (!g_writer) return;
+  int kernels = 10;
+  if (const char* k = std::getenv("GPUSCOPE_SIM_KERNELS")) kernels = std::atoi(k);
+  const uint32_t name = g_writer->intern("sim_kernel_" + std::to_string(getpid()));
+  for (int i = 0; i < kernels; ++i) {
+    capture::KernelRecord r;
+    r.start_ns = g_start_ns + int64_t{2'000'000} * i;
+    r.end_ns = r.start_ns + 1'000'000;
+    r.name = name;
+    r.grid[0] = 132;
+    r.grid[1] = r.grid[2] = 1;
+    r.block[0] = 256;
+    r.block[1] = r.block[2] = 1;
+    r.correlation = static_cast<uint64_t>(i + 1);
+    g_writer->add(r);
+  }
+  capture::StatsRecord s;
+  s.records = g_writer->records();
+  s.clean_exit = true;
+  g_writer->add(s);
+  g_writer->close();
+}
+
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  std::string prefix = "gpuscope";
+  if (const char* p = std::getenv("GPUSCOPE_CAPTURE_PREFIX"); p && *p) prefix = p;
+  static capture::CaptureWriter writer;
+  std::string path, error;
+  if (!writer.open_new_for_process(prefix, getpid(), {}, &path, &error)) {
+    std::fprintf(stderr, "gpuscope: tracing disabled in pid %d: %s; the program runs untraced\n",
+                 static_cast<int>(getpid()), error.c_str());
+    return 1;
+  }
+  g_writer = &writer;
+  g_start_ns = realtime_ns();
+  capture::ProcessRecord p;
+  p.pid = getpid();
+  p.ppid = getppid();
+  p.start_ns = g_start_ns;
+  p.command_line = "gpuscope-fake-cuda-program";
+  p.tool_version = "gpuscope 0.1.0 (simulated injection)";
+  writer.add(p);
+  capture::DeviceRecord d;
+  d.id = 0;
+  d.name = "NVIDIA H200";
+  d.num_sms = 132;
+  d.cc_major = 9;
+  d.cc_minor = 0;
+  writer.add(d);
+  writer.flush();
+  std::atexit(finish);
+  return 1;
+}
