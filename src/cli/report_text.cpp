@@ -9,6 +9,8 @@
 
 #include <fmt/core.h>
 
+#include "core/catalog.h"
+
 namespace gpuscope::cli {
 namespace {
 
@@ -114,7 +116,8 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
                            d.step_mean_ms ? fmt::format(" · {:.2f} ms/step", *d.step_mean_ms) : "")) +
          "\n\n";
 
-  out += headline_row(p, "Utilization (busy)", d.busy_pct, "any kernel running (= nvidia-smi)");
+  out += headline_row(p, "Utilization (busy)", d.busy_pct,
+                      is_amd_device(d.name) ? "any kernel running (= rocm-smi GPU use)" : "any kernel running (= nvidia-smi)");
   out += headline_row(p, "SM active (estimate)", d.sm_active_est_pct, "grid sizes vs SM count");
   if (d.hw_sm_active_pct) out += headline_row(p, "SM active (hardware)", d.hw_sm_active_pct, "GPM, sampled");
   if (d.hw_tensor_active_pct) out += headline_row(p, "Tensor active (hw)", d.hw_tensor_active_pct, "GPM, sampled");
@@ -212,7 +215,7 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   }
 
   if (!d.precision.empty()) {
-    out += "\n" + p.bold("Precision of GEMM and attention time") + "\n";
+    out += "\n" + p.bold("Precision of matrix math time (GEMM, convolution, attention)") + "\n";
     for (const auto& pr : d.precision) {
       out += fmt::format("  {:<8} {:>5.1f}%  {}\n", pr.dtype, pr.pct, bar(pr.pct, 25));
     }
@@ -231,7 +234,18 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   }
 
   out += "\n" + p.bold("Findings") + p.dim("  (estimated speedup of the whole step if fixed)") + "\n";
-  if (d.findings.empty()) out += "  none above the reporting thresholds\n";
+  if (d.findings.empty() && d.busy_pct < 0.05) {
+    // A window with no kernel time (0.0% as shown above) has nothing on the GPU to tune.
+    out += wrap_text(fmt::format("none: the GPU was idle for the whole window ({}); there is no GPU work here to "
+                                 "speed up. The time went to the host (see Idle above): profile a window where the "
+                                 "GPU works, after start-up, compilation and warm-up.",
+                                 d.kernel_count == 0 ? "no kernels ran"
+                                                     : fmt::format("{} kernel{} ran for under 0.05% of it",
+                                                                   d.kernel_count, d.kernel_count == 1 ? "" : "s")),
+                     width, "  ");
+  } else if (d.findings.empty()) {
+    out += "  none above the reporting thresholds\n";
+  }
   render_findings(out, d.findings, p, width);
 }
 
