@@ -169,6 +169,20 @@ class Reports(unittest.TestCase):
             self.assertTrue(j["ranks"]["slowest"].endswith("bf16_sync.json.gz"))
             self.assertIn("--as-job", r.stderr)
 
+    def test_idle_window_says_so(self):
+        # torch.compile's first call: 13 s of compilation around one 1.5 us kernel.
+        r = run("analyze", os.path.join(ROOT, "testdata", "hta", "triton_example_triton_example.json.gz"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("the GPU was idle for the whole window", r.stdout)
+        self.assertNotIn("none above the reporting thresholds", r.stdout)
+
+    def test_directory_of_unrelated_traces(self):
+        r = run("analyze", os.path.join(ROOT, "testdata", "hta"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.count("gpuscope \u00b7 "), 11)
+        self.assertNotIn("straggler", r.stdout)
+        self.assertIn("not one job", r.stderr)
+
     def test_help_teaches(self):
         r = run("analyze", "--help")
         self.assertEqual(r.returncode, 0)

@@ -38,9 +38,12 @@ std::string bar(double pct, int width) {
 
 std::string ms(int64_t ns) { return fmt::format("{:.2f} ms", static_cast<double>(ns) / 1e6); }
 
+// At most n bytes of s, "..." marking a cut; never cuts inside a UTF-8 character ("→").
 std::string clip(std::string_view s, size_t n) {
   if (s.size() <= n) return std::string(s);
-  return std::string(s.substr(0, n - 3)) + "...";
+  size_t cut = n - 3;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(s.substr(0, cut)) + "...";
 }
 
 // Word-wraps `text` to `width` columns, each line prefixed by `indent`.
