@@ -152,12 +152,36 @@ class Reports(unittest.TestCase):
             for name in ("bf16_sync", "bf16_async"):
                 src = os.path.join(ROOT, "testdata", "pytorch", name + ".json.gz")
                 os.symlink(src, os.path.join(d, name + ".json.gz"))
+            # Two separate runs (no rank or world size, different times): two analyses, no
+            # cross-rank summary, and a warning saying why.
             r = run("analyze", "--json", d)
             self.assertEqual(r.returncode, 0, r.stderr)
             j = json.loads(r.stdout)
             self.assertEqual(len(j["devices"]), 2)
+            self.assertIsNone(j["ranks"])
+            self.assertIn("not one job", r.stderr)
+            self.assertIn("no rank and world size", r.stderr)
+            # --as-job combines them anyway, and still says they do not agree.
+            r = run("analyze", "--json", "--as-job", d)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            j = json.loads(r.stdout)
             self.assertEqual(j["ranks"]["count"], 2)
             self.assertTrue(j["ranks"]["slowest"].endswith("bf16_sync.json.gz"))
+            self.assertIn("--as-job", r.stderr)
+
+    def test_idle_window_says_so(self):
+        # torch.compile's first call: 13 s of compilation around one 1.5 us kernel.
+        r = run("analyze", os.path.join(ROOT, "testdata", "hta", "triton_example_triton_example.json.gz"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("the GPU was idle for the whole window", r.stdout)
+        self.assertNotIn("none above the reporting thresholds", r.stdout)
+
+    def test_directory_of_unrelated_traces(self):
+        r = run("analyze", os.path.join(ROOT, "testdata", "hta"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.count("gpuscope \u00b7 "), 11)
+        self.assertNotIn("straggler", r.stdout)
+        self.assertIn("not one job", r.stderr)
 
     def test_help_teaches(self):
         r = run("analyze", "--help")

@@ -18,6 +18,7 @@ struct AnalyzeCliOptions {
   std::optional<double> flops_per_step;  // --flops-per-step
   std::optional<double> peak_tflops;     // --peak-tflops
   std::string step_range;                // --step-range NAME (NVTX/annotation step names)
+  bool as_job = false;                   // --as-job (analyze only): several traces are one job
 };
 
 // Declares --json, --model, --flops-per-step, --peak-tflops, --step-range on `app`.

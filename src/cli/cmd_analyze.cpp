@@ -45,6 +45,7 @@ int report_traces(std::vector<Trace>& traces, const AnalyzeCliOptions& o) {
   options.flops_per_step = o.flops_per_step;
   options.peak_tflops = o.peak_tflops;
   options.step_range = o.step_range;
+  options.as_job = o.as_job;
   const Report report = analyze_traces(traces, options);
   for (const auto& w : report.warnings) fmt::print(stderr, "gpuscope: warning: {}\n", w);
   if (report.devices.empty()) {
@@ -122,6 +123,9 @@ CommandRegistration kAnalyze{CommandSpec{
                      "per-rank traces")
           ->required();
       add_analysis_options(app, args->options);
+      app.add_flag("--as-job", args->options.as_job,
+                   "Treat the traces as the ranks of one job even when their ranks, world size, GPU model or "
+                   "time ranges do not agree");
       app.footer(
           "\nExamples:\n"
           "  gpuscope analyze trace.json.gz\n"

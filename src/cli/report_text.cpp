@@ -9,6 +9,8 @@
 
 #include <fmt/core.h>
 
+#include "core/catalog.h"
+
 namespace gpuscope::cli {
 namespace {
 
@@ -36,9 +38,12 @@ std::string bar(double pct, int width) {
 
 std::string ms(int64_t ns) { return fmt::format("{:.2f} ms", static_cast<double>(ns) / 1e6); }
 
+// At most n bytes of s, "..." marking a cut; never cuts inside a UTF-8 character ("→").
 std::string clip(std::string_view s, size_t n) {
   if (s.size() <= n) return std::string(s);
-  return std::string(s.substr(0, n - 3)) + "...";
+  size_t cut = n - 3;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(s.substr(0, cut)) + "...";
 }
 
 // Word-wraps `text` to `width` columns, each line prefixed by `indent`.
@@ -121,7 +126,8 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   }
   out += "\n";
 
-  out += headline_row(p, "Utilization (busy)", d.busy_pct, "any kernel running (= nvidia-smi)");
+  out += headline_row(p, "Utilization (busy)", d.busy_pct,
+                      is_amd_device(d.name) ? "any kernel running (= rocm-smi GPU use)" : "any kernel running (= nvidia-smi)");
   out += headline_row(p, "SM active (estimate)", d.sm_active_est_pct, "grid sizes vs SM count");
   if (d.hw_sm_active_pct) out += headline_row(p, "SM active (hardware)", d.hw_sm_active_pct, "GPM, sampled");
   if (d.hw_tensor_active_pct) out += headline_row(p, "Tensor active (hw)", d.hw_tensor_active_pct, "GPM, sampled");
@@ -219,7 +225,7 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   }
 
   if (!d.precision.empty()) {
-    out += "\n" + p.bold("Precision of GEMM and attention time") + "\n";
+    out += "\n" + p.bold("Precision of matrix math time (GEMM, convolution, attention)") + "\n";
     for (const auto& pr : d.precision) {
       out += fmt::format("  {:<8} {:>5.1f}%  {}\n", pr.dtype, pr.pct, bar(pr.pct, 25));
     }
@@ -238,7 +244,18 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   }
 
   out += "\n" + p.bold("Findings") + p.dim("  (estimated speedup of the whole step if fixed)") + "\n";
-  if (d.findings.empty()) out += "  none above the reporting thresholds\n";
+  if (d.findings.empty() && d.busy_pct < 0.05) {
+    // A window with no kernel time (0.0% as shown above) has nothing on the GPU to tune.
+    out += wrap_text(fmt::format("none: the GPU was idle for the whole window ({}); there is no GPU work here to "
+                                 "speed up. The time went to the host (see Idle above): profile a window where the "
+                                 "GPU works, after start-up, compilation and warm-up.",
+                                 d.kernel_count == 0 ? "no kernels ran"
+                                                     : fmt::format("{} kernel{} ran for under 0.05% of it",
+                                                                   d.kernel_count, d.kernel_count == 1 ? "" : "s")),
+                     width, "  ");
+  } else if (d.findings.empty()) {
+    out += "  none above the reporting thresholds\n";
+  }
   render_findings(out, d.findings, p, width);
 }
 

@@ -45,6 +45,45 @@ DeviceReport analyze_device(const Trace& trace, const HostIndex& host, int32_t d
   return r;
 }
 
+// What a trace without GPU work holds instead, and what that means (for Report::rejected).
+std::string describe_without_gpu_work(const Trace& t) {
+  if (t.truncated) {
+    return "the file ends before any GPU events (the profiler writes them after the CPU events); the trace is "
+           "truncated: export it again";
+  }
+  int64_t launches = 0, ops = 0, annotations = 0;
+  for (const ApiCall& c : t.api_calls) launches += c.api_class == ApiClass::kLaunch;
+  for (const HostEvent& e : t.host_events) (e.kind == HostEventKind::kOp ? ops : annotations) += 1;
+  const std::string gpus =
+      t.devices.empty() ? std::string("no GPU")
+                        : fmt::format("{} GPU{} ({})", t.devices.size(), t.devices.size() == 1 ? "" : "s",
+                                      t.devices.front().name.empty() ? "unnamed" : t.devices.front().name);
+  if (!t.device_samples.empty()) {
+    return fmt::format("no GPU kernels, copies or sets, only {} hardware counter samples: counters alone do not "
+                       "say what ran or when; record GPU activity too (ProfilerActivity.CUDA, or gpuscope run)",
+                       t.device_samples.size());
+  }
+  if (launches > 0) {
+    // Kineto writes no kernel activity when CUPTI's range profiler collects per-kernel counters
+    // instead (its "cuda_profiler_range" events), nor when CUDA activity is off.
+    return fmt::format("no GPU kernels, copies or sets, though the host made {} kernel launch calls on {}: a "
+                       "counter-collection run (CUPTI range profiler, per-kernel metrics instead of "
+                       "kernel activity) or a profile without ProfilerActivity.CUDA; record one with "
+                       "ProfilerActivity.CUDA and no counter collection",
+                       launches, gpus);
+  }
+  if (!t.api_calls.empty()) {
+    return fmt::format("no GPU kernels, copies or sets, and none issued: {} CUDA API calls but no launches",
+                       t.api_calls.size());
+  }
+  if (ops + annotations == 0) return "no GPU kernels, copies or sets, and no CUDA calls or CPU ops either: nothing gpuscope reads";
+  return fmt::format("no GPU kernels, copies or sets: CPU events only ({} ops, {} annotations, no CUDA calls) "
+                     "and the trace lists {}: {}",
+                     ops, annotations, gpus,
+                     t.devices.empty() ? "a CPU-only process, or a profile without ProfilerActivity.CUDA"
+                                       : "the profiler ran without ProfilerActivity.CUDA");
+}
+
 }  // namespace
 
 std::vector<DeviceReport> analyze_trace(const Trace& trace, const AnalysisOptions& options) {
@@ -66,23 +105,29 @@ std::vector<DeviceReport> analyze_trace(const Trace& trace, const AnalysisOption
 
 Report analyze_traces(const std::vector<Trace>& traces, const AnalysisOptions& options) {
   Report report;
+  std::vector<const Trace*> with_gpu_work;
   for (const Trace& t : traces) {
     for (const auto& w : t.warnings) report.warnings.push_back(fmt::format("{}: {}", t.source, w));
     auto devices = analyze_trace(t, options);
-    if (devices.empty() && t.truncated) {
-      report.rejected.push_back(fmt::format(
-          "{}: the file ends before any GPU events (the profiler writes them after the CPU events); "
-          "the trace is truncated: export it again",
-          t.source));
-    } else if (devices.empty()) {
-      report.rejected.push_back(fmt::format(
-          "{}: no GPU kernels, copies or sets in this trace (a CPU-only rank, or the profiler ran without "
-          "ProfilerActivity.CUDA)",
-          t.source));
+    if (devices.empty()) {
+      report.rejected.push_back(fmt::format("{}: {}", t.source, describe_without_gpu_work(t)));
+      continue;
     }
+    with_gpu_work.push_back(&t);
     for (auto& d : devices) report.devices.push_back(std::move(d));
   }
-  if (traces.size() > 1 && report.devices.size() > 1) report.ranks = summarize_ranks(report.devices);
+  if (with_gpu_work.size() < 2) return report;
+  const std::optional<std::string> disagreement = job_disagreement(with_gpu_work, report.devices);
+  if (!disagreement || options.as_job) report.ranks = summarize_ranks(report.devices);
+  if (disagreement) {
+    report.warnings.push_back(
+        options.as_job
+            ? fmt::format("the {} traces are analysed as one job (--as-job) although they do not agree: {}",
+                          with_gpu_work.size(), *disagreement)
+            : fmt::format("the {} traces are not one job, so each is analysed alone (no cross-rank summary): {}; "
+                          "--as-job combines them anyway",
+                          with_gpu_work.size(), *disagreement));
+  }
   return report;
 }
 

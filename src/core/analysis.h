@@ -16,14 +16,20 @@ struct AnalysisOptions {
   std::optional<double> flops_per_step;  // ...or given directly (wins over model).
   std::optional<double> peak_tflops;     // Overrides the catalogue.
   std::string step_range;                // Annotation name that marks a step.
+  // Treat several traces as the ranks of one job even when they do not agree (ranks.h,
+  // job_disagreement): the cross-rank summary and the straggler finding are made anyway.
+  bool as_job = false;
 };
 
 // One report per device of `trace` that ran GPU work (kernels, copies or sets). The trace's
 // event vectors must be sorted (Trace::sort_events). Empty when no device ran anything.
 std::vector<DeviceReport> analyze_trace(const Trace& trace, const AnalysisOptions& options);
 
-// Analyses several traces (e.g. one per rank) and adds a cross-rank summary when more than
-// one device report results. Traces with no GPU work are listed in Report::rejected.
+// Analyses several traces (e.g. one per rank). When two or more of them ran GPU work, they form
+// one job only if they agree (ranks.h, job_disagreement) or options.as_job: then a cross-rank
+// summary (with the straggler finding) is added; otherwise each stays a separate analysis and
+// a line in Report::warnings says why they were not combined. Traces with no GPU work are
+// listed in Report::rejected with what they hold instead.
 Report analyze_traces(const std::vector<Trace>& traces, const AnalysisOptions& options);
 
 }  // namespace gpuscope

@@ -167,6 +167,7 @@ TEST(Analysis, RankSummaryAcrossTraces) {
     b.kernel(0, 50, "gemm", 1000, 0, 7, 0, 0);
     Trace t = b.build();
     t.rank = rank;
+    t.world_size = 2;  // A job: ranks with their world size (ranks.h, job_disagreement).
     t.source = "rank" + std::to_string(rank);
     traces.push_back(std::move(t));
   }

@@ -13,42 +13,110 @@ namespace {
 
 double duration(const Kernel* k) { return static_cast<double>(k->end_ns - k->start_ns); }
 
-bool is_matrix(KernelCategory c) { return c == KernelCategory::kGemm || c == KernelCategory::kAttention; }
+// The share of `names` (kernel names, raw or short) that Triton generated: torch.compile /
+// Inductor output, or hand-written Triton.
+double triton_share(const std::vector<std::string>& names) {
+  if (names.empty()) return 0;
+  size_t triton = 0;
+  for (const auto& n : names) triton += describe_kernel(n).library == KernelLibrary::kTriton;
+  return static_cast<double>(triton) / static_cast<double>(names.size());
+}
+
+// The share of kernel time in Triton kernels: the code is compiled (torch.compile) or written
+// in Triton, so "use torch.compile" is no advice.
+double triton_time_share(const FindingContext& f) {
+  double all = 0, triton = 0;
+  for (const Kernel* k : f.device.kernels) {
+    all += duration(k);
+    if (describe_kernel(f.device.trace.strings.view(k->name)).library == KernelLibrary::kTriton) {
+      triton += duration(k);
+    }
+  }
+  return all > 0 ? triton / all : 0;
+}
+
+// What the device calls its streaming multiprocessors.
+std::string_view sm_word(const FindingContext& f) { return is_amd_device(f.report.name) ? "CUs" : "SMs"; }
 
 }  // namespace
 
-// Trigger: over 10% of GEMM/attention time in fp32 or tf32. Estimate: GEMMs speed up by the
-// ratio of the device's dense bf16 peak to its fp32 (or tf32) peak; without a known device, 4x
-// for fp32 and 2x for tf32.
+// Trigger: over 10% of matrix-math time (GEMM, convolution, attention) in fp32 or tf32.
+// Estimate: those kernels speed up by the ratio of the device's dense peak in the 16-bit type
+// it supports (bf16, else fp16: preferred_half_precision) to its fp32 (or tf32) peak; without a
+// known device, 4x for fp32 and 2x for tf32. Advice fits the device: bf16 autocast (TF32 as a
+// first step where the device has it), fp16 autocast with loss scaling where it has no bf16
+// (V100), and nothing device-specific for a device the catalogue does not know.
 std::optional<Finding> precision_fp32(const FindingContext& f) {
   const auto& kernels = f.device.kernels;
   int64_t gemm_ns = 0, slow_ns = 0, fp32_ns = 0;
   for (size_t i = 0; i < kernels.size(); ++i) {
-    if (!is_matrix(f.categories[i])) continue;
+    if (!is_matrix_math(f.categories[i])) continue;
     const int64_t d = kernels[i]->end_ns - kernels[i]->start_ns;
     gemm_ns += d;
     if (f.precisions[i] == Precision::kFp32 || f.precisions[i] == Precision::kTf32) slow_ns += d;
     if (f.precisions[i] == Precision::kFp32) fp32_ns += d;
   }
   if (gemm_ns <= 0 || slow_ns <= 0.1 * gemm_ns) return std::nullopt;
+  const std::string& device = f.report.name;
+  const bool amd = is_amd_device(device);
+  const std::string_view cores = amd ? "matrix cores" : "tensor cores";
+  const std::optional<Precision> half = preferred_half_precision(device);
   double fp32_factor = 4, tf32_factor = 2;
-  if (const auto bf16 = peak_tflops(f.report.name, Precision::kBf16)) {
-    if (const auto fp32 = peak_tflops(f.report.name, Precision::kFp32)) fp32_factor = *bf16 / *fp32;
-    if (const auto tf32 = peak_tflops(f.report.name, Precision::kTf32)) tf32_factor = *bf16 / *tf32;
+  std::string basis = "assumed ratios for an unknown device";
+  if (half) {
+    const auto half_peak = peak_tflops(device, *half);
+    const auto fp32_peak = peak_tflops(device, Precision::kFp32);
+    const auto tf32_peak = peak_tflops(device, Precision::kTf32);
+    if (half_peak && fp32_peak) fp32_factor = *half_peak / *fp32_peak;
+    if (half_peak && tf32_peak) tf32_factor = *half_peak / *tf32_peak;
+    if (half_peak && fp32_peak) {
+      basis = fmt::format("dense peaks of the {}: {} {:.0f}, fp32 {:.1f}{} TFLOP/s", find_peak_table(device)->variant,
+                          precision_name(*half), *half_peak, *fp32_peak,
+                          tf32_peak ? fmt::format(", tf32 {:.0f}", *tf32_peak) : std::string());
+    }
   }
   const double saved = static_cast<double>(fp32_ns) * (1 - 1.0 / fp32_factor) +
                        static_cast<double>(slow_ns - fp32_ns) * (1 - 1.0 / tf32_factor);
+
+  std::string title, advice;
+  if (!half) {
+    // An unknown device: which 16-bit types it has is not known here, so no dtype is named.
+    title = "Matrix math runs in fp32/tf32, not in a 16-bit type";
+    advice = "Train in mixed precision: torch.autocast with the 16-bit dtype this GPU supports (bf16 where it "
+             "has bf16 math, else fp16 with torch.amp.GradScaler for loss scaling).";
+  } else if (*half == Precision::kBf16) {
+    title = fmt::format("Matrix math runs in fp32/tf32, not on bf16 {}", cores);
+    advice = "Train in mixed precision: wrap the forward pass in torch.autocast(\"cuda\", dtype=torch.bfloat16)";
+    if (amd) {
+      advice += " (on ROCm the bf16 GEMMs run through hipBLASLt/rocBLAS).";
+    } else if (device_supports(device, Precision::kTf32).value_or(false)) {
+      advice += " (or set torch.backends.cuda.matmul.allow_tf32=True as a first step).";
+    } else {
+      advice += ".";
+    }
+  } else {
+    // fp16 without bf16 (Volta): fp16 needs loss scaling, and there is no TF32 either.
+    title = fmt::format("Matrix math runs in fp32, not on fp16 {}", cores);
+    advice = fmt::format(
+        "Train in mixed precision with fp16: wrap the forward pass in torch.autocast(\"cuda\", "
+        "dtype=torch.float16) and scale the loss with torch.amp.GradScaler(\"cuda\") (the {} has fp16 {} "
+        "but no bf16 or TF32 math).",
+        find_peak_table(device)->variant, cores);
+  }
+  const bool any_tf32 = slow_ns > fp32_ns;
+  advice += any_tf32 ? fmt::format(" Estimate assumes fp32 matrix kernels become {:.1f}x and tf32 {:.1f}x faster ({}); "
+                                   "elementwise kernels, which also move half the bytes in 16 bits, are not counted.",
+                                   fp32_factor, tf32_factor, basis)
+                     : fmt::format(" Estimate assumes fp32 matrix kernels become {:.1f}x faster ({}); elementwise "
+                                   "kernels, which also move half the bytes in 16 bits, are not counted.",
+                                   fp32_factor, basis);
   return proposal(
-      "Matrix math runs in fp32/tf32, not on bf16 tensor cores",
-      fmt::format("{} of {} GEMM/attention time per step ({:.0f}%) is fp32 or tf32",
+      std::move(title),
+      fmt::format("{} of {} GEMM/convolution/attention time per step ({:.0f}%) is {}",
                   fmt_ms(static_cast<int64_t>(static_cast<double>(slow_ns) / f.steps())),
-                  fmt_ms(static_cast<int64_t>(static_cast<double>(gemm_ns) / f.steps())), pct(slow_ns, gemm_ns)),
-      f.speedup_removing(saved),
-      fmt::format("Train in mixed precision: wrap the forward pass in torch.autocast(\"cuda\", "
-                  "dtype=torch.bfloat16) (or set torch.backends.cuda.matmul.allow_tf32=True as a first step). "
-                  "Estimate assumes fp32 GEMMs become {:.1f}x and tf32 {:.1f}x faster (dense peak ratios); "
-                  "elementwise kernels, which also move half the bytes in bf16, are not counted.",
-                  fp32_factor, tf32_factor));
+                  fmt_ms(static_cast<int64_t>(static_cast<double>(gemm_ns) / f.steps())), pct(slow_ns, gemm_ns),
+                  any_tf32 ? "fp32 or tf32" : "fp32"),
+      f.speedup_removing(saved), std::move(advice));
 }
 
 // Trigger: at least 100 optimizer kernels per step, mostly not multi-tensor ones. Estimate: a
@@ -97,24 +165,40 @@ std::optional<Finding> optimizer_unfused(const FindingContext& f) {
       "fused step takes a quarter of the per-tensor kernel time and leaves the GPU no idle time inside it.");
 }
 
-// Trigger: the fusion candidates (fusion.h) would save over 2% of the window. Estimate: a fused
-// chain of k kernels costs one kernel's time.
+// Trigger: the fusion candidates (fusion.h) would save over 2% of the window, and most of their
+// kernels are not Triton kernels (a chain of kernels Inductor already generated is what
+// torch.compile left unfused: usually a graph break or a reduction boundary, not a missing
+// compile). Estimate: a fused chain of k kernels costs one kernel's time. The advice names
+// torch.compile only when no chain kernel is a Triton kernel.
 std::optional<Finding> kernel_fusion(const FindingContext& f) {
   const auto& fusion = f.report.fusion;
   int64_t fusion_saving = 0;
-  for (const auto& c : fusion) fusion_saving += c.est_saving_ns;
+  std::vector<std::string> chain_kernels;
+  for (const auto& c : fusion) {
+    fusion_saving += c.est_saving_ns;
+    chain_kernels.insert(chain_kernels.end(), c.kernels.begin(), c.kernels.end());
+  }
   if (fusion.empty() || fusion_saving <= 0.02 * f.window_ns()) return std::nullopt;
+  const double triton = triton_share(chain_kernels);
+  if (triton > 0.5) return std::nullopt;
   const auto& top = fusion.front();
   std::string chain;
   for (size_t i = 0; i < top.kernels.size() && i < 4; ++i) chain += (i ? " -> " : "") + top.kernels[i];
   if (top.kernels.size() > 4) chain += fmt::format(" -> ... ({} kernels)", top.kernels.size());
+  const std::string advice =
+      triton > 0
+          ? "Some of these kernels are already Triton kernels from torch.compile: fuse the rest by hand (a fused "
+            "kernel for the chain, e.g. fused LayerNorm, bias+GELU, dropout+residual+LayerNorm, or a custom Triton "
+            "kernel), or remove the graph breaks that keep the eager kernels outside the compiled region "
+            "(torch._dynamo.explain lists them)."
+          : "Fuse elementwise chains: torch.compile(model), or fused kernels (fused LayerNorm, bias+GELU, "
+            "dropout+residual+LayerNorm).";
   return proposal("Chains of memory-bound kernels could be fused",
                   fmt::format("{} recurring chains of elementwise/normalisation kernels; the largest: {} ({} times, "
                               "{:.1f}% of the window)",
                               fusion.size(), chain, top.occurrences, top.pct),
                   f.speedup_removing(static_cast<double>(fusion_saving)),
-                  "Fuse elementwise chains: torch.compile(model), or fused kernels (fused LayerNorm, bias+GELU, "
-                  "dropout+residual+LayerNorm). Estimate assumes a fused chain of k kernels costs one kernel's time.");
+                  advice + " Estimate assumes a fused chain of k kernels costs one kernel's time.");
 }
 
 // Materialised attention: plain softmax kernels (manual q·kᵀ → softmax → ·v) where a fused
@@ -178,19 +262,24 @@ std::optional<Finding> small_grid(const FindingContext& f) {
     saved += std::max(0.0, d - std::max(d / gain, std::min(d, kMinKernelNs)));
   }
   if (busy <= 0 || lost <= 0.1 * busy || saved <= 0) return std::nullopt;
-  return proposal("Kernels launch fewer blocks than the GPU has SMs",
-                  fmt::format("{:.0f}% of kernel time is SM capacity left idle by grids smaller than {} SMs "
+  const std::string_view sms_word = sm_word(f);
+  // Compiled code (mostly Triton kernels) is not told to compile.
+  const bool compiled = triton_time_share(f) > 0.5;
+  return proposal(fmt::format("Kernels launch fewer blocks than the GPU has {}", sms_word),
+                  fmt::format("{:.0f}% of kernel time is {} capacity left idle by grids smaller than {} {} "
                               "(SM-active estimate {:.1f}% vs busy {:.1f}%)",
-                              pct(lost, busy), *dev->num_sms, f.report.sm_active_est_pct, f.report.busy_pct),
+                              pct(lost, busy), sms_word.substr(0, 2), *dev->num_sms, sms_word,
+                              f.report.sm_active_est_pct, f.report.busy_pct),
                   f.speedup_removing(saved),
-                  "Give each kernel more parallel work: a larger batch or sequence, fewer but larger tensors, more "
-                  "blocks per kernel (split the work), or torch.compile to fuse small ops. Estimate: the same work "
-                  "spread over every SM, throughput growing with resident warps up to 50% occupancy.");
+                  fmt::format("Give each kernel more parallel work: a larger batch or sequence, fewer but larger "
+                              "tensors, more blocks per kernel (split the work){}. Estimate: the same work spread "
+                              "over every {}, throughput growing with resident warps up to 50% occupancy.",
+                              compiled ? "" : ", or torch.compile to fuse small ops", sms_word.substr(0, 2)));
 }
 
 // Trigger: over 10% of kernel time in non-matrix kernels whose registers or shared memory
-// allow under 25% theoretical occupancy (GEMM and attention kernels run at low occupancy by
-// design and are excluded). Estimate: a bandwidth-bound kernel's throughput grows with
+// allow under 25% theoretical occupancy (matrix math, GEMM, convolution and attention, runs at
+// low occupancy by design and is excluded). Estimate: a bandwidth-bound kernel's throughput grows with
 // resident warps up to ~50%.
 std::optional<Finding> low_occupancy(const FindingContext& f) {
   const Device* dev = f.device.device;
@@ -201,7 +290,7 @@ std::optional<Finding> low_occupancy(const FindingContext& f) {
   for (size_t i = 0; i < kernels.size(); ++i) {
     const double d = duration(kernels[i]);
     kernel_ns += d;
-    if (is_matrix(f.categories[i])) continue;
+    if (is_matrix_math(f.categories[i])) continue;
     const auto occ = theoretical_occupancy(*dev, *kernels[i]);
     if (!occ || occ->fraction >= 0.25 || occ->limiter == OccupancyLimiter::kThreads) continue;
     starved_ns += d;
@@ -215,9 +304,15 @@ std::optional<Finding> low_occupancy(const FindingContext& f) {
                               pct(starved_ns, kernel_ns), by_regs >= by_smem ? "registers" : "shared memory",
                               by_regs, by_smem),
                   f.speedup_removing(saved_ns),
-                  "Cut registers per thread (__launch_bounds__, -maxrregcount, simpler per-thread state) or shared "
-                  "memory per block so more blocks fit per SM; in PyTorch this usually means a custom or Triton "
-                  "kernel: tune num_warps/BLOCK sizes. Estimate assumes throughput grows with occupancy up to 50%.");
+                  is_amd_device(f.report.name)
+                      ? "Cut registers per thread (__launch_bounds__, simpler per-thread state) or LDS per block so "
+                        "more wavefronts fit per CU; in PyTorch this usually means a custom or Triton kernel: tune "
+                        "num_warps/BLOCK sizes (and waves_per_eu on ROCm). Estimate assumes throughput grows with "
+                        "occupancy up to 50%."
+                      : "Cut registers per thread (__launch_bounds__, -maxrregcount, simpler per-thread state) or "
+                        "shared memory per block so more blocks fit per SM; in PyTorch this usually means a custom or "
+                        "Triton kernel: tune num_warps/BLOCK sizes. Estimate assumes throughput grows with occupancy "
+                        "up to 50%.");
 }
 
 }  // namespace gpuscope

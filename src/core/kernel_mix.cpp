@@ -12,8 +12,6 @@ constexpr int64_t kSmallKernelNs = 10'000;
 
 int64_t duration(const Kernel& k) { return k.end_ns - k.start_ns; }
 
-bool is_matrix(KernelCategory c) { return c == KernelCategory::kGemm || c == KernelCategory::kAttention; }
-
 // Sum of durations per category, copies and sets included; shares of all GPU activity time.
 void add_categories(const DeviceContext& ctx, const KernelMix& mix, DeviceReport& r) {
   std::array<CategoryTime, kNumKernelCategories> cat_time{};
@@ -91,11 +89,11 @@ void add_launch_stats(const DeviceContext& ctx, DeviceReport& r) {
   }
 }
 
-// GEMM and attention time by precision, largest first.
+// Matrix math time (GEMM, convolution, attention) by precision, largest first.
 void add_precision(const DeviceContext& ctx, const KernelMix& mix, DeviceReport& r) {
   std::array<int64_t, kNumPrecisions> prec_ns{};
   for (size_t i = 0; i < ctx.kernels.size(); ++i) {
-    if (is_matrix(mix.categories[i])) prec_ns[static_cast<size_t>(mix.precisions[i])] += duration(*ctx.kernels[i]);
+    if (is_matrix_math(mix.categories[i])) prec_ns[static_cast<size_t>(mix.precisions[i])] += duration(*ctx.kernels[i]);
   }
   int64_t gemm_ns = 0;
   for (auto v : prec_ns) gemm_ns += v;
@@ -111,7 +109,9 @@ void add_precision(const DeviceContext& ctx, const KernelMix& mix, DeviceReport&
 
 KernelCategory kernel_category(const DeviceContext& ctx, const Kernel& k) {
   const KernelCategory c = ctx.category_of(k.name);
-  if (c == KernelCategory::kGemm || c == KernelCategory::kAttention || c == KernelCategory::kCommunication) return c;
+  // Matrix math and collectives keep their category inside an optimizer step too (a weight
+  // update may run a GEMM or an all-reduce; neither is optimizer arithmetic).
+  if (is_matrix_math(c) || c == KernelCategory::kCommunication) return c;
   const int64_t api = ctx.host.api_for_correlation(k.correlation);
   if (api >= 0 && (ctx.host.context_flags(static_cast<size_t>(api)) & kHostOptimizer)) {
     return KernelCategory::kOptimizer;
@@ -142,7 +142,7 @@ KernelMix add_kernel_mix(const DeviceContext& ctx, DeviceReport& r) {
   mix.precisions.assign(ctx.kernels.size(), Precision::kUnknown);
   for (size_t i = 0; i < ctx.kernels.size(); ++i) {
     mix.categories[i] = kernel_category(ctx, *ctx.kernels[i]);
-    if (is_matrix(mix.categories[i])) mix.precisions[i] = kernel_precision(ctx, *ctx.kernels[i]);
+    if (is_matrix_math(mix.categories[i])) mix.precisions[i] = kernel_precision(ctx, *ctx.kernels[i]);
   }
   r.kernel_count = static_cast<int64_t>(ctx.kernels.size());
   add_categories(ctx, mix, r);

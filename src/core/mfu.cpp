@@ -68,11 +68,15 @@ void add_model_flops(const AnalysisOptions& options, DeviceReport& r) {
   }
 }
 
-// Peak: the dense bf16 tensor rate (the chip's training peak), fp8 when fp8 GEMMs dominate;
-// then MFU and HFU against it over the step time.
+// Peak: the dense rate of the 16-bit type the device trains in (bf16, or fp16 where it has no
+// bf16 math: V100), fp8 when fp8 matrix math takes most of the matrix time on a device with fp8
+// math; then MFU and HFU against it over the step time. The basis names the precision.
 void add_peak_and_mfu(const AnalysisOptions& options, double step_ns, DeviceReport& r) {
-  Precision peak_precision = Precision::kBf16;
-  if (!r.precision.empty() && r.precision.front().dtype == "fp8") peak_precision = Precision::kFp8;
+  Precision peak_precision = preferred_half_precision(r.name).value_or(Precision::kBf16);
+  if (!r.precision.empty() && r.precision.front().dtype == precision_name(Precision::kFp8) &&
+      r.precision.front().pct >= 50 && device_supports(r.name, Precision::kFp8).value_or(false)) {
+    peak_precision = Precision::kFp8;
+  }
   if (options.peak_tflops) {
     r.peak_tflops = *options.peak_tflops;
     r.peak_basis = "given by --peak-tflops";

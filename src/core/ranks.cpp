@@ -1,8 +1,12 @@
 #include "core/ranks.h"
 
 #include <algorithm>
+#include <climits>
+#include <map>
+#include <set>
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "core/findings.h"
 
@@ -30,7 +34,85 @@ void add_straggler(RankSummary& s, const std::vector<double>& others_ms) {
        "processes, CPU affinity, fewer DataLoader workers than the others)."});
 }
 
+// The time range of a trace's events on its own clock: [earliest start, latest end).
+struct Span {
+  int64_t start_ns = INT64_MAX;
+  int64_t end_ns = INT64_MIN;
+  template <class Events>
+  void extend(const Events& events) {
+    for (const auto& e : events) {
+      start_ns = std::min(start_ns, e.start_ns);
+      end_ns = std::max(end_ns, e.end_ns);
+    }
+  }
+};
+
+Span trace_span(const Trace& t) {
+  Span s;
+  s.extend(t.kernels);
+  s.extend(t.memcpys);
+  s.extend(t.memsets);
+  s.extend(t.api_calls);
+  s.extend(t.host_events);
+  return s;
+}
+
 }  // namespace
+
+std::optional<std::string> job_disagreement(const std::vector<const Trace*>& traces,
+                                            const std::vector<DeviceReport>& devices) {
+  std::vector<std::string> reasons;
+  size_t without_rank = 0;
+  std::map<int32_t, int> traces_per_rank;
+  std::set<int32_t> world_sizes;
+  for (const Trace* t : traces) {
+    if (!t->rank || !t->world_size) {
+      ++without_rank;
+      continue;
+    }
+    traces_per_rank[*t->rank] += 1;
+    world_sizes.insert(*t->world_size);
+  }
+  if (without_rank > 0) {
+    reasons.push_back(fmt::format("{} of {} traces name no rank and world size (distributedInfo)", without_rank,
+                                  traces.size()));
+  }
+  for (const auto& [rank, n] : traces_per_rank) {
+    if (n > 1) reasons.push_back(fmt::format("rank {} appears in {} traces", rank, n));
+  }
+  if (world_sizes.size() > 1) {
+    reasons.push_back(fmt::format("world sizes differ ({})", fmt::join(world_sizes, ", ")));
+  } else if (world_sizes.size() == 1 && !traces_per_rank.empty() &&
+             traces_per_rank.rbegin()->first >= *world_sizes.begin()) {
+    reasons.push_back(fmt::format("rank {} is outside the world size {}", traces_per_rank.rbegin()->first,
+                                  *world_sizes.begin()));
+  }
+
+  // The models of the devices that ran work, where the trace names them.
+  std::set<std::string> models;
+  for (const Trace* t : traces) {
+    for (const DeviceReport& d : devices) {
+      if (d.source != t->source) continue;
+      const Device* dev = t->find_device(d.device);
+      if (dev && !dev->name.empty()) models.insert(dev->name);
+    }
+  }
+  if (models.size() > 1) reasons.push_back(fmt::format("device models differ ({})", fmt::join(models, ", ")));
+
+  // Ranks of one job run at the same time: their time ranges share an instant. Each trace is
+  // on its own host clock, so traces of hosts whose clocks differ may fail this too.
+  int64_t latest_start = INT64_MIN, earliest_end = INT64_MAX;
+  for (const Trace* t : traces) {
+    const Span s = trace_span(*t);
+    latest_start = std::max(latest_start, s.start_ns);
+    earliest_end = std::min(earliest_end, s.end_ns);
+  }
+  if (latest_start >= earliest_end) {
+    reasons.push_back("their time ranges do not overlap (recorded at different times, or on different clocks)");
+  }
+  if (reasons.empty()) return std::nullopt;
+  return fmt::format("{}", fmt::join(reasons, "; "));
+}
 
 RankSummary summarize_ranks(const std::vector<DeviceReport>& devices) {
   RankSummary s;

@@ -1,0 +1,266 @@
+// Per-trace checks on every recorded trace in testdata/hta and testdata/pytorch: the findings
+// that must and must not appear given the trace's device and code (advice that fits the
+// hardware, no compile advice for compiled kernels), how traces without GPU work are
+// described, and which traces form one job. Only the kernel findings, the cross-rank summary
+// and the rejection messages are asserted here; idle-cause findings have their own tests.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/analysis.h"
+#include "core/catalog.h"
+#include "formats/trace_input.h"
+
+namespace gpuscope {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string source_dir() {
+  if (const char* env = std::getenv("GPUSCOPE_SOURCE_DIR")) return env;
+  return GPUSCOPE_SOURCE_DIR;
+}
+
+Trace read(const std::string& rel) {
+  auto t = read_trace_file((fs::path(source_dir()) / "testdata" / rel).string());
+  EXPECT_TRUE(t.ok()) << rel << ": " << t.status().message();
+  if (!t.ok()) return Trace{};
+  Trace trace = std::move(t).value();
+  trace.source = rel;
+  return trace;
+}
+
+Report analyze_one(const std::string& rel) {
+  std::vector<Trace> traces;
+  traces.push_back(read(rel));
+  return analyze_traces(traces, {});
+}
+
+const Finding* find(const DeviceReport& d, std::string_view id) {
+  for (const Finding& f : d.findings) {
+    if (f.id == id) return &f;
+  }
+  return nullptr;
+}
+
+bool mentions(const Finding& f, std::string_view word) {
+  return f.title.find(word) != std::string::npos || f.evidence.find(word) != std::string::npos ||
+         f.recommendation.find(word) != std::string::npos;
+}
+
+// The rules in findings_kernels.cpp: their wording is what this test holds to the device.
+constexpr std::string_view kKernelFindings[] = {"precision-fp32", "kernel-fusion", "attention-unfused",
+                                                 "small-grid", "low-occupancy", "optimizer-unfused"};
+
+// What each trace with GPU work must show. `device`: the device name's kind; `precision`:
+// whether precision-fp32 must fire (true), must not (false) or either (nullopt); `compiled`:
+// the kernels are torch.compile/Triton output, so no kernel finding may advise torch.compile.
+enum class Kind { kVolta, kAmpereHopper, kAmd, kUnknown };
+struct Expect {
+  Kind device;
+  std::optional<bool> precision;
+  bool compiled = false;
+};
+
+const std::map<std::string, Expect>& expectations() {
+  static const std::map<std::string, Expect> m = {
+      {"hta/amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz", {Kind::kAmd, std::nullopt}},
+      {"hta/critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz", {Kind::kAmpereHopper, {}}},
+      {"hta/critical_path_cuda_event_sync_event_sync_trace.json.gz", {Kind::kAmpereHopper, {}}},
+      {"hta/critical_path_cuda_event_sync_multi_stream_event_sync_trace.json.gz", {Kind::kAmpereHopper, true}},
+      {"hta/nccl_parser_config_nccl_data.json.gz", {Kind::kAmpereHopper, true}},
+      {"hta/negative_queue_length_values_check_rank0.json.gz", {Kind::kAmpereHopper, true}},
+      {"hta/ns_resolution_trace_rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", {Kind::kVolta, true}},
+      {"hta/timeline_analysis_sampled_rank-0.json.gz", {Kind::kUnknown, true}},
+      {"hta/trace_diff_control_control.json.gz", {Kind::kAmpereHopper, true}},
+      {"hta/trace_diff_test_test.json.gz", {Kind::kVolta, true}},
+      {"hta/triton_example_triton_example.json.gz", {Kind::kAmpereHopper, false, true}},
+      {"pytorch/fp32_sync.json.gz", {Kind::kAmpereHopper, true}},
+      {"pytorch/bf16_sync.json.gz", {Kind::kAmpereHopper, false}},
+      {"pytorch/bf16_async.json.gz", {Kind::kAmpereHopper, false}},
+      {"pytorch/bf16_compile.json.gz", {Kind::kAmpereHopper, false, true}},
+  };
+  return m;
+}
+
+// Every trace file is listed (with GPU work) or rejected below, so a new trace needs a row.
+const std::map<std::string, std::vector<std::string>>& rejected_expectations() {
+  static const std::map<std::string, std::vector<std::string>> m = {
+      // CUPTI range-profiler run: launch calls and per-kernel counter ranges, no kernel records.
+      {"hta/cupti_profiler_benchmark_result_924719_1679055439_trace.json.gz",
+       {"kernel launch calls", "range profiler", "A100"}},
+      {"hta/cpu_only_rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz", {"CPU events only", "no GPU"}},
+      {"hta/rank_non_gpu_rank_non_gpu.json.gz", {"CPU events only", "no CUDA calls"}},
+  };
+  return m;
+}
+
+TEST(TraceFindings, EveryTraceHasExpectations) {
+  for (const char* dir : {"hta", "pytorch"}) {
+    for (const auto& e : fs::directory_iterator(fs::path(source_dir()) / "testdata" / dir)) {
+      if (!e.path().string().ends_with(".json.gz")) continue;
+      const std::string rel = std::string(dir) + "/" + e.path().filename().string();
+      EXPECT_TRUE(expectations().contains(rel) || rejected_expectations().contains(rel))
+          << rel << ": add its expected findings to trace_findings_test.cpp";
+    }
+  }
+}
+
+class PerTrace : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PerTrace, FindingsFitTheDeviceAndCode) {
+  const std::string rel = GetParam();
+  const Expect& want = expectations().at(rel);
+  const Report r = analyze_one(rel);
+  ASSERT_EQ(r.devices.size(), 1u) << rel;
+  EXPECT_TRUE(r.rejected.empty()) << rel;
+  EXPECT_FALSE(r.ranks.has_value()) << rel << ": one trace is no job";
+  const DeviceReport& d = r.devices[0];
+
+  const Finding* precision = find(d, "precision-fp32");
+  if (want.precision) EXPECT_EQ(precision != nullptr, *want.precision) << rel;
+
+  for (const Finding& f : d.findings) {
+    if (std::find(std::begin(kKernelFindings), std::end(kKernelFindings), f.id) == std::end(kKernelFindings)) {
+      continue;
+    }
+    if (want.compiled) EXPECT_FALSE(mentions(f, "torch.compile(")) << rel << ": " << f.id << ": " << f.recommendation;
+    switch (want.device) {
+      case Kind::kVolta:
+        // V100: no bf16 or TF32 math at all, so neither is advised (saying it lacks them is fine).
+        EXPECT_FALSE(mentions(f, "torch.bfloat16") || f.title.find("bf16") != std::string::npos)
+            << rel << ": " << f.id << ": " << f.recommendation;
+        EXPECT_FALSE(mentions(f, "allow_tf32") || f.title.find("tf32") != std::string::npos ||
+                     f.evidence.find("tf32") != std::string::npos)
+            << rel << ": " << f.id << ": " << f.recommendation;
+        break;
+      case Kind::kAmd:
+        EXPECT_FALSE(mentions(f, "nvidia-smi") || mentions(f, "-maxrregcount") || mentions(f, "CUDA graph"))
+            << rel << ": " << f.id;
+        break;
+      case Kind::kUnknown:
+        // Nothing device-specific for a device the catalogue does not know.
+        EXPECT_FALSE(mentions(f, "dtype=torch.bfloat16") || mentions(f, "allow_tf32")) << rel << ": " << f.id;
+        break;
+      case Kind::kAmpereHopper:
+        break;
+    }
+  }
+  if (precision) {
+    switch (want.device) {
+      case Kind::kVolta:
+        EXPECT_TRUE(mentions(*precision, "torch.float16")) << precision->recommendation;
+        EXPECT_TRUE(mentions(*precision, "GradScaler")) << precision->recommendation;
+        EXPECT_TRUE(mentions(*precision, "fp16 125")) << "ratio from the V100's own peaks: "
+                                                       << precision->recommendation;
+        break;
+      case Kind::kAmpereHopper:
+        EXPECT_TRUE(mentions(*precision, "torch.bfloat16")) << precision->recommendation;
+        break;
+      case Kind::kUnknown:
+        EXPECT_TRUE(mentions(*precision, "unknown device")) << precision->recommendation;
+        break;
+      case Kind::kAmd:
+        break;
+    }
+  }
+  // The peak is one the device has: V100 fp16 (so labelled), never a bf16 peak it lacks.
+  if (want.device == Kind::kVolta) {
+    ASSERT_TRUE(d.peak_tflops.has_value()) << rel;
+    EXPECT_NE(d.peak_basis.find("fp16"), std::string::npos) << d.peak_basis;
+  }
+  if (want.device == Kind::kAmd) EXPECT_TRUE(is_amd_device(d.name)) << d.name;
+}
+
+std::vector<std::string> traces_with_gpu_work() {
+  std::vector<std::string> out;
+  for (const auto& [rel, e] : expectations()) out.push_back(rel);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Recorded, PerTrace, ::testing::ValuesIn(traces_with_gpu_work()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string n = info.param.substr(0, info.param.find(".json"));
+                           for (char& c : n) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return n;
+                         });
+
+TEST(TraceFindings, TracesWithoutGpuWorkAreDescribedForWhatTheyHold) {
+  for (const auto& [rel, words] : rejected_expectations()) {
+    const Report r = analyze_one(rel);
+    EXPECT_TRUE(r.devices.empty()) << rel;
+    ASSERT_EQ(r.rejected.size(), 1u) << rel;
+    for (const auto& w : words) EXPECT_NE(r.rejected[0].find(w), std::string::npos) << w << " in " << r.rejected[0];
+  }
+  // The range-profiler run did launch kernels on a GPU: it is not called CPU-only.
+  const Report cupti = analyze_one("hta/cupti_profiler_benchmark_result_924719_1679055439_trace.json.gz");
+  ASSERT_EQ(cupti.rejected.size(), 1u);
+  EXPECT_EQ(cupti.rejected[0].find("CPU-only"), std::string::npos) << cupti.rejected[0];
+}
+
+// testdata/hta holds eleven unrelated traces with GPU work (four GPU models, several rank 0s):
+// eleven separate analyses, no straggler, and a warning naming why.
+TEST(TraceFindings, UnrelatedTracesAreNotOneJob) {
+  std::vector<Trace> traces;
+  for (const auto& e : fs::directory_iterator(fs::path(source_dir()) / "testdata" / "hta")) {
+    if (e.path().string().ends_with(".json.gz")) traces.push_back(read("hta/" + e.path().filename().string()));
+  }
+  const Report r = analyze_traces(traces, {});
+  EXPECT_EQ(r.devices.size(), 11u);
+  EXPECT_EQ(r.rejected.size(), 3u);
+  EXPECT_FALSE(r.ranks.has_value());
+  std::string why;
+  for (const auto& w : r.warnings) {
+    if (w.find("not one job") != std::string::npos) why = w;
+  }
+  ASSERT_FALSE(why.empty());
+  for (const char* reason : {"no rank and world size", "rank 0 appears", "world sizes differ", "device models differ",
+                             "do not overlap"}) {
+    EXPECT_NE(why.find(reason), std::string::npos) << reason << " in " << why;
+  }
+
+  // --as-job combines them anyway (and still warns).
+  AnalysisOptions as_job;
+  as_job.as_job = true;
+  const Report forced = analyze_traces(traces, as_job);
+  ASSERT_TRUE(forced.ranks.has_value());
+  EXPECT_EQ(forced.ranks->ranks, 11);
+}
+
+// An A100 run (rank 3 of 8) and a V100 run (rank 1 of 2), a week apart: no straggler.
+TEST(TraceFindings, NoStragglerAcrossDifferentJobs) {
+  std::vector<Trace> traces;
+  traces.push_back(read("hta/trace_diff_control_control.json.gz"));
+  traces.push_back(read("hta/trace_diff_test_test.json.gz"));
+  const Report r = analyze_traces(traces, {});
+  EXPECT_EQ(r.devices.size(), 2u);
+  EXPECT_FALSE(r.ranks.has_value());
+  ASSERT_FALSE(r.warnings.empty());
+  const std::string& why = r.warnings.back();
+  EXPECT_NE(why.find("world sizes differ (2, 8)"), std::string::npos) << why;
+  EXPECT_NE(why.find("device models differ"), std::string::npos) << why;
+}
+
+// Two ranks of one job (the same trace as rank 0 and 1 of 2: same device, same time) agree.
+TEST(TraceFindings, RanksThatAgreeAreOneJob) {
+  std::vector<Trace> traces;
+  for (int rank = 0; rank < 2; ++rank) {
+    Trace t = read("pytorch/bf16_sync.json.gz");
+    t.rank = rank;
+    t.world_size = 2;
+    t.source += "#" + std::to_string(rank);
+    traces.push_back(std::move(t));
+  }
+  const Report r = analyze_traces(traces, {});
+  ASSERT_TRUE(r.ranks.has_value());
+  EXPECT_EQ(r.ranks->ranks, 2);
+  for (const auto& w : r.warnings) EXPECT_EQ(w.find("not one job"), std::string::npos) << w;
+}
+
+}  // namespace
+}  // namespace gpuscope
