@@ -1,6 +1,7 @@
 // The findings about kernels themselves (precision, fusion, grid sizes, occupancy). Each rule's
 // comment gives its trigger and its estimate; docs/design.md, "Findings", has them all.
 #include <algorithm>
+#include <map>
 #include <cmath>
 
 #include <fmt/core.h>
@@ -46,6 +47,11 @@ std::string_view sm_word(const FindingContext& f) { return is_amd_device(f.repor
 // known device, 4x for fp32 and 2x for tf32. Advice fits the device: bf16 autocast (TF32 as a
 // first step where the device has it), fp16 autocast with loss scaling where it has no bf16
 // (V100), and nothing device-specific for a device the catalogue does not know.
+//
+// Matrix kernels shorter than this are not counted by precision_fp32 (a 64 x 64 GEMM at
+// batch 1 takes a few microseconds in any type).
+constexpr int64_t kLatencyBoundMatrixNs = 10'000;
+
 std::optional<Finding> precision_fp32(const FindingContext& f) {
   const auto& kernels = f.device.kernels;
   int64_t gemm_ns = 0, slow_ns = 0, fp32_ns = 0;
@@ -53,6 +59,8 @@ std::optional<Finding> precision_fp32(const FindingContext& f) {
     if (!is_matrix_math(f.categories[i])) continue;
     const int64_t d = kernels[i]->end_ns - kernels[i]->start_ns;
     gemm_ns += d;
+    // A kernel this short is bound by latency, not arithmetic: a faster type does not shorten it.
+    if (d < kLatencyBoundMatrixNs) continue;
     if (f.precisions[i] == Precision::kFp32 || f.precisions[i] == Precision::kTf32) slow_ns += d;
     if (f.precisions[i] == Precision::kFp32) fp32_ns += d;
   }
@@ -174,14 +182,24 @@ std::optional<Finding> kernel_fusion(const FindingContext& f) {
   const auto& fusion = f.report.fusion;
   int64_t fusion_saving = 0;
   std::vector<std::string> chain_kernels;
+  // Chains through a plain softmax are attention's score passes when the attention finding
+  // fires: it claims them (and its fix removes them), so they are not counted twice.
+  const bool attention = attention_unfused_fires(f);
+  std::vector<const FusionCandidate*> chains;
   for (const auto& c : fusion) {
+    if (attention && std::any_of(c.kernels.begin(), c.kernels.end(), [](const std::string& k) {
+          return is_plain_softmax(k);
+        })) {
+      continue;
+    }
+    chains.push_back(&c);
     fusion_saving += c.est_saving_ns;
     chain_kernels.insert(chain_kernels.end(), c.kernels.begin(), c.kernels.end());
   }
-  if (fusion.empty() || fusion_saving <= 0.02 * f.window_ns()) return std::nullopt;
+  if (chains.empty() || fusion_saving <= 0.02 * f.window_ns()) return std::nullopt;
   const double triton = triton_share(chain_kernels);
   if (triton > 0.5) return std::nullopt;
-  const auto& top = fusion.front();
+  const auto& top = *chains.front();
   std::string chain;
   for (size_t i = 0; i < top.kernels.size() && i < 4; ++i) chain += (i ? " -> " : "") + top.kernels[i];
   if (top.kernels.size() > 4) chain += fmt::format(" -> ... ({} kernels)", top.kernels.size());
@@ -196,37 +214,71 @@ std::optional<Finding> kernel_fusion(const FindingContext& f) {
   return proposal("Chains of memory-bound kernels could be fused",
                   fmt::format("{} recurring chains of elementwise/normalisation kernels; the largest: {} ({} times, "
                               "{:.1f}% of the window)",
-                              fusion.size(), chain, top.occurrences, top.pct),
+                              chains.size(), chain, top.occurrences, top.pct),
                   f.speedup_removing(static_cast<double>(fusion_saving)),
                   advice + " Estimate assumes a fused chain of k kernels costs one kernel's time.");
 }
 
-// Materialised attention: plain softmax kernels (manual q·kᵀ → softmax → ·v) where a fused
-// attention kernel would keep the score matrix on chip. Trigger: softmax kernels over 2% of the
-// window, and fused attention kernels take less time than them (else the softmax is something
-// else). Estimate: the softmax passes disappear.
-std::optional<Finding> attention_unfused(const FindingContext& f) {
-  const auto& kernels = f.device.kernels;
-  double softmax_ns = 0, fused_ns = 0;
+namespace {
+// The score-matrix passes of attention written out: runs of consecutive memory-bound kernels
+// (and device-side copies and fills) on one stream that contain a plain softmax (scale, mask, softmax, its backward, dropout all
+// read and write the B x H x T x T scores), and the fused attention kernels' time.
+struct ScorePasses {
+  double ns = 0, fused_ns = 0;
   int64_t softmax_count = 0;
+};
+ScorePasses score_passes(const FindingContext& f) {
+  ScorePasses out;
+  const auto& kernels = f.device.kernels;
+  std::map<int32_t, std::vector<size_t>> by_stream;
   for (size_t i = 0; i < kernels.size(); ++i) {
-    if (f.categories[i] == KernelCategory::kAttention) {
-      fused_ns += duration(kernels[i]);
-    } else if (is_plain_softmax(f.device.trace.strings.view(kernels[i]->name))) {
-      softmax_ns += duration(kernels[i]);
-      ++softmax_count;
+    if (f.categories[i] == KernelCategory::kAttention) out.fused_ns += duration(kernels[i]);
+    by_stream[kernels[i]->stream].push_back(i);
+  }
+  for (const auto& [stream, idx] : by_stream) {
+    for (size_t i = 0; i < idx.size();) {
+      size_t j = i;
+      double run_ns = 0;
+      int64_t softmaxes = 0;
+      while (j < idx.size() && (is_memory_bound(f.categories[idx[j]]) || f.categories[idx[j]] == KernelCategory::kCopySet)) {
+        run_ns += duration(kernels[idx[j]]);
+        if (is_plain_softmax(f.device.trace.strings.view(kernels[idx[j]]->name))) ++softmaxes;
+        ++j;
+      }
+      if (softmaxes > 0) {
+        out.ns += run_ns;
+        out.softmax_count += softmaxes;
+      }
+      i = std::max(j, i + 1);
     }
   }
-  if (softmax_ns <= 0.02 * f.window_ns() || fused_ns >= softmax_ns) return std::nullopt;
+  return out;
+}
+}  // namespace
+
+bool attention_unfused_fires(const FindingContext& f) {
+  const ScorePasses p = score_passes(f);
+  return p.softmax_count > 0 && p.ns > 0.02 * f.window_ns() && p.fused_ns < p.ns;
+}
+
+// Materialised attention: plain softmax kernels (manual q·kᵀ → softmax → ·v) where a fused
+// attention kernel would keep the score matrix on chip. Trigger: the score-matrix passes take
+// over 2% of the window, and fused attention kernels take less time than them (else the
+// softmax is something else). Estimate: the score-matrix passes disappear (a fused kernel
+// keeps the scores on chip); the score GEMMs are assumed to cost the same inside it.
+std::optional<Finding> attention_unfused(const FindingContext& f) {
+  if (!attention_unfused_fires(f)) return std::nullopt;
+  const ScorePasses p = score_passes(f);
   return proposal(
       "Attention materialises its score matrix",
-      fmt::format("{:.0f} softmax kernels per step, {:.1f}% of the window: the attention scores make a round "
-                  "trip through memory (forward and backward) instead of staying in a fused kernel",
-                  static_cast<double>(softmax_count) / f.steps(), pct(softmax_ns, f.window_ns())),
-      f.speedup_removing(softmax_ns),
+      fmt::format("{:.0f} softmax kernels per step; the passes over the attention scores around them (scale, "
+                  "mask, softmax, backward) take {:.1f}% of the window: the scores make round trips through "
+                  "memory instead of staying in a fused kernel",
+                  static_cast<double>(p.softmax_count) / f.steps(), pct(p.ns, f.window_ns())),
+      f.speedup_removing(p.ns),
       "Use fused attention: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True) "
       "(FlashAttention / cuDNN backends) instead of q @ k.transpose(-2, -1), softmax and @ v. Estimate: "
-      "the softmax passes disappear; the score GEMMs are assumed to cost the same inside the fused "
+      "the passes over the scores disappear; the score GEMMs are assumed to cost the same inside the fused "
       "kernel (it also skips masked causal blocks, which is not counted).");
 }
 
