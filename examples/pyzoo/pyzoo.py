@@ -10,7 +10,7 @@ time, wall clock, with a device sync only at the end of each chunk), "steps", "c
 
 cases (planted cause -> fix):
   dataloader  batches built in the main process (num_workers=0)  -> 8 workers, pinned memory
-  item        .item() after every one of 24 identical layers      -> no per-layer sync
+  item        loss.item() every step, host work before the next   -> the loss kept on the GPU
   pageable    256 MiB copied from pageable memory every step      -> pinned, copied a step ahead on
                                                                      a side stream
   alloc       torch.cuda.empty_cache() every step                 -> caching allocator left alone
@@ -81,24 +81,28 @@ def case_dataloader(fixed):
     return step
 
 
+def host_work(n=100_000):
+    """Per-step CPU work of the training loop (schedule, metrics, tokenisation stand-in)."""
+    return sum(i * i % 7 for i in range(n))
+
+
 def case_item(fixed):
-    d, batch, layers = 1024, 8192, 24
-    blocks = nn.ModuleList(nn.Linear(d, d) for _ in range(layers)).to(DEV)
-    opt = torch.optim.AdamW(blocks.parameters(), fused=True)
+    d, batch = 4096, 4096
+    model = mlp(d, 12).to(DEV)
+    opt = torch.optim.AdamW(model.parameters(), fused=True)
     x = torch.randn(batch, d, device=DEV)
-    seen = []
+    losses = []
 
     def step():
-        h = x
+        host_work()
         with torch.autocast("cuda", dtype=torch.bfloat16):
-            for blk in blocks:
-                h = F.gelu(blk(h))
-                if not fixed:
-                    seen.append(h[0, 0].item())  # per-layer monitoring of one value
-            loss = h.float().pow(2).mean()
+            loss = model(x).float().pow(2).mean()
         loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
+        # Logging the loss every step: .item() waits for the step to finish, so the next step's
+        # host work cannot overlap this step's GPU work. Fixed: keep it on the GPU.
+        losses.append(loss.detach() if fixed else loss.item())
 
     return step
 
