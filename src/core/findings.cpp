@@ -177,17 +177,21 @@ std::optional<Finding> launch_bound(const FindingContext& f) {
                   "does more work.");
 }
 
-// The time in the window that the thread issuing the GPU work spends blocked waiting for the
-// GPU (synchronize, .item(), blocking copies).
+// The time in the window that the thread that syncs spends blocked waiting for the GPU
+// (synchronize, .item(), blocking copies): the most of any thread's. (PyTorch launches the
+// backward from its autograd thread, so the thread that launches most is not always the one
+// that waits.)
 int64_t host_blocked_ns(const FindingContext& f) {
-  const ThreadTimeline* thread = f.device.host.main_thread();
-  if (!thread) return 0;
-  int64_t blocked = 0;
-  for (const HostSegment& s : thread->segments) {
-    if (!(s.flags & kHostBlocking)) continue;
-    blocked += std::max<int64_t>(0, std::min(s.end_ns, f.device.window_end) - std::max(s.start_ns, f.device.window_start));
+  int64_t most = 0;
+  for (const ThreadTimeline& thread : f.device.host.threads()) {
+    int64_t blocked = 0;
+    for (const HostSegment& s : thread.segments) {
+      if (!(s.flags & kHostBlocking)) continue;
+      blocked += std::max<int64_t>(0, std::min(s.end_ns, f.device.window_end) - std::max(s.start_ns, f.device.window_start));
+    }
+    most = std::max(most, blocked);
   }
-  return blocked;
+  return most;
 }
 
 // Estimate: without the syncs the host's own work overlaps the GPU's, so the sync idle goes;

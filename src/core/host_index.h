@@ -79,6 +79,7 @@ class HostIndex {
   const ThreadTimeline* thread(int32_t pid, int32_t tid) const;
   // The thread that launched the most GPU work, or nullptr without host events.
   const ThreadTimeline* main_thread() const;
+  const std::vector<ThreadTimeline>& threads() const { return threads_; }
   // The Python stack sample describing moment t (the latest at or before t, at most
   // kPySampleMaxAgeNs old), or nullptr.
   const PySample* py_sample_at(int64_t t) const;
