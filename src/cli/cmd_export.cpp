@@ -63,7 +63,7 @@ int run_export(const ExportOptions& options) {
       fmt::print(stderr, "gpuscope export: {}\n", trace.status().message());
       return 2;
     }
-    for (const auto& w : trace->warnings) fmt::print(stderr, "gpuscope export: warning: {}\n", w);
+    for (const auto& w : trace->warnings) fmt::print(stderr, "gpuscope export: warning: {}: {}\n", trace->source, w);
     traces.push_back(std::move(trace).value());
   }
   std::vector<std::string> warnings;

@@ -4,7 +4,9 @@
 // Contract:
 // - A capture is read up to its last complete chunk: a torn last chunk (the process was killed
 //   mid-write) or a corrupt chunk is skipped with a line in Trace::warnings, never an error.
-//   Errors are reserved for files that are not captures or whose header is unusable.
+//   Errors are reserved for files that are not captures or whose header is unusable, and for
+//   inputs past the inflate limit. Error messages start with the file's name; warnings do not
+//   (Trace::source names the file wherever they are shown).
 // - GEMM calls recorded by the cuBLAS interposer become HostEvents of kind kOp named
 //   "aten::mm" ([m,k] x [k,n]) or "aten::bmm" ([b,m,k] x [b,k,n]) with dtype strings as the
 //   PyTorch profiler writes them, so the core counts their FLOPs like those of a PyTorch trace.

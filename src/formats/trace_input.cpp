@@ -72,7 +72,14 @@ StatusOr<Trace> read_trace_file(const std::string& path, const InputLimits& limi
   if (!opened.ok()) return opened.status();
   ByteSource& source = *opened.value();
   const std::string name = path == "-" ? "<stdin>" : path;
-  if (looks_like_capture(source.head())) return read_capture_source(source, name, limits);
+  if (looks_like_capture(source.head())) {
+    // The capture reader's errors start with the name; callers of this function add it.
+    auto trace = read_capture_source(source, name, limits);
+    if (!trace.ok() && trace.status().message().starts_with(name + ": ")) {
+      return Status::error(trace.status().message().substr(name.size() + 2));
+    }
+    return trace;
+  }
   const uint64_t total = source.size().value_or(0);
   KinetoReadOptions options;
   options.limits = limits;
