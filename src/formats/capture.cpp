@@ -63,8 +63,13 @@ class Window {
       end_ -= pos_;
       pos_ = 0;
     }
-    if (buf_.size() < std::max(n, kReadAhead)) buf_.resize(std::max(n, kReadAhead));
-    while (end_ < n || (end_ < kReadAhead && !eof_)) {
+    // Read-ahead: 4 MiB, or the whole input when it is known to be smaller.
+    size_t ahead = kReadAhead;
+    if (const auto size = source_.size(); size && *size - std::min(*size, base_) < ahead) {
+      ahead = static_cast<size_t>(*size - std::min(*size, base_)) + 1;
+    }
+    if (buf_.size() < std::max(n, ahead)) buf_.resize(std::max(n, ahead));
+    while (end_ < n || (end_ < ahead && !eof_)) {
       const size_t got = source_.read(buf_.data() + end_, buf_.size() - end_, error_);
       if (got == 0) {
         eof_ = true;

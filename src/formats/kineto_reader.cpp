@@ -268,10 +268,15 @@ CopyKind copy_kind(std::string_view name) {
 
 class KinetoReader {
  public:
-  KinetoReader(Input& in, std::string source, const KinetoReadOptions& options)
+  // `size_hint`: the most bytes the JSON can have when known (plain input), so that small
+  // inputs (tests, fuzzing) do not allocate the full initial buffer.
+  KinetoReader(Input& in, std::string source, const KinetoReadOptions& options,
+               std::optional<uint64_t> size_hint = std::nullopt)
       : in_(in), options_(options) {
     trace_.source = std::move(source);
-    buf_.resize(kInitialBuffer + simdjson::SIMDJSON_PADDING);
+    const size_t initial = size_hint ? static_cast<size_t>(std::clamp<uint64_t>(*size_hint + 1, 4096, kInitialBuffer))
+                                     : kInitialBuffer;
+    buf_.resize(initial + simdjson::SIMDJSON_PADDING);
   }
 
   StatusOr<Trace> run() {
@@ -777,7 +782,9 @@ class KinetoReader {
 StatusOr<Trace> read_kineto_source(ByteSource& source, const std::string& name, const KinetoReadOptions& options) {
   InflateStream stream(source, InflateProfile::kJson, options.limits);
   Input in(stream);
-  KinetoReader reader(in, name, options);
+  const std::string_view head = source.head();
+  const bool gzip = head.size() >= 2 && head[0] == '\x1f' && head[1] == '\x8b';
+  KinetoReader reader(in, name, options, gzip ? std::nullopt : source.size());
   return reader.run();
 }
 
