@@ -172,6 +172,10 @@ bool get_time(value v, std::optional<int64_t>& out) {
 bool parse_shapes(value v, RawEvent& ev) {
   simdjson::ondemand::array a;
   if (v.get_array().get(a)) return false;
+  // A repeated "Input Dims" replaces the earlier one: dims_rank and dims must stay the same
+  // length (appending here read past ev.dims, found by kineto_reader_fuzz).
+  ev.dims_rank.clear();
+  ev.has_shapes = false;
   size_t i = 0;
   for (auto arg : a) {
     if (arg.error()) return false;
@@ -206,6 +210,7 @@ bool parse_shapes(value v, RawEvent& ev) {
 bool parse_types(value v, RawEvent& ev) {
   simdjson::ondemand::array a;
   if (v.get_array().get(a)) return false;
+  ev.types.clear();  // A repeated "Input type" replaces the earlier one.
   for (auto t : a) {
     if (t.error()) return false;
     std::string_view s;

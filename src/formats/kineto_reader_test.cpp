@@ -269,5 +269,22 @@ TEST(KinetoReader, TimesThatOverflowAreDroppedWithTheirOffset) {
   }
 }
 
+TEST(KinetoReader, RepeatedInputDimsReplaceTheEarlierOnes) {
+  // Found by kineto_reader_fuzz: a second "Input Dims" appended ranks but reused the shapes,
+  // so the reader read past them (heap overflow under ASan).
+  auto t = read_kineto_buffer(R"json({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 2,
+     "args": {"Input Dims": [[2, 3], [3, 4]], "Input type": ["float"], "Input Dims": [[5, 6], [6, 7]],
+              "Input type": ["float", "float"]}}]})json",
+                              "dims");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->host_events.size(), 1u);
+  ASSERT_EQ(t->host_events[0].num_args, 2);
+  ASSERT_EQ(t->op_args.size(), 2u);
+  EXPECT_EQ(t->dims[t->op_args[0].first_dim], 5);
+  EXPECT_EQ(t->dims[t->op_args[1].first_dim + 1], 7);
+  EXPECT_EQ(t->strings.view(t->op_args[1].dtype), "float");
+}
+
 }  // namespace
 }  // namespace gpuscope
