@@ -661,7 +661,7 @@ StatusOr<Trace> read_capture_bytes(std::string_view bytes, const std::string& so
 StatusOr<Trace> read_capture_file(const std::string& path, const InputLimits& limits) {
   auto source = ByteSource::open(path, limits);
   if (!source.ok()) {
-    return Status::error(path + ": cannot open capture file (" + source.status().message() + "); check the path");
+    return Status::error(path + ": " + source.status().message() + "; check the path");
   }
   return read_capture_source(*source.value(), path, limits);
 }
