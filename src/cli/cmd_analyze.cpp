@@ -2,6 +2,7 @@
 // how much real work the GPU did, where the rest of the time went, and what to change.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -11,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/report_text.h"
 #include "core/analysis.h"
+#include "formats/input_source.h"
 #include "formats/report_json.h"
 #include "formats/trace_input.h"
 
@@ -63,6 +65,7 @@ namespace {
 
 struct AnalyzeArgs {
   std::vector<std::string> paths;
+  std::string max_inflate;  // --max-inflate SIZE
   AnalyzeCliOptions options;
 };
 
@@ -90,24 +93,58 @@ class Progress {
 };
 
 int run_analyze(const AnalyzeArgs& args) {
+  auto limits = InputLimits::from_environment();
+  if (!limits.ok()) {
+    fmt::print(stderr, "gpuscope: {}\n", limits.status().message());
+    return 2;
+  }
+  if (!args.max_inflate.empty()) {
+    auto bytes = parse_byte_size(args.max_inflate);
+    if (!bytes || *bytes == 0) {
+      fmt::print(stderr, "gpuscope: --max-inflate {}: expected a size such as 16G or 512M\n", args.max_inflate);
+      return 2;
+    }
+    limits->max_inflate_bytes = bytes;
+  }
   auto paths = expand_trace_paths(args.paths);
   if (!paths.ok()) {
     fmt::print(stderr, "gpuscope: {}\n", paths.status().message());
     return 2;
   }
+  if (std::count(args.paths.begin(), args.paths.end(), "-") > 1) {
+    fmt::print(stderr, "gpuscope: '-' (stdin) can be read only once\n");
+    return 2;
+  }
+  // A file the user named must be readable (exit 2 otherwise). A file found in a directory
+  // that cannot be read is skipped with one line, whatever the reason (garbage, empty, not a
+  // trace), like a trace the analysis rejects; a truncated one is read up to its cut, with a
+  // warning. The report needs at least one trace.
   std::vector<Trace> traces;
   bool failed = false;
+  size_t skipped = 0;
   for (const auto& path : paths.value()) {
+    const bool named = std::find(args.paths.begin(), args.paths.end(), path) != args.paths.end();
     Progress progress(path);
-    auto trace = read_trace_file(path, [&](uint64_t done, uint64_t total) { progress.update(done, total); });
+    auto trace = read_trace_file(path, limits.value(),
+                                 [&](uint64_t done, uint64_t total) { progress.update(done, total); });
+    const std::string shown = path == "-" ? "<stdin>" : path;
     if (!trace.ok()) {
-      fmt::print(stderr, "gpuscope: {}: {}\n", path, trace.status().message());
-      failed = true;
+      if (named) {
+        fmt::print(stderr, "gpuscope: {}: {}\n", shown, trace.status().message());
+        failed = true;
+      } else {
+        fmt::print(stderr, "gpuscope: skipped {}: {}\n", shown, trace.status().message());
+        ++skipped;
+      }
       continue;
     }
     traces.push_back(std::move(trace).value());
   }
   if (failed) return 2;
+  if (traces.empty()) {
+    fmt::print(stderr, "gpuscope: none of the {} files could be read\n", skipped);
+    return 2;
+  }
   return report_traces(traces, args.options);
 }
 
@@ -119,9 +156,12 @@ CommandRegistration kAnalyze{CommandSpec{
     [](CLI::App& app) -> std::function<int()> {
       auto args = std::make_shared<AnalyzeArgs>();
       app.add_option("TRACE", args->paths,
-                     "Trace files (.json, .json.gz from torch.profiler; .gpuscope captures) or directories of "
-                     "per-rank traces")
+                     "Trace files (.json, .json.gz from torch.profiler; .gpuscope captures), directories of "
+                     "per-rank traces, pipes (<(zcat t.json.gz)) or - for stdin")
           ->required();
+      app.add_option("--max-inflate", args->max_inflate,
+                     "Most bytes a compressed input may expand to, e.g. 16G (default: 100x the compressed "
+                     "size for JSON, 32x for captures, at least 256M, bounded by memory; env GPUSCOPE_MAX_INFLATE)");
       add_analysis_options(app, args->options);
       app.add_flag("--as-job", args->options.as_job,
                    "Treat the traces as the ranks of one job even when their ranks, world size, GPU model or "

@@ -6,8 +6,6 @@
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 #include <unordered_map>
 
@@ -15,6 +13,8 @@
 #include <zlib.h>
 
 #include "formats/capture_format.h"
+#include "formats/event_time.h"
+#include "formats/input_source.h"
 
 namespace gpuscope {
 
@@ -46,28 +46,93 @@ std::string offset_text(size_t offset) {
   return os.str();
 }
 
+// A sliding window over a ByteSource, so a capture is read in pieces: memory holds at most one
+// chunk (64 MiB stored) plus a read-ahead, whatever the file's size (a 2 GB sparse file
+// once was read whole).
+class Window {
+ public:
+  explicit Window(ByteSource& source) : source_(source) {}
+
+  // Makes at least n bytes available from the current position when the input has them;
+  // returns how many are available (fewer only at the end of the input).
+  size_t want(size_t n) {
+    if (end_ - pos_ >= n || eof_) return end_ - pos_;
+    if (pos_ > 0) {
+      std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
+      base_ += pos_;
+      end_ -= pos_;
+      pos_ = 0;
+    }
+    // Read-ahead: 4 MiB, or the whole input when it is known to be smaller.
+    size_t ahead = kReadAhead;
+    if (const auto size = source_.size(); size && *size - std::min(*size, base_) < ahead) {
+      ahead = static_cast<size_t>(*size - std::min(*size, base_)) + 1;
+    }
+    if (buf_.size() < std::max(n, ahead)) buf_.resize(std::max(n, ahead));
+    while (end_ < n || (end_ < ahead && !eof_)) {
+      const size_t got = source_.read(buf_.data() + end_, buf_.size() - end_, error_);
+      if (got == 0) {
+        eof_ = true;
+        break;
+      }
+      end_ += got;
+      if (end_ >= n) break;  // Enough: do not wait on a slow pipe for the read-ahead.
+    }
+    return end_ - pos_;
+  }
+  const char* data() const { return buf_.data() + pos_; }
+  // Moves the position n bytes on, reading past what is buffered if needed.
+  void skip(uint64_t n) {
+    while (n > 0) {
+      const size_t have = want(1);
+      if (have == 0) return;
+      const size_t k = static_cast<size_t>(std::min<uint64_t>(n, have));
+      pos_ += k;
+      n -= k;
+    }
+  }
+  uint64_t offset() const { return base_ + pos_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  static constexpr size_t kReadAhead = 4 << 20;
+  ByteSource& source_;
+  std::string buf_;
+  size_t pos_ = 0, end_ = 0;
+  uint64_t base_ = 0;
+  bool eof_ = false;
+  std::string error_;
+};
+
 // Reads one capture into a Trace. Keeps the per-file string ids and the pieces that need the
 // process record (pid) until the end.
 class CaptureDecoder {
  public:
   explicit CaptureDecoder(const std::string& source) { trace_.source = source; }
 
-  Status run(std::string_view bytes) {
-    if (bytes.size() < capture::kFileHeaderBytes || !looks_like_capture(bytes)) {
+  Status run(ByteSource& source, const InputLimits& limits) {
+    limits_ = limits;
+    const std::string_view head = source.head();
+    if (head.size() < capture::kFileHeaderBytes || !looks_like_capture(head)) {
       return Status::error(trace_.source +
                            ": not a gpuscope capture (bad magic at offset 0); pass a file "
                            "written by `gpuscope run`");
     }
-    ByteReader header(bytes.data() + 8, 8);
+    ByteReader header(head.data() + 8, 8);
     uint32_t version = header.u32le();
     if (version != capture::kVersion) {
       return Status::error(trace_.source + ": capture version " + std::to_string(version) +
                            " at offset 8 is not supported (this gpuscope reads version " +
                            std::to_string(capture::kVersion) + "); use a matching gpuscope");
     }
-    size_t offset = capture::kFileHeaderBytes;
-    while (offset < bytes.size()) {
-      offset = read_chunk(bytes, offset);
+    Window window(source);
+    window.skip(capture::kFileHeaderBytes);
+    while (window.want(1) > 0 && read_chunk(window)) {
+    }
+    if (!fatal_.empty()) return Status::error(fatal_);
+    if (!window.error().empty()) {
+      warn("read error at offset " + offset_text(window.offset()) + " (" + window.error() +
+           "); read up to there");
     }
     finish();
     return ok_status();
@@ -76,15 +141,16 @@ class CaptureDecoder {
   Trace take() { return std::move(trace_); }
 
  private:
-  // Returns the offset of the next chunk to try.
-  size_t read_chunk(std::string_view bytes, size_t offset) {
-    const size_t left = bytes.size() - offset;
-    if (left < capture::kChunkHeaderBytes) {
+  // Reads the chunk at the window's position and moves past it. False at the end of what can
+  // be read (a torn last chunk).
+  bool read_chunk(Window& window) {
+    const uint64_t offset = window.offset();
+    if (window.want(capture::kChunkHeaderBytes) < capture::kChunkHeaderBytes) {
       warn("capture ends inside a chunk header at offset " + offset_text(offset) +
            " (process killed while writing?); read up to there");
-      return bytes.size();
+      return false;
     }
-    ByteReader h(bytes.data() + offset, capture::kChunkHeaderBytes);
+    ByteReader h(window.data(), capture::kChunkHeaderBytes);
     uint32_t magic = h.u32le();
     uint32_t stored = h.u32le();
     uint32_t raw = h.u32le();
@@ -92,29 +158,40 @@ class CaptureDecoder {
     h.skip(3);
     uint32_t payload_crc = h.u32le();
     uint32_t header_crc = h.u32le();
-    if (magic != capture::kChunkMagic || header_crc != capture::crc32_of(bytes.data() + offset, 20) ||
+    if (magic != capture::kChunkMagic || header_crc != capture::crc32_of(window.data(), 20) ||
         stored > capture::kMaxChunkStoredBytes || raw > capture::kMaxChunkRawBytes) {
-      size_t next = resync(bytes, offset + 1);
+      window.skip(1);
+      resync(window);
       warn("corrupt chunk header at offset " + offset_text(offset) + "; skipped " +
-           std::to_string(next - offset) + " bytes");
-      return next;
+           std::to_string(window.offset() - offset) + " bytes");
+      return true;
     }
-    const size_t payload_at = offset + capture::kChunkHeaderBytes;
-    if (stored > bytes.size() - payload_at) {
+    const size_t chunk_bytes = capture::kChunkHeaderBytes + stored;
+    if (window.want(chunk_bytes) < chunk_bytes) {
       warn("capture ends inside a chunk at offset " + offset_text(offset) +
            " (process killed while writing?); read up to there");
-      return bytes.size();
+      return false;
     }
-    const char* payload = bytes.data() + payload_at;
-    const size_t next = payload_at + stored;
+    const char* payload = window.data() + capture::kChunkHeaderBytes;
     if (capture::crc32_of(payload, stored) != payload_crc) {
       warn("chunk at offset " + offset_text(offset) + " fails its checksum; skipped");
-      return next;
+      window.skip(chunk_bytes);
+      return true;
     }
+    // The total inflated, not only each chunk, is bounded: 6 MB of chunks once expanded to
+    // 7 GB of memory.
+    const uint64_t limit = inflate_limit(InflateProfile::kCapture, offset + chunk_bytes, limits_);
+    if (inflated_total_ + raw > limit) {
+      fatal_ = trace_.source + ": at chunk offset " + offset_text(offset) + ", the capture " +
+               inflate_limit_message(InflateProfile::kCapture, limit, offset + chunk_bytes, limits_);
+      return false;
+    }
+    inflated_total_ += raw;
     if (codec == static_cast<uint8_t>(capture::Codec::kRaw)) {
       if (raw != stored) {
         warn("chunk at offset " + offset_text(offset) + " has inconsistent sizes; skipped");
-        return next;
+        window.skip(chunk_bytes);
+        return true;
       }
       read_records(payload, stored, offset);
     } else if (codec == static_cast<uint8_t>(capture::Codec::kZlib)) {
@@ -124,7 +201,8 @@ class CaptureDecoder {
                           reinterpret_cast<const Bytef*>(payload), stored);
       if (rc != Z_OK || out_bytes != raw) {
         warn("chunk at offset " + offset_text(offset) + " does not decompress; skipped");
-        return next;
+        window.skip(chunk_bytes);
+        return true;
       }
       read_records(inflated_.data(), raw, offset);
     } else {
@@ -132,23 +210,44 @@ class CaptureDecoder {
            std::to_string(codec) + "; skipped");
     }
     ++chunks_;
-    return next;
+    window.skip(chunk_bytes);
+    return true;
   }
 
-  // Next offset >= from holding a chunk magic with a valid header checksum, or the end.
-  size_t resync(std::string_view bytes, size_t from) {
-    for (size_t at = from; at + capture::kChunkHeaderBytes <= bytes.size(); ++at) {
-      ByteReader h(bytes.data() + at, capture::kChunkHeaderBytes);
-      if (h.u32le() != capture::kChunkMagic) continue;
-      h.skip(16);
-      if (h.u32le() == capture::crc32_of(bytes.data() + at, 20)) return at;
+  // Moves the window to the next position holding a chunk magic with a valid header checksum,
+  // or to the end.
+  void resync(Window& window) {
+    for (;;) {
+      const size_t have = window.want(capture::kChunkHeaderBytes);
+      if (have < capture::kChunkHeaderBytes) {
+        window.skip(have);
+        return;
+      }
+      const char* d = window.data();
+      const char first = static_cast<char>(capture::kChunkMagic & 0xff);
+      for (size_t at = 0; at + capture::kChunkHeaderBytes <= have;) {
+        const void* hit = std::memchr(d + at, first, have - capture::kChunkHeaderBytes + 1 - at);
+        if (!hit) break;
+        at = static_cast<size_t>(static_cast<const char*>(hit) - d);
+        ByteReader h(d + at, capture::kChunkHeaderBytes);
+        if (h.u32le() == capture::kChunkMagic) {
+          h.skip(16);
+          if (h.u32le() == capture::crc32_of(d + at, 20)) {
+            window.skip(at);
+            return;
+          }
+        }
+        ++at;
+      }
+      window.skip(have - capture::kChunkHeaderBytes + 1);
     }
-    return bytes.size();
   }
 
-  void read_records(const char* data, size_t bytes, size_t chunk_offset) {
+  void read_records(const char* data, size_t bytes, uint64_t chunk_offset) {
     ByteReader r(data, bytes);
+    chunk_offset_ = chunk_offset;
     while (!r.done()) {
+      record_offset_ = static_cast<uint64_t>(r.position() - data);
       uint8_t type = r.u8();
       uint64_t body_bytes = r.varint();
       if (!r.ok() || body_bytes > r.remaining()) {
@@ -228,19 +327,16 @@ class CaptureDecoder {
         d.regs_per_sm = opt<int32_t>(r, mask, 5, true);
         d.shared_mem_per_sm_bytes = opt<int32_t>(r, mask, 6, true);
         if (!r.ok()) return false;
-        for (auto& existing : trace_.devices) {
-          if (existing.id == d.id) {
-            existing = d;
-            return true;
-          }
-        }
-        trace_.devices.push_back(std::move(d));
+        // A later record for the same id replaces the earlier one. Indexed by id: a linear
+        // search made 200k records with distinct ids (356 KB of capture) take minutes.
+        auto [it, added] = device_index_.try_emplace(d.id, trace_.devices.size());
+        if (added) trace_.devices.push_back(std::move(d));
+        else trace_.devices[it->second] = std::move(d);
         return true;
       }
       case RecordType::kKernel: {
         Kernel k;
-        k.start_ns = r.svarint();
-        k.end_ns = k.start_ns + r.svarint();
+        const bool times_ok = read_times(r, k.start_ns, k.end_ns);
         k.device = static_cast<int32_t>(r.svarint());
         k.stream = static_cast<int32_t>(r.svarint());
         k.name = str(r.varint());
@@ -254,13 +350,13 @@ class CaptureDecoder {
         k.correlation = opt<uint64_t>(r, mask, 2, false);
         if (opt<uint32_t>(r, mask, 3, false)) ++graph_kernels_;
         if (!r.ok()) return false;
+        if (!times_ok) return bad_time();
         trace_.kernels.push_back(k);
         return true;
       }
       case RecordType::kMemcpy: {
         Memcpy m;
-        m.start_ns = r.svarint();
-        m.end_ns = m.start_ns + r.svarint();
+        const bool times_ok = read_times(r, m.start_ns, m.end_ns);
         m.device = static_cast<int32_t>(r.svarint());
         m.stream = static_cast<int32_t>(r.svarint());
         uint8_t kind = r.u8();
@@ -275,13 +371,13 @@ class CaptureDecoder {
         m.correlation = opt<uint64_t>(r, mask, 1, false);
         opt<uint32_t>(r, mask, 2, false);
         if (!r.ok()) return false;
+        if (!times_ok) return bad_time();
         trace_.memcpys.push_back(m);
         return true;
       }
       case RecordType::kMemset: {
         Memset m;
-        m.start_ns = r.svarint();
-        m.end_ns = m.start_ns + r.svarint();
+        const bool times_ok = read_times(r, m.start_ns, m.end_ns);
         m.device = static_cast<int32_t>(r.svarint());
         m.stream = static_cast<int32_t>(r.svarint());
         uint64_t mask = r.varint();
@@ -289,13 +385,13 @@ class CaptureDecoder {
         m.correlation = opt<uint64_t>(r, mask, 1, false);
         opt<uint32_t>(r, mask, 2, false);
         if (!r.ok()) return false;
+        if (!times_ok) return bad_time();
         trace_.memsets.push_back(m);
         return true;
       }
       case RecordType::kApiCall: {
         ApiCall a;
-        a.start_ns = r.svarint();
-        a.end_ns = a.start_ns + r.svarint();
+        const bool times_ok = read_times(r, a.start_ns, a.end_ns);
         a.tid = static_cast<int32_t>(r.svarint());
         a.name = str(r.varint());
         a.driver = r.u8() != 0;
@@ -303,25 +399,25 @@ class CaptureDecoder {
         a.correlation = opt<uint64_t>(r, mask, 0, false);
         if (!r.ok()) return false;
         a.api_class = classify_api(trace_.strings.view(a.name));
+        if (!times_ok) return bad_time();
         trace_.api_calls.push_back(a);
         return true;
       }
       case RecordType::kRange: {
         HostEvent e;
-        e.start_ns = r.svarint();
-        e.end_ns = e.start_ns + r.svarint();
+        const bool times_ok = read_times(r, e.start_ns, e.end_ns);
         e.tid = static_cast<int32_t>(r.svarint());
         e.name = str(r.varint());
         str(r.varint());  // domain
         if (!r.ok()) return false;
+        if (!times_ok) return bad_time();
         e.kind = HostEventKind::kAnnotation;
         trace_.host_events.push_back(e);
         return true;
       }
       case RecordType::kGemm: {
         HostEvent e;
-        e.start_ns = r.svarint();
-        e.end_ns = e.start_ns + r.svarint();
+        const bool times_ok = read_times(r, e.start_ns, e.end_ns);
         e.tid = static_cast<int32_t>(r.svarint());
         str(r.varint());  // The cuBLAS entry point; the event is named for the core's counter.
         int64_t m = r.svarint(), n = r.svarint(), k = r.svarint(), batch = r.svarint();
@@ -330,6 +426,7 @@ class CaptureDecoder {
         r.svarint();  // c_type
         r.u8();       // transposes: do not change the FLOP count.
         if (!r.ok() || m < 0 || n < 0 || k < 0 || batch < 1) return false;
+        if (!times_ok) return bad_time();
         e.kind = HostEventKind::kOp;
         const bool batched = batch > 1;
         e.name = trace_.strings.intern(batched ? "aten::bmm" : "aten::mm");
@@ -368,6 +465,7 @@ class CaptureDecoder {
         for (size_t i = 0; i < std::size(capture::kSampleU64Fields); ++i)
           if (umask & (uint64_t{1} << i)) s.*capture::kSampleU64Fields[i] = r.varint();
         if (!r.ok()) return false;
+        if (!event_time_ok(s.time_ns) || s.interval_ns < 0 || s.interval_ns > kMaxEventDurationNs) return bad_time();
         trace_.device_samples.push_back(s);
         return true;
       }
@@ -406,6 +504,27 @@ class CaptureDecoder {
     return true;
   }
 
+  // Start and duration as the writer stores them; false (and both left 0) when they break the
+  // time contract of event_time.h.
+  static bool read_times(ByteReader& r, int64_t& start_ns, int64_t& end_ns) {
+    const int64_t start = r.svarint();
+    const int64_t duration = r.svarint();
+    const std::optional<int64_t> end = checked_event_end(start, duration);
+    if (!end) return false;
+    start_ns = start;
+    end_ns = *end;
+    return true;
+  }
+
+  // A well-formed record whose times are out of range: dropped, counted, the first one named.
+  bool bad_time() {
+    if (bad_times_++ == 0) {
+      first_bad_time_ = "chunk at offset " + offset_text(chunk_offset_) + ", record at byte " +
+                        offset_text(record_offset_) + " of its payload";
+    }
+    return true;
+  }
+
   void finish() {
     for (auto& e : trace_.host_events) e.pid = pid_;
     for (auto& a : trace_.api_calls) a.pid = pid_;
@@ -421,6 +540,9 @@ class CaptureDecoder {
       warn("tracer dropped " + std::to_string(stats_->dropped_records) + " records and " +
            std::to_string(stats_->dropped_buffers) + " activity buffers; counts are lower bounds");
     if (bad_records_ > 0) warn(std::to_string(bad_records_) + " malformed records skipped");
+    if (bad_times_ > 0)
+      warn(std::to_string(bad_times_) + " records with times out of range dropped (first: " + first_bad_time_ +
+           "); times must lie within +-3e18 ns and durations under 1e15 ns");
     if (unknown_records_ > 0)
       warn(std::to_string(unknown_records_) + " records of unknown type skipped (newer writer?)");
     if (missing_strings_ > 0)
@@ -478,11 +600,20 @@ class CaptureDecoder {
       trace_.step_source = profiler_steps ? StepSource::kProfilerStep : StepSource::kNvtxRange;
   }
 
-  void warn(std::string line) { trace_.warnings.push_back(trace_.source + ": " + line); }
+  // Warnings do not repeat the path: whoever shows them names the trace (the analysis
+  // prefixes Trace::source), as for the Kineto reader.
+  void warn(std::string line) { trace_.warnings.push_back(std::move(line)); }
 
   Trace trace_;
   std::unordered_map<uint64_t, StringId> strings_;
+  std::unordered_map<int32_t, size_t> device_index_;  // Device id -> index in trace_.devices.
   std::string inflated_;
+  InputLimits limits_;
+  uint64_t inflated_total_ = 0;
+  std::string fatal_;
+  uint64_t chunk_offset_ = 0, record_offset_ = 0;
+  size_t bad_times_ = 0;
+  std::string first_bad_time_;
   std::optional<capture::StatsRecord> stats_;
   int32_t pid_ = 0;
   size_t chunks_ = 0;
@@ -516,20 +647,23 @@ bool is_default_step_range_name(std::string_view name) {
          stem == "train step" || stem == "profilerstep";
 }
 
-StatusOr<Trace> read_capture_bytes(std::string_view bytes, const std::string& source) {
-  CaptureDecoder decoder(source);
-  RETURN_IF_ERROR(decoder.run(bytes));
+StatusOr<Trace> read_capture_source(ByteSource& source, const std::string& name, const InputLimits& limits) {
+  CaptureDecoder decoder(name);
+  RETURN_IF_ERROR(decoder.run(source, limits));
   return decoder.take();
 }
 
-StatusOr<Trace> read_capture_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Status::error(path + ": cannot open capture file (" + std::strerror(errno) +
-                         "); check the path");
+StatusOr<Trace> read_capture_bytes(std::string_view bytes, const std::string& source) {
+  auto in = ByteSource::memory(bytes);
+  return read_capture_source(*in, source, InputLimits{});
+}
+
+StatusOr<Trace> read_capture_file(const std::string& path, const InputLimits& limits) {
+  auto source = ByteSource::open(path, limits);
+  if (!source.ok()) {
+    return Status::error(path + ": " + source.status().message() + "; check the path");
   }
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return read_capture_bytes(bytes, path);
+  return read_capture_source(*source.value(), path, limits);
 }
 
 }  // namespace gpuscope

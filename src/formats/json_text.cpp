@@ -1,5 +1,6 @@
 #include "formats/json_text.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace gpuscope {
@@ -24,6 +25,17 @@ void append_json_string(std::string& out, std::string_view s) {
     }
   }
   out.push_back('"');
+}
+
+bool append_json_number(std::string& out, double v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return false;
+  }
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  out += buf;
+  return true;
 }
 
 }  // namespace gpuscope

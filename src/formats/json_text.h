@@ -11,6 +11,11 @@ namespace gpuscope {
 // other bytes, UTF-8 included, copied as they are).
 void append_json_string(std::string& out, std::string_view s);
 
+// Appends v as a JSON number ("%.6g", which round-trips the 6 significant digits shown), or
+// `null` when v is NaN or infinite: JSON has no such numbers, and `nan` in the output made
+// whole files unreadable. Returns false when it wrote null, so callers can warn.
+bool append_json_number(std::string& out, double v);
+
 // s as a JSON string literal.
 inline std::string json_string(std::string_view s) {
   std::string out;

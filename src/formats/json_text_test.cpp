@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <limits>
+
 namespace gpuscope {
 namespace {
 
@@ -14,6 +16,20 @@ TEST(JsonText, EscapesWhatJsonRequiresAndRoundTrips) {
   std::string out = "[";
   append_json_string(out, "");
   EXPECT_EQ(out, "[\"\"");
+}
+
+TEST(JsonText, NonFiniteNumbersBecomeNull) {
+  // Issue 14: `export --perfetto` wrote nan/inf, which no JSON parser accepts.
+  std::string out;
+  EXPECT_TRUE(append_json_number(out, 67.8));
+  out += ",";
+  EXPECT_FALSE(append_json_number(out, std::numeric_limits<double>::quiet_NaN()));
+  out += ",";
+  EXPECT_FALSE(append_json_number(out, -std::numeric_limits<double>::infinity()));
+  out += ",";
+  EXPECT_TRUE(append_json_number(out, 1e300));
+  EXPECT_EQ(out, "67.8,null,null,1e+300");
+  EXPECT_EQ(nlohmann::json::parse("[" + out + "]").size(), 4u);
 }
 
 }  // namespace

@@ -1,7 +1,5 @@
 #include "formats/kineto_reader.h"
 
-#include <zlib.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -12,62 +10,28 @@
 #include <fmt/core.h>
 #include <simdjson.h>
 
+#include "formats/event_time.h"
+#include "formats/input_source.h"
+
 namespace gpuscope {
 namespace {
 
 // ---------------------------------------------------------------------------------------
-// Byte sources. zlib's gz* API reads gzip and plain files alike (gzdirect).
+// Bytes come from an InflateStream (plain or gzip, within the inflate limit).
 
 class Input {
  public:
-  virtual ~Input() = default;
+  explicit Input(InflateStream& in) : in_(in) {}
   // Reads up to n bytes; 0 at end of input. Sets `error` on a read or decompression error.
-  virtual size_t read(char* dst, size_t n, std::string& error) = 0;
-  virtual uint64_t compressed_offset() const = 0;
-};
-
-class GzInput : public Input {
- public:
-  explicit GzInput(gzFile f) : f_(f) { gzbuffer(f_, 1 << 18); }
-  ~GzInput() override { gzclose(f_); }
-  size_t read(char* dst, size_t n, std::string& error) override {
-    const int got = gzread(f_, dst, static_cast<unsigned>(n));
-    if (got < 0) {
-      int code = 0;
-      gzerror(f_, &code);
-      error = code == Z_DATA_ERROR ? "corrupt gzip data" : code == Z_ERRNO ? std::strerror(errno) : "read error";
-      return 0;
-    }
-    if (got == 0) {
-      // A gzip stream cut short reads as end of file with Z_BUF_ERROR set.
-      int code = 0;
-      gzerror(f_, &code);
-      if (code == Z_BUF_ERROR) error = "unexpected end of the gzip stream";
-      else if (code == Z_DATA_ERROR) error = "corrupt gzip data";
-      else if (code != Z_OK && code != Z_STREAM_END) error = "read error";
-    }
-    return static_cast<size_t>(got);
-  }
-  uint64_t compressed_offset() const override { return static_cast<uint64_t>(gzoffset(f_)); }
+  size_t read(char* dst, size_t n, std::string& error) { return in_.read(dst, n, error); }
+  uint64_t compressed_offset() const { return in_.compressed_offset(); }
+  // True once the inflate limit was hit: an error, not a truncated trace.
+  bool fatal() const { return in_.limit_exceeded(); }
+  bool gzip() const { return in_.gzip(); }
+  const std::vector<std::string>& notes() const { return in_.notes(); }
 
  private:
-  gzFile f_;
-};
-
-class MemoryInput : public Input {
- public:
-  explicit MemoryInput(std::string_view data) : data_(data) {}
-  size_t read(char* dst, size_t n, std::string&) override {
-    const size_t k = std::min(n, data_.size() - pos_);
-    std::memcpy(dst, data_.data() + pos_, k);
-    pos_ += k;
-    return k;
-  }
-  uint64_t compressed_offset() const override { return pos_; }
-
- private:
-  std::string_view data_;
-  size_t pos_ = 0;
+  InflateStream& in_;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -161,7 +125,8 @@ bool get_int(value v, std::optional<int64_t>& out) {
     return true;
   }
   double d = 0;
-  if (!v.get_double().get(d) && std::isfinite(d)) {
+  // Casting a double outside int64's range is undefined behaviour: such values are rejected.
+  if (!v.get_double().get(d) && std::isfinite(d) && d > -9.2e18 && d < 9.2e18) {
     out = static_cast<int64_t>(d);
     return true;
   }
@@ -207,6 +172,10 @@ bool get_time(value v, std::optional<int64_t>& out) {
 bool parse_shapes(value v, RawEvent& ev) {
   simdjson::ondemand::array a;
   if (v.get_array().get(a)) return false;
+  // A repeated "Input Dims" replaces the earlier one: dims_rank and dims must stay the same
+  // length (appending here read past ev.dims, found by kineto_reader_fuzz).
+  ev.dims_rank.clear();
+  ev.has_shapes = false;
   size_t i = 0;
   for (auto arg : a) {
     if (arg.error()) return false;
@@ -241,6 +210,7 @@ bool parse_shapes(value v, RawEvent& ev) {
 bool parse_types(value v, RawEvent& ev) {
   simdjson::ondemand::array a;
   if (v.get_array().get(a)) return false;
+  ev.types.clear();  // A repeated "Input type" replaces the earlier one.
   for (auto t : a) {
     if (t.error()) return false;
     std::string_view s;
@@ -303,10 +273,15 @@ CopyKind copy_kind(std::string_view name) {
 
 class KinetoReader {
  public:
-  KinetoReader(Input& in, std::string source, const KinetoReadOptions& options)
+  // `size_hint`: the most bytes the JSON can have when known (plain input), so that small
+  // inputs (tests, fuzzing) do not allocate the full initial buffer.
+  KinetoReader(Input& in, std::string source, const KinetoReadOptions& options,
+               std::optional<uint64_t> size_hint = std::nullopt)
       : in_(in), options_(options) {
     trace_.source = std::move(source);
-    buf_.resize(kInitialBuffer + simdjson::SIMDJSON_PADDING);
+    const size_t initial = size_hint ? static_cast<size_t>(std::clamp<uint64_t>(*size_hint + 1, 4096, kInitialBuffer))
+                                     : kInitialBuffer;
+    buf_.resize(initial + simdjson::SIMDJSON_PADDING);
   }
 
   StatusOr<Trace> run() {
@@ -330,10 +305,17 @@ class KinetoReader {
           "no \"traceEvents\" array: this JSON is not a PyTorch profiler (Chrome trace) file; export one with "
           "torch.profiler's export_chrome_trace() or on_trace_ready=tensorboard_trace_handler");
     }
+    if (!trace_.truncated) RETURN_IF_ERROR(finish_input());
     if (skipped_ > 0) {
       trace_.warnings.push_back(fmt::format(
           "skipped {} event{} with unexpected field types or invalid JSON (first at byte {}: {})", skipped_,
           skipped_ == 1 ? "" : "s", first_skip_offset_, first_skip_reason_));
+    }
+    if (bad_times_ > 0) {
+      trace_.warnings.push_back(fmt::format(
+          "dropped {} event{} whose times are out of range (first at byte {}: {}); times must lie within "
+          "+-3e18 ns and durations under 1e15 ns (11.6 days)",
+          bad_times_, bad_times_ == 1 ? "" : "s", first_bad_time_offset_, first_bad_time_reason_));
     }
     trace_.sort_events();
     return std::move(trace_);
@@ -341,6 +323,9 @@ class KinetoReader {
 
  private:
   static constexpr size_t kInitialBuffer = 4 << 20;
+  // One JSON value (an event, a metadata object, a string) is held whole in the buffer: a
+  // larger one is not a profiler trace (a 3 GB string once took 4 GB before failing).
+  static constexpr uint64_t kMaxValueBytes = 256ull << 20;
 
   size_t available() const { return end_ - pos_; }
   uint64_t offset(size_t pos) const { return base_ + pos; }
@@ -355,6 +340,8 @@ class KinetoReader {
   }
 
   Status fail_io_or(std::string what) {
+    if (!fatal_.empty()) return Status::error(fatal_);
+    if (in_.fatal()) return Status::error(io_error_);
     if (!io_error_.empty()) return Status::error(fmt::format("cannot read: {} (is the file a complete gzip?)", io_error_));
     return Status::error(std::move(what));
   }
@@ -371,7 +358,17 @@ class KinetoReader {
     }
     const size_t capacity = buf_.size() - simdjson::SIMDJSON_PADDING;
     if (end_ == capacity) {
-      buf_.resize(capacity * 2 + simdjson::SIMDJSON_PADDING);
+      const uint64_t max_value = options_.limits.max_inflate_bytes.value_or(kMaxValueBytes);
+      if (capacity >= max_value) {
+        fatal_ = fmt::format(
+            "byte {}: a single JSON value (event, string or metadata) takes more than {}, which no "
+            "profiler trace holds; if the file is genuine, raise the limit with --max-inflate SIZE or "
+            "GPUSCOPE_MAX_INFLATE=SIZE",
+            base_, format_bytes(max_value));
+        eof_ = true;
+        return false;
+      }
+      buf_.resize(std::min<uint64_t>(capacity * 2, max_value) + simdjson::SIMDJSON_PADDING);
     }
     const size_t room = buf_.size() - simdjson::SIMDJSON_PADDING - end_;
     const size_t got = in_.read(buf_.data() + end_, room, io_error_);
@@ -455,6 +452,8 @@ class KinetoReader {
   }
 
   Status truncated(std::string_view where) {
+    if (!fatal_.empty()) return Status::error(fatal_);
+    if (in_.fatal()) return Status::error(io_error_);
     if (!io_error_.empty()) {
       trace_.warnings.push_back(fmt::format("the file could not be read to its end ({}) after {} bytes of JSON: "
                                             "analysed the {} events before that point",
@@ -465,6 +464,37 @@ class KinetoReader {
                                             where, offset(end_), events_));
     }
     trace_.truncated = true;
+    return ok_status();
+  }
+
+  // After the JSON: reads the input to its end, so that a gzip without its trailer, bytes after
+  // the last gzip member and text after the JSON are noticed (and said) rather than ignored.
+  Status finish_input() {
+    uint64_t extra = 0, extra_at = 0;
+    for (;;) {
+      skip_ws();
+      if (available()) {
+        if (extra == 0) extra_at = offset(pos_);
+        extra += available();
+        pos_ = end_;
+      }
+      if (!fill()) break;
+    }
+    if (!fatal_.empty()) return Status::error(fatal_);
+    if (in_.fatal()) return Status::error(io_error_);
+    if (extra > 0) {
+      trace_.warnings.push_back(fmt::format(
+          "ignored {} bytes after the end of the JSON (byte {}): trailing garbage, or two traces in one file?",
+          extra, extra_at));
+    }
+    if (!io_error_.empty()) {
+      trace_.warnings.push_back(
+          in_.gzip() && io_error_ == "unexpected end of the gzip stream"
+              ? "the gzip stream ends without its trailer (CRC and length unchecked): the JSON is complete, but the "
+                "file was cut short or never closed"
+              : fmt::format("after the JSON: {}", io_error_));
+    }
+    for (const auto& note : in_.notes()) trace_.warnings.push_back(note);
     return ok_status();
   }
 
@@ -620,7 +650,15 @@ class KinetoReader {
     if (!ev_.ts_ns) return skip_event(begin, "an event without \"ts\"");
     const int64_t dur = ev_.dur_ns.value_or(0);
     if (dur < 0) return skip_event(begin, "an event with negative \"dur\"");
-    add_event(cat, *ev_.ts_ns, *ev_.ts_ns + dur);
+    const std::optional<int64_t> end_ns = checked_event_end(*ev_.ts_ns, dur);
+    if (!end_ns) {
+      if (bad_times_++ == 0) {
+        first_bad_time_offset_ = offset(begin);
+        first_bad_time_reason_ = fmt::format("ts {} ns, dur {} ns", *ev_.ts_ns, dur);
+      }
+      return;
+    }
+    add_event(cat, *ev_.ts_ns, *end_ns);
   }
 
   int32_t id_of(const std::optional<int64_t>& num, std::string_view str) {
@@ -738,26 +776,32 @@ class KinetoReader {
   std::string io_error_;
   simdjson::ondemand::parser parser_;
   RawEvent ev_;
-  int64_t events_ = 0, skipped_ = 0;
-  uint64_t first_skip_offset_ = 0;
-  std::string first_skip_reason_;
+  int64_t events_ = 0, skipped_ = 0, bad_times_ = 0;
+  uint64_t first_skip_offset_ = 0, first_bad_time_offset_ = 0;
+  std::string first_skip_reason_, first_bad_time_reason_;
+  std::string fatal_;  // An input over a limit: the error returned, whatever the JSON state.
 };
 
 }  // namespace
 
-StatusOr<Trace> read_kineto_file(const std::string& path, const KinetoReadOptions& options) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) return Status::error(fmt::format("cannot open: {}", std::strerror(errno)));
-  GzInput in(f);
-  KinetoReader reader(in, path, options);
+StatusOr<Trace> read_kineto_source(ByteSource& source, const std::string& name, const KinetoReadOptions& options) {
+  InflateStream stream(source, InflateProfile::kJson, options.limits);
+  Input in(stream);
+  const std::string_view head = source.head();
+  const bool gzip = head.size() >= 2 && head[0] == '\x1f' && head[1] == '\x8b';
+  KinetoReader reader(in, name, options, gzip ? std::nullopt : source.size());
   return reader.run();
 }
 
+StatusOr<Trace> read_kineto_file(const std::string& path, const KinetoReadOptions& options) {
+  auto source = ByteSource::open(path, options.limits);
+  if (!source.ok()) return source.status();
+  return read_kineto_source(*source.value(), path, options);
+}
+
 StatusOr<Trace> read_kineto_buffer(std::string_view json, const std::string& source) {
-  MemoryInput in(json);
-  KinetoReadOptions options;
-  KinetoReader reader(in, source, options);
-  return reader.run();
+  auto bytes = ByteSource::memory(json);
+  return read_kineto_source(*bytes, source, KinetoReadOptions{});
 }
 
 }  // namespace gpuscope

@@ -6,6 +6,15 @@
 // Errors: a Status whose message is one line naming the problem and, where known, the byte
 // offset in the uncompressed JSON. A partly readable trace (truncated, events with
 // unexpected field types) is returned with Trace::warnings saying what was skipped.
+//
+// Limits: the input is inflated within InputLimits (input_source.h); one JSON value larger than
+// 256 MiB (or --max-inflate) is an error. Bytes after the JSON, a gzip without its trailer and
+// data after the last gzip member are read and reported as warnings.
+//
+// Times: every event handed to the core satisfies the contract of event_time.h (times within
+// +-3e18 ns, durations under 1e15 ns, end computed without overflow); events outside it are
+// dropped with a warning naming the first one's byte offset. Numbers that do not fit int64 are
+// never cast (a double outside the range is treated as a field of unexpected type).
 #pragma once
 
 #include <functional>
@@ -13,16 +22,22 @@
 
 #include "core/status.h"
 #include "core/trace.h"
+#include "formats/input_source.h"
 
 namespace gpuscope {
 
 struct KinetoReadOptions {
   // Called now and then with (uncompressed bytes read so far, compressed bytes read so far).
   std::function<void(uint64_t, uint64_t)> progress;
+  InputLimits limits;
 };
 
+// Reads from an opened source (a file, pipe or stdin whose first bytes may already have been
+// looked at through source.head()); `name` names it in messages.
+StatusOr<Trace> read_kineto_source(ByteSource& source, const std::string& name, const KinetoReadOptions& options = {});
+
 StatusOr<Trace> read_kineto_file(const std::string& path, const KinetoReadOptions& options = {});
-// Same, from a buffer holding the (uncompressed) JSON text, named `source` in messages.
+// Same, from a buffer holding the JSON text (plain or gzip), named `source` in messages.
 StatusOr<Trace> read_kineto_buffer(std::string_view json, const std::string& source);
 
 }  // namespace gpuscope

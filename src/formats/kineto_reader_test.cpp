@@ -10,6 +10,7 @@
 
 #include "core/analysis.h"
 #include "formats/report_json.h"
+#include "formats/test_temp.h"
 #include "formats/trace_input.h"
 
 namespace gpuscope {
@@ -22,10 +23,10 @@ std::string source_dir() {
   return env ? env : GPUSCOPE_SOURCE_DIR;
 }
 
+// In a folder unique to this test program (mkdtemp), removed at exit.
 std::string temp_file(const std::string& name, const std::string& bytes) {
-  const fs::path p = fs::temp_directory_path() / ("gpuscope_test_" + name);
-  std::ofstream(p, std::ios::binary) << bytes;
-  return p.string();
+  static testing_support::TempDir dir;
+  return dir.write(name, bytes);
 }
 
 std::string gzip(const std::string& data) {
@@ -239,6 +240,51 @@ TEST_P(Golden, ReportMatches) {
 
 INSTANTIATE_TEST_SUITE_P(PyTorchH200, Golden,
                          ::testing::Values("fp32_sync", "bf16_sync", "bf16_async", "bf16_compile"));
+
+TEST(KinetoReader, TimesThatOverflowAreDroppedWithTheirOffset) {
+  // Issue 14: ts + dur overflowed int64 (undefined behaviour; Release printed busy 100% or
+  // "no GPU kernels"), and a double outside int64's range was cast to an integer.
+  const std::string text = R"json({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "ok", "pid": 0, "tid": 7, "ts": 10, "dur": 5},
+    {"ph": "X", "cat": "kernel", "name": "overflow", "pid": 0, "tid": 7, "ts": 9223372036854774, "dur": 9000},
+    {"ph": "X", "cat": "kernel", "name": "long", "pid": 0, "tid": 7, "ts": 20, "dur": 9223372036854774},
+    {"ph": "X", "cat": "kernel", "name": "huge-arg", "pid": 0, "tid": 7, "ts": 30, "dur": 5,
+     "args": {"device": 1e300, "stream": -1e300, "correlation": 3.5e18}}
+  ]})json";
+  auto t = read_kineto_buffer(text, "times");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->kernels.size(), 2u);
+  EXPECT_EQ(t->strings.view(t->kernels[1].name), "huge-arg");
+  EXPECT_EQ(t->kernels[1].correlation, 3'500'000'000'000'000'000u);
+  const size_t second = text.find(R"({"ph": "X", "cat": "kernel", "name": "overflow")");
+  bool named = false;
+  for (const auto& w : t->warnings) {
+    named |= w.find("dropped 2 events whose times are out of range (first at byte " + std::to_string(second)) !=
+             std::string::npos;
+  }
+  EXPECT_TRUE(named) << ::testing::PrintToString(t->warnings);
+  // What the core is handed stays summable.
+  for (const auto& k : t->kernels) {
+    EXPECT_LE(k.end_ns - k.start_ns, 1'000'000'000'000'000);
+  }
+}
+
+TEST(KinetoReader, RepeatedInputDimsReplaceTheEarlierOnes) {
+  // Found by kineto_reader_fuzz: a second "Input Dims" appended ranks but reused the shapes,
+  // so the reader read past them (heap overflow under ASan).
+  auto t = read_kineto_buffer(R"json({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 2,
+     "args": {"Input Dims": [[2, 3], [3, 4]], "Input type": ["float"], "Input Dims": [[5, 6], [6, 7]],
+              "Input type": ["float", "float"]}}]})json",
+                              "dims");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->host_events.size(), 1u);
+  ASSERT_EQ(t->host_events[0].num_args, 2);
+  ASSERT_EQ(t->op_args.size(), 2u);
+  EXPECT_EQ(t->dims[t->op_args[0].first_dim], 5);
+  EXPECT_EQ(t->dims[t->op_args[1].first_dim + 1], 7);
+  EXPECT_EQ(t->strings.view(t->op_args[1].dtype), "float");
+}
 
 }  // namespace
 }  // namespace gpuscope

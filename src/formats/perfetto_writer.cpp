@@ -20,11 +20,13 @@ namespace {
 // Microseconds with three decimals, exact for int64 nanoseconds.
 void micros(std::string& out, int64_t ns) {
   char buf[40];
+  // The magnitude as unsigned: negating INT64_MIN would overflow.
+  uint64_t magnitude = static_cast<uint64_t>(ns);
   if (ns < 0) {
     out.push_back('-');
-    ns = -ns;
+    magnitude = 0 - magnitude;
   }
-  std::snprintf(buf, sizeof(buf), "%" PRId64 ".%03" PRId64, ns / 1000, ns % 1000);
+  std::snprintf(buf, sizeof(buf), "%" PRIu64 ".%03" PRIu64, magnitude / 1000, magnitude % 1000);
   out += buf;
 }
 
@@ -37,6 +39,7 @@ class JsonEvents {
                 int64_t start_ns, int64_t end_ns, const std::string& args = {}) {
     head("X", {}, name, cat, pid, tid, start_ns);
     buf_ += ",\"dur\":";
+    // Readers guarantee times within +-3e18 ns (formats/event_time.h), so this cannot overflow.
     micros(buf_, end_ns > start_ns ? end_ns - start_ns : 0);
     if (!args.empty()) buf_ += ",\"args\":{" + args + "}";
     end();
@@ -60,10 +63,8 @@ class JsonEvents {
     append_json_string(buf_, name);
     ids(pid, 0);
     ts(ts_ns);
-    char v[48];
-    std::snprintf(v, sizeof(v), "%.6g", value);
     buf_ += ",\"args\":{\"value\":";
-    buf_ += v;
+    if (!append_json_number(buf_, value) && non_finite_++ == 0) first_non_finite_ = std::string(name);
     buf_ += "}";
     end();
   }
@@ -126,11 +127,16 @@ class JsonEvents {
     out_ << buf_;
     buf_.clear();
   }
+  // Counter values that were NaN or infinite, written as null.
+  size_t non_finite() const { return non_finite_; }
+  const std::string& first_non_finite() const { return first_non_finite_; }
 
  private:
   std::ostream& out_;
   std::string buf_;
   bool first_ = true;
+  size_t non_finite_ = 0;
+  std::string first_non_finite_;
 };
 
 const char* copy_kind_name(CopyKind k) {
@@ -265,15 +271,19 @@ void write_trace(const Trace& t, size_t index, JsonEvents& json) {
 
 }  // namespace
 
-void write_perfetto_json(const std::vector<Trace>& traces, std::ostream& out) {
+void write_perfetto_json(const std::vector<Trace>& traces, std::ostream& out, std::vector<std::string>* warnings) {
   JsonEvents json(out);
   for (size_t i = 0; i < traces.size(); ++i) write_trace(traces[i], i, json);
   json.flush();
+  if (json.non_finite() > 0 && warnings) {
+    warnings->push_back(std::to_string(json.non_finite()) + " counter value" + (json.non_finite() == 1 ? " was" : "s were") +
+                        " NaN or infinite (first in \"" + json.first_non_finite() + "\"); written as null");
+  }
 }
 
-Status write_perfetto_file(const std::vector<Trace>& traces, const std::string& path) {
+Status write_perfetto_file(const std::vector<Trace>& traces, const std::string& path, std::vector<std::string>* warnings) {
   if (path == "-") {
-    write_perfetto_json(traces, std::cout);
+    write_perfetto_json(traces, std::cout, warnings);
     return ok_status();
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -281,7 +291,7 @@ Status write_perfetto_file(const std::vector<Trace>& traces, const std::string& 
     return Status::error(path + ": cannot create output file (" + std::strerror(errno) +
                          "); check the directory exists and is writable");
   }
-  write_perfetto_json(traces, out);
+  write_perfetto_json(traces, out, warnings);
   out.flush();
   if (!out) return Status::error(path + ": write failed; check free disk space");
   return ok_status();

@@ -16,9 +16,13 @@
 
 namespace gpuscope {
 
-void write_perfetto_json(const std::vector<Trace>& traces, std::ostream& out);
+// The output is always valid JSON: a counter value that is NaN or infinite is written as null,
+// and one line in `warnings` (when given) says how many and where.
+void write_perfetto_json(const std::vector<Trace>& traces, std::ostream& out,
+                         std::vector<std::string>* warnings = nullptr);
 
 // Writes to `path` ("-" for stdout). Error: the file cannot be written.
-Status write_perfetto_file(const std::vector<Trace>& traces, const std::string& path);
+Status write_perfetto_file(const std::vector<Trace>& traces, const std::string& path,
+                           std::vector<std::string>* warnings = nullptr);
 
 }  // namespace gpuscope

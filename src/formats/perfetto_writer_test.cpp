@@ -1,5 +1,6 @@
 #include "formats/perfetto_writer.h"
 
+#include <limits>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -67,6 +68,30 @@ TEST(PerfettoWriter, WritesValidJsonWithExactTimestampsFlowsAndCounters) {
   // Nanosecond-exact microseconds.
   EXPECT_NE(json.find("\"ts\":1700000000000000.123"), std::string::npos);
   EXPECT_NE(json.find("\"dur\":1000.001"), std::string::npos);
+}
+
+TEST(PerfettoWriter, NonFiniteCounterValuesAreNullWithAWarning) {
+  // Issue 14: a device sample holding NaN or infinity (a capture can carry any f64) made
+  // `export --perfetto` write invalid JSON with exit 0.
+  std::vector<Trace> traces;
+  traces.push_back(small_trace());
+  DeviceSample s = traces[0].device_samples[0];
+  s.time_ns += 1000;
+  s.sm_active_pct = std::numeric_limits<double>::quiet_NaN();
+  s.power_w = std::numeric_limits<double>::infinity();
+  traces[0].device_samples.push_back(s);
+  std::ostringstream out;
+  std::vector<std::string> warnings;
+  write_perfetto_json(traces, out, &warnings);
+  const std::string json = out.str();
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(json).get(doc), simdjson::SUCCESS) << json;
+  EXPECT_EQ(json.find("nan"), std::string::npos);
+  EXPECT_EQ(json.find("inf"), std::string::npos);
+  EXPECT_NE(json.find("\"value\":null"), std::string::npos);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("2 counter values were NaN or infinite"), std::string::npos) << warnings[0];
 }
 
 }  // namespace

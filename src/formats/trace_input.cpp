@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <system_error>
 
 #include <fmt/core.h>
 
 #include "formats/capture.h"
+#include "formats/input_source.h"
 #include "formats/kineto_reader.h"
 
 namespace gpuscope {
@@ -18,14 +18,26 @@ namespace {
 bool looks_like_trace_name(const std::string& name) {
   return name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".gpuscope");
 }
+
+// "No such file" only when that is what happened: a symlink loop or a permission problem
+// says so.
+std::string status_error(const std::string& path, const std::error_code& ec) {
+  if (!ec || ec == std::errc::no_such_file_or_directory) return fmt::format("{}: no such file or directory", path);
+  if (ec.value() == ELOOP) return fmt::format("{}: a symlink loop (too many levels of symbolic links)", path);
+  return fmt::format("{}: {}", path, ec.message());
+}
 }  // namespace
 
 StatusOr<std::vector<std::string>> expand_trace_paths(const std::vector<std::string>& paths) {
   std::vector<std::string> out;
   for (const auto& p : paths) {
+    if (p == "-") {  // stdin
+      out.push_back(p);
+      continue;
+    }
     std::error_code ec;
     const auto st = fs::status(p, ec);
-    if (ec || !fs::exists(st)) return Status::error(fmt::format("{}: no such file or directory", p));
+    if (ec || !fs::exists(st)) return Status::error(status_error(p, ec));
     if (fs::is_directory(st)) {
       std::vector<std::string> found;
       for (const auto& entry : fs::directory_iterator(p, ec)) {
@@ -47,21 +59,34 @@ StatusOr<std::vector<std::string>> expand_trace_paths(const std::vector<std::str
 }
 
 StatusOr<Trace> read_trace_file(const std::string& path, const std::function<void(uint64_t, uint64_t)>& progress) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return Status::error("is a directory, expected a trace file");
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return Status::error(fmt::format("cannot open: {}", std::strerror(errno)));
-  char head[64] = {};
-  f.read(head, sizeof head);
-  const std::string_view first(head, static_cast<size_t>(f.gcount()));
-  f.close();
-  if (looks_like_capture(first)) return read_capture_file(path);
-  const uint64_t total = fs::file_size(path, ec);
-  KinetoReadOptions options;
-  if (progress) {
-    options.progress = [&](uint64_t, uint64_t compressed) { progress(compressed, ec ? 0 : total); };
+  auto limits = InputLimits::from_environment();
+  if (!limits.ok()) return limits.status();
+  return read_trace_file(path, limits.value(), progress);
+}
+
+StatusOr<Trace> read_trace_file(const std::string& path, const InputLimits& limits,
+                                const std::function<void(uint64_t, uint64_t)>& progress) {
+  // Opened once: the first bytes choose the reader and are then read by it, so pipes and stdin
+  // work like files.
+  auto opened = ByteSource::open(path, limits);
+  if (!opened.ok()) return opened.status();
+  ByteSource& source = *opened.value();
+  const std::string name = path == "-" ? "<stdin>" : path;
+  if (looks_like_capture(source.head())) {
+    // The capture reader's errors start with the name; callers of this function add it.
+    auto trace = read_capture_source(source, name, limits);
+    if (!trace.ok() && trace.status().message().starts_with(name + ": ")) {
+      return Status::error(trace.status().message().substr(name.size() + 2));
+    }
+    return trace;
   }
-  return read_kineto_file(path, options);
+  const uint64_t total = source.size().value_or(0);
+  KinetoReadOptions options;
+  options.limits = limits;
+  if (progress) {
+    options.progress = [&](uint64_t, uint64_t compressed) { progress(compressed, total); };
+  }
+  return read_kineto_source(source, name, options);
 }
 
 }  // namespace gpuscope

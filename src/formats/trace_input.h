@@ -8,16 +8,22 @@
 
 #include "core/status.h"
 #include "core/trace.h"
+#include "formats/input_source.h"
 
 namespace gpuscope {
 
-// Expands directories into the trace files they hold (sorted by name, not recursive).
-// Errors name the path: missing, unreadable, or a directory without traces.
+// Expands directories into the trace files they hold (sorted by name, not recursive); "-"
+// (stdin) passes through. Errors name the path: missing, a symlink loop, unreadable, or a
+// directory without traces.
 StatusOr<std::vector<std::string>> expand_trace_paths(const std::vector<std::string>& paths);
 
-// Reads one trace file, choosing the reader by the file's first bytes.
-// `progress` (may be empty) is called with (bytes read, total file bytes).
+// Reads one trace, choosing the reader by its first bytes. `path` may be a file, a pipe or
+// FIFO (`<(zcat trace.json.gz)`), or "-" for stdin: it is opened once and never reopened.
+// `progress` (may be empty) is called with (bytes read, total file bytes; 0 for pipes).
+// Limits from the environment (GPUSCOPE_MAX_INFLATE, GPUSCOPE_INPUT_TIMEOUT) unless given.
 StatusOr<Trace> read_trace_file(const std::string& path,
+                                const std::function<void(uint64_t, uint64_t)>& progress = {});
+StatusOr<Trace> read_trace_file(const std::string& path, const InputLimits& limits,
                                 const std::function<void(uint64_t, uint64_t)>& progress = {});
 
 }  // namespace gpuscope
