@@ -2,8 +2,9 @@
 """Independent check of gpuscope's numbers on a PyTorch profiler trace.
 
 Recomputes, with plain Python over the raw JSON events (no gpuscope code), for each device:
-  - the analysis window (ProfilerStep#N annotations, extended to the end of the GPU work the
-    last step launched; without steps, the span of the device's GPU activity),
+  - the analysis window: steps on the device timeline (each ProfilerStep#N starts at the first
+    GPU work launched during it; the last step, whose end is unknown, is left out); without
+    steps, the span of the device's GPU activity,
   - busy_pct: the union of kernel intervals inside the window, over the window,
   - matmul FLOPs per step: 2*m*n*k summed over traced matmul ops (mm, addmm, bmm, baddbmm,
     matmul, linear; outermost op counted when nested) and SDPA (4*B*H*T*S*D forward,
@@ -83,12 +84,25 @@ def expected(trace):
     out = {}
     for dev, evs in gpu.items():
         if steps:
-            start, end = steps[0][0], steps[-1][1]
-            last_end = end
+            # Device-timeline steps: each starts at the first GPU work launched during its host
+            # range (else its host start); the last one, whose end is unknown, is left out.
+            first = [None] * len(steps)
+            end = steps[-1][1]
             for e in evs:
                 t = launches.get(e["args"].get("correlation"))
-                if t is not None and start <= t < last_end:
-                    end = max(end, us(e) + float(e["dur"]))
+                if t is None:
+                    continue
+                for i, (s0, s1) in enumerate(steps):
+                    if s0 <= t < s1:
+                        first[i] = us(e) if first[i] is None else min(first[i], us(e))
+                        end = max(end, us(e) + float(e["dur"]))
+            starts, prev = [], float("-inf")
+            for i, (s0, _) in enumerate(steps):
+                prev = max(prev, first[i] if first[i] is not None else s0)
+                starts.append(prev)
+            start = starts[0]
+            if len(steps) >= 2:
+                end = starts[-1]
         else:
             start = min(us(e) for e in evs)
             end = max(us(e) + float(e["dur"]) for e in evs)
@@ -122,11 +136,12 @@ def expected(trace):
         if f is None:
             continue
         until[key] = us(e) + float(e.get("dur", 0))
-        if steps and not any(s <= us(e) < t for s, t in steps):
+        analysed = steps[:-1] if len(steps) >= 2 else steps
+        if steps and not any(s <= us(e) < t for s, t in analysed):
             continue
         total += f
         counted = True
-    flops = total / max(1, len(steps)) if counted else None
+    flops = total / max(1, len(steps) - 1 if len(steps) >= 2 else len(steps)) if counted else None
     return out, flops
 
 

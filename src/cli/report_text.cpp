@@ -76,10 +76,14 @@ bool is_loop_cause_letter(char c) {
   return c == idle_cause_letter(IdleCauseId::kInput) || c == idle_cause_letter(IdleCauseId::kSync);
 }
 
-// " i input s sync m memcpy ...".
-std::string timeline_legend() {
+// " i input s sync m memcpy ...": the causes whose letters appear in `timeline` (all of them
+// would not fit 80 columns).
+std::string timeline_legend(std::string_view timeline) {
   std::string out;
-  auto add = [&](IdleCauseId id) { out += fmt::format(" {} {}", idle_cause_letter(id), idle_cause_name(id)); };
+  auto add = [&](IdleCauseId id) {
+    if (timeline.find(idle_cause_letter(id)) == std::string_view::npos) return;
+    out += fmt::format(" {} {}", idle_cause_letter(id), idle_cause_name(id));
+  };
   for (IdleCauseId id : kLegendOrder) add(id);
   for (const IdleCauseInfo& c : kIdleCauseTable) {
     if (std::find(std::begin(kLegendOrder), std::end(kLegendOrder), c.id) == std::end(kLegendOrder)) add(c.id);
@@ -164,7 +168,7 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
     out += "\n" + p.bold("Timeline") +
            p.dim(fmt::format(" {:.2f} ms/col; █ kernels, idle:{}",
                              static_cast<double>(d.window_ns) / 1e6 / static_cast<double>(d.timeline.size()),
-                             timeline_legend())) +
+                             timeline_legend(d.timeline))) +
            "\n  ";
     for (char c : d.timeline) {
       if (c == 'K') {

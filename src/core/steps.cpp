@@ -202,7 +202,7 @@ StepDetection detect_steps(const Trace& trace, std::string_view step_range) {
 bool step_range_name_matches(std::string_view name, std::string_view step_range) {
   const std::string_view stem = strip_step_number(name);
   if (!step_range.empty()) return name == step_range || (stem.size() < name.size() && stem == step_range);
-  for (std::string_view known : {"step", "train_step", "training_step", "train step"}) {
+  for (std::string_view known : {"step", "train_step", "training_step", "train step", "profilerstep"}) {
     if (equals_ci(stem, known)) return true;
   }
   return false;

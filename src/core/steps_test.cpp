@@ -106,3 +106,57 @@ TEST(Steps, WarmupStepsAreDropped) {
 
 }  // namespace
 }  // namespace gpuscope
+
+namespace gpuscope {
+namespace {
+
+TEST(Steps, OneSetOfStepNameRules) {
+  EXPECT_TRUE(step_range_name_matches("step", ""));
+  EXPECT_TRUE(step_range_name_matches("train_step", ""));
+  EXPECT_TRUE(step_range_name_matches("step 3", ""));
+  EXPECT_TRUE(step_range_name_matches("Train_Step#3", ""));
+  EXPECT_TRUE(step_range_name_matches("ProfilerStep#12", ""));
+  EXPECT_FALSE(step_range_name_matches("forward", ""));
+  EXPECT_FALSE(step_range_name_matches("optimizer.step", ""));
+  EXPECT_FALSE(step_range_name_matches("stepper", ""));
+  // A given name: exact, or followed by a number.
+  EXPECT_TRUE(step_range_name_matches("iteration", "iteration"));
+  EXPECT_TRUE(step_range_name_matches("iteration#4", "iteration"));
+  EXPECT_FALSE(step_range_name_matches("step", "iteration"));
+}
+
+TEST(Steps, StepRangeIsHonouredOverDefaultNames) {
+  testing::TraceBuilder b;
+  for (int i = 0; i < 3; ++i) {
+    b.annotation(i * 100.0, i * 100.0 + 90, "step");
+    b.annotation(i * 100.0 + 10, i * 100.0 + 50, "iteration#" + std::to_string(i));
+  }
+  const StepDetection d = detect_steps(b.build(), "iteration");
+  EXPECT_EQ(d.source, StepSource::kNvtxRange);
+  ASSERT_EQ(d.steps.size(), 3u);
+  EXPECT_EQ(d.steps[2].number, 2);
+  EXPECT_EQ(d.steps[0].end_ns, 50'000);
+}
+
+TEST(Steps, IdenticalLayersGiveWholeSteps) {
+  // Eight identical layers (gemm, relu), a sync after each, then a loss kernel; the steps'
+  // timing wobbles. The period is the whole step, not one layer.
+  testing::TraceBuilder b;
+  double t = 0;
+  for (int step = 0; step < 6; ++step) {
+    for (int layer = 0; layer < 8; ++layer) {
+      b.kernel(t, t + 10, "gemm");
+      b.kernel(t + 10, t + 12, "relu");
+      t += 20 + (step == 0 ? 30 : 0);
+    }
+    b.kernel(t, t + 5, "loss");
+    t += 10 + step % 2;
+  }
+  const StepDetection d = detect_steps(b.build(), "");
+  EXPECT_EQ(d.source, StepSource::kKernelPattern);
+  EXPECT_EQ(d.steps.size(), 5u);
+}
+
+}  // namespace
+}  // namespace gpuscope
+

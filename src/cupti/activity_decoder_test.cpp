@@ -1,5 +1,6 @@
 // The CUPTI record decoder on hand-built activity records (CUPTI 13 headers, no GPU, no
 // libcupti call), checked through the capture reader: CUPTI record -> capture -> Trace.
+#include "core/steps.h"
 #include "cupti/activity_decoder.h"
 
 #include <unistd.h>
@@ -231,10 +232,11 @@ TEST_F(DecoderTest, NvtxRangesPairByIdAndBecomeSteps) {
   EXPECT_EQ(t.host_events[1].end_ns, 1'500);
   EXPECT_EQ(t.strings.view(t.host_events[2].name), "checkpoint");
   EXPECT_EQ(t.host_events[2].start_ns, t.host_events[2].end_ns);
-  EXPECT_EQ(t.step_source, StepSource::kNvtxRange);
-  ASSERT_EQ(t.steps.size(), 2u);
-  EXPECT_EQ(t.steps[0].start_ns, 1'000);
-  EXPECT_EQ(t.steps[1].end_ns, 3'000);
+  const StepDetection steps = detect_steps(t, "");
+  EXPECT_EQ(steps.source, StepSource::kNvtxRange);
+  ASSERT_EQ(steps.steps.size(), 2u);
+  EXPECT_EQ(steps.steps[0].start_ns, 1'000);
+  EXPECT_EQ(steps.steps[1].end_ns, 3'000);
 }
 
 TEST_F(DecoderTest, DeviceRecordAndUnknownKinds) {

@@ -530,7 +530,6 @@ class CaptureDecoder {
     for (auto& a : trace_.api_calls) a.pid = pid_;
     trace_.sort_events();
     align_gemm_threads();
-    find_steps();
     if (chunks_ == 0) warn("capture holds no complete chunk (the process ended before the "
                            "first flush?)");
     if (!stats_ || !stats_->clean_exit)
@@ -576,30 +575,6 @@ class CaptureDecoder {
     }
   }
 
-  void find_steps() {
-    int64_t index = 0;
-    bool profiler_steps = false;
-    for (const auto& e : trace_.host_events) {
-      if (e.kind != HostEventKind::kAnnotation || e.end_ns <= e.start_ns) continue;
-      std::string_view name = trace_.strings.view(e.name);
-      if (!is_default_step_range_name(name)) continue;
-      Step s;
-      s.start_ns = e.start_ns;
-      s.end_ns = e.end_ns;
-      s.number = index;
-      // Use the number in the name when there is one ("ProfilerStep#7", "step 7").
-      size_t digits = name.size();
-      while (digits > 0 && std::isdigit(static_cast<unsigned char>(name[digits - 1]))) --digits;
-      if (digits < name.size() && name.size() - digits < 18)
-        s.number = std::stoll(std::string(name.substr(digits)));
-      if (name.rfind("ProfilerStep", 0) == 0) profiler_steps = true;
-      trace_.steps.push_back(s);
-      ++index;
-    }
-    if (!trace_.steps.empty())
-      trace_.step_source = profiler_steps ? StepSource::kProfilerStep : StepSource::kNvtxRange;
-  }
-
   // Warnings do not repeat the path: whoever shows them names the trace (the analysis
   // prefixes Trace::source), as for the Kineto reader.
   void warn(std::string line) { trace_.warnings.push_back(std::move(line)); }
@@ -629,22 +604,6 @@ class CaptureDecoder {
 bool looks_like_capture(std::string_view first_bytes) {
   return first_bytes.size() >= sizeof(capture::kMagic) &&
          std::memcmp(first_bytes.data(), capture::kMagic, sizeof(capture::kMagic)) == 0;
-}
-
-bool is_default_step_range_name(std::string_view name) {
-  std::string lower;
-  for (char c : name) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-  // Strip a trailing number and its separator: "step 12", "train_step#3", "ProfilerStep#7".
-  size_t end = lower.size();
-  while (end > 0 && std::isdigit(static_cast<unsigned char>(lower[end - 1]))) --end;
-  if (end < lower.size()) {
-    while (end > 0 && (lower[end - 1] == ' ' || lower[end - 1] == '#' || lower[end - 1] == '_' ||
-                       lower[end - 1] == '-' || lower[end - 1] == ':'))
-      --end;
-  }
-  std::string_view stem(lower.data(), end);
-  return stem == "step" || stem == "train_step" || stem == "training_step" ||
-         stem == "train step" || stem == "profilerstep";
 }
 
 StatusOr<Trace> read_capture_source(ByteSource& source, const std::string& name, const InputLimits& limits) {

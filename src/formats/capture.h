@@ -10,9 +10,9 @@
 // - GEMM calls recorded by the cuBLAS interposer become HostEvents of kind kOp named
 //   "aten::mm" ([m,k] x [k,n]) or "aten::bmm" ([b,m,k] x [b,k,n]) with dtype strings as the
 //   PyTorch profiler writes them, so the core counts their FLOPs like those of a PyTorch trace.
-// - NVTX ranges become kAnnotation HostEvents; ranges with step-like names ("step",
-//   "train_step", "ProfilerStep#N", optionally numbered) fill Trace::steps with
-//   StepSource::kNvtxRange (kProfilerStep for ProfilerStep#N). Otherwise steps stay empty.
+// - NVTX ranges and marks become kAnnotation HostEvents. The reader only decodes: steps are
+//   found by the core (core/steps.h, one set of step-name rules for every input, and
+//   --step-range honoured), so Trace::steps stays empty.
 // - Streaming: the file is read through a window holding at most one chunk, so memory follows
 //   the events decoded, not the file's size. The total inflated across chunks is bounded by
 //   InputLimits (input_source.h): past it the read is an error naming the limit and the flag.
@@ -40,8 +40,5 @@ StatusOr<Trace> read_capture_source(ByteSource& source, const std::string& name,
 // Same as read_capture_file for bytes already in memory; `source` names them in messages.
 StatusOr<Trace> read_capture_bytes(std::string_view bytes, const std::string& source);
 
-// True for NVTX range names read as step markers by default ("step", "train_step",
-// "ProfilerStep#3", "step 12", ...).
-bool is_default_step_range_name(std::string_view name);
 
 }  // namespace gpuscope

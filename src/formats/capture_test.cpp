@@ -1,3 +1,4 @@
+#include "core/steps.h"
 #include "formats/capture.h"
 
 #include <fcntl.h>
@@ -174,11 +175,13 @@ void expect_full_sample(const Trace& t) {
   EXPECT_FALSE(t.device_samples[0].gpu_util_pct.has_value());
   EXPECT_EQ(t.device_samples[0].memory_used_bytes, 1ull << 34);
   EXPECT_EQ(t.device_samples[0].gpu_instance_id, 2);
-  // Steps from the NVTX ranges.
-  EXPECT_EQ(t.step_source, StepSource::kNvtxRange);
-  ASSERT_EQ(t.steps.size(), 2u);
-  EXPECT_EQ(t.steps[1].start_ns, 1'010'000'000);
-  EXPECT_EQ(t.steps[1].end_ns, 1'019'000'000);
+  // The reader only decodes; the core finds steps from the NVTX ranges.
+  EXPECT_TRUE(t.steps.empty());
+  const StepDetection steps = detect_steps(t, "");
+  EXPECT_EQ(steps.source, StepSource::kNvtxRange);
+  ASSERT_EQ(steps.steps.size(), 2u);
+  EXPECT_EQ(steps.steps[1].start_ns, 1'010'000'000);
+  EXPECT_EQ(steps.steps[1].end_ns, 1'019'000'000);
   // GEMMs as aten ops with shapes and PyTorch dtype names.
   int mm = 0, bmm = 0;
   for (const auto& e : t.host_events) {
@@ -322,17 +325,6 @@ TEST(Capture, UnknownRecordTypesAreSkipped) {
   EXPECT_TRUE(mentioned);
 }
 
-TEST(Capture, DefaultStepNames) {
-  EXPECT_TRUE(is_default_step_range_name("step"));
-  EXPECT_TRUE(is_default_step_range_name("train_step"));
-  EXPECT_TRUE(is_default_step_range_name("ProfilerStep#12"));
-  EXPECT_TRUE(is_default_step_range_name("step 3"));
-  EXPECT_TRUE(is_default_step_range_name("Train_Step#3"));
-  EXPECT_FALSE(is_default_step_range_name("forward"));
-  EXPECT_FALSE(is_default_step_range_name("optimizer.step"));
-  EXPECT_FALSE(is_default_step_range_name("stepper"));
-}
-
 TEST(Capture, ProfilerStepNumbersComeFromTheName) {
   std::string path = temp_path("pstep");
   CaptureWriter w;
@@ -348,10 +340,11 @@ TEST(Capture, ProfilerStepNumbersComeFromTheName) {
   w.close();
   auto t = read_capture_file(path);
   ASSERT_TRUE(t.ok());
-  EXPECT_EQ(t->step_source, StepSource::kProfilerStep);
-  ASSERT_EQ(t->steps.size(), 3u);
-  EXPECT_EQ(t->steps[0].number, 5);
-  EXPECT_EQ(t->steps[2].number, 7);
+  const StepDetection steps = detect_steps(*t, "");
+  EXPECT_EQ(steps.source, StepSource::kProfilerStep);
+  ASSERT_EQ(steps.steps.size(), 3u);
+  EXPECT_EQ(steps.steps[0].number, 5);
+  EXPECT_EQ(steps.steps[2].number, 7);
 }
 
 TEST(Capture, VarintsRoundTripExtremes) {
