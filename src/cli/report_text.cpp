@@ -88,7 +88,7 @@ std::string timeline_legend(std::string_view timeline) {
   for (const IdleCauseInfo& c : kIdleCauseTable) {
     if (std::find(std::begin(kLegendOrder), std::end(kLegendOrder), c.id) == std::end(kLegendOrder)) add(c.id);
   }
-  return out;
+  return out.empty() ? " none shown" : out;
 }
 
 std::string headline_row(const Painter& p, std::string_view label, std::optional<double> value,

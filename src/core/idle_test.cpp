@@ -212,3 +212,34 @@ TEST(Analysis, NoHostInformationIsOther) {
 
 }  // namespace
 }  // namespace gpuscope
+
+namespace gpuscope {
+namespace {
+
+// The healthy GEMM loop recorded with torch.profiler and a schedule: the host's ProfilerStep
+// ranges are short (it runs far ahead), and the GPU is still busy with work launched before
+// recording began, so the first recorded kernel starts 7 ms into the first step. On the device
+// timeline none of that is idle (issue 13).
+TEST(Analysis, HostFarAheadOfTheGpuIsNotIdle) {
+  testing::TraceBuilder b(132, "NVIDIA H200");
+  double gpu = 7000;
+  for (int s = 0; s < 4; ++s) {
+    const double h = s * 200.0;
+    b.annotation(h, h + 200, "ProfilerStep#" + std::to_string(s + 1));
+    for (int k = 0; k < 10; ++k) {
+      b.kernel(gpu, gpu + 1400, "nvjet_sm90_tst_320x128_64x3_1x2_h_bz_coopB_NNT", 1000, 0, 7, h + 10 + k * 15, 5);
+      gpu += 1400;
+    }
+  }
+  const auto r = testing::only(b.build());
+  EXPECT_EQ(r.step_count, 3);
+  EXPECT_NEAR(*r.step_mean_ms, 14.0, 1e-6);
+  EXPECT_NEAR(r.busy_pct, 100.0, 1e-6);
+  for (const Finding& f : r.findings) EXPECT_LT(*f.est_speedup, 1.05) << f.id << ": " << f.evidence;
+}
+
+// The same loop recorded on the H200 (testdata/pytorch/h200_gemm_profiler_schedule.json.gz,
+// 2026-12-01) is checked end to end in tests/cli_test.py.
+
+}  // namespace
+}  // namespace gpuscope

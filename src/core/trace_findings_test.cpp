@@ -82,6 +82,7 @@ const std::map<std::string, Expect>& expectations() {
       {"pytorch/bf16_sync.json.gz", {Kind::kAmpereHopper, false}},
       {"pytorch/bf16_async.json.gz", {Kind::kAmpereHopper, false}},
       {"pytorch/bf16_compile.json.gz", {Kind::kAmpereHopper, false, true}},
+      {"pytorch/h200_gemm_profiler_schedule.json.gz", {Kind::kAmpereHopper, false}},
   };
   return m;
 }
