@@ -379,6 +379,133 @@ class RunSimulated(unittest.TestCase):
         self.assertEqual(lines, ["PYTHONPATH=/user/one:/user/two", "GPUSCOPE_RUN=1"])
 
 
+class Diff(unittest.TestCase):
+    """gpuscope diff on the bundled GPT-2 traces, pairwise in the order of the story:
+    fp32 sync -> bf16 sync -> bf16 async -> compiled."""
+    NAMES = ["fp32_sync", "bf16_sync", "bf16_async", "bf16_compile"]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.traces = {n: os.path.join(ROOT, "testdata", "pytorch", n + ".json.gz") for n in cls.NAMES}
+        cls.reports = {}
+        for n in cls.NAMES:
+            r = run("analyze", "--json", cls.traces[n])
+            assert r.returncode == 0, r.stderr
+            cls.reports[n] = json.loads(r.stdout)
+
+    def diff_json(self, *args):
+        r = run("diff", "--json", *args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        j = json.loads(r.stdout)
+        self.assertEqual(j["schema"], "gpuscope.diff/1")
+        self.assertEqual(len(j["devices"]), 1)
+        return j["devices"][0]
+
+    def check_pair(self, base, new, kind, name):
+        d = self.diff_json(self.traces[base], self.traces[new])
+        step_base = self.reports[base]["devices"][0]["steps"]["mean_ms"]
+        step_new = self.reports[new]["devices"][0]["steps"]["mean_ms"]
+        self.assertAlmostEqual(d["step_time_ratio"], step_new / step_base, places=12)
+        self.assertAlmostEqual(d["headline"]["step_time_ratio"], step_new / step_base, places=12)
+        self.assertEqual((d["headline"]["kind"], d["headline"]["name"]), (kind, name), d["headline"])
+        self.assertLess(d["headline"]["delta_ms"], 0)
+        # The text names the same change with the same ratio, in 80 columns, no colour off a terminal.
+        r = run("diff", self.traces[base], self.traces[new])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("\033[", r.stdout)
+        self.assertIn("The change that made the difference", r.stdout)
+        self.assertIn("measured step time x%.4f" % (step_new / step_base), r.stdout)
+        for line in r.stdout.splitlines():
+            self.assertLessEqual(len(line), 80, line)
+        return d, r.stdout
+
+    def test_fp32_to_bf16_names_precision(self):
+        d, text = self.check_pair("fp32_sync", "bf16_sync", "precision", "fp32")
+        self.assertEqual((d["headline"]["base_dominant_dtype"], d["headline"]["new_dominant_dtype"]), ("fp32", "bf16"))
+        self.assertIn("precision fp32 -> bf16", text)
+        gemm = next(c for c in d["categories"] if c["category"] == "gemm")
+        self.assertLess(gemm["delta_ms"], -100)  # The GEMMs, most of the precision change.
+        # Batch 8 -> 16: twice the matmul FLOPs per step, so not like for like, and throughput
+        # counts the work.
+        self.assertFalse(d["comparable"])
+        self.assertTrue(any("matmul FLOPs per step differ" in w for w in d["warnings"]), d["warnings"])
+        self.assertEqual(d["throughput"]["basis"], "matmul_flops")
+        self.assertGreater(d["throughput"]["ratio"], 1.9 / d["step_time_ratio"])
+        statuses = {f["id"]: f["status"] for f in d["findings"]}
+        self.assertEqual(statuses["precision-fp32"], "resolved")
+
+    def test_sync_to_async_names_input_idle(self):
+        d, _ = self.check_pair("bf16_sync", "bf16_async", "idle", "input")
+        self.assertTrue(d["comparable"], d["warnings"])
+        self.assertGreater(d["headline"]["share_of_step_change"], 0.8)
+        resolved = [f for f in d["findings"] if f["id"] == "input-bound"][0]
+        self.assertEqual(resolved["status"], "resolved")
+        self.assertIsNotNone(resolved["base"]["est_speedup"])
+        self.assertIsNone(resolved["new"])
+        self.assertGreater(d["busy_pct"]["delta"], 30)
+
+    def test_async_to_compile_names_fusion(self):
+        d, text = self.check_pair("bf16_async", "bf16_compile", "kernel_category", "elementwise")
+        self.assertTrue(d["comparable"], d["warnings"])
+        elementwise = next(c for c in d["categories"] if c["category"] == "elementwise")
+        self.assertLess(elementwise["new_launches"], 0.8 * elementwise["base_launches"])
+        self.assertIn("elementwise kernel time (fusion:", text)
+        fusion = [f for f in d["findings"] if f["id"] == "kernel-fusion"][0]
+        self.assertEqual(fusion["status"], "resolved")
+
+    def test_saved_report_reads_back(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            saved = os.path.join(tmp, "bf16_sync.report.json")
+            with open(saved, "w") as f:
+                json.dump(self.reports["bf16_sync"], f, indent=2)
+            from_saved = self.diff_json(saved, self.traces["bf16_async"])
+        from_traces = self.diff_json(self.traces["bf16_sync"], self.traces["bf16_async"])
+        from_saved["base"]["source"] = from_traces["base"]["source"]
+        self.assertEqual(from_saved, from_traces)
+
+    def test_colour_only_on_a_terminal_without_no_color(self):
+        import pty
+        def on_tty(no_color):
+            e = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+            e["TERM"] = "xterm"
+            if no_color:
+                e["NO_COLOR"] = "1"
+            master, slave = pty.openpty()
+            # Read while it writes: the terminal's buffer is smaller than the output.
+            p = subprocess.Popen([BIN, "diff", self.traces["bf16_sync"], self.traces["bf16_async"]],
+                                 stdout=slave, stderr=subprocess.DEVNULL, env=e)
+            os.close(slave)
+            out = b""
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # EIO once the slave side is closed and drained.
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            os.close(master)
+            self.assertEqual(p.wait(timeout=120), 0)
+            return out.decode()
+        self.assertIn("\033[", on_tty(no_color=False))
+        self.assertNotIn("\033[", on_tty(no_color=True))
+
+    def test_bad_input_is_one_line(self):
+        r = run("diff", self.traces["bf16_sync"], "/nonexistent/after.json.gz")
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(len(r.stderr.splitlines()), 1, r.stderr)
+        self.assertIn("NEW", r.stderr)
+        self.assertIn("/nonexistent/after.json.gz", r.stderr)
+        self.assertEqual(r.stdout, "")
+
+    def test_help_teaches(self):
+        r = run("diff", "--help")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("Examples:", r.stdout)
+        self.assertIn("gpuscope.diff/1", r.stdout)
+        self.assertIn("diff", run("--help").stdout)
+
+
 if __name__ == "__main__":
     BIN = os.path.abspath(sys.argv.pop(1))
     unittest.main(verbosity=1)

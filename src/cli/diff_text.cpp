@@ -1,0 +1,227 @@
+#include "cli/diff_text.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/core.h>
+
+namespace gpuscope::cli {
+namespace {
+
+// Colour as in report_text.cpp: on only for a terminal without NO_COLOR (TextStyle::color).
+// Padded fields are padded before they are painted, so escapes never shift columns.
+struct Painter {
+  bool on;
+  std::string wrap(std::string_view code, std::string_view text) const {
+    if (!on) return std::string(text);
+    return fmt::format("\033[{}m{}\033[0m", code, text);
+  }
+  std::string bold(std::string_view t) const { return wrap("1", t); }
+  std::string dim(std::string_view t) const { return wrap("2", t); }
+  std::string red(std::string_view t) const { return wrap("31", t); }
+  std::string green(std::string_view t) const { return wrap("32", t); }
+  std::string yellow(std::string_view t) const { return wrap("33", t); }
+  std::string cyan(std::string_view t) const { return wrap("36", t); }
+  // Green when the change is an improvement, red when it is a regression.
+  std::string good_bad(std::string_view t, double change, bool higher_is_better) const {
+    if (change == 0) return std::string(t);
+    return (change > 0) == higher_is_better ? green(t) : red(t);
+  }
+};
+
+// Rows below this many ms per step on both sides are left out of the tables.
+constexpr double kShownMs = 0.005;
+
+// At most n bytes of s, "..." marking a cut; never cuts inside a UTF-8 character.
+std::string clip(std::string_view s, size_t n) {
+  if (s.size() <= n) return std::string(s);
+  size_t cut = n > 3 ? n - 3 : 0;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return std::string(s.substr(0, cut)) + "...";
+}
+
+std::string wrap_text(std::string_view text, size_t width, std::string_view indent) {
+  std::string out, line;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t next = text.find(' ', pos);
+    if (next == std::string_view::npos) next = text.size();
+    std::string_view word = text.substr(pos, next - pos);
+    if (!line.empty() && indent.size() + line.size() + 1 + word.size() > width) {
+      out += std::string(indent) + line + "\n";
+      line.clear();
+    }
+    if (!line.empty()) line += ' ';
+    line += word;
+    pos = next + 1;
+  }
+  if (!line.empty()) out += std::string(indent) + line + "\n";
+  return out;
+}
+
+std::string ratio_text(std::optional<double> r) { return r ? fmt::format("x{:.2f}", *r) : std::string("-"); }
+
+// "  label  BASE  NEW  change  ratio": 2 + 22 + 11 + 11 + 12 + 9 = 67 columns.
+std::string row(std::string_view label, std::string_view base, std::string_view now, std::string_view change,
+                std::string_view ratio) {
+  return fmt::format("  {:<22}{:>11}{:>11}{}{}\n", clip(label, 21), base, now, change, ratio);
+}
+
+std::string pct_row(const Painter& p, std::string_view label, const ValueChange& v, bool higher_is_better = true) {
+  if (!v.base && !v.now) return "";
+  auto side = [](const std::optional<double>& x) { return x ? fmt::format("{:.1f}%", *x) : std::string("n/a"); };
+  const auto delta = v.delta();
+  const std::string change = delta ? fmt::format("{:>12}", fmt::format("{:+.1f} pts", *delta)) : std::string(12, ' ');
+  return row(label, side(v.base), side(v.now), delta ? p.good_bad(change, *delta, higher_is_better) : change,
+             v.ratio() ? fmt::format("{:>9}", ratio_text(v.ratio())) : "");
+}
+
+std::string ms_row(const Painter& p, std::string_view label, double base, double now, std::optional<double> ratio) {
+  const double delta = now - base;
+  const std::string change = fmt::format("{:>12}", fmt::format("{:+.2f}", delta));
+  return row(label, fmt::format("{:.2f}", base), fmt::format("{:.2f}", now),
+             std::abs(delta) < kShownMs ? change : p.good_bad(change, delta, false), fmt::format("{:>9}", ratio_text(ratio)));
+}
+
+void component_table(std::string& out, const Painter& p, std::string_view title,
+                     const std::vector<ComponentChange>& rows) {
+  std::string body;
+  for (const auto& c : rows) {
+    if (std::max(c.base_ms, c.new_ms) < kShownMs) continue;
+    body += ms_row(p, c.name, c.base_ms, c.new_ms, c.ratio());
+  }
+  if (body.empty()) return;
+  out += "\n" + p.bold(title) + p.dim("  (ms per step)") + "\n";
+  out += p.dim(row("", "BASE", "NEW", fmt::format("{:>12}", "change"), fmt::format("{:>9}", "ratio")));
+  out += body;
+}
+
+std::string describe(const HeadlineChange& h) {
+  const ComponentChange& c = h.component;
+  switch (c.kind) {
+    case ComponentKind::kIdle:
+      return fmt::format("{} idle", c.name);
+    case ComponentKind::kCategory: {
+      std::string s = fmt::format("{} kernel time", c.name);
+      const bool memory_bound = c.name == "elementwise" || c.name == "reduction_norm";
+      // Fewer launches doing the same memory-bound work: kernels were fused.
+      if (memory_bound && c.delta_ms() < 0 && c.base_launches && c.new_launches &&
+          *c.new_launches < 0.8 * *c.base_launches) {
+        s += fmt::format(" (fusion: {:.0f} -> {:.0f} launches per step)", *c.base_launches, *c.new_launches);
+      }
+      return s;
+    }
+    case ComponentKind::kPrecision:
+      if (!h.base_dominant_dtype.empty() && !h.new_dominant_dtype.empty() && h.base_dominant_dtype != h.new_dominant_dtype) {
+        return fmt::format("precision {} -> {} ({} matrix math time)", h.base_dominant_dtype, h.new_dominant_dtype, c.name);
+      }
+      return fmt::format("{} matrix math time", c.name);
+  }
+  return c.name;
+}
+
+std::string speedup_text(const FindingChange& f, bool base) {
+  const auto& sev = base ? f.base_severity : f.new_severity;
+  const auto& sp = base ? f.base_est_speedup : f.new_est_speedup;
+  if (!sev) return "-";
+  return sp ? fmt::format("x{:.2f}", *sp) : std::string("n/a");
+}
+
+void render_device(std::string& out, const DeviceDiff& d, const Painter& p, int width) {
+  const size_t w = static_cast<size_t>(width);
+  std::string title = d.base_device == d.new_device ? d.new_device : d.base_device + " -> " + d.new_device;
+  if (d.rank) title += fmt::format(" · rank {}", *d.rank);
+  out += p.bold("gpuscope diff · " + title) + "\n";
+  auto side = [&](std::string_view tag, const std::string& source, int64_t steps, const std::string& step_source) {
+    const std::string tail = fmt::format(" · {} step{} ({})", steps, steps == 1 ? "" : "s", step_source);
+    out += p.dim(fmt::format("  {:<5}", tag) + clip(source, w > 8 + tail.size() ? w - 8 - tail.size() : 8) + tail) + "\n";
+  };
+  side("BASE", d.base_source, d.base_steps, d.base_step_source);
+  side("NEW", d.new_source, d.new_steps, d.new_step_source);
+  for (const auto& warning : d.warnings) out += p.yellow(wrap_text("warning: " + warning, w, "  "));
+
+  out += "\n" + p.bold("The change that made the difference") + "\n";
+  const double step_delta = d.step_ms.delta().value_or(0);
+  const std::string faster = d.step_time_ratio > 0 && d.step_time_ratio < 1
+                                 ? fmt::format("{:.2f}x faster", 1.0 / d.step_time_ratio)
+                                 : d.step_time_ratio > 1 ? fmt::format("{:.2f}x slower", d.step_time_ratio) : "unchanged";
+  if (d.headline) {
+    const auto& h = *d.headline;
+    std::string line = fmt::format("{}: {:.2f} -> {:.2f} ms per step ({:+.2f} ms)", describe(h), h.component.base_ms,
+                                   h.component.new_ms, h.component.delta_ms());
+    if (h.share_of_step_change && *h.share_of_step_change > 0) {
+      line += fmt::format(", {:.0f}% of the step-time change", 100.0 * *h.share_of_step_change);
+    }
+    out += p.cyan(wrap_text(line, w, "  "));
+  } else {
+    out += "  none: no idle cause, kernel category or precision changed its time per step\n";
+  }
+  out += wrap_text(fmt::format("measured step time x{:.4f}: {:.2f} -> {:.2f} ms ({})", d.step_time_ratio,
+                               d.step_ms.base.value_or(0), d.step_ms.now.value_or(0), faster),
+                   w, "  ");
+
+  out += "\n" + p.dim(row("", "BASE", "NEW", fmt::format("{:>12}", "change"), fmt::format("{:>9}", "ratio")));
+  const std::string step_change = fmt::format("{:>12}", fmt::format("{:+.2f} ms", step_delta));
+  out += row("Step time", fmt::format("{:.2f} ms", d.step_ms.base.value_or(0)), fmt::format("{:.2f} ms", d.step_ms.now.value_or(0)),
+             p.good_bad(step_change, step_delta, false), fmt::format("{:>9}", ratio_text(d.step_time_ratio)));
+  const std::string basis = d.throughput_basis == "model_flops"    ? "model FLOPs/s"
+                            : d.throughput_basis == "matmul_flops" ? "matmul FLOPs/s"
+                                                                   : "steps/s, same work assumed";
+  // The basis where the BASE, NEW and change columns are (34 columns).
+  out += fmt::format("  {:<22}{}{:>9}\n", "Throughput", p.dim(fmt::format("{:>34}", basis)), ratio_text(d.throughput_ratio));
+  out += pct_row(p, "MFU", d.mfu_pct);
+  out += pct_row(p, "HFU (matmul)", d.hfu_pct);
+  out += pct_row(p, "Utilization (busy)", d.busy_pct);
+  out += pct_row(p, "SM active (estimate)", d.sm_active_est_pct);
+  out += pct_row(p, "SM active (hw)", d.hw_sm_active_pct);
+  out += pct_row(p, "Tensor active (hw)", d.hw_tensor_active_pct);
+  out += pct_row(p, "Idle", d.idle_pct, false);
+  if (d.kernels_per_step.base && d.kernels_per_step.now) {
+    out += row("Kernels per step", fmt::format("{:.0f}", *d.kernels_per_step.base), fmt::format("{:.0f}", *d.kernels_per_step.now),
+               fmt::format("{:>12}", fmt::format("{:+.0f}", *d.kernels_per_step.delta())),
+               fmt::format("{:>9}", ratio_text(d.kernels_per_step.ratio())));
+  }
+
+  component_table(out, p, "Idle by cause", d.idle);
+  component_table(out, p, "GPU time by kernel category", d.categories);
+  component_table(out, p, "Precision of matrix math time", d.precision);
+
+  if (!d.kernels.empty()) {
+    out += "\n" + p.bold("Kernels whose time changed most") + p.dim("  (ms per step; - not in that run's top 10)") + "\n";
+    for (const auto& k : d.kernels) {
+      if (std::abs(k.delta_ms()) < kShownMs) continue;
+      const std::string change = fmt::format("{:>+8.2f}", k.delta_ms());
+      auto side_ms = [](const std::optional<double>& v) { return v ? fmt::format("{:.2f}", *v) : std::string("-"); };
+      const std::string head = fmt::format("{:>7} -> {:<7} {:<14} ", side_ms(k.base_ms), side_ms(k.new_ms), clip(k.category, 14));
+      out += "  " + p.good_bad(change, k.delta_ms(), false) + " " + head +
+             clip(k.name, w > 13 + head.size() ? w - 13 - head.size() : 10) + "\n";
+    }
+  }
+
+  out += "\n" + p.bold("Findings") + p.dim("  (estimated speedup if fixed: BASE -> NEW)") + "\n";
+  if (d.findings.empty()) out += "  none in either run\n";
+  for (const auto& f : d.findings) {
+    const std::string status = fmt::format("{:<9}", finding_status_name(f.status));
+    const std::string painted = f.status == FindingStatus::kResolved ? p.green(status)
+                                : f.status == FindingStatus::kNew    ? p.red(status)
+                                : f.status == FindingStatus::kChanged ? p.yellow(status)
+                                                                      : p.dim(status);
+    const std::string head = fmt::format(" {:<20} {:>6} -> {:<6} ", clip(f.id, 20), speedup_text(f, true), speedup_text(f, false));
+    out += "  " + painted + head + p.dim(clip(f.title, w > 11 + head.size() ? w - 11 - head.size() : 10)) + "\n";
+  }
+}
+
+}  // namespace
+
+std::string render_diff(const ReportDiff& diff, const TextStyle& style) {
+  Painter p{style.color};
+  std::string out;
+  for (size_t i = 0; i < diff.devices.size(); ++i) {
+    if (i) out += "\n" + std::string(static_cast<size_t>(style.width), '-') + "\n\n";
+    render_device(out, diff.devices[i], p, style.width);
+  }
+  for (const auto& w : diff.warnings) out += p.yellow(wrap_text("warning: " + w, static_cast<size_t>(style.width), ""));
+  return out;
+}
+
+}  // namespace gpuscope::cli
