@@ -143,6 +143,18 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   if (d.matmul_flops_per_step) {
     out += p.dim(fmt::format("  matmul FLOPs per step (from op shapes): {:.4g}", *d.matmul_flops_per_step)) + "\n";
   }
+  if (d.serving) {
+    const auto& sv = *d.serving;
+    out += p.dim(fmt::format(
+               "  serving: {:.1f} iterations/s · {} tokens/iteration · "
+               "{:.2f} ms GPU/iteration",
+               sv.iterations_per_s,
+               sv.tokens_per_iteration_mean
+                   ? fmt::format("{:.1f}", *sv.tokens_per_iteration_mean)
+                   : "n/a",
+               sv.gpu_ms_per_iteration)) +
+           "\n";
+  }
   if (d.copy_pct > 0.05) out += p.dim(fmt::format("  copy/set engines busy {:.1f}% of the window", d.copy_pct)) + "\n";
 
   if (d.steps.size() > 1) {

@@ -40,6 +40,7 @@ DeviceReport analyze_device(const Trace& trace, const HostIndex& host, int32_t d
   const KernelMix mix = add_kernel_mix(ctx, r);
   r.fusion = fusion_candidates(ctx, mix.categories, steps.steps);
   add_steps_and_mfu(ctx, steps, options, r);
+  add_serving_metrics(ctx, r);
   const CopyStats copies = copy_stats(ctx);
   add_findings({ctx, r, mix.categories, mix.precisions, copies}, r);
   return r;

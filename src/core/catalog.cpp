@@ -860,6 +860,42 @@ std::optional<double> peak_tflops(std::string_view device_name, Precision p) {
   return v;
 }
 
+namespace {
+struct MemoryBandwidth {
+  std::string_view match;  // Substring of the device name (ends at a word boundary).
+  std::string_view also;   // A second substring the name must contain; "" for none.
+  double tbps;
+};
+// Datasheet peak memory bandwidth; more specific rows first.
+constexpr std::array<MemoryBandwidth, 23> kMemoryBandwidth = {{
+    {"GH200", "", 4.0},        {"H200", "", 4.8},        {"H100 PCIe", "", 2.0},
+    {"H100 NVL", "", 3.9},     {"H100", "", 3.35},       {"H800", "", 3.35},
+    {"B200", "", 8.0},         {"A100", "80GB", 2.0},    {"A100", "", 1.555},
+    {"A800", "80GB", 2.0},     {"A800", "", 1.555},      {"L40S", "", 0.864},
+    {"L4", "", 0.3},           {"A10", "", 0.6},         {"V100", "", 0.9},
+    {"T4", "", 0.32},          {"MI325X", "", 6.0},
+    {"MI300X", "", 5.3},       {"MI300A", "", 5.3},      {"MI300", "", 5.3},
+    {"MI250X", "", 3.2},       {"MI250", "", 3.2},       {"MI210", "", 1.6},
+}};
+
+bool name_has_word(std::string_view name, std::string_view word) {
+  for (size_t pos = name.find(word); pos != std::string_view::npos; pos = name.find(word, pos + 1)) {
+    const size_t end = pos + word.size();
+    if (end == name.size() || !std::isalnum(static_cast<unsigned char>(name[end]))) return true;
+  }
+  return false;
+}
+}  // namespace
+
+std::optional<double> peak_memory_tbps(std::string_view device_name) {
+  for (const auto& row : kMemoryBandwidth) {
+    if (name_has_word(device_name, row.match) && (row.also.empty() || contains(device_name, row.also))) {
+      return row.tbps;
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<bool> device_supports(std::string_view device_name, Precision p) {
   if (p == Precision::kUnknown || !find_peak_table(device_name)) return std::nullopt;
   return peak_tflops(device_name, p).has_value();

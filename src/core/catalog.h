@@ -111,6 +111,10 @@ std::optional<bool> device_supports(std::string_view device_name, Precision p);
 // The 16-bit training precision to advise for the device: bf16 where supported, else fp16 (with
 // loss scaling); nullopt for an unknown device.
 std::optional<Precision> preferred_half_precision(std::string_view device_name);
+// Peak DRAM (HBM / GDDR) bandwidth in TB/s (10^12 bytes/s) by device name, from the vendors'
+// datasheets; nullopt for a device not listed. A table of its own, not a PeakTable column: one
+// compute row covers models whose memory differs (A100 40GB 1.555 TB/s, 80GB 2.0 TB/s).
+std::optional<double> peak_memory_tbps(std::string_view device_name);
 // True for AMD Instinct / Radeon devices (ROCm: rocm-smi, HIP graphs).
 bool is_amd_device(std::string_view device_name);
 

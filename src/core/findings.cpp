@@ -227,6 +227,9 @@ constexpr FindingRuleEntry kFindingRules[] = {
     {"attention-unfused", &attention_unfused},
     {"small-grid", &small_grid},
     {"low-occupancy", &low_occupancy},
+    {"under-batched", &under_batched},
+    {"scheduling-gap", &scheduling_gap},
+    {"tensor-unfriendly-shape", &tensor_unfriendly_shape},
 };
 
 }  // namespace

@@ -68,4 +68,15 @@ std::optional<Finding> attention_unfused(const FindingContext& f);
 std::optional<Finding> small_grid(const FindingContext& f);
 std::optional<Finding> low_occupancy(const FindingContext& f);
 
+// The serving rules (findings_serving.cpp): under-batched GEMMs, gaps between iterations,
+// GEMM dimensions that do not fill tensor-core tiles.
+std::optional<Finding> under_batched(const FindingContext& f);
+std::optional<Finding> scheduling_gap(const FindingContext& f);
+std::optional<Finding> tensor_unfriendly_shape(const FindingContext& f);
+// The host idle between iterations that scheduling-gap claims (0 when it does not fire), so
+// host-bound can leave it out rather than count it twice.
+int64_t scheduling_gap_ns(const FindingContext& f);
+// Sets r.serving when the steps are forward passes. Needs r.step_source and r.window_ns.
+void add_serving_metrics(const DeviceContext& ctx, DeviceReport& r);
+
 }  // namespace gpuscope

@@ -139,6 +139,16 @@ struct StepReport {
   std::optional<double> matmul_flops;
 };
 
+// What a server's iterations look like, when the steps are forward passes (an inference loop:
+// one step per forward iteration).
+struct ServingStats {
+  double iterations_per_s = 0;       // Steps over the window (traced).
+  double gpu_ms_per_iteration = 0;   // Kernel busy time per iteration.
+  // The token dimension (M) of the iteration's weight GEMMs (the largest in each iteration),
+  // averaged over iterations; from op shapes, so absent without record_shapes.
+  std::optional<double> tokens_per_iteration_mean;
+};
+
 struct DeviceReport {
   std::string source;  // Trace file.
   std::optional<int32_t> rank;
@@ -191,6 +201,7 @@ struct DeviceReport {
   std::string peak_basis;  // e.g. "H200 SXM bf16 dense (NVIDIA H200 datasheet)".
   std::optional<double> mfu_pct;
   std::optional<double> hfu_pct;
+  std::optional<ServingStats> serving;  // Only when the steps are forward passes.
 
   std::vector<Finding> findings;
 };

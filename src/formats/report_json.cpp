@@ -128,6 +128,12 @@ json device_json(const DeviceReport& d) {
                 {"peak_basis", d.peak_basis.empty() ? json(nullptr) : json(d.peak_basis)}};
   j["mfu_pct"] = opt(d.mfu_pct);
   j["hfu_pct"] = opt(d.hfu_pct);
+  if (d.serving) {  // Only when the steps are forward passes (keeps other reports unchanged).
+    j["serving"] = {
+        {"iterations_per_s", d.serving->iterations_per_s},
+        {"tokens_per_iteration_mean", opt(d.serving->tokens_per_iteration_mean)},
+        {"gpu_ms_per_iteration", d.serving->gpu_ms_per_iteration}};
+  }
 
   j["findings"] = findings_json(d.findings);
   return j;

@@ -1,0 +1,448 @@
+// The serving findings (docs/design.md, "Serving" and "Findings"): GEMMs whose token dimension is
+// too small to leave the memory-bound side of the roofline (under-batched), GPU idle between
+// forward iterations while the host schedules (scheduling-gap), and GEMM dimensions that do not
+// fill tensor-core tiles (tensor-unfriendly-shape); and the serving metrics of the report.
+//
+// GEMM shapes come from the host op that launched each GEMM kernel (HostIndex::owner_op: the
+// innermost op with recorded shapes; PyTorch traces need record_shapes=True, captures carry
+// cuBLAS shapes as aten::mm / aten::bmm ops). Only "weight" GEMMs are read: an operand of rank 2
+// on the right (aten::mm, addmm, linear, matmul), whose rows are the tokens (M).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <span>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "core/findings.h"
+#include "core/intervals.h"
+#include "core/steps.h"
+
+namespace gpuscope {
+namespace {
+
+using Shape = std::span<const int64_t>;
+
+Shape arg_shape(const Trace& t, const HostEvent& op, size_t i) {
+  if (i >= op.num_args) return {};
+  const OpArg& a = t.op_args[op.first_arg + i];
+  return Shape(t.dims.data() + a.first_dim, a.rank);
+}
+
+// y[M,N] = x[M,K] · W[K,N] as one host op recorded it.
+struct WeightGemm {
+  int64_t m = 0, n = 0, k = 0;
+  Precision dtype = Precision::kUnknown;  // Of the token operand, from the recorded dtype.
+};
+
+int64_t rows(Shape s) {  // The product of all but the last dimension.
+  int64_t p = 1;
+  for (size_t i = 0; i + 1 < s.size(); ++i) p *= s[i];
+  return p;
+}
+
+std::optional<WeightGemm> weight_gemm(const Trace& t, const HostEvent& op) {
+  if (op.kind != HostEventKind::kOp || op.num_args == 0) return std::nullopt;
+  const std::string_view name = t.strings.view(op.name);
+  size_t x = 0;
+  WeightGemm g;
+  if (name == "aten::mm" || name == "aten::addmm" || name == "aten::matmul") {
+    x = name == "aten::addmm" ? 1 : 0;
+    const Shape a = arg_shape(t, op, x), b = arg_shape(t, op, x + 1);
+    if (a.size() < 2 || b.size() != 2 || (name != "aten::matmul" && a.size() != 2)) return std::nullopt;
+    g = {rows(a), b[1], a.back()};
+  } else if (name == "aten::linear") {
+    const Shape a = arg_shape(t, op, 0), w = arg_shape(t, op, 1);
+    if (a.empty() || w.size() != 2) return std::nullopt;
+    g = {rows(a), w[0], a.back()};
+  } else {
+    return std::nullopt;
+  }
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0) return std::nullopt;
+  g.dtype = precision_from_dtype(t.strings.view(t.op_args[op.first_arg + x].dtype));
+  return g;
+}
+
+double element_bytes(Precision p) {
+  switch (p) {
+    case Precision::kFp64: return 8;
+    case Precision::kFp32: case Precision::kTf32: return 4;
+    case Precision::kBf16: case Precision::kFp16: return 2;
+    case Precision::kFp8: case Precision::kInt8: return 1;
+    case Precision::kUnknown: return 0;
+  }
+  return 0;
+}
+
+// One weight GEMM op of the window with the GPU time of the GEMM kernels it launched.
+struct GemmTime {
+  const HostEvent* op = nullptr;
+  WeightGemm g;
+  Precision precision = Precision::kUnknown;  // The math type: the dtype, tf32 where the kernel says so.
+  double ns = 0;
+  int64_t launches = 0;
+  double flops(double scale = 1) const { return 2.0 * scale * g.m * g.n * g.k; }
+  // Bytes a GEMM moves at least: both operands and the output once.
+  double bytes(double scale = 1) const {
+    return element_bytes(precision) * (scale * g.m * g.k + double(g.k) * g.n + scale * g.m * g.n);
+  }
+};
+
+std::vector<GemmTime> window_gemms(const FindingContext& f) {
+  const DeviceContext& d = f.device;
+  std::map<int64_t, GemmTime> by_op;
+  for (size_t i = 0; i < d.kernels.size(); ++i) {
+    if (f.categories[i] != KernelCategory::kGemm) continue;
+    const int64_t api = d.host.api_for_correlation(d.kernels[i]->correlation);
+    if (api < 0) continue;
+    const int64_t op = d.host.owner_op(static_cast<size_t>(api));
+    if (op < 0) continue;
+    auto it = by_op.find(op);
+    if (it == by_op.end()) {
+      const HostEvent& e = d.trace.host_events[static_cast<size_t>(op)];
+      const std::optional<WeightGemm> g = weight_gemm(d.trace, e);
+      if (!g) continue;
+      Precision p = g->dtype;
+      if (p == Precision::kUnknown || (p == Precision::kFp32 && f.precisions[i] == Precision::kTf32)) {
+        p = f.precisions[i];
+      }
+      if (element_bytes(p) == 0 || p == Precision::kFp64) continue;
+      it = by_op.emplace(op, GemmTime{&e, *g, p}).first;
+    }
+    it->second.ns += static_cast<double>(d.kernels[i]->end_ns - d.kernels[i]->start_ns);
+    ++it->second.launches;
+  }
+  std::vector<GemmTime> out;
+  for (auto& [op, g] : by_op) out.push_back(g);
+  return out;
+}
+
+// The roofline of a GEMM on this device: peak FLOP/s of its math type and peak bytes/s.
+struct Roof {
+  double flops_per_s = 0, bytes_per_s = 0;
+  double ridge() const { return flops_per_s / bytes_per_s; }  // FLOP per byte.
+  double time_s(double flops, double bytes) const { return std::max(flops / flops_per_s, bytes / bytes_per_s); }
+};
+
+std::optional<Roof> roof(const FindingContext& f, Precision p) {
+  const auto tflops = peak_tflops(f.report.name, p);
+  const auto tbps = peak_memory_tbps(f.report.name);
+  if (!tflops || !tbps) return std::nullopt;
+  return Roof{*tflops * 1e12, *tbps * 1e12};
+}
+
+// Inference: the steps are forward passes, or nothing in the trace trains (no optimizer kernels,
+// no optimizer step, no autograd backward).
+bool is_inference(const FindingContext& f) {
+  if (f.report.step_source == step_source_name(StepSource::kForwardPass)) return true;
+  for (KernelCategory c : f.categories) {
+    if (c == KernelCategory::kOptimizer) return false;
+  }
+  for (const HostEvent& e : f.device.trace.host_events) {
+    const std::string_view n = f.device.trace.strings.view(e.name);
+    if (n.starts_with("Optimizer.step") || n.find("Backward") != std::string_view::npos ||
+        n.starts_with("autograd::engine")) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string fmt_shape(const GemmTime& g) {
+  return fmt::format("[{}, {}] x [{}, {}] ({})", g.g.m, g.g.k, g.g.k, g.g.n, precision_name(g.precision));
+}
+
+// A GEMM is under-batched below half its own ridge point: M < M*/2.
+constexpr double kUnderRidgeFraction = 0.5;
+// Under-batched GEMMs must take this share of the weight-GEMM time, and weight GEMMs this share
+// of the kernel time, for the finding to fire.
+constexpr double kUnderBatchedGemmShare = 0.5;
+constexpr double kGemmKernelShare = 0.05;
+
+// The M at which a GEMM of this N, K reaches the ridge (its intensity 2MNK / e(MK+KN+MN) equals
+// the device's FLOP per byte); nullopt where it never does.
+std::optional<double> ridge_m(const GemmTime& g, const Roof& r) {
+  const double e = element_bytes(g.precision), n = double(g.g.n), k = double(g.g.k);
+  const double denom = 2 * n * k - r.ridge() * e * (n + k);
+  if (denom <= 0) return std::nullopt;
+  return r.ridge() * e * n * k / denom;
+}
+
+double kernel_ns(const FindingContext& f) {
+  double ns = 0;
+  for (const Kernel* k : f.device.kernels) ns += static_cast<double>(k->end_ns - k->start_ns);
+  return ns;
+}
+
+// The time-weighted median of the token dimension.
+int64_t typical_m(std::vector<const GemmTime*> v) {
+  std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->g.m < b->g.m; });
+  double total = 0, seen = 0;
+  for (auto* g : v) total += g->ns;
+  for (auto* g : v) {
+    seen += g->ns;
+    if (seen >= total / 2) return g->g.m;
+  }
+  return v.empty() ? 0 : v.back()->g.m;
+}
+
+// The host idle before each iteration's first GPU work while the host runs code that issues
+// none (not launching, copying, allocating, loading input, in a collective or blocked on the
+// GPU): per iteration, in the order of the steps.
+std::vector<double> iteration_gaps(const FindingContext& f) {
+  const DeviceContext& d = f.device;
+  std::vector<double> out;
+  if (d.steps.size() < 2) return out;
+  constexpr uint16_t kGpuWork = kHostMemcpy | kHostAlloc | kHostInput | kHostCollective | kHostLaunch |
+                                kHostBlocking | kHostIssuing;
+  for (const Step& s : d.steps) {
+    const std::vector<Interval> idle = gaps(d.kernel_union, s.start_ns, s.end_ns);
+    double host_ns = 0;
+    if (!idle.empty() && idle.back().end_ns == s.end_ns) {
+      const Interval gap = idle.back();
+      auto next = std::lower_bound(d.device_kernels.begin(), d.device_kernels.end(), gap.end_ns,
+                                   [](const Kernel* k, int64_t t) { return k->start_ns < t; });
+      const ThreadTimeline* thread = next != d.device_kernels.end() ? launching_thread(d, *next) : nullptr;
+      if (!thread) thread = d.host.main_thread();
+      for (int64_t t = std::max(gap.start_ns, thread ? thread->first_ns : gap.end_ns);
+           thread && t < std::min(gap.end_ns, thread->last_ns);) {
+        const HostSegment* seg = thread->at(t);
+        int64_t end = std::min(gap.end_ns, thread->last_ns);
+        if (seg) {
+          end = std::min(end, seg->end_ns);
+        } else {
+          auto nxt = std::upper_bound(thread->segments.begin(), thread->segments.end(), t,
+                                      [](int64_t v, const HostSegment& x) { return v < x.start_ns; });
+          if (nxt != thread->segments.end()) end = std::min(end, nxt->start_ns);
+        }
+        end = std::max(end, t + 1);
+        const PySample* sample = d.host.py_sample_at(t);
+        if ((!seg || (seg->flags & kGpuWork) == 0) && !(sample && sample->data)) {
+          host_ns += static_cast<double>(end - t - covered(d.copy_union, t, end));
+        }
+        t = end;
+      }
+    }
+    out.push_back(host_ns);
+  }
+  return out;
+}
+
+// The smallest multiple of `to` at or above v.
+int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+// The dimension multiple that keeps tensor cores on full, aligned tiles for the math type.
+int64_t tile_multiple(Precision p) {
+  switch (p) {
+    case Precision::kBf16: case Precision::kFp16: return 8;
+    case Precision::kFp8: case Precision::kInt8: return 16;
+    case Precision::kTf32: case Precision::kFp32: return 4;
+    default: return 0;
+  }
+}
+
+}  // namespace
+
+// Trigger: inference; weight GEMMs take over 5% of kernel time, and over half of their time is
+// in GEMMs whose token dimension M is below half their ridge point M* (memory-bound: the time is
+// the weights' bytes, flat in M). Estimate (tokens per second, not step time): the token
+// dimension of those GEMMs grows by g, the factor that brings them together to the ridge; each
+// takes the longer of its measured time and its roofline time at g·M; everything else in the
+// iteration (other kernels, host time) is assumed unchanged, so tokens per second rise by
+// g · T / T'.
+std::optional<Finding> under_batched(const FindingContext& f) {
+  if (!is_inference(f)) return std::nullopt;
+  const std::vector<GemmTime> gemms = window_gemms(f);
+  double all_ns = 0, under_ns = 0;
+  std::vector<const GemmTime*> under;
+  std::vector<Roof> roofs;
+  for (const GemmTime& g : gemms) {
+    all_ns += g.ns;
+    const auto r = roof(f, g.precision);
+    if (!r) continue;
+    const auto m_star = ridge_m(g, *r);
+    if (!m_star || double(g.g.m) >= kUnderRidgeFraction * *m_star) continue;
+    under.push_back(&g);
+    roofs.push_back(*r);
+    under_ns += g.ns;
+  }
+  if (under.empty() || under_ns < kUnderBatchedGemmShare * all_ns || all_ns < kGemmKernelShare * kernel_ns(f)) {
+    return std::nullopt;
+  }
+  // The growth g at which the under-batched GEMMs' compute time equals their memory time.
+  double compute_s = 0, token_bytes_s = 0, weight_bytes_s = 0, flops = 0, bytes = 0;
+  for (size_t i = 0; i < under.size(); ++i) {
+    const GemmTime& g = *under[i];
+    const double e = element_bytes(g.precision);
+    compute_s += g.flops() / roofs[i].flops_per_s;
+    token_bytes_s += e * double(g.g.m) * double(g.g.k + g.g.n) / roofs[i].bytes_per_s;
+    weight_bytes_s += e * double(g.g.k) * double(g.g.n) / roofs[i].bytes_per_s;
+    flops += g.flops();
+    bytes += g.bytes();
+  }
+  if (compute_s <= token_bytes_s) return std::nullopt;
+  const double growth = weight_bytes_s / (compute_s - token_bytes_s);
+  double grown_ns = 0;
+  for (size_t i = 0; i < under.size(); ++i) {
+    const GemmTime& g = *under[i];
+    grown_ns += std::max(g.ns, 1e9 * roofs[i].time_s(g.flops(growth), g.bytes(growth)));
+  }
+  const double base = static_cast<double>(f.report.untraced_window_est_ns.value_or(f.report.window_ns));
+  const double grown_window = base - under_ns + grown_ns;
+  const double gain = growth * base / std::max(1.0, grown_window);
+  const int64_t m = typical_m(under);
+  const Roof& r0 = roofs.front();
+  const double achieved_flops = flops / (under_ns / 1e9), achieved_bytes = bytes / (under_ns / 1e9);
+  std::string ev = fmt::format(
+      "{:.0f} GEMM launches per iteration ({:.0f}% of GEMM time) run memory-bound with {} tokens (M) "
+      "each: they achieve {:.1f} TFLOP/s ({:.1f}% of the {:.0f} TFLOP/s {} peak) and {:.0f} GB/s ({:.0f}% of "
+      "{:.2f} TB/s); their ridge point is M* = {:.0f} tokens (the roofline turns compute-bound there)",
+      static_cast<double>(under.size()) / f.steps(), pct(under_ns, all_ns), m, achieved_flops / 1e12,
+      pct(achieved_flops, r0.flops_per_s), r0.flops_per_s / 1e12, precision_name(under.front()->precision),
+      achieved_bytes / 1e9, pct(achieved_bytes, r0.bytes_per_s), r0.bytes_per_s / 1e12, growth * double(m));
+  ev += fmt::format("; with {:.0f} tokens per GEMM an iteration would take about {} instead of {} (est.), "
+                    "serving about x{:.1f} the tokens per second (est.)",
+                    growth * double(m), fmt_ms(static_cast<int64_t>(grown_window / f.steps())),
+                    fmt_ms(static_cast<int64_t>(base / f.steps())), gain);
+  return proposal(
+      "Too few tokens per forward pass: GEMMs stream the weights for a handful of tokens", std::move(ev), gain,
+      fmt::format("Batch more sequences into each forward pass: continuous batching (admit waiting requests into "
+                  "the running batch every iteration, as vLLM, TGI, SGLang and TensorRT-LLM do), or a larger "
+                  "batch, up to about {:.0f} tokens per iteration where the KV cache's memory allows. The "
+                  "estimate is a throughput gain in tokens per second, not a step-time speedup: an iteration "
+                  "takes as long or longer and serves more tokens. It assumes requests queue to fill the batch, "
+                  "the GEMMs reach the roofline at the ridge point, and the iteration's other kernels and host "
+                  "time stay as they are (latency-bound at this batch).",
+                  growth * double(m)));
+}
+
+int64_t scheduling_gap_ns(const FindingContext& f) {
+  if (!is_inference(f)) return 0;
+  double total = 0;
+  for (double g : iteration_gaps(f)) total += g;
+  return pct(total, f.window_ns()) < 2.0 ? 0 : static_cast<int64_t>(total);
+}
+
+// Trigger: inference, two or more iterations, and the host idle before the iterations' first
+// GPU work (host code that issues no GPU work: the scheduler, tokenizer, sampling on the CPU)
+// over 2% of the window. Estimate: that host work runs while the GPU computes the previous
+// iteration (asynchronous scheduling), so the gaps go, but an iteration cannot be shorter than
+// the host's part: the window becomes max(window - gaps, gaps).
+std::optional<Finding> scheduling_gap(const FindingContext& f) {
+  if (scheduling_gap_ns(f) == 0) return std::nullopt;
+  std::vector<double> gaps_ns = iteration_gaps(f);
+  double total = 0;
+  for (double g : gaps_ns) total += g;
+  const double mean = total / static_cast<double>(gaps_ns.size());
+  const double p90 = percentile(gaps_ns, 0.9);
+  const double base = static_cast<double>(f.report.untraced_window_est_ns.value_or(f.report.window_ns));
+  const double fixed = std::max(base - total, total);
+  const IdleCause& host = f.idle(IdleCauseId::kHost);
+  std::string ev = fmt::format(
+      "the GPU idles {} per iteration on average (p90 {}) between forward iterations while the host runs "
+      "code that issues no GPU work: {:.1f}% of the wall time over {} iterations",
+      fmt_ms(static_cast<int64_t>(mean)), fmt_ms(static_cast<int64_t>(p90)), pct(total, f.window_ns()),
+      gaps_ns.size());
+  if (!host.top_host.empty()) ev += fmt::format("; host idle overall was in {}", host.top_host.front().name);
+  return proposal("The GPU waits between iterations while the host schedules", std::move(ev),
+                  f.speedup_removing(base - fixed),
+                  "Overlap the scheduler with the GPU: prepare the next batch (admission, tokenization, "
+                  "sampling bookkeeping) while the current iteration runs, sample on the GPU, and do not wait "
+                  "for a batch to fill: admit requests every iteration (continuous batching). Estimate "
+                  "(iterations per second) assumes the host work overlaps the previous iteration's GPU work; "
+                  "time spent waiting for requests to arrive is load, not waste: there the gain is latency.");
+}
+
+// Trigger: GEMMs with an N or K (the right operand's dimensions) that is not a multiple of the
+// tile multiple of their math type (bf16/fp16 8, fp8/int8 16, tf32/fp32 4) take at least 1% of
+// kernel time. Estimate: a memory-bound one (intensity below the ridge) gains nothing from
+// padding; a compute-bound one (or one on a device without a known roofline) at most the tile
+// waste fraction of its time: the padded share of the dimension rounded up to 64.
+std::optional<Finding> tensor_unfriendly_shape(const FindingContext& f) {
+  struct Group {
+    const GemmTime* example = nullptr;
+    char dim = 'N';
+    int64_t value = 0, multiple = 0;
+    double ns = 0, saved_ns = 0;
+    int64_t launches = 0;
+    bool memory_bound = true;
+  };
+  const std::vector<GemmTime> gemms = window_gemms(f);
+  std::map<std::tuple<std::string_view, char, int64_t, Precision>, Group> groups;
+  for (const GemmTime& g : gemms) {
+    const int64_t mult = tile_multiple(g.precision);
+    if (mult == 0) continue;
+    const auto r = roof(f, g.precision);
+    const bool memory_bound = r && g.flops() / g.bytes() < r->ridge();
+    for (const auto& [dim, value] : {std::pair{'N', g.g.n}, std::pair{'K', g.g.k}}) {
+      if (value % mult == 0) continue;
+      Group& grp = groups[{f.device.trace.strings.view(g.op->name), dim, value, g.precision}];
+      grp.example = grp.example ? grp.example : &g;
+      grp.dim = dim;
+      grp.value = value;
+      grp.multiple = mult;
+      grp.ns += g.ns;
+      grp.launches += g.launches;
+      grp.memory_bound = grp.memory_bound && memory_bound;
+      const int64_t padded = round_up(value, 64);
+      if (!memory_bound) grp.saved_ns += g.ns * static_cast<double>(padded - value) / static_cast<double>(padded);
+    }
+  }
+  if (groups.empty()) return std::nullopt;
+  std::vector<Group> v;
+  double ns = 0, saved = 0;
+  for (auto& [key, g] : groups) {
+    v.push_back(g);
+    ns += g.ns;
+    saved += g.saved_ns;
+  }
+  if (ns < 0.01 * kernel_ns(f)) return std::nullopt;
+  std::sort(v.begin(), v.end(), [](const Group& a, const Group& b) { return a.ns > b.ns; });
+  std::string ev;
+  for (size_t i = 0; i < v.size() && i < 3; ++i) {
+    const Group& g = v[i];
+    ev += fmt::format("{}{} {}: {} = {} is not a multiple of {} (pad to {}); {} per iteration, {}", i ? "; " : "",
+                      f.device.trace.strings.view(g.example->op->name), fmt_shape(*g.example), g.dim, g.value,
+                      g.multiple, round_up(g.value, 64),
+                      fmt_ms(static_cast<int64_t>(g.ns / f.steps())),
+                      g.memory_bound ? "memory-bound: padding gains nothing measurable"
+                                     : fmt::format("compute-bound: padding gains at most {}", fmt_ms(static_cast<int64_t>(g.saved_ns / f.steps()))));
+  }
+  if (v.size() > 3) ev += fmt::format("; {} more", v.size() - 3);
+  return proposal("GEMM dimensions do not fill tensor-core tiles", std::move(ev), f.speedup_removing(saved),
+                  "Pad the named dimensions to a multiple of 64 (at least 8 for bf16/fp16, 16 for fp8, 4 for "
+                  "tf32): a vocabulary padded with unused tokens (50257 -> 50304), hidden and FFN sizes rounded "
+                  "up. Estimate: a memory-bound GEMM gains nothing from padding; a compute-bound one at most "
+                  "the tile waste fraction (the padded share of its dimension rounded up to 64).");
+}
+
+void add_serving_metrics(const DeviceContext& ctx, DeviceReport& r) {
+  if (r.step_source != step_source_name(StepSource::kForwardPass) || r.window_ns <= 0) return;
+  const double steps = static_cast<double>(std::max<int64_t>(1, r.step_count));
+  ServingStats s;
+  s.iterations_per_s = steps / (static_cast<double>(r.window_ns) / 1e9);
+  s.gpu_ms_per_iteration =
+      static_cast<double>(covered(ctx.kernel_union, ctx.window_start, ctx.window_end)) / steps / 1e6;
+  double tokens = 0;
+  int64_t with_tokens = 0;
+  for (const Step& st : ctx.analysed_host_steps) {
+    int64_t m = 0;
+    auto it = std::lower_bound(ctx.trace.host_events.begin(), ctx.trace.host_events.end(), st.start_ns,
+                               [](const HostEvent& e, int64_t t) { return e.start_ns < t; });
+    for (; it != ctx.trace.host_events.end() && it->start_ns < st.end_ns; ++it) {
+      if (const auto g = weight_gemm(ctx.trace, *it)) m = std::max(m, g->m);
+    }
+    if (m > 0) {
+      tokens += static_cast<double>(m);
+      ++with_tokens;
+    }
+  }
+  if (with_tokens > 0) s.tokens_per_iteration_mean = tokens / static_cast<double>(with_tokens);
+  r.serving = s;
+}
+
+}  // namespace gpuscope

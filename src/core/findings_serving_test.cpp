@@ -1,0 +1,225 @@
+// The serving findings (findings_serving.cpp): under-batched, scheduling-gap,
+// tensor-unfriendly-shape, and the serving metrics.
+#include <gtest/gtest.h>
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/analysis.h"
+#include "core/analysis_test_util.h"
+#include "core/catalog.h"
+#include "core/device_context.h"
+#include "core/findings.h"
+#include "core/host_index.h"
+#include "core/steps.h"
+#include "core/test_builder.h"
+
+namespace gpuscope {
+namespace {
+
+using testing::FindingById;
+using testing::only;
+using testing::TraceBuilder;
+
+constexpr const char* kGemmKernel = "sm90_xmma_gemm_bf16bf16_bf16f32";
+constexpr const char* kBf16 = "c10::BFloat16";
+
+// A decode-like loop: `iterations` forward passes 100 us apart (gpuscope.forward#GPT, so the
+// steps are forward passes), each one weight GEMM [m, k] x [k, n] launched from aten::addmm
+// (20 us on the GPU) and one elementwise kernel (8 us); the forward ends at +40 us and the host
+// then runs code that issues no GPU work until the next iteration.
+struct Loop {
+  int64_t m = 1, n = 3072, k = 768;
+  int iterations = 6;
+  bool training = false;  // Optimizer steps and ProfilerStep markers instead of forwards.
+  std::string dtype = kBf16;
+  std::string gemm_kernel = kGemmKernel;
+};
+
+Trace DecodeLoop(const Loop& l) {
+  TraceBuilder b;
+  for (int i = 0; i < l.iterations; ++i) {
+    const double t = 100.0 * i;
+    if (l.training) {
+      b.annotation(t, t + 100, "ProfilerStep#" + std::to_string(i));
+      b.annotation(t + 42, t + 50, "Optimizer.step#AdamW.step");
+    } else {
+      b.annotation(t, t + 40, "gpuscope.forward#GPT");
+    }
+    b.op(t + 0.5, t + 7, "aten::addmm", {{l.n}, {l.m, l.k}, {l.k, l.n}}, l.dtype);
+    b.kernel(t + 6, t + 26, l.gemm_kernel, 1000, 0, 7, t + 1, 5);
+    b.kernel(t + 30, t + 38, "vectorized_elementwise_kernel<GeluFunctor>", 1000, 0, 7, t + 8, 5);
+  }
+  return b.build();
+}
+
+TEST(ServingFindings, PeakMemoryBandwidthByDevice) {
+  EXPECT_DOUBLE_EQ(*peak_memory_tbps("NVIDIA H100 80GB HBM3"), 3.35);
+  EXPECT_DOUBLE_EQ(*peak_memory_tbps("NVIDIA H100 PCIe"), 2.0);
+  EXPECT_DOUBLE_EQ(*peak_memory_tbps("NVIDIA H200"), 4.8);
+  EXPECT_DOUBLE_EQ(*peak_memory_tbps("NVIDIA GH200 480GB"), 4.0);
+  EXPECT_DOUBLE_EQ(*peak_memory_tbps("NVIDIA A100-SXM4-80GB"), 2.0);
+  EXPECT_DOUBLE_EQ(*peak_memory_tbps("NVIDIA A100-SXM4-40GB"), 1.555);
+  EXPECT_FALSE(peak_memory_tbps("NVIDIA GeForce GTX 1080").has_value());
+}
+
+TEST(ServingFindings, UnderBatchedDecodeEstimatesTokensPerSecondAtTheRidge) {
+  const Loop l;
+  const DeviceReport r = only(DecodeLoop(l));
+  ASSERT_EQ(r.step_source, "forward_pass");
+  const Finding* f = FindingById(r, "under-batched");
+  ASSERT_NE(f, nullptr);
+  // H100 SXM: 989.4 TFLOP/s bf16, 3.35 TB/s. The token dimension grows by g until compute time
+  // equals memory time: g = (e·K·N / W) / (2·M·N·K / P - e·M·(K+N) / W).
+  const double P = 989.4e12, W = 3.35e12, e = 2, M = 1, N = 3072, K = 768;
+  const double g = (e * K * N / W) / (2 * M * N * K / P - e * M * (K + N) / W);
+  // At the ridge the GEMM's roofline time (~2.7 us) is under its measured 20 us: it keeps 20 us,
+  // the iteration keeps its length, and tokens per second grow by g.
+  EXPECT_NEAR(*f->est_speedup, g, 1e-6 * g);
+  EXPECT_NE(f->evidence.find(fmt::format("M* = {:.0f} tokens", g)), std::string::npos) << f->evidence;
+  EXPECT_NE(f->evidence.find("with 1 tokens (M)"), std::string::npos) << f->evidence;
+  EXPECT_NE(f->recommendation.find("tokens per second, not a step-time speedup"), std::string::npos);
+  EXPECT_EQ(r.findings.front().id, "under-batched");
+}
+
+TEST(ServingFindings, NoUnderBatchedAtTheRidgeOrWhenTraining) {
+  Loop big;
+  big.m = 1024;  // Above half the ridge point (~569 for this N, K on the H100).
+  EXPECT_EQ(FindingById(only(DecodeLoop(big)), "under-batched"), nullptr);
+  Loop train;
+  train.training = true;
+  const DeviceReport r = only(DecodeLoop(train));
+  EXPECT_EQ(FindingById(r, "under-batched"), nullptr);
+  EXPECT_EQ(FindingById(r, "scheduling-gap"), nullptr);
+  EXPECT_FALSE(r.serving.has_value());
+}
+
+TEST(ServingFindings, UnderBatchedNeedsAKnownRoofline) {
+  TraceBuilder b(100, "Some Unknown GPU");
+  for (int i = 0; i < 6; ++i) {
+    const double t = 100.0 * i;
+    b.annotation(t, t + 40, "gpuscope.forward#GPT");
+    b.op(t + 0.5, t + 7, "aten::addmm", {{3072}, {1, 768}, {768, 3072}}, kBf16);
+    b.kernel(t + 6, t + 26, kGemmKernel, 1000, 0, 7, t + 1, 5);
+  }
+  EXPECT_EQ(FindingById(only(b.build()), "under-batched"), nullptr);
+}
+
+TEST(ServingFindings, SchedulingGapPerIterationStatistics) {
+  const DeviceReport r = only(DecodeLoop(Loop{}));
+  const Finding* f = FindingById(r, "scheduling-gap");
+  ASSERT_NE(f, nullptr);
+  // Each iteration: the forward ends at +40 us, the next one starts at +100 us: 60 us of host
+  // code that issues no GPU work (the GPU idles from +38 to the next kernel at +106; the rest
+  // is the forward's own dispatch and the next launch).
+  EXPECT_NE(f->evidence.find("0.06 ms per iteration on average (p90 0.06 ms)"), std::string::npos) << f->evidence;
+  // 6 forwards make 5 steps (each runs to the next forward), and the last, partial one is left
+  // out: 4 iterations of 100 us, 60% of the wall time.
+  EXPECT_NE(f->evidence.find("60.0% of the wall time over 4 iterations"), std::string::npos) << f->evidence;
+  // Overlapped with the GPU, an iteration takes max(100 - 60, 60) us.
+  EXPECT_NEAR(*f->est_speedup, 100.0 / 60.0, 1e-6);
+}
+
+TEST(ServingFindings, NoSchedulingGapWhenTheNextIterationFollowsAtOnce) {
+  TraceBuilder b;
+  for (int i = 0; i < 6; ++i) {
+    const double t = 40.0 * i;
+    b.annotation(t, t + 40, "gpuscope.forward#GPT");
+    b.op(t + 0.5, t + 7, "aten::addmm", {{3072}, {1, 768}, {768, 3072}}, kBf16);
+    b.kernel(t + 6, t + 40, kGemmKernel, 1000, 0, 7, t + 1, 5);
+  }
+  EXPECT_EQ(FindingById(only(b.build()), "scheduling-gap"), nullptr);
+}
+
+TEST(ServingFindings, ServingMetricsOnForwardPassSteps) {
+  const DeviceReport r = only(DecodeLoop(Loop{}));
+  ASSERT_TRUE(r.serving.has_value());
+  // 4 iterations over a 400 us window: 10,000 iterations per second; 28 us of kernels each.
+  EXPECT_NEAR(r.serving->iterations_per_s, 10'000.0, 1e-6);
+  EXPECT_NEAR(r.serving->gpu_ms_per_iteration, 0.028, 1e-9);
+  ASSERT_TRUE(r.serving->tokens_per_iteration_mean.has_value());
+  EXPECT_DOUBLE_EQ(*r.serving->tokens_per_iteration_mean, 1.0);
+}
+
+// A rule's own result on a trace, before the runner drops estimates under 1%.
+template <typename Rule>
+std::optional<Finding> RunRule(const Trace& t, Rule rule) {
+  const HostIndex host(t);
+  StepDetection steps = detect_steps(t, "");
+  drop_warmup_steps(steps);
+  const DeviceContext ctx(t, host, 0, steps);
+  const DeviceReport r = only(t);
+  std::vector<KernelCategory> categories;
+  std::vector<Precision> precisions;
+  for (const Kernel* k : ctx.kernels) {
+    categories.push_back(classify_kernel(t.strings.view(k->name)));
+    precisions.push_back(precision_from_kernel_name(t.strings.view(k->name)));
+  }
+  const CopyStats copies;
+  return rule(FindingContext{ctx, r, categories, precisions, copies});
+}
+
+TEST(ServingFindings, VocabularyNotAMultipleOfEightIsNamedAndMemoryBoundGainsNothing) {
+  Loop l;
+  l.n = 50257;  // GPT-2's vocabulary: the LM head at decode.
+  auto f = RunRule(DecodeLoop(l), &tensor_unfriendly_shape);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_NE(f->evidence.find("aten::addmm [1, 768] x [768, 50257] (bf16): N = 50257 is not a multiple of 8 "
+                             "(pad to 50304)"),
+            std::string::npos)
+      << f->evidence;
+  EXPECT_NE(f->evidence.find("memory-bound: padding gains nothing measurable"), std::string::npos);
+  EXPECT_DOUBLE_EQ(*f->est_speedup, 1.0);
+  // So the runner, which drops findings under x1.01, reports nothing.
+  EXPECT_EQ(FindingById(only(DecodeLoop(l)), "tensor-unfriendly-shape"), nullptr);
+  // Compute-bound (M = 4096): at most the tile waste, 47 of 50304 columns of the GEMM's time.
+  l.m = 4096;
+  f = RunRule(DecodeLoop(l), &tensor_unfriendly_shape);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_NE(f->evidence.find("compute-bound: padding gains at most"), std::string::npos) << f->evidence;
+  EXPECT_NEAR(*f->est_speedup, 100.0 / (100.0 - 20.0 * 47.0 / 50304.0), 1e-9);
+}
+
+TEST(ServingFindings, OddDimensionInComputeBoundGemmsGainsAtMostTheTileWaste) {
+  // K = 1002 in bf16 (intensity ~805 FLOP/B, above the H100's ridge of ~295): rounded up to
+  // 1024, 22/1024 of each compute-bound GEMM's time is tile waste.
+  Loop l;
+  l.m = 8192;
+  l.n = 8192;
+  l.k = 1002;
+  l.training = true;
+  // The rule's own result: x1.004 is under the runner's 1% floor.
+  const auto f = RunRule(DecodeLoop(l), &tensor_unfriendly_shape);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_NE(f->evidence.find("aten::addmm [8192, 1002] x [1002, 8192] (bf16): K = 1002 is not a multiple "
+                             "of 8 (pad to 1024)"),
+            std::string::npos)
+      << f->evidence;
+  EXPECT_NE(f->evidence.find("compute-bound"), std::string::npos);
+  // 20 us per 100 us step, 22/1024 of it saved.
+  EXPECT_NEAR(*f->est_speedup, 100.0 / (100.0 - 20.0 * 22.0 / 1024.0), 1e-6);
+}
+
+TEST(ServingFindings, Fp8NeedsSixteenAndTf32Four) {
+  Loop l;
+  l.m = 8192;
+  l.n = 8192;
+  l.k = 100;  // A multiple of 4: tf32 is fine.
+  l.training = true;
+  l.dtype = "float";
+  l.gemm_kernel = "sm90_xmma_gemm_tf32f32_tf32f32_f32";
+  EXPECT_EQ(FindingById(only(DecodeLoop(l)), "tensor-unfriendly-shape"), nullptr);
+  l.k = 104;  // A multiple of 8, not of 16: fp8 is not.
+  l.dtype = "c10::Float8_e4m3fn";
+  l.gemm_kernel = "sm90_xmma_gemm_e4m3e4m3_bf16f32";
+  const auto f = RunRule(DecodeLoop(l), &tensor_unfriendly_shape);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_NE(f->evidence.find("K = 104 is not a multiple of 16"), std::string::npos) << f->evidence;
+}
+
+}  // namespace
+}  // namespace gpuscope
