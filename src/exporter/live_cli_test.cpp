@@ -27,7 +27,11 @@ struct Result {
 // Runs `gpuscope ARGS` with the fake NVML and `fixture`; `library` overrides the NVML path.
 Result gpuscope(const std::string& args, const std::string& fixture,
                 const std::string& library = GPUSCOPE_FAKE_NVML_PATH) {
-  const std::string err_path = "/tmp/gpuscope_live_cli_err.txt";
+  // A name of its own per call: ctest runs these tests in parallel processes.
+  char err_template[] = "/tmp/gpuscope-live-cli-err-XXXXXX";
+  const int fd = mkstemp(err_template);
+  if (fd >= 0) close(fd);
+  const std::string err_path = err_template;
   std::string cmd = "GPUSCOPE_NVML_LIBRARY='" + library + "' GPUSCOPE_FAKE_NVML_FIXTURE='" +
                     fixture + "' " + GPUSCOPE_BIN + " " + args + " 2>" + err_path + " </dev/null";
   Result r;
@@ -41,6 +45,7 @@ Result gpuscope(const std::string& args, const std::string& fixture,
   std::stringstream ss;
   ss << e.rdbuf();
   r.err = ss.str();
+  std::remove(err_path.c_str());
   return r;
 }
 
@@ -78,7 +83,7 @@ TEST(LiveCli, MonitorCsvLeavesAbsentCellsEmpty) {
 }
 
 TEST(LiveCli, MonitorRecordsAFixtureTheFakeReplays) {
-  const std::string rec = "/tmp/gpuscope_live_cli_record.txt";
+  const std::string rec = "/tmp/gpuscope_live_cli_record." + std::to_string(getpid()) + ".txt";
   Result r = gpuscope("monitor --interval 100ms --duration 250ms --output /dev/null --record " + rec,
                       synthetic());
   ASSERT_EQ(r.rc, 0) << r.err;

@@ -2,6 +2,8 @@
 // once per family, and `promtool check metrics` when promtool is installed.
 #include "exporter/prometheus.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -155,7 +157,7 @@ TEST(Prometheus, PromtoolCheckMetrics) {
   }
   for (bool dcgm : {false, true}) {
     Rendered r = render_fixture(nvml::testing::testdata("synthetic_2gpu.txt"), {dcgm, "node1"});
-    const std::string path = "/tmp/gpuscope_promtool_input.txt";
+    const std::string path = "/tmp/gpuscope_promtool_input." + std::to_string(getpid()) + ".txt";
     std::ofstream(path) << r.text;
     std::string cmd = "promtool check metrics < " + path + " 2>&1";
     FILE* p = popen(cmd.c_str(), "r");

@@ -1,6 +1,8 @@
 // A snapshot written by FixtureWriter and read back by the fake NVML gives the same readings.
 #include "nvml/fixture_writer.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <thread>
 
@@ -26,7 +28,7 @@ TEST(FixtureWriter, RoundTripsThroughTheFake) {
   std::this_thread::sleep_for(std::chrono::milliseconds(110));
   LiveSnapshot original;
   ASSERT_TRUE((*first)->sample(&original).ok());
-  const std::string path = "/tmp/gpuscope_fixture_roundtrip.txt";
+  const std::string path = "/tmp/gpuscope_fixture_roundtrip." + std::to_string(getpid()) + ".txt";
   {
     auto writer = FixtureWriter::create(path, **first, "round trip test");
     ASSERT_TRUE(writer.ok()) << writer.status().message();
