@@ -17,6 +17,7 @@ struct HostItem {
   uint16_t flags;
   bool is_api;
   bool is_op;
+  bool has_shapes;  // An op with recorded shapes: it owns the API calls inside it.
   uint32_t index;  // Into api_calls or host_events.
 };
 
@@ -35,6 +36,114 @@ bool contains_ci(std::string_view s, std::string_view needle) {
   }
   return false;
 }
+
+// The items open at one moment, outermost first in build_thread's sort order, each level
+// carrying what it and all levels below it add up to, so that the questions asked at every
+// boundary (flags of everything open, innermost op, ...) cost O(1) however deep the nesting.
+// Items that nest properly leave from the top; an item that ends while one opened after it is
+// still open (overlapping, not nested) is found through min_end_ns and the levels from it up
+// are rebuilt, O(depth) each time, which real traces rarely need.
+//
+// Pass 1 sets kHostLaunch on every open op when a launch or copy call starts. Rather than
+// walk the stack, it records that every level below launched_depth_ has seen a launch; the
+// bit reaches an item's flags when the item leaves (or the stack is rebuilt or flushed), and
+// flags() adds it meanwhile. Once pass 1 has flushed, every item's flags are final.
+class OpenRanges {
+ public:
+  struct Level {
+    HostItem* item;
+    int64_t min_end_ns;      // The earliest end at this level or below.
+    int32_t owner_level;     // The innermost op with recorded shapes at or below, or -1.
+    int32_t first_op_level;  // The outermost op at or below, or -1.
+    int32_t named_level;     // The innermost op or API call at or below, or -1.
+    uint16_t flags;          // OR of the flags of this level and all below.
+  };
+
+  bool empty() const { return levels_.empty(); }
+  const Level& top() const { return levels_.back(); }
+  const HostItem& at(int32_t level) const { return *levels_[static_cast<size_t>(level)].item; }
+
+  void push(HostItem* item) {
+    const int32_t level = static_cast<int32_t>(levels_.size());
+    Level l = levels_.empty() ? Level{nullptr, INT64_MAX, -1, -1, -1, 0} : levels_.back();
+    l.item = item;
+    l.flags |= item->flags;
+    l.min_end_ns = std::min(l.min_end_ns, item->end_ns);
+    if (item->has_shapes) l.owner_level = level;
+    if (item->is_op && l.first_op_level < 0) l.first_op_level = level;
+    if (item->is_op || item->is_api) l.named_level = level;
+    levels_.push_back(l);
+  }
+
+  // Removes the items that end at or before t.
+  void remove_ended(int64_t t) {
+    while (!levels_.empty() && levels_.back().item->end_ns <= t) {
+      settle_launch(levels_.size() - 1);
+      levels_.pop_back();
+      launched_depth_ = std::min(launched_depth_, levels_.size());
+    }
+    if (levels_.empty() || levels_.back().min_end_ns > t) return;
+    // An item ended under one still open. min_end_ns does not increase upwards: the first
+    // level whose min_end_ns <= t is the lowest ended one; rebuild from there.
+    const auto first = std::partition_point(levels_.begin(), levels_.end(),
+                                            [t](const Level& l) { return l.min_end_ns > t; });
+    const size_t from = static_cast<size_t>(first - levels_.begin());
+    for (size_t i = from; i < levels_.size(); ++i) settle_launch(i);
+    launched_depth_ = std::min(launched_depth_, from);
+    rebuild_.clear();
+    for (size_t i = from; i < levels_.size(); ++i) {
+      if (levels_[i].item->end_ns > t) rebuild_.push_back(levels_[i].item);
+    }
+    levels_.resize(from);
+    for (HostItem* item : rebuild_) push(item);
+  }
+
+  // Every op open now has issued GPU work (kHostLaunch).
+  void mark_launch() { launched_depth_ = levels_.size(); }
+
+  // The flags of everything open, with the launches marked so far.
+  uint16_t flags() const {
+    if (levels_.empty()) return 0;
+    const Level& t = levels_.back();
+    const bool launched_op = t.first_op_level >= 0 && static_cast<size_t>(t.first_op_level) < launched_depth_;
+    return launched_op ? static_cast<uint16_t>(t.flags | kHostLaunch) : t.flags;
+  }
+
+  // Writes the launches marked so far into the open items' flags.
+  void flush_launches() {
+    for (size_t i = 0; i < launched_depth_; ++i) settle_launch(i);
+    launched_depth_ = 0;
+  }
+
+ private:
+  void settle_launch(size_t level) {
+    HostItem* item = levels_[level].item;
+    if (level < launched_depth_ && item->is_op) item->flags |= kHostLaunch;
+  }
+
+  std::vector<Level> levels_;
+  size_t launched_depth_ = 0;  // Levels below this have seen a launch not yet in their flags.
+  std::vector<HostItem*> rebuild_;
+};
+
+// The flags and name of a segment of `duration_ns` covered by `open` (not empty): the
+// innermost op or API call names it.
+std::pair<uint16_t, StringId> segment_label(const Trace& trace, const OpenRanges& open, int64_t duration_ns) {
+  uint16_t flags = open.flags();
+  const int32_t named = open.top().named_level;
+  // Launch calls inside an op mark only their own time; the op's flags carry the rest.
+  if (named >= 0) return {flags, open.at(named).name};
+  // Only annotations cover the moment: name the innermost, unless it is just the step
+  // marker (then the host runs code outside any profiled op).
+  StringId name = open.top().item->name;
+  if (trace.strings.view(name).starts_with("ProfilerStep#")) name = 0;
+  flags &= static_cast<uint16_t>(~kHostLaunch);
+  flags |= kHostAnnotationOnly;
+  if (duration_ns <= kDispatchGapNs || (flags & kHostIssuing)) flags |= kHostLaunch;
+  return {flags, name};
+}
+
+}  // namespace
 
 uint16_t host_event_flags(std::string_view name) {
   uint16_t f = 0;
@@ -58,8 +167,8 @@ uint16_t host_event_flags(std::string_view name) {
   return f;
 }
 
-uint16_t api_flags(const ApiCall& call, std::string_view name) {
-  switch (call.api_class) {
+uint16_t api_call_flags(ApiClass api_class, std::string_view name) {
+  switch (api_class) {
     case ApiClass::kLaunch: return kHostLaunch;
     case ApiClass::kAlloc: return kHostAlloc;
     case ApiClass::kSync: return kHostBlocking;
@@ -70,35 +179,6 @@ uint16_t api_flags(const ApiCall& call, std::string_view name) {
   }
   return 0;
 }
-
-// The flags and name of a segment of `duration_ns` covered by `stack` (not empty, outermost
-// first): the innermost op or API call names it.
-std::pair<uint16_t, StringId> segment_label(const Trace& trace, const std::vector<HostItem*>& stack,
-                                            int64_t duration_ns) {
-  uint16_t flags = 0;
-  StringId name = 0;
-  int depth_ops = 0;
-  for (const HostItem* s : stack) {
-    flags |= s->flags;
-    if (s->is_op || s->is_api) {
-      ++depth_ops;
-      name = s->name;
-    }
-  }
-  // Launch calls inside an op mark only their own time; the op's flags carry the rest.
-  if (depth_ops == 0) {
-    // Only annotations cover the moment: name the innermost, unless it is just the step
-    // marker (then the host runs code outside any profiled op).
-    for (const HostItem* s : stack) name = s->name;
-    if (trace.strings.view(name).starts_with("ProfilerStep#")) name = 0;
-    flags &= static_cast<uint16_t>(~kHostLaunch);
-    flags |= kHostAnnotationOnly;
-    if (duration_ns <= kDispatchGapNs || (flags & kHostIssuing)) flags |= kHostLaunch;
-  }
-  return {flags, name};
-}
-
-}  // namespace
 
 const HostSegment* ThreadTimeline::at(int64_t t) const {
   auto it = std::upper_bound(segments.begin(), segments.end(), t,
@@ -129,15 +209,16 @@ HostIndex::HostIndex(const Trace& trace)
       py_samples_.push_back({e.start_ns, e.name, tag.starts_with("data;")});
       continue;
     }
-    items_for(e.pid, e.tid).push_back({e.start_ns, e.end_ns, e.name, flags_of(e.name), false,
-                                       e.kind == HostEventKind::kOp, i});
+    const bool is_op = e.kind == HostEventKind::kOp;
+    items_for(e.pid, e.tid).push_back({e.start_ns, e.end_ns, e.name, flags_of(e.name), false, is_op,
+                                       is_op && e.num_args > 0, i});
   }
   std::sort(py_samples_.begin(), py_samples_.end(),
             [](const PySample& a, const PySample& b) { return a.time_ns < b.time_ns; });
   for (uint32_t i = 0; i < trace.api_calls.size(); ++i) {
     const ApiCall& c = trace.api_calls[i];
     items_for(c.pid, c.tid).push_back(
-        {c.start_ns, c.end_ns, c.name, api_flags(c, trace.strings.view(c.name)), true, false, i});
+        {c.start_ns, c.end_ns, c.name, api_call_flags(c.api_class, trace.strings.view(c.name)), true, false, false, i});
     if (c.correlation) api_by_correlation_.emplace(*c.correlation, i);
   }
   for (size_t t = 0; t < threads_.size(); ++t) build_thread(trace, threads_[t], items_by_thread[t]);
@@ -153,32 +234,26 @@ void HostIndex::build_thread(const Trace& trace, ThreadTimeline& timeline, std::
   for (const auto& it : items) timeline.last_ns = std::max(timeline.last_ns, it.end_ns);
 
   // Pass 1: ops that issue GPU work become launching; API calls learn their enclosing op
-  // and context.
-  std::vector<HostItem*> stack;
+  // and context. The open items at an item are those sorted before it that end after it starts.
+  OpenRanges open;
   for (HostItem& item : items) {
-    std::erase_if(stack, [&](const HostItem* s) { return s->end_ns <= item.start_ns; });
+    open.remove_ended(item.start_ns);
     if (item.is_api) {
       const ApiClass cls = trace.api_calls[item.index].api_class;
-      uint16_t context = 0;
-      for (HostItem* s : stack) context |= s->flags;
-      api_context_flags_[item.index] = context;
-      for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
-        if ((*it)->is_op && trace.host_events[(*it)->index].num_args > 0) {
-          api_owner_op_[item.index] = (*it)->index;
-          break;
-        }
+      api_context_flags_[item.index] = open.flags();
+      if (!open.empty() && open.top().owner_level >= 0) {
+        api_owner_op_[item.index] = open.at(open.top().owner_level).index;
       }
       if (cls == ApiClass::kLaunch || cls == ApiClass::kMemcpy) {
         ++timeline.launches;
-        for (HostItem* s : stack) {
-          if (s->is_op) s->flags |= kHostLaunch;
-        }
+        open.mark_launch();
       }
     }
-    stack.push_back(&item);
+    open.push(&item);
   }
+  open.flush_launches();
 
-  // Pass 2: flatten into segments between consecutive boundaries.
+  // Pass 2: flatten into segments between consecutive boundaries, with the final flags.
   std::vector<int64_t> bounds;
   bounds.reserve(items.size() * 2);
   for (const auto& it : items) {
@@ -187,17 +262,17 @@ void HostIndex::build_thread(const Trace& trace, ThreadTimeline& timeline, std::
   }
   std::sort(bounds.begin(), bounds.end());
   bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
-  stack.clear();
+  OpenRanges covering;
   size_t next = 0;
   for (size_t k = 0; k + 1 < bounds.size(); ++k) {
     const int64_t t0 = bounds[k], t1 = bounds[k + 1];
-    std::erase_if(stack, [&](const HostItem* s) { return s->end_ns <= t0; });
+    covering.remove_ended(t0);
     while (next < items.size() && items[next].start_ns <= t0) {
-      if (items[next].end_ns > t0) stack.push_back(&items[next]);
+      if (items[next].end_ns > t0) covering.push(&items[next]);
       ++next;
     }
-    if (stack.empty()) continue;  // No host information: a real gap in the trace.
-    const auto [flags, name] = segment_label(trace, stack, t1 - t0);
+    if (covering.empty()) continue;  // No host information: a real gap in the trace.
+    const auto [flags, name] = segment_label(trace, covering, t1 - t0);
     if (!timeline.segments.empty() && timeline.segments.back().end_ns == t0 &&
         timeline.segments.back().flags == flags && timeline.segments.back().name == name) {
       timeline.segments.back().end_ns = t1;

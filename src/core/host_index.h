@@ -28,6 +28,11 @@ enum HostFlag : uint16_t {
   kHostAnnotationOnly = 1 << 8,  // Only annotations cover the moment (no op or API call).
 };
 
+// The flags a host event (op or annotation) of this name sets by itself, before nesting.
+uint16_t host_event_flags(std::string_view name);
+// The flags an API call sets by itself, before nesting.
+uint16_t api_call_flags(ApiClass api_class, std::string_view name);
+
 // A sample of the Python stack of the thread that issues GPU work (gpuscope's Python
 // bootstrap marks them as NVTX marks "gpuscope.py#<tag>;<frames>"; see
 // src/python/gpuscope_boot/_gpuscope_boot.py).
