@@ -147,6 +147,16 @@ Piece piece_at(const DeviceContext& ctx, const ThreadTimeline* thread, int64_t t
   return p;
 }
 
+// True when a thread other than `thread` is inside a range that issues GPU work at t.
+bool issuing_elsewhere(const DeviceContext& ctx, const ThreadTimeline* thread, int64_t t) {
+  for (const ThreadTimeline& other : ctx.host.threads()) {
+    if (&other == thread) continue;
+    const HostSegment* s = other.at(t);
+    if (s && (s->flags & kHostIssuing)) return true;
+  }
+  return false;
+}
+
 // Walks one gap in pieces bounded by host segments and device copies, charging each piece to
 // its cause. The tracer's part is taken from the end of the gap backwards (it delayed the
 // launch that ended it), so no cause is charged more than it has.
@@ -163,7 +173,13 @@ void attribute_gap(const DeviceContext& ctx, const Interval& gap, const ThreadTi
     const Piece p = piece_at(ctx, thread, t, gap.end_ns);
     const uint16_t flags = p.segment ? p.segment->flags : 0;
     const bool host_known = thread && t >= thread->first_ns && t < thread->last_ns;
-    const IdleCauseId cause = idle_cause_at(p.copying, flags, start, host_known, p.sample);
+    IdleCauseId cause = idle_cause_at(p.copying, flags, start, host_known, p.sample);
+    // PyTorch launches the backward from its autograd thread while the Python thread waits
+    // inside backward(): host time of a launching thread with nothing of its own to show, while
+    // another thread is inside a range that issues GPU work, is dispatch, not other host code.
+    if (cause == IdleCauseId::kHost && !(flags & kHostAnnotationOnly) && issuing_elsewhere(ctx, thread, t)) {
+      cause = IdleCauseId::kLaunch;
+    }
     const int64_t len = p.end_ns - t;
     CauseAccumulator& a = acc[static_cast<size_t>(cause)];
     a.ns += len;
