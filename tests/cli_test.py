@@ -506,6 +506,58 @@ class Diff(unittest.TestCase):
         self.assertIn("diff", run("--help").stdout)
 
 
+class PyZoo(unittest.TestCase):
+    """Captures of the PyTorch zoo (examples/pyzoo) under `gpuscope run` with the Python
+    bootstrap on the H200 (2026-12-01, testdata/pyzoo/README.md): the top finding names the
+    planted cause, steps come from the optimizer hooks, and the healthy control has nothing
+    above x1.05."""
+
+    PLANTED = {"launch": "launch-bound", "item": "host-sync", "dataloader": "input-bound", "pageable": "memcpy",
+               "alloc": "allocation", "optimizer": "optimizer-unfused", "fp32": "precision-fp32",
+               "attention": "attention-unfused"}
+
+    def report(self, name):
+        r = run("analyze", "--json", os.path.join(ROOT, "testdata", "pyzoo", name + ".gpuscope"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)["devices"][0]
+
+    def test_top_finding_names_the_planted_cause(self):
+        for case, planted in self.PLANTED.items():
+            d = self.report(case)
+            self.assertTrue(d["findings"], case)
+            self.assertEqual(d["findings"][0]["id"], planted, (case, d["findings"][:3]))
+            self.assertEqual(d["steps"]["source"], "optimizer_step", case)
+            self.assertGreaterEqual(d["steps"]["count"], 30, case)
+            self.assertGreater(d["steps"]["excluded_before_ms"], 0, case)  # start-up is not analysed
+
+    def test_fixed_programs_lose_the_planted_finding(self):
+        for case, planted in self.PLANTED.items():
+            if case == "optimizer":
+                continue  # its fixed capture is not kept (size)
+            if case == "dataloader":
+                # Its fix (8 workers) was still input-bound on the H200 (measured x2.27 where
+                # 8 workers as fast as the main process would give x5.5): the finding stays, and
+                # is true.
+                continue
+            d = self.report(case + "_fixed")
+            for f in d["findings"]:
+                if f["id"] == planted:
+                    self.assertLess(f["est_speedup"], 1.15, case)
+
+    def test_healthy_control_has_nothing_to_fix(self):
+        for name in ("healthy", "healthy_fixed"):
+            for f in self.report(name)["findings"]:
+                self.assertLessEqual(f["est_speedup"], 1.05, (name, f))
+
+    def test_host_time_is_named_by_the_programs_own_lines(self):
+        d = self.report("item_fixed")
+        host = [c for c in d["idle"]["causes"] if c["cause"] == "host"][0]
+        self.assertTrue(any("pyzoo.py:" in h["name"] and "(Python)" in h["name"] for h in host["top_host"]), host)
+        # No DataLoader in this program: no idle is called input.
+        inp = [c for c in d["idle"]["causes"] if c["cause"] == "input"][0]
+        self.assertEqual(inp["us"], 0.0)
+
+
 if __name__ == "__main__":
     BIN = os.path.abspath(sys.argv.pop(1))
     unittest.main(verbosity=1)
