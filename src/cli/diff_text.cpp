@@ -5,6 +5,8 @@
 
 #include <fmt/core.h>
 
+#include "cli/text_layout.h"
+
 namespace gpuscope::cli {
 namespace {
 
@@ -32,32 +34,6 @@ struct Painter {
 // Rows below this many ms per step on both sides are left out of the tables.
 constexpr double kShownMs = 0.005;
 
-// At most n bytes of s, "..." marking a cut; never cuts inside a UTF-8 character.
-std::string clip(std::string_view s, size_t n) {
-  if (s.size() <= n) return std::string(s);
-  size_t cut = n > 3 ? n - 3 : 0;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return std::string(s.substr(0, cut)) + "...";
-}
-
-std::string wrap_text(std::string_view text, size_t width, std::string_view indent) {
-  std::string out, line;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t next = text.find(' ', pos);
-    if (next == std::string_view::npos) next = text.size();
-    std::string_view word = text.substr(pos, next - pos);
-    if (!line.empty() && indent.size() + line.size() + 1 + word.size() > width) {
-      out += std::string(indent) + line + "\n";
-      line.clear();
-    }
-    if (!line.empty()) line += ' ';
-    line += word;
-    pos = next + 1;
-  }
-  if (!line.empty()) out += std::string(indent) + line + "\n";
-  return out;
-}
 
 std::string ratio_text(std::optional<double> r) { return r ? fmt::format("x{:.2f}", *r) : std::string("-"); }
 

@@ -9,6 +9,8 @@
 
 #include <fmt/core.h>
 
+#include "cli/text_layout.h"
+
 #include "core/catalog.h"
 
 namespace gpuscope::cli {
@@ -38,33 +40,6 @@ std::string bar(double pct, int width) {
 
 std::string ms(int64_t ns) { return fmt::format("{:.2f} ms", static_cast<double>(ns) / 1e6); }
 
-// At most n bytes of s, "..." marking a cut; never cuts inside a UTF-8 character ("→").
-std::string clip(std::string_view s, size_t n) {
-  if (s.size() <= n) return std::string(s);
-  size_t cut = n - 3;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return std::string(s.substr(0, cut)) + "...";
-}
-
-// Word-wraps `text` to `width` columns, each line prefixed by `indent`.
-std::string wrap_text(std::string_view text, size_t width, std::string_view indent) {
-  std::string out, line;
-  size_t pos = 0;
-  while (pos < text.size()) {
-    size_t next = text.find(' ', pos);
-    if (next == std::string_view::npos) next = text.size();
-    std::string_view word = text.substr(pos, next - pos);
-    if (!line.empty() && indent.size() + line.size() + 1 + word.size() > width) {
-      out += std::string(indent) + line + "\n";
-      line.clear();
-    }
-    if (!line.empty()) line += ' ';
-    line += word;
-    pos = next + 1;
-  }
-  if (!line.empty()) out += std::string(indent) + line + "\n";
-  return out;
-}
 
 // The timeline's idle letters, highlighted: input and sync (host work in the training loop that
 // starves the GPU) first, then the others; a cause not named here follows in table order.
@@ -117,17 +92,22 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   if (d.rank) title += fmt::format(" · rank {}", *d.rank);
   out += p.bold(fmt::format("gpuscope · {}", title)) + "\n";
   out += p.dim("  " + clip(d.source, static_cast<size_t>(width) - 2)) + "\n";
-  out += p.dim(fmt::format("  window {} · {} step{} ({}{}{}){}", ms(d.window_ns), d.step_count,
+  out += p.dim(fmt::format("  window {} · {} step{} ({}){}", ms(d.window_ns), d.step_count,
                            d.step_count == 1 ? "" : "s", d.step_source,
-                           d.steps_skipped_warmup ? fmt::format(", {} warm-up skipped", d.steps_skipped_warmup) : "",
-                           d.steps_dropped_last ? ", last partial one left out" : "",
                            d.step_mean_ms ? fmt::format(" · {:.2f} ms/step", *d.step_mean_ms) : "")) +
          "\n";
+  // What the window leaves out: warm-up and partial steps, and the device's activity before
+  // and after them (start-up, compilation, teardown), which is not analysed as idle.
+  std::string left_out;
+  if (d.steps_skipped_warmup) left_out += fmt::format("{} warm-up step{}, ", d.steps_skipped_warmup,
+                                                      d.steps_skipped_warmup == 1 ? "" : "s");
+  if (d.steps_dropped_last) left_out += "the partial last step, ";
   if (d.excluded_before_ns > 0 || d.excluded_after_ns > 0) {
-    // Start-up (imports, compilation, warm-up) and teardown are not analysed as idle.
-    out += p.dim(fmt::format("  excluded: {} before the first step, {} after the last (start-up, teardown)", ms(d.excluded_before_ns),
-                             ms(d.excluded_after_ns))) + "\n";
+    left_out += fmt::format("{} before, {} after", ms(d.excluded_before_ns), ms(d.excluded_after_ns));
+  } else if (!left_out.empty()) {
+    left_out.resize(left_out.size() - 2);
   }
+  if (!left_out.empty()) out += p.dim(wrap_text("left out: " + left_out, static_cast<size_t>(width), "  "));
   out += "\n";
 
   out += headline_row(p, "Utilization (busy)", d.busy_pct,
