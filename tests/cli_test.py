@@ -558,6 +558,24 @@ class PyZoo(unittest.TestCase):
         self.assertEqual(inp["us"], 0.0)
 
 
+class ControlCharacters(unittest.TestCase):
+    def test_names_from_a_trace_cannot_drive_the_terminal(self):
+        # Issue 14 item 10: a kernel name carrying an OSC title, a clear-screen and a bell.
+        evil = "evil\x1b]0;pwned\x07\x1b[2Jkernel"
+        events = [{"ph": "X", "cat": "kernel", "name": n, "ts": t, "dur": 50, "pid": 0, "tid": 7,
+                   "args": {"device": 0, "stream": 7, "correlation": c, "grid": [1, 1, 1], "block": [32, 1, 1]}}
+                  for n, t, c in ((evil, 100, 1), ("ok", 200, 2))]
+        with tempfile.TemporaryDirectory(prefix="gpuscope-cli-test-") as d:
+            path = os.path.join(d, "evil.json")
+            with open(path, "w") as f:
+                json.dump({"traceEvents": events, "deviceProperties": [{"id": 0, "name": "NVIDIA H200"}]}, f)
+            r = run("analyze", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("\x1b", r.stdout)
+        self.assertNotIn("\x07", r.stdout)
+        self.assertIn("evil\\x1b]0;pwned\\x07", r.stdout)
+
+
 if __name__ == "__main__":
     BIN = os.path.abspath(sys.argv.pop(1))
     unittest.main(verbosity=1)

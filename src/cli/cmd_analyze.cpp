@@ -8,6 +8,7 @@
 
 #include <fmt/core.h>
 
+#include "cli/text_layout.h"
 #include "cli/analyze_command.h"
 #include "cli/command.h"
 #include "cli/report_text.h"
@@ -49,12 +50,12 @@ int report_traces(std::vector<Trace>& traces, const AnalyzeCliOptions& o) {
   options.step_range = o.step_range;
   options.as_job = o.as_job;
   const Report report = analyze_traces(traces, options);
-  for (const auto& w : report.warnings) fmt::print(stderr, "gpuscope: warning: {}\n", w);
+  for (const auto& w : report.warnings) fmt::print(stderr, "gpuscope: warning: {}\n", printable(w));
   if (report.devices.empty()) {
-    for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: {}\n", r);
+    for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: {}\n", printable(r));
     return 2;
   }
-  for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: skipped {}\n", r);
+  for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: skipped {}\n", printable(r));
   const std::string text = o.json ? report_to_json(report) : render_report(report, style_for(stdout));
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);

@@ -5,6 +5,9 @@
 // and the rejection messages are asserted here; idle-cause findings have their own tests.
 #include <gtest/gtest.h>
 
+#include <fmt/core.h>
+
+#include <cctype>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -180,6 +183,55 @@ std::vector<std::string> traces_with_gpu_work() {
   std::vector<std::string> out;
   for (const auto& [rel, e] : expectations()) out.push_back(rel);
   return out;
+}
+
+// Data loading is named only with evidence of it: DataLoader-like ranges in the trace (or, in
+// captures, a data-loading frame in the Python stack samples). Host code without that evidence
+// is the `host` cause, and its finding never advises DataLoader workers.
+TEST_P(PerTrace, InputOnlyWithEvidenceOfDataLoading) {
+  const std::string rel = GetParam();
+  const Trace trace = read(rel);
+  bool loader = false;
+  for (const HostEvent& e : trace.host_events) {
+    std::string name(trace.strings.view(e.name));
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    loader |= name.find("dataloader") != std::string::npos || name.find("dataset") != std::string::npos;
+  }
+  const Report r = analyze_one(rel);
+  ASSERT_EQ(r.devices.size(), 1u) << rel;
+  const DeviceReport& d = r.devices[0];
+  if (!loader) {
+    EXPECT_EQ(find(d, "input-bound"), nullptr) << rel;
+    for (const IdleCause& c : d.idle_causes) {
+      if (c.cause == IdleCauseId::kInput) EXPECT_EQ(c.ns, 0) << rel;
+    }
+  }
+  for (const Finding& f : d.findings) {
+    if (f.id != "input-bound") EXPECT_FALSE(mentions(f, "num_workers")) << rel << " " << f.id;
+  }
+}
+
+// One step set per report: the header's step time is the mean of the listed steps, and a
+// finding that quotes the traced step quotes that one.
+TEST_P(PerTrace, HeaderStepsAndFindingsAgree) {
+  const std::string rel = GetParam();
+  const Report r = analyze_one(rel);
+  ASSERT_EQ(r.devices.size(), 1u) << rel;
+  const DeviceReport& d = r.devices[0];
+  ASSERT_TRUE(d.step_mean_ms.has_value()) << rel;
+  ASSERT_EQ(static_cast<int64_t>(d.steps.size()), d.step_count) << rel;
+  double sum_ms = 0;
+  for (const StepReport& s : d.steps) {
+    EXPECT_GT(s.duration_ns, 0) << rel << " step " << s.number;  // no truncated 0 ms step
+    sum_ms += static_cast<double>(s.duration_ns) / 1e6;
+  }
+  EXPECT_NEAR(*d.step_mean_ms, sum_ms / static_cast<double>(d.steps.size()), 1e-6 * sum_ms) << rel;
+  EXPECT_NEAR(sum_ms * 1e6, static_cast<double>(d.window_ns), 1.0 + 1e-9 * static_cast<double>(d.window_ns)) << rel;
+  const std::string traced = fmt::format("(the traced step is {:.2f} ms", *d.step_mean_ms);
+  for (const Finding& f : d.findings) {
+    const size_t at = f.evidence.find("(the traced step is ");
+    if (at != std::string::npos) EXPECT_EQ(f.evidence.substr(at, traced.size()), traced) << rel;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Recorded, PerTrace, ::testing::ValuesIn(traces_with_gpu_work()),
