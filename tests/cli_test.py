@@ -576,6 +576,16 @@ class ControlCharacters(unittest.TestCase):
         self.assertIn("evil\\x1b]0;pwned\\x07", r.stdout)
 
 
+class RunOptions(unittest.TestCase):
+    def test_sample_interval_needs_a_unit_and_a_sane_range(self):
+        # Issue 14 item 13: "0.5" used to turn sampling off silently; 1e300s overflowed.
+        for bad in ("0.5", "50ms", "1e300s", "-1s", "soon"):
+            r = run("run", "--sample-interval", bad, "--", "true")
+            self.assertEqual(r.returncode, 2, bad)
+            self.assertIn("--sample-interval '%s'" % bad, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+
 if __name__ == "__main__":
     BIN = os.path.abspath(sys.argv.pop(1))
     unittest.main(verbosity=1)

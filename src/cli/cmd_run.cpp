@@ -38,14 +38,27 @@ struct RunOptions {
 };
 
 // "100ms", "0.5s", "2s", "250" (ms), "0" (off). Returns milliseconds, or -1 if malformed.
+// Milliseconds of "100ms", "1s" or "0" (off); -1 when the text is no such duration: a number
+// needs its unit (a bare "0.5" would be read as 0.5 ms and turn sampling off silently), and a
+// nonzero interval must lie between 100 ms (NVML's GPM needs that much between samples) and an
+// hour.
 int64_t parse_interval_ms(const std::string& text) {
   char* end = nullptr;
-  double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || v < 0) return -1;
-  std::string unit(end);
-  if (unit.empty() || unit == "ms") return static_cast<int64_t>(v);
-  if (unit == "s") return static_cast<int64_t>(v * 1000);
-  return -1;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !(v >= 0)) return -1;
+  const std::string unit(end);
+  if (unit.empty()) return v == 0 ? 0 : -1;
+  double ms = 0;
+  if (unit == "ms") {
+    ms = v;
+  } else if (unit == "s") {
+    ms = v * 1000;
+  } else {
+    return -1;
+  }
+  if (ms == 0) return 0;
+  if (ms < 100 || ms > 3'600'000) return -1;
+  return static_cast<int64_t>(ms);
 }
 
 bool looks_like_python(const std::string& program) {
@@ -61,7 +74,9 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   }
   const int64_t interval_ms = parse_interval_ms(options.sample_interval);
   if (interval_ms < 0) {
-    fmt::print(stderr, "gpuscope run: --sample-interval '{}' is not a duration; use e.g. 100ms, 1s or 0 (off)\n",
+    fmt::print(stderr,
+               "gpuscope run: --sample-interval '{}': not a duration from 100ms to 1h with its unit; use e.g. "
+               "100ms, 1s or 0 (off)\n",
                options.sample_interval);
     return 2;
   }
