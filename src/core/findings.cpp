@@ -97,10 +97,15 @@ std::optional<Finding> input_bound(const FindingContext& f) {
   const double input = static_cast<double>(c->ns - c->tracing_ns.value_or(0));
   const double fixed = std::max(base - input, input / kLoaderWorkers);
   std::string ev = idle_evidence(f, *c);
-  ev += fmt::format("; with {:.0f} loader workers the step would take about {} (est.), hiding the input "
-                    "entirely about {}",
-                    kLoaderWorkers, fmt_ms(static_cast<int64_t>(fixed / f.steps())),
-                    fmt_ms(static_cast<int64_t>((base - input) / f.steps())));
+  if (fixed > base - input) {
+    ev += fmt::format("; with {:.0f} loader workers the step would take about {} (est.), hiding the input "
+                      "entirely about {}",
+                      kLoaderWorkers, fmt_ms(static_cast<int64_t>(fixed / f.steps())),
+                      fmt_ms(static_cast<int64_t>((base - input) / f.steps())));
+  } else {
+    ev += fmt::format("; {:.0f} loader workers would hide the input entirely: about {} per step (est.)",
+                      kLoaderWorkers, fmt_ms(static_cast<int64_t>(fixed / f.steps())));
+  }
   return proposal("The GPU waits for the host to prepare input", std::move(ev), f.speedup_removing(base - fixed),
                   "Prepare batches off the training loop: DataLoader(num_workers=8 (up to the CPU cores per GPU), "
                   "pin_memory=True, prefetch_factor=2+, persistent_workers=True) and .to(device, non_blocking=True); "
