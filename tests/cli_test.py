@@ -586,6 +586,87 @@ class RunOptions(unittest.TestCase):
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
 
+class ExportAndCsv(unittest.TestCase):
+    """Issue 17 items 3 and 4: Perfetto export of a PyTorch trace; analyze --csv."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def export(self, out, *extra):
+        r = run("export", "--perfetto", out, *extra, TRACE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        opener = gzip.open if out.endswith(".gz") else open
+        with opener(out, "rt") as f:
+            return json.load(f)["traceEvents"]
+
+    def test_pytorch_trace_to_perfetto_with_idle_causes_and_steps(self):
+        events = self.export(os.path.join(self.dir.name, "t.json"))
+        threads = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+        self.assertIn("idle causes", threads)
+        self.assertIn("steps", threads)
+        idle = [e for e in events if e["ph"] == "X" and e["cat"] == "idle"]
+        steps = [e for e in events if e["ph"] == "X" and e["cat"] == "step"]
+        self.assertTrue(idle)
+        report = json.loads(run("analyze", "--json", TRACE).stdout)["devices"][0]
+        self.assertEqual(len(steps), len(report["steps"]["list"]))
+        by_cause = {}
+        for e in idle:
+            by_cause[e["name"]] = by_cause.get(e["name"], 0) + e["dur"]
+        for c in report["idle"]["causes"]:
+            self.assertAlmostEqual(by_cause.get(c["cause"], 0), c["us"], delta=0.01, msg=c["cause"])
+
+    def test_gzip_and_step_window(self):
+        full = self.export(os.path.join(self.dir.name, "full.json.gz"))
+        part = self.export(os.path.join(self.dir.name, "part.json.gz"), "--steps", "%d:%d" % self.first_step())
+        kernels = lambda evs: sum(1 for e in evs if e["ph"] == "X" and e["cat"] == "kernel")
+        self.assertEqual(sum(1 for e in part if e["ph"] == "X" and e["cat"] == "step"), 1)
+        self.assertLess(kernels(part), kernels(full))
+        self.assertGreater(kernels(part), 0)
+
+    def first_step(self):
+        n = json.loads(run("analyze", "--json", TRACE).stdout)["devices"][0]["steps"]["list"][0]["number"]
+        return n, n
+
+    def test_bad_window_is_one_line(self):
+        out = os.path.join(self.dir.name, "x.json")
+        for args in (["--steps", "5"], ["--steps", "900:901"], ["--from", "5", "--to", "1"],
+                     ["--steps", "1:2", "--from", "1"]):
+            r = run("export", "--perfetto", out, *args, TRACE)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+    def test_csv_tables(self):
+        import csv
+        import io
+        report = json.loads(run("analyze", "--json", TRACE).stdout)["devices"][0]
+        for table, header in (("steps", ["number", "start_ms", "duration_ms", "busy_pct", "matmul_flops"]),
+                              ("kernels", ["name", "category", "count", "ms", "pct"]),
+                              ("idle", ["cause", "ms", "pct", "ms_per_step", "top_host"])):
+            r = run("analyze", "--csv", table, TRACE, env={"FORCE_COLOR": "1", "CLICOLOR_FORCE": "1"})
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("\x1b", r.stdout)
+            rows = list(csv.reader(io.StringIO(r.stdout, newline="")))
+            self.assertEqual(rows[0], header)
+            if table == "steps":
+                self.assertEqual(len(rows) - 1, len(report["steps"]["list"]))
+            if table == "idle":
+                self.assertEqual([row[0] for row in rows[1:]], [c["cause"] for c in report["idle"]["causes"]])
+                for row, c in zip(rows[1:], report["idle"]["causes"]):
+                    self.assertAlmostEqual(float(row[1]), c["us"] / 1e3, delta=0.001)
+
+    def test_csv_and_json_exclusive(self):
+        r = run("analyze", "--csv", "steps", "--json", TRACE)
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertEqual(r.stdout, "")
+        r = run("analyze", "--csv", "nope", TRACE)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("steps, kernels or idle", r.stderr)
+
+
 if __name__ == "__main__":
     BIN = os.path.abspath(sys.argv.pop(1))
     unittest.main(verbosity=1)

@@ -14,6 +14,7 @@ namespace gpuscope::cli {
 
 struct AnalyzeCliOptions {
   bool json = false;
+  std::string csv;                       // --csv steps|kernels|idle (analyze only): one CSV table
   std::string model_spec;                // --model gpt:params=124M,...
   std::optional<double> flops_per_step;  // --flops-per-step
   std::optional<double> peak_tflops;     // --peak-tflops
@@ -25,7 +26,7 @@ struct AnalyzeCliOptions {
 void add_analysis_options(CLI::App& app, AnalyzeCliOptions& options);
 
 // Analyses each trace (one per rank/process), prints the text report (or JSON with
-// options.json) to stdout, warnings to stderr. Returns the exit code: 0, or 2 for bad input
+// options.json, or one CSV table with options.csv) to stdout, warnings to stderr. Returns the exit code: 0, or 2 for bad input
 // (e.g. an invalid --model) after printing one line naming the problem.
 int report_traces(std::vector<Trace>& traces, const AnalyzeCliOptions& options);
 

@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "cli/report_text.h"
 #include "core/analysis.h"
+#include "formats/csv_report.h"
 #include "formats/input_source.h"
 #include "formats/report_json.h"
 #include "formats/trace_input.h"
@@ -36,6 +37,14 @@ void add_analysis_options(CLI::App& app, AnalyzeCliOptions& o) {
 }
 
 int report_traces(std::vector<Trace>& traces, const AnalyzeCliOptions& o) {
+  std::optional<CsvTable> csv;
+  if (!o.csv.empty()) {
+    csv = csv_table_from_name(o.csv);
+    if (!csv) {
+      fmt::print(stderr, "gpuscope: --csv {}: expected steps, kernels or idle\n", printable(o.csv));
+      return 2;
+    }
+  }
   AnalysisOptions options;
   if (!o.model_spec.empty()) {
     auto spec = parse_model_spec(o.model_spec);
@@ -56,7 +65,9 @@ int report_traces(std::vector<Trace>& traces, const AnalyzeCliOptions& o) {
     return 2;
   }
   for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: skipped {}\n", printable(r));
-  const std::string text = o.json ? report_to_json(report) : render_report(report, style_for(stdout));
+  const std::string text = csv    ? report_to_csv(report, *csv)
+                           : o.json ? report_to_json(report)
+                                    : render_report(report, style_for(stdout));
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
   return 0;
@@ -94,6 +105,14 @@ class Progress {
 };
 
 int run_analyze(const AnalyzeArgs& args) {
+  if (args.options.json && !args.options.csv.empty()) {
+    fmt::print(stderr, "gpuscope: --csv and --json both choose the output format; use one\n");
+    return 2;
+  }
+  if (!args.options.csv.empty() && !csv_table_from_name(args.options.csv)) {
+    fmt::print(stderr, "gpuscope: --csv {}: expected steps, kernels or idle\n", printable(args.options.csv));
+    return 2;
+  }
   auto limits = InputLimits::from_environment();
   if (!limits.ok()) {
     fmt::print(stderr, "gpuscope: {}\n", limits.status().message());
@@ -164,6 +183,9 @@ CommandRegistration kAnalyze{CommandSpec{
                      "Most bytes a compressed input may expand to, e.g. 16G (default: 100x the compressed "
                      "size for JSON, 32x for captures, at least 256M, bounded by memory; env GPUSCOPE_MAX_INFLATE)");
       add_analysis_options(app, args->options);
+      app.add_option("--csv", args->options.csv,
+                     "Print one table as CSV instead of the report: steps, kernels or idle (RFC 4180; "
+                     "unmeasured values are empty cells)");
       app.add_flag("--as-job", args->options.as_job,
                    "Treat the traces as the ranks of one job even when their ranks, world size, GPU model or "
                    "time ranges do not agree");
@@ -171,7 +193,8 @@ CommandRegistration kAnalyze{CommandSpec{
           "\nExamples:\n"
           "  gpuscope analyze trace.json.gz\n"
           "  gpuscope analyze --model gpt:params=124M,layers=12,heads=12,dmodel=768,seq=1024,batch=16 trace.json.gz\n"
-          "  gpuscope analyze --json traces/ > report.json      # one analysis per rank + summary\n\n"
+          "  gpuscope analyze --json traces/ > report.json      # one analysis per rank + summary\n"
+          "  gpuscope analyze --csv steps trace.json.gz > steps.csv\n\n"
           "Record a trace with record_shapes=True so matmul FLOPs (HFU) and precision can be counted:\n"
           "  with torch.profiler.profile(activities=[CPU, CUDA], record_shapes=True,\n"
           "                              schedule=torch.profiler.schedule(wait=1, warmup=1, active=3)) as p:\n"

@@ -1,7 +1,12 @@
-// `gpuscope export --perfetto OUT.json FILE...`: gpuscope captures as a Chrome/Perfetto trace
-// (kernels by stream, API calls and NVTX by thread, launch->kernel arrows, device samples as
-// counter tracks), for ui.perfetto.dev.
+// `gpuscope export --perfetto OUT FILE...`: any trace gpuscope reads (PyTorch profiler traces,
+// gpuscope captures) as a Chrome/Perfetto trace (kernels by stream, API calls and NVTX by thread,
+// launch->kernel arrows, device samples as counter tracks) with the analysis on each GPU: the
+// analysed steps and the idle intervals by cause. For ui.perfetto.dev; gzip when OUT ends in .gz.
+#include <algorithm>
+#include <charconv>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,9 +14,10 @@
 #include <fmt/core.h>
 
 #include "cli/command.h"
-#include "formats/capture.h"
+#include "core/analysis.h"
 #include "formats/input_source.h"
 #include "formats/perfetto_writer.h"
+#include "formats/trace_input.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -20,7 +26,44 @@ struct ExportOptions {
   std::string perfetto;
   std::string max_inflate;
   std::vector<std::string> inputs;
+  std::optional<double> from_ms;  // From the traces' first event.
+  std::optional<double> to_ms;
+  std::string steps;        // "A:B", step numbers as the report shows them, inclusive.
+  std::string step_range;   // As for analyze.
 };
+
+// The earliest event of the traces (host clock, ns); nullopt when they hold none. The event
+// vectors are sorted by start (readers call Trace::sort_events).
+std::optional<int64_t> first_event_ns(const std::vector<Trace>& traces) {
+  std::optional<int64_t> first;
+  auto take = [&](const auto& events, auto time) {
+    if (!events.empty()) first = std::min(first.value_or(std::numeric_limits<int64_t>::max()), time(events.front()));
+  };
+  for (const Trace& t : traces) {
+    auto start = [](const auto& e) { return e.start_ns; };
+    take(t.kernels, start);
+    take(t.memcpys, start);
+    take(t.memsets, start);
+    take(t.api_calls, start);
+    take(t.host_events, start);
+    take(t.device_samples, [](const DeviceSample& s) { return s.time_ns; });
+  }
+  return first;
+}
+
+std::optional<std::pair<int64_t, int64_t>> parse_step_span(const std::string& text) {
+  const auto colon = text.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  int64_t a = 0, b = 0;
+  const char* begin = text.data();
+  const char* end = text.data() + text.size();
+  auto ra = std::from_chars(begin, begin + colon, a);
+  auto rb = std::from_chars(begin + colon + 1, end, b);
+  if (ra.ec != std::errc() || ra.ptr != begin + colon || rb.ec != std::errc() || rb.ptr != end || a > b) {
+    return std::nullopt;
+  }
+  return std::make_pair(a, b);
+}
 
 int run_export(const ExportOptions& options) {
   auto limits = InputLimits::from_environment();
@@ -37,37 +80,83 @@ int run_export(const ExportOptions& options) {
     }
     limits->max_inflate_bytes = bytes;
   }
+  if (!options.steps.empty() && (options.from_ms || options.to_ms)) {
+    fmt::print(stderr, "gpuscope export: --steps and --from/--to both set a window; use one\n");
+    return 2;
+  }
+  std::optional<std::pair<int64_t, int64_t>> step_span;
+  if (!options.steps.empty()) {
+    step_span = parse_step_span(options.steps);
+    if (!step_span) {
+      fmt::print(stderr, "gpuscope export: --steps {}: expected A:B, step numbers with A <= B, e.g. 3:5\n",
+                 options.steps);
+      return 2;
+    }
+  }
+  if (options.from_ms && options.to_ms && *options.from_ms >= *options.to_ms) {
+    fmt::print(stderr, "gpuscope export: --from {} --to {}: the window is empty; --to must be after --from\n",
+               *options.from_ms, *options.to_ms);
+    return 2;
+  }
+  if (std::count(options.inputs.begin(), options.inputs.end(), "-") > 1) {
+    fmt::print(stderr, "gpuscope export: '-' (stdin) can be read only once\n");
+    return 2;
+  }
   std::vector<Trace> traces;
   for (const auto& path : options.inputs) {
-    // Opened once (pipes and "-" for stdin work): the magic is checked on the bytes the
-    // reader then decodes.
-    auto source = ByteSource::open(path, limits.value());
-    if (!source.ok()) {
-      fmt::print(stderr, "gpuscope export: {}: {}; check the path\n", path, source.status().message());
-      return 2;
-    }
-    if (source.value()->head().empty()) {
-      fmt::print(stderr, "gpuscope export: {}: the file is empty; export reads files written by `gpuscope run`\n",
-                 path);
-      return 2;
-    }
-    if (!looks_like_capture(source.value()->head())) {
-      fmt::print(stderr,
-                 "gpuscope export: {}: not a gpuscope capture (bad magic at offset 0); export "
-                 "reads files written by `gpuscope run` (PyTorch traces open in Perfetto as they are)\n",
-                 path);
-      return 2;
-    }
-    auto trace = read_capture_source(*source.value(), path == "-" ? "<stdin>" : path, limits.value());
+    // Opened once (pipes and "-" for stdin work); the reader is chosen by the first bytes.
+    auto trace = read_trace_file(path, limits.value());
     if (!trace.ok()) {
-      fmt::print(stderr, "gpuscope export: {}\n", trace.status().message());
+      fmt::print(stderr, "gpuscope export: {}: {}\n", path == "-" ? "<stdin>" : path, trace.status().message());
       return 2;
     }
     for (const auto& w : trace->warnings) fmt::print(stderr, "gpuscope export: warning: {}: {}\n", trace->source, w);
     traces.push_back(std::move(trace).value());
   }
+
+  PerfettoOptions perfetto;
+  AnalysisOptions analysis;
+  analysis.step_range = options.step_range;
+  for (const Trace& t : traces) perfetto.reports.push_back(analyze_trace(t, analysis));
+
+  if (options.from_ms || options.to_ms) {
+    const int64_t origin = first_event_ns(traces).value_or(0);
+    auto at = [&](double ms) { return origin + static_cast<int64_t>(ms * 1e6); };
+    if (options.from_ms) perfetto.from_ns = at(*options.from_ms);
+    if (options.to_ms) perfetto.to_ns = at(*options.to_ms);
+  }
+  if (step_span) {
+    std::optional<int64_t> from, to;
+    for (const auto& reports : perfetto.reports) {
+      for (const DeviceReport& r : reports) {
+        for (const StepReport& s : r.steps) {
+          if (s.number == step_span->first) from = std::min(from.value_or(s.start_ns), s.start_ns);
+          if (s.number == step_span->second) to = std::max(to.value_or(s.start_ns + s.duration_ns), s.start_ns + s.duration_ns);
+        }
+      }
+    }
+    if (!from || !to) {
+      std::string have;
+      for (const auto& reports : perfetto.reports) {
+        for (const DeviceReport& r : reports) {
+          if (!r.steps.empty()) {
+            have = fmt::format("{}:{}", r.steps.front().number, r.steps.back().number);
+            break;
+          }
+        }
+        if (!have.empty()) break;
+      }
+      fmt::print(stderr, "gpuscope export: --steps {}: no analysed step {}; {}\n", options.steps,
+                 from ? step_span->second : step_span->first,
+                 have.empty() ? "the traces have no analysed steps" : "the analysed steps are " + have);
+      return 2;
+    }
+    perfetto.from_ns = from;
+    perfetto.to_ns = to;
+  }
+
   std::vector<std::string> warnings;
-  Status status = write_perfetto_file(traces, options.perfetto, &warnings);
+  Status status = write_perfetto_file(traces, options.perfetto, &warnings, perfetto);
   if (!status.ok()) {
     fmt::print(stderr, "gpuscope export: {}\n", status.message());
     return 2;
@@ -80,15 +169,26 @@ int run_export(const ExportOptions& options) {
 
 CommandRegistration kExport({
     "export",
-    "Write captures as a Chrome/Perfetto trace for ui.perfetto.dev",
+    "Write traces or captures as a Chrome/Perfetto trace for ui.perfetto.dev, with steps and idle causes",
     60,
     [](CLI::App& app) -> std::function<int()> {
       auto options = std::make_shared<ExportOptions>();
-      app.add_option("--perfetto", options->perfetto, "Output JSON file ('-' for stdout)")->required();
-      app.add_option("captures", options->inputs, "Capture files written by gpuscope run ('-' for stdin)")->required();
+      app.add_option("--perfetto", options->perfetto, "Output JSON file ('-' for stdout; gzip when it ends in .gz)")
+          ->required();
+      app.add_option("inputs", options->inputs,
+                     "PyTorch profiler traces (.json, .json.gz) or capture files written by gpuscope run ('-' "
+                     "for stdin)")
+          ->required();
+      app.add_option("--from", options->from_ms, "Start of the window, ms after the traces' first event")
+          ->check(CLI::NonNegativeNumber);
+      app.add_option("--to", options->to_ms, "End of the window, ms after the traces' first event")
+          ->check(CLI::NonNegativeNumber);
+      app.add_option("--steps", options->steps, "Window of analysed steps A:B (inclusive, numbers as analyze shows)");
+      app.add_option("--step-range", options->step_range,
+                     "Name of the annotation/NVTX range that marks one step (as for analyze)");
       app.add_option("--max-inflate", options->max_inflate,
-                     "Most bytes the captures' compressed chunks may expand to, e.g. 16G (default: 32x the file "
-                     "size, at least 256M, bounded by memory; env GPUSCOPE_MAX_INFLATE)");
+                     "Most bytes a compressed input may expand to, e.g. 16G (default: 100x the compressed size "
+                     "for JSON, 32x for captures, at least 256M, bounded by memory; env GPUSCOPE_MAX_INFLATE)");
       return [options]() { return run_export(*options); };
     },
 });

@@ -162,7 +162,7 @@ bool issuing_elsewhere(const DeviceContext& ctx, const ThreadTimeline* thread, i
 // launch that ended it), so no cause is charged more than it has.
 // `fallback` is the thread that explains gaps with no launching thread.
 void attribute_gap(const DeviceContext& ctx, const Interval& gap, const ThreadTimeline* fallback, Accumulators& acc,
-                   TimelineBuckets& timeline) {
+                   TimelineBuckets& timeline, std::vector<IdleInterval>& intervals) {
   auto next = std::lower_bound(ctx.device_kernels.begin(), ctx.device_kernels.end(), gap.end_ns,
                                [](const Kernel* k, int64_t t) { return k->start_ns < t; });
   const ThreadTimeline* thread = gap_thread(ctx, next, fallback);
@@ -184,6 +184,11 @@ void attribute_gap(const DeviceContext& ctx, const Interval& gap, const ThreadTi
     CauseAccumulator& a = acc[static_cast<size_t>(cause)];
     a.ns += len;
     timeline.add_idle(cause, t, p.end_ns);
+    if (!intervals.empty() && intervals.back().cause == cause && intervals.back().end_ns == t) {
+      intervals.back().end_ns = p.end_ns;
+    } else {
+      intervals.push_back({t, p.end_ns, cause});
+    }
     if (flags & kHostOptimizer) a.optimizer_ns += len;
     // What the host was doing: the op or API call, else the program's own Python line, else the
     // innermost annotation.
@@ -243,7 +248,7 @@ void add_idle_attribution(const DeviceContext& ctx, DeviceReport& r) {
   Accumulators acc;
   const ThreadTimeline* fallback = ctx.host.main_thread();
   for (const Interval& gap : gaps(ctx.kernel_union, ctx.window_start, ctx.window_end)) {
-    attribute_gap(ctx, gap, fallback, acc, timeline);
+    attribute_gap(ctx, gap, fallback, acc, timeline, r.idle_intervals);
   }
   for (const IdleCauseInfo& c : kIdleCauseTable) {
     r.idle_causes.push_back(idle_cause(ctx, c.id, acc[static_cast<size_t>(c.id)]));

@@ -131,6 +131,14 @@ struct LaunchStats {
   std::optional<double> launch_delay_p90_us;
 };
 
+// One stretch of idle time within the window, charged to one cause (idle.cpp): adjacent pieces
+// of a gap with the same cause are merged. Host-clock nanoseconds, [start_ns, end_ns).
+struct IdleInterval {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  IdleCauseId cause = IdleCauseId::kOther;
+};
+
 struct StepReport {
   int64_t number = 0;
   int64_t start_ns = 0;
@@ -168,6 +176,9 @@ struct DeviceReport {
 
   double idle_pct = 0;
   std::vector<IdleCause> idle_causes;
+  // The idle time as intervals in time order; per cause they sum to idle_causes[cause].ns.
+  // For timeline exports (Perfetto); not in the JSON report.
+  std::vector<IdleInterval> idle_intervals;
   // The measured tracing cost per launch call, and the window without the idle it explains
   // (an estimate of the same window run untraced); absent without a measured cost.
   std::optional<TracingCost> tracing_cost;

@@ -1,5 +1,6 @@
 #include "formats/perfetto_writer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -10,6 +11,10 @@
 #include <set>
 #include <string_view>
 #include <unordered_map>
+
+#include <nlohmann/json.hpp>
+#include <simdjson.h>
+#include <zlib.h>
 
 #include "formats/json_text.h"
 
@@ -29,6 +34,21 @@ void micros(std::string& out, int64_t ns) {
   std::snprintf(buf, sizeof(buf), "%" PRIu64 ".%03" PRIu64, magnitude / 1000, magnitude % 1000);
   out += buf;
 }
+
+// A name from a trace as a JSON string. Invalid UTF-8 is replaced the way the JSON report
+// replaces it (nlohmann's error_handler_t::replace: U+FFFD per bad sequence); valid text, the
+// common case, takes the fast path.
+void append_name(std::string& out, std::string_view s) {
+  if (simdjson::validate_utf8(s.data(), s.size())) {
+    append_json_string(out, s);
+    return;
+  }
+  out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Thread ids of the analysis tracks on a GPU process: above any stream id a trace carries.
+constexpr int64_t kStepsTid = 2'000'000'000;
+constexpr int64_t kIdleTid = 2'000'000'001;
 
 class JsonEvents {
  public:
@@ -73,7 +93,7 @@ class JsonEvents {
     buf_ += process ? "{\"ph\":\"M\",\"name\":\"process_name\"" : "{\"ph\":\"M\",\"name\":\"thread_name\"";
     ids(pid, tid);
     buf_ += ",\"args\":{\"name\":";
-    append_json_string(buf_, value);
+    append_name(buf_, value);
     buf_ += "}";
     end();
     begin();
@@ -97,7 +117,7 @@ class JsonEvents {
       buf_ += '"';
     }
     buf_ += ",\"name\":";
-    append_json_string(buf_, name);
+    append_name(buf_, name);
     buf_ += ",\"cat\":";
     append_json_string(buf_, cat);
     ids(pid, tid);
@@ -150,7 +170,38 @@ const char* copy_kind_name(CopyKind k) {
   }
 }
 
-void write_trace(const Trace& t, size_t index, JsonEvents& json) {
+// Events overlapping the window (PerfettoOptions::from_ns/to_ns); an instant at the window's
+// start is inside.
+struct Window {
+  std::optional<int64_t> from_ns, to_ns;
+  bool overlaps(int64_t start_ns, int64_t end_ns) const {
+    return (!from_ns || end_ns > *from_ns || start_ns >= *from_ns) && (!to_ns || start_ns < *to_ns);
+  }
+};
+
+// The analysis tracks of one GPU: its steps and its idle intervals by cause.
+void write_analysis(const DeviceReport& r, int64_t pid, const Window& window, JsonEvents& json) {
+  json.name(false, pid, kStepsTid, "steps", -2);
+  json.name(false, pid, kIdleTid, "idle causes", -1);
+  for (const StepReport& s : r.steps) {
+    if (!window.overlaps(s.start_ns, s.start_ns + s.duration_ns)) continue;
+    std::string args = "\"busy %\":";
+    append_json_number(args, s.busy_pct);
+    if (s.matmul_flops) {
+      args += ",\"matmul FLOPs\":";
+      append_json_number(args, *s.matmul_flops);
+    }
+    json.complete("step " + std::to_string(s.number), "step", pid, kStepsTid, s.start_ns,
+                  s.start_ns + s.duration_ns, args);
+  }
+  for (const IdleInterval& i : r.idle_intervals) {
+    if (!window.overlaps(i.start_ns, i.end_ns)) continue;
+    json.complete(idle_cause_name(i.cause), "idle", pid, kIdleTid, i.start_ns, i.end_ns);
+  }
+}
+
+void write_trace(const Trace& t, size_t index, const PerfettoOptions& options, JsonEvents& json) {
+  const Window window{options.from_ns, options.to_ns};
   // Host pid: the traced process id when known (several traces may come from one run).
   int64_t host_pid = 0;
   if (!t.api_calls.empty()) host_pid = t.api_calls.front().pid;
@@ -158,13 +209,18 @@ void write_trace(const Trace& t, size_t index, JsonEvents& json) {
   if (host_pid == 0) host_pid = static_cast<int64_t>(index + 1);
   auto gpu_pid = [&](int32_t device) { return int64_t{1'000'000'000} + host_pid * 100 + device; };
 
-  std::string label = "process " + std::to_string(host_pid);
+  auto known = options.process_names.find(host_pid);
+  std::string label = known != options.process_names.end() ? known->second : "process " + std::to_string(host_pid);
   if (t.rank) label += " (rank " + std::to_string(*t.rank) + ")";
   json.name(true, host_pid, 0, label, static_cast<int64_t>(index * 100));
   std::set<int32_t> devices;
   for (const auto& k : t.kernels) devices.insert(k.device);
   for (const auto& m : t.memcpys) devices.insert(m.device);
   for (const auto& s : t.device_samples) devices.insert(s.device);
+  const std::vector<DeviceReport>* reports = index < options.reports.size() ? &options.reports[index] : nullptr;
+  if (reports) {
+    for (const DeviceReport& r : *reports) devices.insert(r.device);
+  }
   for (int32_t d : devices) {
     std::string name = "GPU " + std::to_string(d);
     if (const Device* dev = t.find_device(d); dev && !dev->name.empty()) name += " " + dev->name;
@@ -173,7 +229,11 @@ void write_trace(const Trace& t, size_t index, JsonEvents& json) {
   }
   std::set<std::pair<int32_t, int32_t>> streams;
   std::unordered_map<uint64_t, int32_t> launch_tid;  // correlation -> host tid
+  if (reports) {
+    for (const DeviceReport& r : *reports) write_analysis(r, gpu_pid(r.device), window, json);
+  }
   for (const auto& a : t.api_calls) {
+    if (!window.overlaps(a.start_ns, a.end_ns)) continue;
     std::string args;
     if (a.correlation) args = "\"correlation\":" + std::to_string(*a.correlation);
     json.complete(t.strings.view(a.name), a.driver ? "cuda_driver" : "cuda_runtime", host_pid,
@@ -184,6 +244,7 @@ void write_trace(const Trace& t, size_t index, JsonEvents& json) {
     }
   }
   for (const auto& e : t.host_events) {
+    if (!window.overlaps(e.start_ns, e.end_ns)) continue;
     std::string args;
     if (e.num_args > 0) {
       args = "\"Input Dims\":[";
@@ -200,7 +261,7 @@ void write_trace(const Trace& t, size_t index, JsonEvents& json) {
       args += "],\"Input type\":[";
       for (uint16_t i = 0; i < e.num_args; ++i) {
         if (i) args += ",";
-        append_json_string(args, t.strings.view(t.op_args[e.first_arg + i].dtype));
+        append_name(args, t.strings.view(t.op_args[e.first_arg + i].dtype));
       }
       args += "]";
     }
@@ -211,6 +272,7 @@ void write_trace(const Trace& t, size_t index, JsonEvents& json) {
       json.complete(t.strings.view(e.name), cat, host_pid, e.tid, e.start_ns, e.end_ns, args);
   }
   for (const auto& k : t.kernels) {
+    if (!window.overlaps(k.start_ns, k.end_ns)) continue;
     streams.insert({k.device, k.stream});
     std::string args = "\"grid\":[" + std::to_string(k.grid.x) + "," + std::to_string(k.grid.y) +
                        "," + std::to_string(k.grid.z) + "],\"block\":[" +
@@ -225,6 +287,7 @@ void write_trace(const Trace& t, size_t index, JsonEvents& json) {
       json.flow(false, *k.correlation, gpu_pid(k.device), k.stream, k.start_ns);
   }
   for (const auto& m : t.memcpys) {
+    if (!window.overlaps(m.start_ns, m.end_ns)) continue;
     streams.insert({m.device, m.stream});
     std::string args;
     if (m.bytes) args = "\"bytes\":" + std::to_string(*m.bytes);
@@ -235,6 +298,7 @@ void write_trace(const Trace& t, size_t index, JsonEvents& json) {
                   m.end_ns, args);
   }
   for (const auto& m : t.memsets) {
+    if (!window.overlaps(m.start_ns, m.end_ns)) continue;
     streams.insert({m.device, m.stream});
     std::string args;
     if (m.bytes) args = "\"bytes\":" + std::to_string(*m.bytes);
@@ -260,6 +324,7 @@ void write_trace(const Trace& t, size_t index, JsonEvents& json) {
       {"NVLink TX B/s", &DeviceSample::nvlink_tx_bytes_per_s},
   };
   for (const auto& s : t.device_samples) {
+    if (!window.overlaps(s.time_ns, s.time_ns)) continue;
     for (const auto& m : kMetrics) {
       if ((s.*m.field).has_value()) json.counter(m.name, gpu_pid(s.device), s.time_ns, *(s.*m.field));
     }
@@ -269,11 +334,40 @@ void write_trace(const Trace& t, size_t index, JsonEvents& json) {
   }
 }
 
+// An ostream's buffer that gzip-compresses into a file (zlib's gzwrite).
+class GzipBuffer : public std::streambuf {
+ public:
+  explicit GzipBuffer(gzFile file) : file_(file) {}
+  bool failed() const { return failed_; }
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    const char ch = traits_type::to_char_type(c);
+    return xsputn(&ch, 1) == 1 ? c : traits_type::eof();
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    std::streamsize done = 0;
+    while (done < n && !failed_) {
+      const auto chunk = static_cast<unsigned>(std::min<std::streamsize>(n - done, 1 << 30));
+      const int wrote = gzwrite(file_, s + done, chunk);
+      if (wrote <= 0) failed_ = true;
+      else done += wrote;
+    }
+    return done;
+  }
+
+ private:
+  gzFile file_;
+  bool failed_ = false;
+};
+
 }  // namespace
 
-void write_perfetto_json(const std::vector<Trace>& traces, std::ostream& out, std::vector<std::string>* warnings) {
+void write_perfetto_json(const std::vector<Trace>& traces, std::ostream& out, std::vector<std::string>* warnings,
+                         const PerfettoOptions& options) {
   JsonEvents json(out);
-  for (size_t i = 0; i < traces.size(); ++i) write_trace(traces[i], i, json);
+  for (size_t i = 0; i < traces.size(); ++i) write_trace(traces[i], i, options, json);
   json.flush();
   if (json.non_finite() > 0 && warnings) {
     warnings->push_back(std::to_string(json.non_finite()) + " counter value" + (json.non_finite() == 1 ? " was" : "s were") +
@@ -281,9 +375,26 @@ void write_perfetto_json(const std::vector<Trace>& traces, std::ostream& out, st
   }
 }
 
-Status write_perfetto_file(const std::vector<Trace>& traces, const std::string& path, std::vector<std::string>* warnings) {
+Status write_perfetto_file(const std::vector<Trace>& traces, const std::string& path, std::vector<std::string>* warnings,
+                           const PerfettoOptions& options) {
   if (path == "-") {
-    write_perfetto_json(traces, std::cout, warnings);
+    write_perfetto_json(traces, std::cout, warnings, options);
+    return ok_status();
+  }
+  if (path.ends_with(".gz")) {
+    gzFile file = gzopen(path.c_str(), "wb");
+    if (!file) {
+      return Status::error(path + ": cannot create output file (" + std::strerror(errno) +
+                           "); check the directory exists and is writable");
+    }
+    GzipBuffer buffer(file);
+    {
+      std::ostream out(&buffer);
+      write_perfetto_json(traces, out, warnings, options);
+      out.flush();
+    }
+    const int closed = gzclose(file);
+    if (buffer.failed() || closed != Z_OK) return Status::error(path + ": write failed; check free disk space");
     return ok_status();
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -291,7 +402,7 @@ Status write_perfetto_file(const std::vector<Trace>& traces, const std::string& 
     return Status::error(path + ": cannot create output file (" + std::strerror(errno) +
                          "); check the directory exists and is writable");
   }
-  write_perfetto_json(traces, out, warnings);
+  write_perfetto_json(traces, out, warnings, options);
   out.flush();
   if (!out) return Status::error(path + ": write failed; check free disk space");
   return ok_status();

@@ -1,10 +1,20 @@
 #include "formats/perfetto_writer.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
+#include <zlib.h>
+
+#include "core/analysis.h"
+#include "formats/test_temp.h"
+#include "formats/trace_input.h"
 
 namespace gpuscope {
 namespace {
@@ -92,6 +102,155 @@ TEST(PerfettoWriter, NonFiniteCounterValuesAreNullWithAWarning) {
   EXPECT_NE(json.find("\"value\":null"), std::string::npos);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("2 counter values were NaN or infinite"), std::string::npos) << warnings[0];
+}
+
+std::string source_dir() {
+  if (const char* env = std::getenv("GPUSCOPE_SOURCE_DIR")) return env;
+  return GPUSCOPE_SOURCE_DIR;
+}
+
+// Microseconds with three decimals (as written) back to integer nanoseconds.
+int64_t ns_of(double us) { return std::llround(us * 1000.0); }
+
+struct Exported {
+  std::vector<Trace> traces;
+  std::vector<DeviceReport> reports;
+  PerfettoOptions options;
+};
+
+Exported bundled_pytorch_trace() {
+  Exported e;
+  auto trace = read_trace_file(source_dir() + "/testdata/pytorch/bf16_sync.json.gz");
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  e.traces.push_back(std::move(trace).value());
+  e.reports = analyze_trace(e.traces[0], {});
+  e.options.reports.push_back(e.reports);
+  return e;
+}
+
+TEST(PerfettoWriter, PyTorchTraceGetsIdleCauseAndStepTracksThatSumToTheAnalysis) {
+  Exported e = bundled_pytorch_trace();
+  ASSERT_EQ(e.reports.size(), 1u);
+  const DeviceReport& r = e.reports[0];
+  ASSERT_GT(r.steps.size(), 0u);
+  ASSERT_GT(r.idle_intervals.size(), 0u);
+  std::ostringstream out;
+  write_perfetto_json(e.traces, out, nullptr, e.options);
+  const std::string json = out.str();
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(json).get(doc), simdjson::SUCCESS);
+  std::map<std::string, int64_t> idle_ns, idle_slices;
+  int64_t step_ns = 0, steps = 0, kernels = 0;
+  std::set<std::string> thread_names;
+  for (auto ev : doc["traceEvents"].get_array()) {
+    const std::string_view ph = ev["ph"].get_string().value();
+    if (ph == "M" && ev["name"].get_string().value() == "thread_name") {
+      thread_names.insert(std::string(ev["args"]["name"].get_string().value()));
+    }
+    if (ph != "X") continue;
+    const std::string_view cat = ev["cat"].get_string().value();
+    const int64_t dur = ns_of(ev["dur"].get_double().value());
+    if (cat == "idle") {
+      const std::string name(ev["name"].get_string().value());
+      EXPECT_TRUE(idle_cause_from_name(name).has_value()) << name;
+      idle_ns[name] += dur;
+      ++idle_slices[name];
+    } else if (cat == "step") {
+      step_ns += dur;
+      ++steps;
+      EXPECT_TRUE(ev["name"].get_string().value().starts_with("step ")) << ev;
+    } else if (cat == "kernel") {
+      ++kernels;
+    }
+  }
+  EXPECT_TRUE(thread_names.count("idle causes"));
+  EXPECT_TRUE(thread_names.count("steps"));
+  EXPECT_EQ(kernels, static_cast<int64_t>(e.traces[0].kernels.size()));
+  // One slice per analysed step, and they cover the window.
+  EXPECT_EQ(steps, static_cast<int64_t>(r.steps.size()));
+  int64_t want_step_ns = 0;
+  for (const StepReport& s : r.steps) want_step_ns += s.duration_ns;
+  EXPECT_EQ(step_ns, want_step_ns);
+  // Per cause, the slices add up to the report's idle time for that cause, to the nanosecond;
+  // and all idle plus busy time is the window.
+  int64_t total_idle = 0;
+  for (const IdleCause& c : r.idle_causes) {
+    const std::string name(idle_cause_name(c.cause));
+    EXPECT_EQ(idle_ns[name], c.ns) << name;
+    total_idle += c.ns;
+  }
+  EXPECT_GE(idle_ns.size(), 2u);  // The bundled trace idles for more than one reason.
+  EXPECT_NEAR(100.0 * static_cast<double>(total_idle) / static_cast<double>(r.window_ns), r.idle_pct, 0.01);
+}
+
+TEST(PerfettoWriter, WindowKeepsOnlyOverlappingEvents) {
+  Exported e = bundled_pytorch_trace();
+  const DeviceReport& r = e.reports.at(0);
+  ASSERT_GE(r.steps.size(), 2u);
+  const StepReport& s = r.steps[1];
+  e.options.from_ns = s.start_ns;
+  e.options.to_ns = s.start_ns + s.duration_ns;
+  std::ostringstream out;
+  write_perfetto_json(e.traces, out, nullptr, e.options);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(out.str()).get(doc), simdjson::SUCCESS);
+  int64_t steps = 0, kernels = 0;
+  for (auto ev : doc["traceEvents"].get_array()) {
+    if (ev["ph"].get_string().value() != "X") continue;
+    const std::string_view cat = ev["cat"].get_string().value();
+    const int64_t start = ns_of(ev["ts"].get_double().value()), end = start + ns_of(ev["dur"].get_double().value());
+    // Timestamps near 1.7e15 us lose nanoseconds in a double: allow a microsecond.
+    EXPECT_GT(end, *e.options.from_ns - 1000) << ev;
+    EXPECT_LT(start, *e.options.to_ns + 1000) << ev;
+    if (cat == "step") ++steps;
+    if (cat == "kernel") ++kernels;
+  }
+  EXPECT_EQ(steps, 1);
+  EXPECT_GT(kernels, 0);
+  EXPECT_LT(kernels, static_cast<int64_t>(e.traces[0].kernels.size()));
+}
+
+TEST(PerfettoWriter, GzipOutputRoundTrips) {
+  Exported e = bundled_pytorch_trace();
+  std::ostringstream plain;
+  write_perfetto_json(e.traces, plain, nullptr, e.options);
+  testing_support::TempDir dir;
+  const std::string path = dir.file("out.json.gz");
+  ASSERT_TRUE(write_perfetto_file(e.traces, path, nullptr, e.options).ok());
+  gzFile f = gzopen(path.c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  std::string back;
+  char buf[1 << 16];
+  for (int n; (n = gzread(f, buf, sizeof(buf))) > 0;) back.append(buf, static_cast<size_t>(n));
+  gzclose(f);
+  EXPECT_EQ(back, plain.str());
+  // Really compressed, not plain text with a .gz name.
+  std::ifstream raw(path, std::ios::binary);
+  char magic[2] = {};
+  raw.read(magic, 2);
+  EXPECT_EQ(static_cast<unsigned char>(magic[0]), 0x1f);
+  EXPECT_EQ(static_cast<unsigned char>(magic[1]), 0x8b);
+}
+
+TEST(PerfettoWriter, InvalidUtf8IsReplacedAsInTheJsonReport) {
+  std::vector<Trace> traces;
+  traces.push_back(small_trace());
+  traces[0].kernels[0].name = traces[0].strings.intern("bad\xff\xfename");
+  std::ostringstream out;
+  write_perfetto_json(traces, out);
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  ASSERT_EQ(parser.parse(out.str()).get(doc), simdjson::SUCCESS) << out.str();
+  bool found = false;
+  for (auto ev : doc["traceEvents"].get_array()) {
+    if (ev["ph"].get_string().value() == "X" && ev["cat"].get_string().value() == "kernel") {
+      EXPECT_EQ(ev["name"].get_string().value(), "bad\xEF\xBF\xBD\xEF\xBF\xBDname");
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
 }
 
 }  // namespace

@@ -1,0 +1,31 @@
+// A report as one CSV table (RFC 4180: fields holding a comma, quote, CR or LF are quoted,
+// quotes doubled, lines end in CRLF), for pasting into a spreadsheet: `analyze --csv TABLE`.
+// Values that are unmeasured (std::optional without a value) are empty cells, never 0.
+//
+// Tables (one row per entry, for every device of the report in report order; with more than
+// one device each row starts with the device's source and device id, so rows stay apart):
+// - steps:   number,start_ms,duration_ms,busy_pct,matmul_flops (start from the window's start)
+// - kernels: name,category,count,ms,pct (the top-kernel table; pct of kernel time)
+// - idle:    cause,ms,pct,ms_per_step,top_host (pct of the window; top_host: what the host did
+//            during most of that idle time)
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/report.h"
+
+namespace gpuscope {
+
+enum class CsvTable { kSteps, kKernels, kIdle };
+
+// "steps", "kernels", "idle"; nullopt for anything else.
+std::optional<CsvTable> csv_table_from_name(std::string_view name);
+
+std::string report_to_csv(const Report& report, CsvTable table);
+
+// One field as RFC 4180 writes it: quoted only when it must be.
+std::string csv_field(std::string_view text);
+
+}  // namespace gpuscope
