@@ -1,7 +1,6 @@
 #include "cli/run_sampler.h"
 
-#include <chrono>
-
+#include "nvml/live_loop.h"
 #include "nvml/sampler.h"
 
 namespace gpuscope::cli {
@@ -17,31 +16,28 @@ void RunSampler::start(int64_t interval_ms) {
     return;
   }
   sampler_ = std::move(sampler).value();
-  interval_ms_ = interval_ms;
+  nvml::LiveLoopOptions options;
+  options.interval_ns = interval_ms * 1'000'000;
+  options.first_wait_ns = 0;  // The first sample as the program starts.
+  // Only device samples are kept: the sampler's own process reading, no extra /proc reads.
+  options.command_line = nvml::CommandLine::kArguments;
+  loop_ = std::make_unique<nvml::LiveLoop>(*sampler_, std::move(options));
 }
 
 void RunSampler::run_thread() {
-  if (!sampler_ || thread_.joinable()) return;
+  if (!loop_ || thread_.joinable()) return;
   thread_ = std::thread([this] {
-    nvml::LiveSnapshot snap;
     std::vector<DeviceSample> taken;
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (!stop_) {
-      lock.unlock();
-      if (sampler_->sample(&snap).ok()) taken.insert(taken.end(), snap.devices.begin(), snap.devices.end());
-      lock.lock();
-      cv_.wait_for(lock, std::chrono::milliseconds(interval_ms_), [this] { return stop_; });
-    }
+    loop_->run([&taken](const nvml::LiveFrame& frame) {
+      if (frame.snapshot) taken.insert(taken.end(), frame.snapshot->devices.begin(), frame.snapshot->devices.end());
+      return true;
+    });
     samples_ = std::move(taken);  // Read by the owner only after join().
   });
 }
 
 void RunSampler::stop() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
-  }
-  cv_.notify_all();
+  if (loop_) loop_->stop();
   if (thread_.joinable()) thread_.join();
 }
 

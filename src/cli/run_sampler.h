@@ -1,14 +1,10 @@
-// NVML/GPM sampling on a helper thread while `gpuscope run`'s program runs. Absent NVML is not an
-// error: the report then shows trace-derived numbers only.
-//
-// The interface is what run needs of any live sampling loop (start, run on a thread once the
-// child exists, stop, the samples): the shared loop of top/monitor/serve can take its place.
+// NVML/GPM sampling on a helper thread while `gpuscope run`'s program runs, through the live
+// loop that `top`, `monitor` and `serve` use (nvml/live_loop.h). Absent NVML is not an error:
+// the report then shows trace-derived numbers only.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +12,7 @@
 #include "core/device_sample.h"
 
 namespace gpuscope::nvml {
+class LiveLoop;
 class Sampler;
 }
 
@@ -30,8 +27,9 @@ class RunSampler {
 
   // Opens NVML; interval_ms <= 0 turns sampling off. On failure note() says why.
   void start(int64_t interval_ms);
-  // Starts the thread. Called once the child runs (from run_child's on_started, with the
-  // forwarded signals blocked, so the thread inherits the block).
+  // Starts the thread: a sample at once, then one every interval. Called once the child runs
+  // (from run_child's on_started, with the forwarded signals blocked, so the thread inherits
+  // the block).
   void run_thread();
   // Stops and joins the thread. Safe to call twice.
   void stop();
@@ -44,11 +42,8 @@ class RunSampler {
 
  private:
   std::unique_ptr<nvml::Sampler> sampler_;
-  int64_t interval_ms_ = 100;
+  std::unique_ptr<nvml::LiveLoop> loop_;  // Over *sampler_; null when sampling is off.
   std::thread thread_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool stop_ = false;
   std::vector<DeviceSample> samples_;
   std::string note_;
 };

@@ -1,7 +1,8 @@
-// The serving findings (docs/design.md, "Serving" and "Findings"): GEMMs whose token dimension is
-// too small to leave the memory-bound side of the roofline (under-batched), GPU idle between
-// forward iterations while the host schedules (scheduling-gap), and GEMM dimensions that do not
-// fill tensor-core tiles (tensor-unfriendly-shape); and the serving metrics of the report.
+// The serving findings on GEMM shapes (docs/design.md, "Serving" and "Findings"): GEMMs whose
+// token dimension is too small to leave the memory-bound side of the roofline (under-batched) and
+// GEMM dimensions that do not fill tensor-core tiles (tensor-unfriendly-shape); and the serving
+// metrics of the report. The gaps between iterations (scheduling-gap) are in
+// findings_serving_gaps.cpp.
 //
 // GEMM shapes come from the host op that launched each GEMM kernel (HostIndex::owner_op: the
 // innermost op with recorded shapes; PyTorch traces need record_shapes=True, captures carry
@@ -23,6 +24,29 @@
 #include "core/steps.h"
 
 namespace gpuscope {
+namespace serving_detail {
+
+// Inference: the steps are forward passes, or nothing in the trace trains (no optimizer kernels,
+// no optimizer step, no autograd backward).
+bool is_inference(const FindingContext& f) {
+  if (f.report.step_source == step_source_name(StepSource::kForwardPass)) return true;
+  for (KernelCategory c : f.categories) {
+    if (c == KernelCategory::kOptimizer) return false;
+  }
+  for (const HostEvent& e : f.device.trace.host_events) {
+    const std::string_view n = f.device.trace.strings.view(e.name);
+    if (n.starts_with("Optimizer.step") || n.find("Backward") != std::string_view::npos ||
+        n.starts_with("autograd::engine")) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace serving_detail
+
+using serving_detail::is_inference;
+
 namespace {
 
 using Shape = std::span<const int64_t>;
@@ -135,22 +159,6 @@ std::optional<Roof> roof(const FindingContext& f, Precision p) {
   return Roof{*tflops * 1e12, *tbps * 1e12};
 }
 
-// Inference: the steps are forward passes, or nothing in the trace trains (no optimizer kernels,
-// no optimizer step, no autograd backward).
-bool is_inference(const FindingContext& f) {
-  if (f.report.step_source == step_source_name(StepSource::kForwardPass)) return true;
-  for (KernelCategory c : f.categories) {
-    if (c == KernelCategory::kOptimizer) return false;
-  }
-  for (const HostEvent& e : f.device.trace.host_events) {
-    const std::string_view n = f.device.trace.strings.view(e.name);
-    if (n.starts_with("Optimizer.step") || n.find("Backward") != std::string_view::npos ||
-        n.starts_with("autograd::engine")) {
-      return false;
-    }
-  }
-  return true;
-}
 
 std::string fmt_shape(const GemmTime& g) {
   return fmt::format("[{}, {}] x [{}, {}] ({})", g.g.m, g.g.k, g.g.k, g.g.n, precision_name(g.precision));
@@ -190,47 +198,6 @@ int64_t typical_m(std::vector<const GemmTime*> v) {
   return v.empty() ? 0 : v.back()->g.m;
 }
 
-// The host idle before each iteration's first GPU work while the host runs code that issues
-// none (not launching, copying, allocating, loading input, in a collective or blocked on the
-// GPU): per iteration, in the order of the steps.
-std::vector<double> iteration_gaps(const FindingContext& f) {
-  const DeviceContext& d = f.device;
-  std::vector<double> out;
-  if (d.steps.size() < 2) return out;
-  constexpr uint16_t kGpuWork = kHostMemcpy | kHostAlloc | kHostInput | kHostCollective | kHostLaunch |
-                                kHostBlocking | kHostIssuing;
-  for (const Step& s : d.steps) {
-    const std::vector<Interval> idle = gaps(d.kernel_union, s.start_ns, s.end_ns);
-    double host_ns = 0;
-    if (!idle.empty() && idle.back().end_ns == s.end_ns) {
-      const Interval gap = idle.back();
-      auto next = std::lower_bound(d.device_kernels.begin(), d.device_kernels.end(), gap.end_ns,
-                                   [](const Kernel* k, int64_t t) { return k->start_ns < t; });
-      const ThreadTimeline* thread = next != d.device_kernels.end() ? launching_thread(d, *next) : nullptr;
-      if (!thread) thread = d.host.main_thread();
-      for (int64_t t = std::max(gap.start_ns, thread ? thread->first_ns : gap.end_ns);
-           thread && t < std::min(gap.end_ns, thread->last_ns);) {
-        const HostSegment* seg = thread->at(t);
-        int64_t end = std::min(gap.end_ns, thread->last_ns);
-        if (seg) {
-          end = std::min(end, seg->end_ns);
-        } else {
-          auto nxt = std::upper_bound(thread->segments.begin(), thread->segments.end(), t,
-                                      [](int64_t v, const HostSegment& x) { return v < x.start_ns; });
-          if (nxt != thread->segments.end()) end = std::min(end, nxt->start_ns);
-        }
-        end = std::max(end, t + 1);
-        const PySample* sample = d.host.py_sample_at(t);
-        if ((!seg || (seg->flags & kGpuWork) == 0) && !(sample && sample->data)) {
-          host_ns += static_cast<double>(end - t - covered(d.copy_union, t, end));
-        }
-        t = end;
-      }
-    }
-    out.push_back(host_ns);
-  }
-  return out;
-}
 
 // The smallest multiple of `to` at or above v.
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
@@ -247,13 +214,6 @@ int64_t tile_multiple(Precision p) {
 
 }  // namespace
 
-// Trigger: inference; weight GEMMs take over 5% of kernel time, and over half of their time is
-// in GEMMs whose token dimension M is below half their ridge point M* (memory-bound: the time is
-// the weights' bytes, flat in M). Estimate (tokens per second, not step time): the token
-// dimension of those GEMMs grows by g, the factor that brings them together to the ridge; each
-// takes the longer of its measured time and its roofline time at g·M; everything else in the
-// iteration (other kernels, host time) is assumed unchanged, so tokens per second rise by
-// g · T / T'.
 std::optional<Finding> under_batched(const FindingContext& f) {
   if (!is_inference(f)) return std::nullopt;
   const std::vector<GemmTime> gemms = window_gemms(f);
@@ -318,43 +278,6 @@ std::optional<Finding> under_batched(const FindingContext& f) {
                   "the GEMMs reach the roofline at the ridge point, and the iteration's other kernels and host "
                   "time stay as they are (latency-bound at this batch).",
                   growth * double(m)));
-}
-
-int64_t scheduling_gap_ns(const FindingContext& f) {
-  if (!is_inference(f)) return 0;
-  double total = 0;
-  for (double g : iteration_gaps(f)) total += g;
-  return pct(total, f.window_ns()) < 2.0 ? 0 : static_cast<int64_t>(total);
-}
-
-// Trigger: inference, two or more iterations, and the host idle before the iterations' first
-// GPU work (host code that issues no GPU work: the scheduler, tokenizer, sampling on the CPU)
-// over 2% of the window. Estimate: that host work runs while the GPU computes the previous
-// iteration (asynchronous scheduling), so the gaps go, but an iteration cannot be shorter than
-// the host's part: the window becomes max(window - gaps, gaps).
-std::optional<Finding> scheduling_gap(const FindingContext& f) {
-  if (scheduling_gap_ns(f) == 0) return std::nullopt;
-  std::vector<double> gaps_ns = iteration_gaps(f);
-  double total = 0;
-  for (double g : gaps_ns) total += g;
-  const double mean = total / static_cast<double>(gaps_ns.size());
-  const double p90 = percentile(gaps_ns, 0.9);
-  const double base = static_cast<double>(f.report.untraced_window_est_ns.value_or(f.report.window_ns));
-  const double fixed = std::max(base - total, total);
-  const IdleCause& host = f.idle(IdleCauseId::kHost);
-  std::string ev = fmt::format(
-      "the GPU idles {} per iteration on average (p90 {}) between forward iterations while the host runs "
-      "code that issues no GPU work: {:.1f}% of the wall time over {} iterations",
-      fmt_ms(static_cast<int64_t>(mean)), fmt_ms(static_cast<int64_t>(p90)), pct(total, f.window_ns()),
-      gaps_ns.size());
-  if (!host.top_host.empty()) ev += fmt::format("; host idle overall was in {}", host.top_host.front().name);
-  return proposal("The GPU waits between iterations while the host schedules", std::move(ev),
-                  f.speedup_removing(base - fixed),
-                  "Overlap the scheduler with the GPU: prepare the next batch (admission, tokenization, "
-                  "sampling bookkeeping) while the current iteration runs, sample on the GPU, and do not wait "
-                  "for a batch to fill: admit requests every iteration (continuous batching). Estimate "
-                  "(iterations per second) assumes the host work overlaps the previous iteration's GPU work; "
-                  "time spent waiting for requests to arrive is load, not waste: there the gain is latency.");
 }
 
 // Trigger: GEMMs with an N or K (the right operand's dimensions) that is not a multiple of the
