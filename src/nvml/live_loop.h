@@ -1,4 +1,4 @@
-// The one live sampling loop of `top`, `monitor` and `serve` (and, to come, `run`): at a fixed
+// The one live sampling loop of `top`, `monitor`, `serve` and `run`: at a fixed
 // pace, sample every GPU, collect the sampler's new warnings, apply the command-line policy to
 // the processes, update the waste signals, and hand the frame to the caller.
 //
