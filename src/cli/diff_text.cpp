@@ -10,26 +10,11 @@
 namespace gpuscope::cli {
 namespace {
 
-// Colour as in report_text.cpp: on only for a terminal without NO_COLOR (TextStyle::color).
-// Padded fields are padded before they are painted, so escapes never shift columns.
-struct Painter {
-  bool on;
-  std::string wrap(std::string_view code, std::string_view text) const {
-    if (!on) return std::string(text);
-    return fmt::format("\033[{}m{}\033[0m", code, text);
-  }
-  std::string bold(std::string_view t) const { return wrap("1", t); }
-  std::string dim(std::string_view t) const { return wrap("2", t); }
-  std::string red(std::string_view t) const { return wrap("31", t); }
-  std::string green(std::string_view t) const { return wrap("32", t); }
-  std::string yellow(std::string_view t) const { return wrap("33", t); }
-  std::string cyan(std::string_view t) const { return wrap("36", t); }
-  // Green when the change is an improvement, red when it is a regression.
-  std::string good_bad(std::string_view t, double change, bool higher_is_better) const {
-    if (change == 0) return std::string(t);
-    return (change > 0) == higher_is_better ? green(t) : red(t);
-  }
-};
+// Green when the change is an improvement, red when it is a regression.
+std::string good_bad(const Painter& p, std::string_view t, double change, bool higher_is_better) {
+  if (change == 0) return std::string(t);
+  return (change > 0) == higher_is_better ? p.green(t) : p.red(t);
+}
 
 // Rows below this many ms per step on both sides are left out of the tables.
 constexpr double kShownMs = 0.005;
@@ -48,7 +33,7 @@ std::string pct_row(const Painter& p, std::string_view label, const ValueChange&
   auto side = [](const std::optional<double>& x) { return x ? fmt::format("{:.1f}%", *x) : std::string("n/a"); };
   const auto delta = v.delta();
   const std::string change = delta ? fmt::format("{:>12}", fmt::format("{:+.1f} pts", *delta)) : std::string(12, ' ');
-  return row(label, side(v.base), side(v.now), delta ? p.good_bad(change, *delta, higher_is_better) : change,
+  return row(label, side(v.base), side(v.now), delta ? good_bad(p, change, *delta, higher_is_better) : change,
              v.ratio() ? fmt::format("{:>9}", ratio_text(v.ratio())) : "");
 }
 
@@ -56,7 +41,7 @@ std::string ms_row(const Painter& p, std::string_view label, double base, double
   const double delta = now - base;
   const std::string change = fmt::format("{:>12}", fmt::format("{:+.2f}", delta));
   return row(label, fmt::format("{:.2f}", base), fmt::format("{:.2f}", now),
-             std::abs(delta) < kShownMs ? change : p.good_bad(change, delta, false), fmt::format("{:>9}", ratio_text(ratio)));
+             std::abs(delta) < kShownMs ? change : good_bad(p, change, delta, false), fmt::format("{:>9}", ratio_text(ratio)));
 }
 
 void component_table(std::string& out, const Painter& p, std::string_view title,
@@ -139,7 +124,7 @@ void render_device(std::string& out, const DeviceDiff& d, const Painter& p, int 
   out += "\n" + p.dim(row("", "BASE", "NEW", fmt::format("{:>12}", "change"), fmt::format("{:>9}", "ratio")));
   const std::string step_change = fmt::format("{:>12}", fmt::format("{:+.2f} ms", step_delta));
   out += row("Step time", fmt::format("{:.2f} ms", d.step_ms.base.value_or(0)), fmt::format("{:.2f} ms", d.step_ms.now.value_or(0)),
-             p.good_bad(step_change, step_delta, false), fmt::format("{:>9}", ratio_text(d.step_time_ratio)));
+             good_bad(p, step_change, step_delta, false), fmt::format("{:>9}", ratio_text(d.step_time_ratio)));
   const std::string basis = d.throughput_basis == "model_flops"    ? "model FLOPs/s"
                             : d.throughput_basis == "matmul_flops" ? "matmul FLOPs/s"
                                                                    : "steps/s, same work assumed";
@@ -169,7 +154,7 @@ void render_device(std::string& out, const DeviceDiff& d, const Painter& p, int 
       const std::string change = fmt::format("{:>+8.2f}", k.delta_ms());
       auto side_ms = [](const std::optional<double>& v) { return v ? fmt::format("{:.2f}", *v) : std::string("-"); };
       const std::string head = fmt::format("{:>7} -> {:<7} {:<14} ", side_ms(k.base_ms), side_ms(k.new_ms), clip(k.category, 14));
-      out += "  " + p.good_bad(change, k.delta_ms(), false) + " " + head +
+      out += "  " + good_bad(p, change, k.delta_ms(), false) + " " + head +
              clip(k.name, w > 13 + head.size() ? w - 13 - head.size() : 10) + "\n";
     }
   }

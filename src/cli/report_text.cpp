@@ -16,20 +16,6 @@
 namespace gpuscope::cli {
 namespace {
 
-struct Painter {
-  bool on;
-  std::string wrap(std::string_view code, std::string_view text) const {
-    if (!on) return std::string(text);
-    return fmt::format("\033[{}m{}\033[0m", code, text);
-  }
-  std::string bold(std::string_view t) const { return wrap("1", t); }
-  std::string dim(std::string_view t) const { return wrap("2", t); }
-  std::string red(std::string_view t) const { return wrap("31", t); }
-  std::string yellow(std::string_view t) const { return wrap("33", t); }
-  std::string green(std::string_view t) const { return wrap("32", t); }
-  std::string cyan(std::string_view t) const { return wrap("36", t); }
-};
-
 std::string bar(double pct, int width) {
   const double clamped = std::clamp(pct, 0.0, 100.0);
   const int full = static_cast<int>(std::lround(clamped / 100.0 * width));

@@ -6,7 +6,25 @@
 #include <string>
 #include <string_view>
 
+#include <fmt/core.h>
+
 namespace gpuscope::cli {
+
+// ANSI colour, on only for a terminal without NO_COLOR (TextStyle::color). Pad fields before
+// painting them, so escapes never shift columns.
+struct Painter {
+  bool on;
+  std::string wrap(std::string_view code, std::string_view text) const {
+    if (!on) return std::string(text);
+    return fmt::format("\033[{}m{}\033[0m", code, text);
+  }
+  std::string bold(std::string_view t) const { return wrap("1", t); }
+  std::string dim(std::string_view t) const { return wrap("2", t); }
+  std::string red(std::string_view t) const { return wrap("31", t); }
+  std::string green(std::string_view t) const { return wrap("32", t); }
+  std::string yellow(std::string_view t) const { return wrap("33", t); }
+  std::string cyan(std::string_view t) const { return wrap("36", t); }
+};
 
 // `s` with control characters (C0, DEL) shown escaped ("\x1b"), so names from a trace (kernel,
 // op, file names) cannot move the cursor, retitle or clear the user's terminal.
