@@ -41,7 +41,7 @@ int report_traces(std::vector<Trace>& traces, const AnalyzeCliOptions& o) {
   if (!o.csv.empty()) {
     csv = csv_table_from_name(o.csv);
     if (!csv) {
-      fmt::print(stderr, "gpuscope: --csv {}: expected steps, kernels or idle\n", printable(o.csv));
+      fmt::print(stderr, "gpuscope: --csv {}: expected steps, kernels or idle\n", terminal_safe(o.csv));
       return 2;
     }
   }
@@ -59,12 +59,12 @@ int report_traces(std::vector<Trace>& traces, const AnalyzeCliOptions& o) {
   options.step_range = o.step_range;
   options.as_job = o.as_job;
   const Report report = analyze_traces(traces, options);
-  for (const auto& w : report.warnings) fmt::print(stderr, "gpuscope: warning: {}\n", printable(w));
+  for (const auto& w : report.warnings) fmt::print(stderr, "gpuscope: warning: {}\n", terminal_safe(w));
   if (report.devices.empty()) {
-    for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: {}\n", printable(r));
+    for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: {}\n", terminal_safe(r));
     return 2;
   }
-  for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: skipped {}\n", printable(r));
+  for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: skipped {}\n", terminal_safe(r));
   const std::string text = csv    ? report_to_csv(report, *csv)
                            : o.json ? report_to_json(report)
                                     : render_report(report, style_for(stdout));
@@ -110,7 +110,7 @@ int run_analyze(const AnalyzeArgs& args) {
     return 2;
   }
   if (!args.options.csv.empty() && !csv_table_from_name(args.options.csv)) {
-    fmt::print(stderr, "gpuscope: --csv {}: expected steps, kernels or idle\n", printable(args.options.csv));
+    fmt::print(stderr, "gpuscope: --csv {}: expected steps, kernels or idle\n", terminal_safe(args.options.csv));
     return 2;
   }
   auto limits = InputLimits::from_environment();

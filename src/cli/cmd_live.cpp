@@ -114,25 +114,6 @@ std::string proc_root() {
   return root && *root ? root : "/proc";
 }
 
-std::string terminal_safe(std::string_view text) {
-  const std::string valid = nvml::to_valid_utf8(text);
-  std::string out;
-  out.reserve(valid.size());
-  for (size_t i = 0; i < valid.size(); ++i) {
-    const auto c = static_cast<unsigned char>(valid[i]);
-    if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", c);
-    } else if (c == 0xC2 && i + 1 < valid.size() && static_cast<unsigned char>(valid[i + 1]) < 0xA0) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(valid[++i]));  // C1: U+0080..U+009F.
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
-
 std::unique_ptr<nvml::Sampler> open_sampler_or_report() {
   nvml::SamplerOptions options;
   options.proc_root = proc_root();

@@ -3,6 +3,8 @@
 // for signals. Implemented in cmd_live.cpp.
 #pragma once
 
+#include "cli/text_layout.h"
+
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -52,10 +54,7 @@ std::unique_ptr<nvml::Sampler> open_sampler_or_report();
 // "GPU 0: busy_not_working: utilization 100.0% but SM active 0.8%; pid 12 (alice) python3 x.py, pod U"
 std::string describe_signal(const Signal& s);
 
-// Text from other users (command lines, user names, kernel names) made safe for a terminal:
-// C0 and C1 control characters and DEL as \xNN (so escape sequences cannot reach the
-// terminal), backslash doubled, invalid UTF-8 as U+FFFD.
-std::string terminal_safe(std::string_view text);
+// terminal_safe (cli/text_layout.h) makes other users' text safe to print.
 
 // "pod <uid>", "slurm job <id>" or "".
 std::string job_of(const ProcessSample& p);

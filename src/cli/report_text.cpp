@@ -74,7 +74,7 @@ void render_findings(std::string& out, const std::vector<Finding>& findings, con
 
 void render_device(std::string& out, const DeviceReport& d, const Painter& p, int width) {
   const double steps = std::max<int64_t>(1, d.step_count);
-  std::string title = fmt::format("{} · {}", printable(d.name), d.num_sms ? fmt::format("{} SMs", *d.num_sms) : "SM count unknown");
+  std::string title = fmt::format("{} · {}", terminal_safe(d.name), d.num_sms ? fmt::format("{} SMs", *d.num_sms) : "SM count unknown");
   if (d.rank) title += fmt::format(" · rank {}", *d.rank);
   out += p.bold(fmt::format("gpuscope · {}", title)) + "\n";
   out += p.dim("  " + clip(d.source, static_cast<size_t>(width) - 2)) + "\n";

@@ -2,24 +2,31 @@
 
 #include <fmt/core.h>
 
+#include "nvml/process_identity.h"
+
 namespace gpuscope::cli {
 
-std::string printable(std::string_view s) {
+std::string terminal_safe(std::string_view text) {
+  const std::string valid = nvml::to_valid_utf8(text);
   std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) {
-      out += fmt::format("\\x{:02x}", u);
+  out.reserve(valid.size());
+  for (size_t i = 0; i < valid.size(); ++i) {
+    const auto c = static_cast<unsigned char>(valid[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else if (c == 0xC2 && i + 1 < valid.size() && static_cast<unsigned char>(valid[i + 1]) < 0xA0) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(valid[++i]));  // C1: U+0080..U+009F.
+    } else if (c == '\\') {
+      out += "\\\\";
     } else {
-      out += c;
+      out += static_cast<char>(c);
     }
   }
   return out;
 }
 
 std::string clip(std::string_view raw, size_t n) {
-  const std::string shown = printable(raw);
+  const std::string shown = terminal_safe(raw);
   std::string_view s = shown;
   if (s.size() <= n) return std::string(s);
   size_t cut = n > 3 ? n - 3 : 0;
@@ -28,7 +35,7 @@ std::string clip(std::string_view raw, size_t n) {
 }
 
 std::string wrap_text(std::string_view raw, size_t width, std::string_view indent) {
-  const std::string shown = printable(raw);
+  const std::string shown = terminal_safe(raw);
   std::string_view text = shown;
   std::string out, line;
   size_t pos = 0;

@@ -26,14 +26,15 @@ struct Painter {
   std::string cyan(std::string_view t) const { return wrap("36", t); }
 };
 
-// `s` with control characters (C0, DEL) shown escaped ("\x1b"), so names from a trace (kernel,
-// op, file names) cannot move the cursor, retitle or clear the user's terminal.
-std::string printable(std::string_view s);
+// Text from elsewhere (kernel, op and file names from a trace; other users' command lines) made
+// safe for a terminal: valid UTF-8, control characters (C0, DEL, C1) and backslashes shown
+// escaped ("\x1b"), so it cannot move the cursor, retitle or clear the user's terminal.
+std::string terminal_safe(std::string_view text);
 
-// At most n bytes of printable(s), "..." marking a cut; never cuts inside a UTF-8 character.
+// At most n bytes of terminal_safe(s), "..." marking a cut; never cuts inside a UTF-8 character.
 std::string clip(std::string_view s, size_t n);
 
-// Word-wraps printable(text) to `width` columns, each line prefixed by `indent`.
+// Word-wraps terminal_safe(text) to `width` columns, each line prefixed by `indent`.
 std::string wrap_text(std::string_view text, size_t width, std::string_view indent);
 
 }  // namespace gpuscope::cli
