@@ -127,10 +127,8 @@ std::optional<Finding> precision_fp32(const FindingContext& f) {
       f.speedup_removing(saved), std::move(advice));
 }
 
-// Trigger: at least 100 optimizer kernels per step, mostly not multi-tensor ones. Estimate: a
-// fused optimizer does the same arithmetic in a few bandwidth-bound passes; assume it takes a
-// quarter of the per-tensor kernel time and none of its launch gaps.
 namespace {
+// The optimizer kernels of the window: count, multi-tensor ones, time.
 struct OptimizerKernels {
   int64_t kernels = 0, multi = 0, ns = 0;
 };
@@ -145,20 +143,21 @@ OptimizerKernels optimizer_kernels(const FindingContext& f) {
   }
   return o;
 }
-}  // namespace
 
 // Trigger: 100+ optimizer kernels per step, mostly not multi-tensor.
-bool optimizer_unfused_fires(const FindingContext& f) {
-  const OptimizerKernels o = optimizer_kernels(f);
+bool optimizer_fires(const FindingContext& f, const OptimizerKernels& o) {
   return static_cast<double>(o.kernels) / f.steps() >= 100 && o.multi * 2 < o.kernels;
 }
+}  // namespace
+
+bool optimizer_unfused_fires(const FindingContext& f) { return optimizer_fires(f, optimizer_kernels(f)); }
 
 // Estimate: a fused optimizer does the same arithmetic in a few bandwidth-bound passes: a
 // quarter of the per-tensor kernel time, and none of the GPU idle inside the optimizer step
 // (the host issuing one small kernel per tensor).
 std::optional<Finding> optimizer_unfused(const FindingContext& f) {
-  if (!optimizer_unfused_fires(f)) return std::nullopt;
   const OptimizerKernels o = optimizer_kernels(f);
+  if (!optimizer_fires(f, o)) return std::nullopt;
   const double opt_per_step = static_cast<double>(o.kernels) / f.steps();
   const double idle_ns = static_cast<double>(f.idle(IdleCauseId::kLaunch).optimizer_ns +
                                              f.idle(IdleCauseId::kHost).optimizer_ns);
@@ -254,12 +253,13 @@ ScorePasses score_passes(const FindingContext& f) {
   }
   return out;
 }
-}  // namespace
 
-bool attention_unfused_fires(const FindingContext& f) {
-  const ScorePasses p = score_passes(f);
+bool attention_fires(const FindingContext& f, const ScorePasses& p) {
   return p.softmax_count > 0 && p.ns > 0.02 * f.window_ns() && p.fused_ns < p.ns;
 }
+}  // namespace
+
+bool attention_unfused_fires(const FindingContext& f) { return attention_fires(f, score_passes(f)); }
 
 // Materialised attention: plain softmax kernels (manual q·kᵀ → softmax → ·v) where a fused
 // attention kernel would keep the score matrix on chip. Trigger: the score-matrix passes take
@@ -267,8 +267,8 @@ bool attention_unfused_fires(const FindingContext& f) {
 // softmax is something else). Estimate: the score-matrix passes disappear (a fused kernel
 // keeps the scores on chip); the score GEMMs are assumed to cost the same inside it.
 std::optional<Finding> attention_unfused(const FindingContext& f) {
-  if (!attention_unfused_fires(f)) return std::nullopt;
   const ScorePasses p = score_passes(f);
+  if (!attention_fires(f, p)) return std::nullopt;
   return proposal(
       "Attention materialises its score matrix",
       fmt::format("{:.0f} softmax kernels per step; the passes over the attention scores around them (scale, "

@@ -216,6 +216,7 @@ IdleCause idle_cause(const DeviceContext& ctx, IdleCauseId id, const CauseAccumu
   ic.optimizer_ns = acc.optimizer_ns;
   // Samples of one line merge into one entry.
   std::vector<std::pair<std::string, int64_t>> labels;
+  std::unordered_map<std::string, size_t> label_index;  // Into labels: a trace has thousands of samples.
   for (const auto& [id, ns] : names) {
     std::string label = id == kDeviceCopyName ? "(device copy or set)"
                         : id == 0            ? "(host code outside profiled ops)"
@@ -224,11 +225,11 @@ IdleCause idle_cause(const DeviceContext& ctx, IdleCauseId id, const CauseAccumu
       label = py_sample_label(label);
       if (label.empty()) label = "(Python, outside the program's own files)";
     }
-    auto it = std::find_if(labels.begin(), labels.end(), [&](const auto& l) { return l.first == label; });
-    if (it == labels.end()) {
+    const auto [it, added] = label_index.try_emplace(label, labels.size());
+    if (added) {
       labels.emplace_back(std::move(label), ns);
     } else {
-      it->second += ns;
+      labels[it->second].second += ns;
     }
   }
   std::stable_sort(labels.begin(), labels.end(), [](auto& a, auto& b) { return a.second > b.second; });
