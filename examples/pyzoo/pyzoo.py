@@ -40,6 +40,17 @@ def mlp(d, layers, act=nn.GELU):
     return nn.Sequential(*mods)
 
 
+def train_step(model, opt, x, autocast=True):
+    """One step on the zoo's stand-in objective (the squared output), bf16 autocast unless
+    told otherwise; returns the loss."""
+    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+        loss = model(x).float().pow(2).mean()
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss
+
+
 class Chunks(torch.utils.data.Dataset):
     """Each item is a chunk of rows that costs CPU time to build (decoding and augmentation
     stand-in: random generation, a sort and a normalisation on the CPU)."""
@@ -95,11 +106,7 @@ def case_item(fixed):
 
     def step():
         host_work()
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(x).float().pow(2).mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        loss = train_step(model, opt, x)
         # Logging the loss every step: .item() waits for the step to finish, so the next step's
         # host work cannot overlap this step's GPU work. Fixed: keep it on the GPU.
         losses.append(loss.detach() if fixed else loss.item())
@@ -134,11 +141,7 @@ def case_pageable(fixed):
             pending[0] = fetch()
         else:
             side = host.to(DEV)
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(x + side[0, :1, :1].float().mean()).float().pow(2).mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        train_step(model, opt, x + side[0, :1, :1].float().mean())
 
     return step
 
@@ -151,11 +154,7 @@ def case_alloc(fixed):
     def step():
         x = torch.randn(batch, d, device=DEV)
         scratch = [torch.empty(64 << 20, dtype=torch.uint8, device=DEV) for _ in range(8)]
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(x).float().pow(2).mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        train_step(model, opt, x)
         del scratch
         if not fixed:
             torch.cuda.empty_cache()  # "to keep memory low"
@@ -197,14 +196,7 @@ def case_optimizer(fixed):
         model.parameters(), foreach=False)
     x = torch.randn(batch, d, device=DEV)
 
-    def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(x).float().pow(2).mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    return step
+    return lambda: train_step(model, opt, x)
 
 
 def case_fp32(fixed):
@@ -213,14 +205,7 @@ def case_fp32(fixed):
     opt = torch.optim.AdamW(model.parameters(), fused=True)
     x = torch.randn(batch, d, device=DEV)
 
-    def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=fixed):
-            loss = model(x).float().pow(2).mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    return step
+    return lambda: train_step(model, opt, x, autocast=fixed)
 
 
 class Attention(nn.Module):
@@ -246,14 +231,7 @@ def case_attention(fixed):
     opt = torch.optim.AdamW(model.parameters(), fused=True)
     x = torch.randn(8, 2048, 1024, device=DEV)
 
-    def step():
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(x).float().pow(2).mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    return step
+    return lambda: train_step(model, opt, x)
 
 
 def case_healthy(fixed):
@@ -264,13 +242,7 @@ def case_healthy(fixed):
     opt = torch.optim.AdamW(model.parameters(), fused=True)
     x = torch.randn(batch, d, device=DEV, dtype=torch.bfloat16)
 
-    def step():
-        loss = model(x).float().pow(2).mean()
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-
-    return step
+    return lambda: train_step(model, opt, x, autocast=False)
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
