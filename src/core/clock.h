@@ -17,4 +17,7 @@ inline int64_t clock_ns(clockid_t clock) {
 // The clock domain of every timestamp gpuscope records (capture_format.h).
 inline int64_t realtime_ns() { return clock_ns(CLOCK_REALTIME); }
 
+// For intervals and timeouts: never jumps.
+inline int64_t monotonic_ns() { return clock_ns(CLOCK_MONOTONIC); }
+
 }  // namespace gpuscope

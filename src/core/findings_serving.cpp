@@ -20,6 +20,7 @@
 #include <fmt/core.h>
 
 #include "core/findings.h"
+#include "core/flops.h"
 #include "core/intervals.h"
 #include "core/steps.h"
 
@@ -51,11 +52,6 @@ namespace {
 
 using Shape = std::span<const int64_t>;
 
-Shape arg_shape(const Trace& t, const HostEvent& op, size_t i) {
-  if (i >= op.num_args) return {};
-  const OpArg& a = t.op_args[op.first_arg + i];
-  return Shape(t.dims.data() + a.first_dim, a.rank);
-}
 
 // y[M,N] = x[M,K] · W[K,N] as one host op recorded it.
 struct WeightGemm {
@@ -76,11 +72,11 @@ std::optional<WeightGemm> weight_gemm(const Trace& t, const HostEvent& op) {
   WeightGemm g;
   if (name == "aten::mm" || name == "aten::addmm" || name == "aten::matmul") {
     x = name == "aten::addmm" ? 1 : 0;
-    const Shape a = arg_shape(t, op, x), b = arg_shape(t, op, x + 1);
+    const Shape a = op_arg_shape(t, op, x), b = op_arg_shape(t, op, x + 1);
     if (a.size() < 2 || b.size() != 2 || (name != "aten::matmul" && a.size() != 2)) return std::nullopt;
     g = {rows(a), b[1], a.back()};
   } else if (name == "aten::linear") {
-    const Shape a = arg_shape(t, op, 0), w = arg_shape(t, op, 1);
+    const Shape a = op_arg_shape(t, op, 0), w = op_arg_shape(t, op, 1);
     if (a.empty() || w.size() != 2) return std::nullopt;
     g = {rows(a), w[0], a.back()};
   } else {

@@ -12,11 +12,6 @@ namespace {
 
 using Shape = std::span<const int64_t>;
 
-Shape arg_shape(const Trace& trace, const HostEvent& op, size_t i) {
-  if (i >= op.num_args) return {};
-  const OpArg& a = trace.op_args[op.first_arg + i];
-  return Shape(trace.dims.data() + a.first_dim, a.rank);
-}
 
 double product(Shape s, size_t from, size_t to) {
   double p = 1;
@@ -97,7 +92,7 @@ bool is_matmul_op(std::string_view name) {
 std::optional<double> matmul_flops(const Trace& trace, const HostEvent& op) {
   if (op.kind != HostEventKind::kOp || op.num_args == 0) return std::nullopt;
   const std::string_view name = trace.strings.view(op.name);
-  auto arg = [&](size_t i) { return arg_shape(trace, op, i); };
+  auto arg = [&](size_t i) { return op_arg_shape(trace, op, i); };
   if (name == "aten::mm") return mm(arg(0), arg(1));
   if (name == "aten::addmm") return mm(arg(1), arg(2));
   if (name == "aten::bmm") return bmm(arg(0), arg(1));
@@ -176,6 +171,12 @@ StatusOr<ModelSpec> parse_model_spec(std::string_view spec) {
   }
   if (seen != 63) return usage("params, layers, heads, dmodel, seq and batch are all required");
   return m;
+}
+
+std::span<const int64_t> op_arg_shape(const Trace& trace, const HostEvent& op, size_t i) {
+  if (i >= op.num_args) return {};
+  const OpArg& a = trace.op_args[op.first_arg + i];
+  return {trace.dims.data() + a.first_dim, a.rank};
 }
 
 }  // namespace gpuscope

@@ -1,6 +1,8 @@
 // FLOP counting: matmul FLOPs from recorded op shapes, and model FLOPs from a model spec.
 #pragma once
 
+#include <span>
+
 #include <optional>
 #include <string>
 #include <string_view>
@@ -9,6 +11,9 @@
 #include "core/trace.h"
 
 namespace gpuscope {
+
+// The dims of argument i of a host op with recorded shapes (empty when not recorded).
+std::span<const int64_t> op_arg_shape(const Trace& trace, const HostEvent& op, size_t i);
 
 // FLOPs of one host op from its recorded input shapes, for the matmul family:
 // aten::mm, addmm, bmm, baddbmm, matmul, linear (2·m·n·k per product) and scaled-dot-product

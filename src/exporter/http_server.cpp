@@ -20,15 +20,12 @@
 
 #include <fmt/core.h>
 
+#include "core/clock.h"
+
 namespace gpuscope::exporter {
 
 namespace {
 
-int64_t mono_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
 
 const char* reason(int status) {
   switch (status) {
@@ -213,7 +210,7 @@ void HttpServer::loop() {
     c.body = head_only ? nullptr : std::move(body);
     c.written = 0;
     c.state = Connection::kWriting;
-    c.deadline_ns = mono_ns() + limits_.write_timeout_ns;
+    c.deadline_ns = monotonic_ns() + limits_.write_timeout_ns;
     watch(fd, EPOLLOUT, EPOLL_CTL_MOD);
   };
   auto error = [&](int fd, Connection& c, int status) {
@@ -275,7 +272,7 @@ void HttpServer::loop() {
       ssize_t n = recv(fd, buf, std::min(room, sizeof buf), 0);
       if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return drop(fd);
       if (n < 0) break;
-      if (c.in.empty()) c.deadline_ns = mono_ns() + limits_.head_timeout_ns;  // A request begins.
+      if (c.in.empty()) c.deadline_ns = monotonic_ns() + limits_.head_timeout_ns;  // A request begins.
       c.in.append(buf, static_cast<size_t>(n));
       size_t end = head_end(c.in);
       if (end != std::string::npos && end <= limits_.max_head_bytes) return handle_head(fd, c, end);
@@ -305,12 +302,12 @@ void HttpServer::loop() {
       shutdown(fd, SHUT_WR);
       c.in.clear();
       c.state = Connection::kLingering;
-      c.deadline_ns = mono_ns() + limits_.linger_ns;
+      c.deadline_ns = monotonic_ns() + limits_.linger_ns;
       watch(fd, EPOLLIN, EPOLL_CTL_MOD);
       return;
     }
     c.state = Connection::kReading;
-    c.deadline_ns = mono_ns() + limits_.keep_alive_timeout_ns;
+    c.deadline_ns = monotonic_ns() + limits_.keep_alive_timeout_ns;
     watch(fd, EPOLLIN, EPOLL_CTL_MOD);
     size_t end = head_end(c.in);  // A pipelined request already here.
     if (end != std::string::npos) handle_head(fd, c, end);
@@ -328,7 +325,7 @@ void HttpServer::loop() {
   };
 
   std::vector<epoll_event> events(256);
-  int64_t next_sweep = mono_ns() + 100'000'000;
+  int64_t next_sweep = monotonic_ns() + 100'000'000;
   while (!stopping_.load()) {
     int n = epoll_wait(ep, events.data(), static_cast<int>(events.size()), 100);
     for (int i = 0; i < n; ++i) {
@@ -343,7 +340,7 @@ void HttpServer::loop() {
             continue;
           }
           Connection& c = conns[cfd];
-          c.deadline_ns = mono_ns() + limits_.head_timeout_ns;
+          c.deadline_ns = monotonic_ns() + limits_.head_timeout_ns;
           watch(cfd, EPOLLIN, EPOLL_CTL_ADD);
         }
         continue;
@@ -355,7 +352,7 @@ void HttpServer::loop() {
       else if (c.state == Connection::kWriting) on_writable(fd, c);
       else on_linger(fd, c);
     }
-    const int64_t now = mono_ns();
+    const int64_t now = monotonic_ns();
     if (now >= next_sweep) {
       next_sweep = now + 100'000'000;
       std::vector<int> expired;

@@ -8,14 +8,11 @@
 
 #include <fmt/core.h>
 
+#include "core/clock.h"
+
 namespace gpuscope::exporter {
 
 namespace {
-int64_t mono_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
 
 std::shared_ptr<const std::string> text(std::string s) {
   return std::make_shared<const std::string>(std::move(s));
@@ -82,7 +79,7 @@ void LiveExporter::publish(const nvml::LiveFrame& frame) {
   auto rendered = text(render_prometheus(in, options_.exposition));
   std::lock_guard<std::mutex> lock(mu_);
   text_ = std::move(rendered);
-  last_sample_mono_ns_ = mono_ns();
+  last_sample_mono_ns_ = monotonic_ns();
 }
 
 HttpResponse LiveExporter::handle(const HttpRequest& request) const {
@@ -153,7 +150,7 @@ std::string LiveExporter::metrics_text() const {
 bool LiveExporter::healthy() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!text_) return false;
-  return mono_ns() - last_sample_mono_ns_ < 3 * options_.interval_ns + 5'000'000'000;
+  return monotonic_ns() - last_sample_mono_ns_ < 3 * options_.interval_ns + 5'000'000'000;
 }
 
 }  // namespace gpuscope::exporter
