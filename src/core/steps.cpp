@@ -54,7 +54,7 @@ bool equals_ci(std::string_view a, std::string_view b) {
   return true;
 }
 
-// Steps from the period of a kernel that runs once per iteration (detect_steps, rule 6).
+// Steps from the period of a kernel that runs once per iteration (detect_steps, rule 5).
 std::vector<Step> kernel_pattern_steps(const Trace& trace) {
   if (trace.kernels.size() < 6) return {};
   std::unordered_map<int32_t, size_t> per_device;
@@ -141,11 +141,6 @@ bool spans_most_gpu_work(const Trace& trace, const std::vector<Step>& marks) {
 
 StepDetection detect_steps(const Trace& trace, std::string_view step_range) {
   StepDetection d;
-  if (!trace.steps.empty()) {
-    d.source = trace.step_source == StepSource::kWholeWindow ? StepSource::kNvtxRange : trace.step_source;
-    d.steps = outermost(trace.steps);
-    return d;
-  }
   std::vector<Step> profiler, named, optimizer;
   std::unordered_map<StringId, std::vector<Step>> forwards;
   for (const HostEvent& e : trace.host_events) {

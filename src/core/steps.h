@@ -20,25 +20,24 @@ struct StepDetection {
 void drop_warmup_steps(StepDetection& d);
 
 // In order of preference:
-// 1. steps the collector already set (Trace::steps);
-// 2. host annotations named ProfilerStep#N;
-// 3. annotations named `step_range` (or, when empty, a default step name: see
+// 1. host annotations named ProfilerStep#N;
+// 2. annotations named `step_range` (or, when empty, a default step name: see
 //    step_range_name_matches);
-// 4. repeated optimizer-step annotations ("Optimizer.step#..."): a step ends where one ends;
-// 5. repeated outermost forward passes ("gpuscope.forward#<Module>", from gpuscope's Python
+// 3. repeated optimizer-step annotations ("Optimizer.step#..."): a step ends where one ends;
+// 4. repeated outermost forward passes ("gpuscope.forward#<Module>", from gpuscope's Python
 //    hooks) of one module class, with no optimizer (inference, serving): each starts a step;
-// 6. the periodic kernel pattern: the rarest kernel name that recurs at regular intervals
+// 5. the periodic kernel pattern: the rarest kernel name that recurs at regular intervals
 //    (at least 3 times, spanning half the GPU activity; 80% of the gaps between its
 //    occurrences, counted in kernels, within 10% of their median, and the kernel sequence
 //    repeating at that lag for 90% of the kernels) marks one step per period. The rarest
 //    regular kernel is the outermost period: a model of N identical layers gives whole steps;
-// 7. none: the caller treats the whole window as one step.
+// 6. none: the caller treats the whole window as one step.
 StepDetection detect_steps(const Trace& trace, std::string_view step_range);
 
 // The one set of step-name rules, for every input. With `step_range` given: the name equals it,
 // or equals it followed by a number ("train_step#3" for "train_step"). Without: case-insensitive
 // "step", "train_step", "training_step", "train step", each optionally followed by a number
-// ("Step 12", "train_step#3"). ProfilerStep#N is matched separately (rule 2).
+// ("Step 12", "train_step#3"). ProfilerStep#N is matched separately (rule 1).
 bool step_range_name_matches(std::string_view name, std::string_view step_range);
 
 std::string_view step_source_name(StepSource s);

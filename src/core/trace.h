@@ -184,8 +184,6 @@ struct Trace {
   std::vector<GpuAnnotation> gpu_annotations;
   std::vector<DeviceSample> device_samples;  // Hardware counters sampled during the trace.
   std::optional<TracingCost> tracing_cost;   // Measured by `gpuscope run`; absent elsewhere.
-  std::vector<Step> steps;  // Filled by the reader when markers exist; see steps.h.
-  StepSource step_source = StepSource::kWholeWindow;
   std::vector<OpArg> op_args;
   std::vector<int64_t> dims;
   StringTable strings;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/steps.h"
 #include "formats/capture.h"
 
 using namespace gpuscope;
@@ -28,7 +29,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", t.status().message().c_str());
     return 2;
   }
-  std::vector<Step> steps(t->steps.begin() + std::min(skip, t->steps.size()), t->steps.end());
+  // Steps as the analysis finds them (the reader only decodes).
+  const std::vector<Step> all_steps = detect_steps(*t, "").steps;
+  std::vector<Step> steps(all_steps.begin() + static_cast<ptrdiff_t>(std::min(skip, all_steps.size())), all_steps.end());
   auto in_steps = [&](int64_t ts) {
     for (const auto& s : steps)
       if (ts >= s.start_ns && ts < s.end_ns) return true;
@@ -83,7 +86,7 @@ int main(int argc, char** argv) {
               "\"nvtx\":%zu,\"gemm_calls\":%zu,\"gemm_calls_in_steps\":%zu,\"gemm_flops\":%.6g,"
               "\"gemm_flops_in_steps\":%.6g,\"busy_ms\":%.3f,\"window_ms\":%.3f,\"devices\":%zu,"
               "\"device_samples\":%zu,\"warnings\":%zu,",
-              argv[1], t->kernels.size(), kernels_in_steps, t->steps.size(), steps.size(),
+              argv[1], t->kernels.size(), kernels_in_steps, all_steps.size(), steps.size(),
               t->memcpys.size(), t->memsets.size(), t->api_calls.size(), annotations, gemms,
               gemms_in_steps, flops, flops_in_steps, busy / 1e6,
               iv.empty() ? 0.0 : (iv.back().second - iv.front().first) / 1e6, t->devices.size(),

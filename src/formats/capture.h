@@ -12,7 +12,7 @@
 //   PyTorch profiler writes them, so the core counts their FLOPs like those of a PyTorch trace.
 // - NVTX ranges and marks become kAnnotation HostEvents. The reader only decodes: steps are
 //   found by the core (core/steps.h, one set of step-name rules for every input, and
-//   --step-range honoured), so Trace::steps stays empty.
+//   --step-range honoured).
 // - Streaming: the file is read through a window holding at most one chunk, so memory follows
 //   the events decoded, not the file's size. The total inflated across chunks is bounded by
 //   InputLimits (input_source.h): past it the read is an error naming the limit and the flag.
