@@ -24,6 +24,7 @@ exceptions (counted in `stats`); nothing is emitted before CUDA is initialised i
 or in a forked child (DataLoader workers write nothing); a process that never imports torch
 never imports it because of this module.
 """
+import functools
 import os
 import sys
 import threading
@@ -245,6 +246,7 @@ _LIBRARY_DIRS = tuple(
 _HERE = os.path.normcase(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
+@functools.lru_cache(maxsize=4096)  # the sampler asks about the same few files 100 times a second
 def _is_user_file(filename):
     if not filename or filename.startswith("<"):
         return False
