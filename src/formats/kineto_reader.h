@@ -17,6 +17,7 @@
 // never cast (a double outside the range is treated as a field of unexpected type).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <string>
 
@@ -29,8 +30,20 @@ namespace gpuscope {
 struct KinetoReadOptions {
   // Called now and then with (uncompressed bytes read so far, compressed bytes read so far).
   std::function<void(uint64_t, uint64_t)> progress;
+  // When set, holds the number of JSON events read so far, updated every few thousand.
+  std::atomic<int64_t>* events_read = nullptr;
   InputLimits limits;
+  // Threads for one trace: 1 reads on the calling thread alone; N > 1 inflates gzip in one
+  // thread and parses batches of events in N - 1 others (inputs under a few MiB are read on
+  // the calling thread); 0: as many as the machine has cores. The trace is the same whatever
+  // the number.
+  unsigned threads = 0;
+  // JSON bytes per batch of events handed to a parsing thread (0: 1 MiB). Tests make it small.
+  size_t batch_bytes = 0;
 };
+
+// GPUSCOPE_THREADS: 0 when unset (as many as cores), or an error naming the variable.
+StatusOr<unsigned> threads_from_environment();
 
 // Reads from an opened source (a file, pipe or stdin whose first bytes may already have been
 // looked at through source.head()); `name` names it in messages.
