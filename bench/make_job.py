@@ -90,6 +90,8 @@ def main():
             out.write(shared)
     print("ranks %d, copies %d, events per rank %d, JSON per rank %.1f MB, gzip per rank %.1f MB"
           % (a.ranks, copies, total_events, (raw_bytes + len(header)) / 1e6, len(shared) / 1e6))
+    with open(os.path.join(a.outdir, "job.txt"), "w") as f:
+        f.write("events_total=%d\njson_bytes_total=%d\n" % (total_events * a.ranks, (raw_bytes + len(header)) * a.ranks))
     print("events_total=%d" % (total_events * a.ranks))
 
 

@@ -976,8 +976,12 @@ StatusOr<Trace> read_kineto_file(const std::string& path, const KinetoReadOption
 }
 
 StatusOr<Trace> read_kineto_buffer(std::string_view json, const std::string& source) {
+  return read_kineto_buffer(json, source, KinetoReadOptions{});
+}
+
+StatusOr<Trace> read_kineto_buffer(std::string_view json, const std::string& source, const KinetoReadOptions& options) {
   auto bytes = ByteSource::memory(json);
-  return read_kineto_source(*bytes, source, KinetoReadOptions{});
+  return read_kineto_source(*bytes, source, options);
 }
 
 }  // namespace gpuscope

@@ -52,5 +52,6 @@ StatusOr<Trace> read_kineto_source(ByteSource& source, const std::string& name, 
 StatusOr<Trace> read_kineto_file(const std::string& path, const KinetoReadOptions& options = {});
 // Same, from a buffer holding the JSON text (plain or gzip), named `source` in messages.
 StatusOr<Trace> read_kineto_buffer(std::string_view json, const std::string& source);
+StatusOr<Trace> read_kineto_buffer(std::string_view json, const std::string& source, const KinetoReadOptions& options);
 
 }  // namespace gpuscope
