@@ -14,6 +14,10 @@
 #include <fmt/core.h>
 #include <simdjson.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "formats/event_time.h"
 #include "formats/input_source.h"
 #include "formats/trace_merge.h"
@@ -682,6 +686,8 @@ class KinetoReader {
   }
 
   // Bracket- and string-aware scan over buf_[p, end_). npos if the value is incomplete.
+  // Sixteen bytes at a time: only the quotes and brackets in them are looked at (the bytes
+  // read past end_ lie in the padding and are masked off).
   size_t scan_from(size_t p) const {
     const char* b = buf_.data();
     const char first = b[p];
@@ -694,19 +700,32 @@ class KinetoReader {
       }
       return eof_ ? p : std::string::npos;
     }
+    // One pass over the quotes, backslashes and brackets, in or out of strings.
     int depth = 0;
-    while (p < end_) {
-      const char c = b[p];
-      if (c == '"') {
-        p = skip_string(p + 1);
-        if (p == std::string::npos) return p;
-        continue;
+    bool in_string = false, escaped = false;  // `escaped`: the next block's first byte.
+    for (; p < end_; p += kBlock) {
+      uint32_t mask = bytes_in_block(b + p, p, '"', '{', '}') | bytes_in_block(b + p, p, '\\', '\\', '\\');
+      if (escaped) mask &= ~1u;
+      escaped = false;
+      while (mask != 0) {
+        const uint32_t bit = static_cast<uint32_t>(__builtin_ctz(mask));
+        mask &= mask - 1;
+        const char c = b[p + bit];
+        if (in_string) {
+          if (c == '"') {
+            in_string = false;
+          } else if (c == '\\') {  // The next byte is escaped, whatever it is.
+            if (bit + 1 < kBlock) mask &= ~(1u << (bit + 1));
+            else escaped = true;
+          }
+        } else if (c == '"') {
+          in_string = true;
+        } else if (c == '{' || c == '[') {
+          ++depth;
+        } else if (c != '\\' && --depth == 0) {
+          return p + bit + 1;
+        }
       }
-      if (c == '{' || c == '[') ++depth;
-      else if (c == '}' || c == ']') {
-        if (--depth == 0) return p + 1;
-      }
-      ++p;
     }
     return std::string::npos;
   }
@@ -714,15 +733,42 @@ class KinetoReader {
   // p is just after an opening quote; returns the index after the closing quote, or npos.
   size_t skip_string(size_t p) const {
     const char* b = buf_.data();
-    for (;;) {
-      const void* q = std::memchr(b + p, '"', end_ - p);
-      if (!q) return std::string::npos;
-      size_t at = static_cast<const char*>(q) - b;
-      size_t backslashes = 0;
-      while (at - backslashes > p && b[at - backslashes - 1] == '\\') ++backslashes;
-      if (backslashes % 2 == 0) return at + 1;
-      p = at + 1;
+    while (p < end_) {
+      const uint32_t mask = bytes_in_block(b + p, p, '"', '\\', '\\');
+      if (mask == 0) {
+        p += kBlock;
+        continue;
+      }
+      const size_t at = p + static_cast<size_t>(__builtin_ctz(mask));
+      if (b[at] == '"') return at + 1;
+      p = at + 2;  // A backslash escapes the next byte.
     }
+    return std::string::npos;
+  }
+
+  static constexpr size_t kBlock = 16;
+
+  // Bit i set where block[i] is `a`, or `b` or `c` (for b == '{' and c == '}': either bracket
+  // too), for the bytes before end_ (`at` is the block's index in buf_).
+  uint32_t bytes_in_block(const char* block, size_t at, char a, char b, char c) const {
+#if defined(__SSE2__)
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block));
+    __m128i m = _mm_cmpeq_epi8(v, _mm_set1_epi8(a));
+    // '[' and ']' are '{' and '}' without bit 5 (0x5B/0x7B, 0x5D/0x7D).
+    const __m128i w = b == '{' ? _mm_or_si128(v, _mm_set1_epi8(0x20)) : v;
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(w, _mm_set1_epi8(b)));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(w, _mm_set1_epi8(c)));
+    uint32_t mask = static_cast<uint32_t>(_mm_movemask_epi8(m));
+#else
+    uint32_t mask = 0;
+    for (size_t i = 0; i < kBlock; ++i) {
+      char x = block[i];
+      if (b == '{' && (x == '[' || x == ']')) x = static_cast<char>(x | 0x20);
+      if (x == a || x == b || x == c) mask |= 1u << i;
+    }
+#endif
+    if (end_ - at < kBlock) mask &= (1u << (end_ - at)) - 1;
+    return mask;
   }
 
   Status truncated(std::string_view where) {

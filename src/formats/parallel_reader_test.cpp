@@ -211,6 +211,40 @@ TEST(ParallelReader, GzipInflatedAheadInAThreadOfItsOwn) {
   EXPECT_FALSE(ahead.limit_exceeded());
 }
 
+// The event scanner looks at 16 bytes at a time: quotes, backslashes and brackets inside
+// strings, at every position relative to a block boundary, must not end an event early.
+TEST(ParallelReader, EscapesAndBracketsInStringsAtEveryBlockOffset) {
+  std::string json = R"({"traceEvents": [)";
+  std::vector<std::string> expected;
+  for (int pad = 0; pad < 40; ++pad) {
+    for (const char* tricky : {R"(\")", R"(\\)", "{", "]", R"(\\\")", "[}", R"(\\\\)"}) {
+      const std::string raw = std::string(static_cast<size_t>(pad), 'x') + tricky + "}end";
+      if (!expected.empty()) json += ",";
+      json += R"({"ph": "X", "cat": "cpu_op", "name": ")" + raw + R"(", "pid": 1, "tid": 1, "ts": )" +
+              std::to_string(expected.size() + 1) + R"(, "dur": 1, "args": {"k": [")" + raw + R"("]}})";
+      std::string unescaped;
+      for (size_t i = 0; i < raw.size(); ++i) {
+        if (raw[i] == '\\') ++i;
+        unescaped += raw[i];
+      }
+      expected.push_back(unescaped);
+    }
+  }
+  json += "]}";
+  for (unsigned threads : {1u, 3u}) {
+    KinetoReadOptions o;
+    o.threads = threads;
+    o.batch_bytes = 100;
+    auto t = read_kineto_buffer(json, "escapes", o);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    EXPECT_TRUE(t->warnings.empty()) << t->warnings.front();
+    ASSERT_EQ(t->host_events.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_EQ(t->strings.view(t->host_events[i].name), expected[i]) << i;
+    }
+  }
+}
+
 TEST(JobReader, ReadsEveryTraceOnceWithinTheMemoryBudget) {
   TempDir dir;
   std::vector<std::string> paths;
