@@ -230,6 +230,10 @@ TEST(ParallelReader, EscapesAndBracketsInStringsAtEveryBlockOffset) {
       expected.push_back(unescaped);
     }
   }
+  // Keys with escapes are unescaped ("p\u0068" is "ph").
+  json += R"(, {"p\u0068": "X", "c\u0061t": "cpu_op", "name": "escaped keys", "pid": 1, "tid": 1, "t\u0073": 9999,
+             "dur": 1})";
+  expected.push_back("escaped keys");
   json += "]}";
   for (unsigned threads : {1u, 3u}) {
     KinetoReadOptions o;
