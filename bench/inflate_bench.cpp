@@ -40,13 +40,16 @@ std::string gunzip_all(const std::string& gz) {
   s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
   s.avail_in = static_cast<uInt>(gz.size());
   std::vector<char> buf(kWindow);
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
+  for (;;) {  // Every member.
     s.next_out = reinterpret_cast<Bytef*>(buf.data());
     s.avail_out = kWindow;
-    rc = inflate(&s, Z_NO_FLUSH);
+    const int rc = inflate(&s, Z_NO_FLUSH);
     if (rc != Z_OK && rc != Z_STREAM_END) throw std::runtime_error("corrupt test input");
     out.append(buf.data(), kWindow - s.avail_out);
+    if (rc == Z_STREAM_END) {
+      if (s.avail_in == 0) break;
+      inflateReset(&s);
+    }
   }
   inflateEnd(&s);
   return out;
