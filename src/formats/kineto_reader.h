@@ -1,7 +1,10 @@
 // Reader for PyTorch profiler (Kineto) traces: Chrome trace JSON, plain or gzipped.
 //
-// Streams the file: events are parsed one at a time from a bounded buffer, so memory holds
-// the resulting Trace (compact value events) but never the whole JSON text.
+// Streams the file: events are found in a bounded buffer and parsed in batches, so memory
+// holds the resulting Trace (compact value events) but never the whole JSON text. With
+// threads (KinetoReadOptions::threads), gzip is inflated in a thread of its own and the
+// batches are parsed by worker threads, then appended in order: the Trace is the same as with
+// one thread, string ids included (docs/performance.md, issue 19).
 //
 // Errors: a Status whose message is one line naming the problem and, where known, the byte
 // offset in the uncompressed JSON. A partly readable trace (truncated, events with
