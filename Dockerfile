@@ -13,7 +13,7 @@ FROM debian:12 AS build
 WORKDIR /src
 COPY . .
 RUN scripts/build -DGPUSCOPE_TESTS=OFF -DGPUSCOPE_BENCH=OFF -DGPUSCOPE_CUDA=OFF
-RUN cmake --install build --prefix /opt/gpuscope
+RUN cmake --install build --prefix /opt/gpuscope --strip
 RUN scripts/runtime-packages /opt/gpuscope/bin/gpuscope > /opt/runtime-packages
 
 FROM debian:12-slim

@@ -78,7 +78,7 @@ def main():
         errors.append(f"the image must run gpuscope serve --listen :9464, runs {argv}")
     # The arguments parse: without NVML the binary stops at loading it, not at the arguments.
     env = dict(os.environ, GPUSCOPE_NVML_LIBRARY="/nonexistent/libnvidia-ml.so.1")
-    r = subprocess.run([binary] + argv[1:] + ["--pod-resources-socket="], capture_output=True, text=True,
+    r = subprocess.run([binary] + argv[1:] + ["--pod-resources-socket", "none"], capture_output=True, text=True,
                        env=env, timeout=30)
     if r.returncode != 2 or "--listen" in r.stderr or "NVML" not in r.stderr and "nvidia-ml" not in r.stderr:
         errors.append(f"gpuscope {' '.join(argv[1:])} without NVML: rc {r.returncode}, stderr {r.stderr!r}")

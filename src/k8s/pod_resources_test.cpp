@@ -1,7 +1,13 @@
 // The pod-resources client against a fake kubelet speaking the real proto over a unix socket.
 #include "k8s/pod_resources.h"
 
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <cstring>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -40,6 +46,29 @@ TEST(ListPodResources, MissingSocketAndStoppedServerAreErrors) {
   kubelet.stop();
   auto gone = list_pod_resources(kubelet.socket_path(), 500'000'000);
   EXPECT_FALSE(gone.ok());
+}
+
+TEST(ListPodResources, StaleSocketFileIsAFailedCallNotAHang) {
+  // The kubelet died without removing its socket: the file is there, nobody listens.
+  char dir[] = "/tmp/gpuscope-podres-stale-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/kubelet.sock";
+  int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  close(fd);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto a = list_pod_resources(path, 1'000'000'000);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  unlink(path.c_str());
+  rmdir(dir);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("List at " + path + " failed: gRPC code"), std::string::npos)
+      << a.status().message();
+  EXPECT_LT(waited, std::chrono::seconds(5));  // Bounded by the deadline (1 s); slack for load.
 }
 
 TEST(PodResourcesCache, RefreshesLogsOnceAndDropsLabelsWhenTheKubeletStops) {
