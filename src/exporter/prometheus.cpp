@@ -211,7 +211,7 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
     }
   }
 
-  // Processes: keyed by GPU and pid; identity only on the info series.
+  // Processes: keyed by GPU and pid; identity only on the info series, pod labels on all.
   auto process_labels = [&](const ProcessSample& p) {
     const k8s::ProcessRef ref{gpu_uuid(p.device), p.pod_uid};
     return fmt::format("gpu=\"{}\",uuid=\"{}\",pid=\"{}\"", p.device, escape_label_value(ref.gpu_uuid), p.pid) +
