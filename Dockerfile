@@ -19,7 +19,7 @@ RUN scripts/runtime-packages /opt/gpuscope/bin/gpuscope > /opt/runtime-packages
 FROM debian:12-slim
 COPY --from=build /opt/runtime-packages /tmp/runtime-packages
 RUN apt-get update \
- && xargs -a /tmp/runtime-packages apt-get install -y --no-install-recommends \
+ && DEBIAN_FRONTEND=noninteractive xargs -a /tmp/runtime-packages apt-get install -y --no-install-recommends \
  && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages
 COPY --from=build /opt/gpuscope/ /usr/local/
 # NVML comes from the host's driver, mounted by the NVIDIA container runtime
