@@ -108,7 +108,13 @@ def serve(args):
     waiting, running = [], []  # running: (request, slot, position, last token)
     free = list(range(slots))
     iterations = 0
-    with torch.inference_mode():
+    # cuDNN's attention builds a plan for every new key length (every decode iteration here), which
+    # costs tens of ms per iteration until each length has been seen: servers use fixed-size or
+    # paged attention kernels instead. The memory-efficient kernel takes any mask and length.
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backends = [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+    with torch.inference_mode(), sdpa_kernel(backends):
         start = time.perf_counter()
         while pending or waiting or running:
             now = time.perf_counter() - start

@@ -114,7 +114,8 @@ def _trace_control(open_window):
     path = os.environ.get("CUDA_INJECTION64_PATH")
     if not path:
         return False
-    lib = ctypes.CDLL(path, mode=getattr(os, "RTLD_NOLOAD", 4))
+    # The library the driver already loaded: RTLD_NOLOAD never loads a second copy.
+    lib = ctypes.CDLL(path, mode=getattr(os, "RTLD_NOLOAD", 4) | getattr(os, "RTLD_LAZY", 1))
     return bool(lib.gpuscope_trace_control(1 if open_window else 0))
 
 
