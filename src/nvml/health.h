@@ -39,6 +39,8 @@ class HealthCollector {
 
   // Fills `out` (one entry per device, in the constructor's order). `now_mono_ns`: CLOCK_MONOTONIC.
   void sample(int64_t now_mono_ns, std::vector<DeviceHealth>* out);
+  // Whether device i was registered for XID events (known from construction on).
+  bool xid_supported(size_t i) const { return i < held_.size() && held_[i].xid_supported; }
 
  private:
   void drain_events();

@@ -176,6 +176,7 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::open(std::unique_ptr<NvmlApi> api,
       [self](nvmlReturn_t rc, const char* function, const std::string& label) {
         return self->ok(rc, function, label);
       });
+  for (size_t i = 0; i < s->devices_.size(); ++i) s->devices_[i].xid_events = s->health_->xid_supported(i);
   s->gpm_request_ = std::make_unique<nvmlGpmMetricsGet_t>();
   s->last_mono_ns_ = clock_ns(CLOCK_MONOTONIC);
   s->last_realtime_ns_ = clock_ns(CLOCK_REALTIME);

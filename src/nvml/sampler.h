@@ -34,6 +34,7 @@ struct DeviceInfo {
   std::string name;
   std::string uuid;
   bool gpm_supported = false;
+  bool xid_events = false;  // Registered for NVML XID events (nvml/health.h).
 };
 
 // Seconds a unit was active since the sampler started: the sum over samples of
