@@ -39,6 +39,11 @@ HealthCollector::HealthCollector(NvmlApi& api, std::vector<Device> devices,
                              events_),
                "nvmlDeviceRegisterEvents", d.label);
   }
+  // No GPU registered: no set to poll every pass.
+  if (std::none_of(held_.begin(), held_.end(), [](const DeviceHealth& h) { return h.xid_supported; })) {
+    NvmlApi::call(api_.event_set_free, events_);
+    events_ = nullptr;
+  }
 }
 
 HealthCollector::~HealthCollector() {

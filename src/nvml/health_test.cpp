@@ -155,6 +155,7 @@ TEST(Health, SlowCountersAreHeldBetweenReadsButXidsAreNot) {
   EXPECT_EQ(s2.health[0].last_xid, 48u);
   EXPECT_TRUE(s2.health[0].updated);
   EXPECT_FALSE(s2.health[1].updated);
+  sampler.reset();  // nvmlShutdown: the next nvmlInit starts the fixture over.
 
   auto every_pass = open_fake(fixture, 0);
   ASSERT_TRUE(every_pass);
@@ -177,6 +178,30 @@ TEST(Health, FailureIsAWarningAndTheReadingAbsent) {
   EXPECT_NE(all.find("nvmlDeviceGetPcieReplayCounter failed"), std::string::npos) << all;
   EXPECT_NE(all.find("nvmlDeviceRegisterEvents failed"), std::string::npos) << all;
   EXPECT_NE(all.find("on GPU 0"), std::string::npos) << all;
+}
+
+// With no GPU registered for XIDs the event set is freed, not polled every pass: a failing
+// nvmlEventSetWait_v2 is then never called (it would be a warning).
+TEST(Health, NoEventSetPolledWithoutAnXidCapableGpu) {
+  auto sampler = open_fake(
+      "error nvmlEventSetWait_v2 4\n"
+      "device 0 uuid=GPU-0 gpm=0 mig=0 events=0 name=NVIDIA T4\n"
+      "frame\ns 0 gpu_util=1 mem_util=1\n");
+  ASSERT_TRUE(sampler);
+  sample(*sampler);
+  sample(*sampler);
+  EXPECT_TRUE(sampler->take_warnings().empty());
+  sampler.reset();  // nvmlShutdown, so that the next nvmlInit reads the next fixture.
+
+  auto capable = open_fake(
+      "error nvmlEventSetWait_v2 4\n"
+      "device 0 uuid=GPU-0 gpm=0 mig=0 name=NVIDIA H200\n"
+      "frame\ns 0 gpu_util=1 mem_util=1\n");
+  ASSERT_TRUE(capable);
+  sample(*capable);
+  const auto warnings = capable->take_warnings();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("nvmlEventSetWait_v2 failed"), std::string::npos) << warnings[0];
 }
 
 TEST(Health, OldDriverWithoutEventSetWaitV2HasNoXidsButOtherCounters) {
