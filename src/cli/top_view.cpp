@@ -368,8 +368,10 @@ std::vector<TopLine> render_top(const TopInput& in, size_t width, size_t height)
   lines.push_back({procs[0], TopLine::kHeader});
   for (size_t r = 0; r < proc_rows; ++r) lines.push_back({procs[r + 1], TopLine::kPlain});
   if (proc_rows + 1 < procs.size()) {
-    lines.push_back({fmt::format("  +{} more processes (a taller window shows them)", procs.size() - 1 - proc_rows),
-                     TopLine::kPlain});
+    std::string more = fmt::format("  +{} more processes", procs.size() - 1 - proc_rows);
+    const std::string why = " (a taller window shows them)";
+    if (display_width(more) + why.size() <= width) more += why;
+    lines.push_back({more, TopLine::kPlain});
   }
   lines.push_back({"", TopLine::kPlain});
   for (size_t r = 0; r < signal_rows; ++r) lines.push_back(signals[r]);
