@@ -585,6 +585,20 @@ class RunOptions(unittest.TestCase):
             self.assertIn("--sample-interval '%s'" % bad, r.stderr)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
+    def test_trace_window_options_are_checked_before_the_program_runs(self):
+        # Issue 16 item 3: bounded tracing. Bad bounds are refused in one line, exit 2, and the
+        # program is not started (it would create the marker file).
+        marker = os.path.join(tempfile.gettempdir(), "gpuscope-window-test-%d" % os.getpid())
+        cases = [(["--after", "5x"], "--after '5x'"), (["--for", "2d"], "--for '2d'"),
+                 (["--steps", "3", "--after", "1s"], "use one of them"),
+                 (["--steps", "-1"], "take counts")]
+        for args, message in cases:
+            r = run("run", "--no-calibrate", *args, "--", "touch", marker)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertIn(message, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertFalse(os.path.exists(marker), args)
+
 
 class ExportAndCsv(unittest.TestCase):
     """Issue 17 items 3 and 4: Perfetto export of a PyTorch trace; analyze --csv."""

@@ -252,6 +252,65 @@ class BootTest(unittest.TestCase):
         proc = self.run_program(program)
         self.assertEqual(proc.stdout.strip(), "ok")
 
+    WINDOW_PROGRAM = """
+import json, os
+import torch
+import torch.nn as nn
+from torch.optim.optimizer import AdamW
+import _gpuscope_boot
+
+def control(open_window):
+    with open(os.environ["STUB_LOG"], "a") as f:
+        f.write(json.dumps({"control": int(open_window)}) + "\\n")
+    return True
+
+_gpuscope_boot._trace_control = control
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x + 1
+
+torch.cuda.init()
+model = Model()
+for x in range(STEPS_FWD):
+    model(x)
+opt = AdamW()
+for x in range(STEPS_OPT):
+    torch.autograd.backward([model(x)])
+    opt.step()
+"""
+
+    def window_records(self, fwd, opt, steps, skip):
+        program = self.WINDOW_PROGRAM.replace("STEPS_FWD", str(fwd)).replace("STEPS_OPT", str(opt))
+        self.run_program(program, env={"GPUSCOPE_STEPS": str(steps), "GPUSCOPE_SKIP_STEPS": str(skip),
+                                       "GPUSCOPE_PY_SAMPLE_HZ": "0"})
+        return self.records()
+
+    def test_window_counts_optimizer_steps(self):
+        # Training: the window opens after 2 optimizer steps and closes after 3 more; only the
+        # steps inside it emit ranges.
+        records = self.window_records(fwd=0, opt=8, steps=3, skip=2)
+        controls = [(i, r["control"]) for i, r in enumerate(records) if "control" in r]
+        self.assertEqual([c for _, c in controls], [1, 0])
+        starts = [r["name"] for r in records if r.get("kind") == "start"]
+        self.assertEqual(starts.count("Optimizer.step#AdamW.step"), 3)
+        self.assertEqual(starts.count("gpuscope.forward#Model"), 3)
+        # Nothing is emitted after the window closed.
+        after = records[controls[1][0] + 1:]
+        self.assertFalse([r for r in after if r.get("kind") == "start"])
+
+    def test_window_counts_forward_passes_without_optimizer(self):
+        # Inference / serving: forward passes of the outermost module are the steps.
+        records = self.window_records(fwd=10, opt=0, steps=4, skip=3)
+        self.assertEqual([r["control"] for r in records if "control" in r], [1, 0])
+        starts = [r["name"] for r in records if r.get("kind") == "start"]
+        self.assertEqual(starts.count("gpuscope.forward#Model"), 4)
+
+    def test_window_never_opens_before_enough_steps(self):
+        records = self.window_records(fwd=2, opt=0, steps=4, skip=5)
+        self.assertEqual([r for r in records if "control" in r], [])
+        self.assertEqual([r for r in records if r.get("kind") == "start"], [])
+
 
 if __name__ == "__main__":
     unittest.main()
