@@ -113,6 +113,11 @@ void timeline_section(std::string& out, const DeviceReport& d) {
     out += "<p class=null>empty window</p>\n";
     return;
   }
+  if (d.idle_intervals.empty() && d.idle_pct > 0) {
+    // A report read back from JSON has no intervals: drawing the window as all kernels would lie.
+    out += "<p class=null>this report carries no idle intervals to draw</p>\n";
+    return;
+  }
   out += fmt::format("<p class=sub>Each column is {} of the window: kernels running (bottom) and the idle causes "
                      "stacked by their share of it. Ticks mark step starts.</p>\n",
                      html::ms(static_cast<double>(d.window_ns) / kColumns));
@@ -143,8 +148,8 @@ void timeline_section(std::string& out, const DeviceReport& d) {
 
 void steps_section(std::string& out, const DeviceReport& d) {
   out += "<h3>Idle causes by step</h3>\n";
-  if (d.steps.empty()) {
-    out += "<p class=null>no steps in the window</p>\n";
+  if (d.steps.empty() || (d.idle_intervals.empty() && d.idle_pct > 0)) {
+    out += "<p class=null>no steps or no idle intervals to draw</p>\n";
     return;
   }
   const size_t rows = std::min(d.steps.size(), kMaxStepRows);

@@ -107,6 +107,23 @@ TEST(HtmlReport, TraceTextIsEscapedAndInvalidUtf8Replaced) {
   EXPECT_NE(page.find("trace&amp;.json"), std::string::npos);
 }
 
+// A report without idle intervals (read back from JSON) has idle time it cannot place: the
+// page says so rather than drawing the window as all kernels.
+TEST(HtmlReport, IdleWithoutIntervalsIsNotDrawnAsKernels) {
+  Report report;
+  DeviceReport d;
+  d.window_ns = 1'000'000;
+  d.idle_pct = 50;
+  d.steps.push_back({1, 0, 1'000'000, 50, std::nullopt});
+  d.step_count = 1;
+  report.devices.push_back(d);
+  const std::string page = report_to_html(report);
+  EXPECT_NE(page.find("carries no idle intervals"), std::string::npos);
+  EXPECT_EQ(page.find("aria-label=\"timeline\""), std::string::npos);
+  report.devices[0].idle_intervals.push_back({0, 500'000, IdleCauseId::kInput});
+  EXPECT_NE(report_to_html(report).find("aria-label=\"timeline\""), std::string::npos);
+}
+
 TEST(HtmlDiff, FindingsResolvedNewChangedAndTheHeadline) {
   const Analysed base = analyse(testdata("pytorch/fp32_sync.json.gz"));
   const Analysed now = analyse(testdata("pytorch/bf16_sync.json.gz"));
