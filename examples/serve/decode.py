@@ -105,7 +105,10 @@ def serve(args):
     requests = poisson_stream(args.requests, args.rate, args.seed, (args.prompt, args.prompt),
                               (args.new_tokens, args.new_tokens))
     pending = list(requests)  # Not arrived yet, in arrival order.
-    waiting, running = [], []  # running: (request, slot, position, last token)
+    waiting, running = [], []  # running: [request, slot, position]
+    # Each slot's last token stays on the GPU: an iteration's host work does not grow with the
+    # batch (one gather and one scatter, not a tensor op per sequence).
+    last = torch.zeros(slots, dtype=torch.long, device=device)
     free = list(range(slots))
     iterations = 0
     # cuDNN's attention builds a plan for every new key length (every decode iteration here), which
@@ -128,24 +131,26 @@ def serve(args):
                 new_slots = [free.pop() for _ in admitted]
                 prompts = torch.randint(0, args.vocab, (len(admitted), args.prompt), generator=gen).to(device)
                 first = model(prompts, caches, new_slots, [0] * len(admitted)).argmax(-1)
+                last[torch.tensor(new_slots, device=device)] = first
                 for i, r in enumerate(admitted):
-                    running.append([r, new_slots[i], args.prompt, first[i : i + 1]])
+                    running.append([r, new_slots[i], args.prompt])
             if not running:
                 # Nothing to run: the host waits for the next arrival (a scheduling gap).
                 if pending:
                     time.sleep(max(0.0, pending[0].arrival_s - (time.perf_counter() - start)))
                 continue
-            tokens = torch.stack([e[3] for e in running]).view(-1, 1)
-            logits = model(tokens, caches, [e[1] for e in running], [e[2] for e in running])
+            run_slots = [e[1] for e in running]
+            slot_index = torch.tensor(run_slots, device=device)
+            logits = model(last[slot_index].view(-1, 1), caches, run_slots, [e[2] for e in running])
             sampled = logits.argmax(-1)
+            last[slot_index] = sampled
             sampled.tolist()  # The host reads the tokens back (stop checks, streaming).
             t = time.perf_counter() - start
             iterations += 1
-            for i, e in enumerate(running):
+            for e in running:
                 e[0].generated += 1
                 e[0].token_times_s.append(t)
                 e[2] += 1
-                e[3] = sampled[i : i + 1]
             for e in [e for e in running if e[0].done or e[2] >= MAX_POS]:
                 running.remove(e)
                 free.append(e[1])

@@ -565,6 +565,9 @@ int Tracer::initialize() {
   if ((deferred && std::strcmp(deferred, "1") == 0) || after_ms > 0) {
     window_ = kWaiting;
     if (after_ms > 0) open_at_ns_ = realtime_ns() + after_ms * 1000000;
+    // Device records (name, SM count, clocks) come once, when the context is created: recorded
+    // from the start, they cost nothing per launch.
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE);
   } else {
     if (!enable_kinds()) return 1;
     if (open_for_ns_ > 0) {

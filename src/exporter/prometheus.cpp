@@ -5,6 +5,7 @@
 
 #include <fmt/core.h>
 
+#include "exporter/prometheus_health.h"
 #include "nvml/process_identity.h"
 #include "nvml/sample_fields.h"
 
@@ -167,6 +168,7 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
                    "DRAM-active seconds (DRAM bandwidth ratio x interval, summed).", c.dram_active_s);
 #undef GPUSCOPE_GAUGE
 #undef GPUSCOPE_COUNTER
+  render_health(out, in, labels);
 
   header(out, {"gpuscope_metric_supported", "gauge",
                "1 if the metric was measured on this GPU in the latest sample, 0 if unsupported or unreadable."});
@@ -249,10 +251,13 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
                                                static_cast<double>(*s.memory_used_bytes)) * kMiB)
                       : std::nullopt);
     GPUSCOPE_DCGM("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", opt(s.power_w));
-    // dcgm-exporter declares this a counter; a gauge here keeps `promtool check metrics`
-    // clean (counters must end in _total). Values are the same (mJ since driver load).
-    GPUSCOPE_DCGM("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "gauge",
+    // Types as dcgm-exporter's etc/default-counters.csv declares them: counters without the
+    // _total suffix (promtool notes that; dashboards built on dcgm-exporter expect these names).
+    GPUSCOPE_DCGM("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
                   "Total energy consumption since boot (in mJ).", opt(s.energy_j, 1000.0));
+    GPUSCOPE_DCGM("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge",
+                  "Ratio of time the graphics engine is active (from NVML utilization.gpu: time any kernel ran).",
+                  opt(s.gpu_util_pct, 0.01));
     GPUSCOPE_DCGM("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", opt(s.sm_clock_mhz));
     GPUSCOPE_DCGM("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", opt(s.mem_clock_mhz));
     GPUSCOPE_DCGM("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", opt(s.temperature_c));
@@ -283,6 +288,7 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
     GPUSCOPE_DCGM("DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge", "The rate of data received over NVLink (bytes/s).",
                   opt(s.nvlink_rx_bytes_per_s));
 #undef GPUSCOPE_DCGM
+    render_health_dcgm(out, in, dl);
   }
   return out;
 }

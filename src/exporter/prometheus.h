@@ -10,6 +10,8 @@
 // - With dcgm_compat, the dcgm-exporter names and units are emitted too (DCGM_FI_DEV_GPU_UTIL
 //   in percent, DCGM_FI_PROF_SM_ACTIVE as a ratio, FB memory in MiB, ...) with its labels
 //   (gpu, UUID, device, modelName, Hostname), so that existing dashboards work.
+// - Health families (XID, ECC, remapped rows, PCIe replays, NVLink, power limit, named
+//   clocks-event reasons) are written by prometheus_health.h, in both name sets.
 #pragma once
 
 #include <string>

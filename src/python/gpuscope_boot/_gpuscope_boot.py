@@ -37,9 +37,9 @@ import threading
 import time
 
 stats = {"hook_errors": 0, "ranges": 0, "samples": 0}
-_state = {"installed": False, "pid": None, "sampler": None, "target": None, "torch": None}
+_state = {"installed": False, "pid": None, "sampler": None, "target": None, "torch": None, "undo": []}
 # Trace window: "always" (the whole run), or "waiting" -> "open" -> "done" under --steps.
-_window = {"state": "always", "skip": 0, "steps": 0, "opt": 0, "fwd": 0, "at_open": (0, 0)}
+_window = {"state": "always", "skip": 0, "steps": 0, "opt": 0, "fwd": 0, "at_open": (0, 0), "detach": False}
 _local = threading.local()
 _MARK_PREFIX = "gpuscope.py#"
 
@@ -135,6 +135,29 @@ def _step_ended(kind):
         if traced >= w["steps"]:
             w["state"] = "done"
             _trace_control(False)
+            # The hooks go too; torch iterates the optimizer's hooks live, so from there the
+            # removal waits for the next module call (whose hooks torch iterates as a copy).
+            if kind == "opt":
+                w["detach"] = True
+            else:
+                _detach()
+
+
+def _undo_on_detach(*handles):
+    for h in handles:
+        if h is not None and hasattr(h, "remove"):
+            _state["undo"].append(h.remove)
+
+
+def _detach():
+    """Removes every hook and wrapper: after a bounded window the program runs as if untraced."""
+    _window["detach"] = False
+    undo, _state["undo"] = _state["undo"], []
+    for fn in undo:
+        try:
+            fn()
+        except Exception:
+            stats["hook_errors"] += 1
 
 
 def _cuda_ready():
@@ -217,8 +240,7 @@ def _install_optimizer_hooks(torch):
         _end(_open_ranges().pop(("opt", id(optimizer)), None))
         _step_ended("opt")
 
-    register_optimizer_step_pre_hook(pre)
-    register_optimizer_step_post_hook(post)
+    _undo_on_detach(register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post))
 
 
 def _install_dataloader_hook(torch):
@@ -240,6 +262,12 @@ def _install_dataloader_hook(torch):
     __next__.__wrapped__ = original
     cls.__next__ = __next__
 
+    def restore():
+        if cls.__next__ is __next__:
+            cls.__next__ = original
+
+    _state["undo"].append(restore)
+
 
 def _compiling(torch):
     try:
@@ -253,6 +281,9 @@ def _install_module_hooks(torch):
 
     @_guarded
     def pre(mod, args):
+        if _window["detach"]:
+            _detach()
+            return None
         if _compiling(torch):
             return None
         depth = getattr(_local, "depth", 0)
@@ -276,8 +307,8 @@ def _install_module_hooks(torch):
             _step_ended("fwd")
         return None
 
-    nn_module.register_module_forward_pre_hook(pre)
-    nn_module.register_module_forward_hook(post, always_call=True)
+    _undo_on_detach(nn_module.register_module_forward_pre_hook(pre),
+                    nn_module.register_module_forward_hook(post, always_call=True))
 
 
 def _install_backward_hook(torch):
@@ -297,6 +328,12 @@ def _install_backward_hook(torch):
     backward.__wrapped__ = original
     backward.__doc__ = original.__doc__
     autograd.backward = backward
+
+    def restore():
+        if autograd.backward is backward:
+            autograd.backward = original
+
+    _state["undo"].append(restore)
 
 
 # --- Python stack sampler -------------------------------------------------------------------
