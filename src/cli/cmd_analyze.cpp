@@ -14,6 +14,8 @@
 #include "cli/report_text.h"
 #include "core/analysis.h"
 #include "formats/csv_report.h"
+#include "formats/html_file.h"
+#include "formats/html_report.h"
 #include "formats/input_source.h"
 #include "formats/report_json.h"
 #include "formats/trace_input.h"
@@ -22,6 +24,10 @@ namespace gpuscope::cli {
 
 void add_analysis_options(CLI::App& app, AnalyzeCliOptions& o) {
   app.add_flag("--json", o.json, "Print the report as JSON (schema gpuscope.report/1) instead of text");
+  app.add_option("--html", o.html,
+                 "Also write the report as one self-contained HTML page (timeline, charts, findings; no network "
+                 "needed to view it) to FILE")
+      ->type_name("FILE");
   app.add_option("--model", o.model_spec,
                  "Model for MFU, e.g. gpt:params=124M,layers=12,heads=12,dmodel=768,seq=1024,batch=16\n"
                  "(training FLOPs per token = 6N + 12*L*H*Q*T, PaLM appendix B)");
@@ -42,6 +48,14 @@ int report_traces(std::vector<Trace>& traces, const AnalyzeCliOptions& o) {
     csv = csv_table_from_name(o.csv);
     if (!csv) {
       fmt::print(stderr, "gpuscope: --csv {}: expected steps, kernels or idle\n", terminal_safe(o.csv));
+      return 2;
+    }
+  }
+  std::vector<std::string> inputs;
+  for (const Trace& t : traces) inputs.push_back(t.source);
+  if (!o.html.empty()) {
+    if (Status usable = check_html_path(o.html, inputs); !usable.ok()) {
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(usable.message()));
       return 2;
     }
   }
@@ -70,6 +84,14 @@ int report_traces(std::vector<Trace>& traces, const AnalyzeCliOptions& o) {
                                     : render_report(report, style_for(stdout));
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
+  if (!o.html.empty()) {
+    const Status written = write_html_file(o.html, report_to_html(report, traces), inputs);
+    if (!written.ok()) {
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(written.message()));
+      return 2;
+    }
+    fmt::print(stderr, "gpuscope: wrote {}\n", terminal_safe(o.html));
+  }
   return 0;
 }
 
@@ -130,6 +152,14 @@ int run_analyze(const AnalyzeArgs& args) {
   if (!paths.ok()) {
     fmt::print(stderr, "gpuscope: {}\n", paths.status().message());
     return 2;
+  }
+  if (!args.options.html.empty()) {  // Before reading: a large trace takes a while.
+    std::vector<std::string> inputs = paths.value();
+    inputs.insert(inputs.end(), args.paths.begin(), args.paths.end());
+    if (Status usable = check_html_path(args.options.html, inputs); !usable.ok()) {
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(usable.message()));
+      return 2;
+    }
   }
   if (std::count(args.paths.begin(), args.paths.end(), "-") > 1) {
     fmt::print(stderr, "gpuscope: '-' (stdin) can be read only once\n");
@@ -194,7 +224,8 @@ CommandRegistration kAnalyze{CommandSpec{
           "  gpuscope analyze trace.json.gz\n"
           "  gpuscope analyze --model gpt:params=124M,layers=12,heads=12,dmodel=768,seq=1024,batch=16 trace.json.gz\n"
           "  gpuscope analyze --json traces/ > report.json      # one analysis per rank + summary\n"
-          "  gpuscope analyze --csv steps trace.json.gz > steps.csv\n\n"
+          "  gpuscope analyze --csv steps trace.json.gz > steps.csv\n"
+          "  gpuscope analyze --html report.html trace.json.gz      # one page to open or attach\n\n"
           "Record a trace with record_shapes=True so matmul FLOPs (HFU) and precision can be counted:\n"
           "  with torch.profiler.profile(activities=[CPU, CUDA], record_shapes=True,\n"
           "                              schedule=torch.profiler.schedule(wait=1, warmup=1, active=3)) as p:\n"
