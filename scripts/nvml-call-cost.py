@@ -44,6 +44,30 @@ cost("nvmlDeviceGetComputeRunningProcesses", lambda: nv.nvmlDeviceGetComputeRunn
 cost("nvmlDeviceGetProcessUtilization", lambda: nv.nvmlDeviceGetProcessUtilization(h, 0))
 cost("nvmlDeviceGetPcieThroughput(TX)",
      lambda: nv.nvmlDeviceGetPcieThroughput(h, nv.NVML_PCIE_UTIL_TX_BYTES))
+# Health (src/nvml/health.cpp): XIDs every pass, the rest every 10 s.
+cost("nvmlDeviceGetTotalEccErrors(uncorrected, volatile)",
+     lambda: nv.nvmlDeviceGetTotalEccErrors(h, nv.NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                                            nv.NVML_VOLATILE_ECC))
+cost("nvmlDeviceGetRemappedRows", lambda: nv.nvmlDeviceGetRemappedRows(h))
+cost("nvmlDeviceGetPcieReplayCounter", lambda: nv.nvmlDeviceGetPcieReplayCounter(h))
+cost("nvmlDeviceGetEnforcedPowerLimit", lambda: nv.nvmlDeviceGetEnforcedPowerLimit(h))
+cost("nvmlDeviceGetNvLinkState(0)", lambda: nv.nvmlDeviceGetNvLinkState(h, 0))
+cost("nvmlDeviceGetNvLinkErrorCounter(0, replay)",
+     lambda: nv.nvmlDeviceGetNvLinkErrorCounter(h, 0, nv.NVML_NVLINK_ERROR_DL_REPLAY))
+try:
+    events = nv.nvmlEventSetCreate()
+    nv.nvmlDeviceRegisterEvents(h, nv.nvmlEventTypeXidCriticalError, events)
+
+    def wait_none():  # No XID queued: NVML_ERROR_TIMEOUT at once (timeout 0).
+        try:
+            nv.nvmlEventSetWait_v2(events, 0)
+        except nv.NVMLError_Timeout:
+            pass
+
+    cost("nvmlEventSetWait_v2(timeout 0, nothing queued)", wait_none)
+    nv.nvmlEventSetFree(events)
+except Exception as e:
+    print(f"| XID event set | unavailable: {e} | | |")
 try:
     sample = nv.nvmlGpmSampleAlloc()
     cost("nvmlGpmSampleGet", lambda: nv.nvmlGpmSampleGet(h, sample))

@@ -1,9 +1,11 @@
 """A GPT-2-small-shaped decoder serving a seeded Poisson stream of requests, for gpuscope's
 serving findings (under-batched, scheduling-gap, tensor-unfriendly-shape).
 
-Random weights, no downloads, no profiler. Each request's prompt is prefilled alone into its
+Random weights, no downloads, no profiler. Each request's prompt is prefilled into its
 KV-cache slot; decode iterations run every running request together (one token each), greedy
 sampling, and the sampled tokens are read back on the host every iteration (as servers do).
+Admitted requests are prefilled together in one forward pass; the KV cache is written with one
+scatter per layer for the whole batch.
 
   python3 examples/serve/decode.py --scheduler continuous --batch 64 --rate 200 --vocab 50304
 
@@ -38,24 +40,17 @@ class Block(torch.nn.Module):
         self.fc = torch.nn.Linear(DMODEL, 4 * DMODEL)
         self.out = torch.nn.Linear(4 * DMODEL, DMODEL)
 
-    def forward(self, x, cache_k, cache_v, slots, pos, lengths):
-        """x [B, T, C]; tokens of request b sit at positions pos[b] .. pos[b]+T-1 of slot slots[b].
-        The caches are [slots, H, MAX_POS, D]; `lengths` [B] is each request's length after x."""
+    def forward(self, x, cache_k, cache_v, at):
+        """x [B, T, C]; `at` holds the iteration's index tensors (see GPT.forward). The caches
+        are [slots, H, MAX_POS, D]."""
         b, t, _ = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(DMODEL, dim=2)
         q, k, v = (z.view(b, t, HEADS, HEAD_DIM).transpose(1, 2) for z in (q, k, v))
-        for i in range(b):
-            cache_k[slots[i], :, pos[i] : pos[i] + t] = k[i]
-            cache_v[slots[i], :, pos[i] : pos[i] + t] = v[i]
-        span = int(max(lengths))
-        keys, values = cache_k[slots, :, :span], cache_v[slots, :, :span]
-        # Key j is visible to query i of request b when j < lengths[b] and j <= pos[b] + i.
-        j = torch.arange(span, device=x.device)
-        qpos = torch.tensor(pos, device=x.device)[:, None] + torch.arange(t, device=x.device)[None, :]
-        mask = (j[None, None, :] <= qpos[:, :, None]) & (
-            j[None, None, :] < torch.tensor(lengths, device=x.device)[:, None, None]
-        )
-        y = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask[:, None])
+        # One scatter per cache for the whole batch: [B, T] (slot, position) pairs.
+        cache_k[at["slot_bt"], :, at["pos_bt"]] = k.transpose(1, 2)
+        cache_v[at["slot_bt"], :, at["pos_bt"]] = v.transpose(1, 2)
+        keys, values = cache_k[at["slots"], :, : at["span"]], cache_v[at["slots"], :, : at["span"]]
+        y = F.scaled_dot_product_attention(q, keys, values, attn_mask=at["mask"])
         x = x + self.proj(y.transpose(1, 2).reshape(b, t, DMODEL))
         return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
 
@@ -70,13 +65,29 @@ class GPT(torch.nn.Module):
         self.head = torch.nn.Linear(DMODEL, vocab, bias=False)
 
     def forward(self, tokens, caches, slots, pos):
-        """tokens [B, T] -> logits of the last position [B, vocab]."""
+        """tokens [B, T] -> logits of the last position [B, vocab]. Request b's tokens sit at
+        positions pos[b] .. pos[b]+T-1 of KV-cache slot slots[b]."""
         b, t = tokens.shape
-        positions = torch.tensor(pos, device=tokens.device)[:, None] + torch.arange(t, device=tokens.device)
+        dev = tokens.device
+        # The iteration's indices, built once and copied to the GPU once (as servers do).
+        host = torch.tensor([list(slots), list(pos)], dtype=torch.long).pin_memory() if dev.type == "cuda" \
+            else torch.tensor([list(slots), list(pos)], dtype=torch.long)
+        slot_t, pos_t = host.to(dev, non_blocking=True)
+        steps = torch.arange(t, device=dev)
+        positions = pos_t[:, None] + steps[None, :]  # [B, T]
+        span = max(pos) + t
+        # Key j is visible to query i of request b when j <= pos[b] + i (and so j < its length).
+        j = torch.arange(span, device=dev)
+        at = {
+            "slots": slot_t,
+            "slot_bt": slot_t[:, None].expand(b, t),
+            "pos_bt": positions,
+            "span": span,
+            "mask": (j[None, None, :] <= positions[:, :, None])[:, None],
+        }
         x = self.wte(tokens) + self.wpe(positions)
-        lengths = [p + t for p in pos]
         for block, (ck, cv) in zip(self.blocks, caches):
-            x = block(x, ck, cv, slots, pos, lengths)
+            x = block(x, ck, cv, at)
         return self.head(self.ln_f(x[:, -1]))
 
 
@@ -94,38 +105,52 @@ def serve(args):
     requests = poisson_stream(args.requests, args.rate, args.seed, (args.prompt, args.prompt),
                               (args.new_tokens, args.new_tokens))
     pending = list(requests)  # Not arrived yet, in arrival order.
-    waiting, running = [], []  # running: (request, slot, position, last token)
+    waiting, running = [], []  # running: [request, slot, position]
+    # Each slot's last token stays on the GPU: an iteration's host work does not grow with the
+    # batch (one gather and one scatter, not a tensor op per sequence).
+    last = torch.zeros(slots, dtype=torch.long, device=device)
     free = list(range(slots))
     iterations = 0
-    with torch.inference_mode():
+    # cuDNN's attention builds a plan for every new key length (every decode iteration here), which
+    # costs tens of ms per iteration until each length has been seen: servers use fixed-size or
+    # paged attention kernels instead. The memory-efficient kernel takes any mask and length.
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backends = [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+    with torch.inference_mode(), sdpa_kernel(backends):
         start = time.perf_counter()
         while pending or waiting or running:
             now = time.perf_counter() - start
             while pending and pending[0].arrival_s <= now:
                 waiting.append(pending.pop(0))
             admitted = admit(args.scheduler, slots, waiting, running, bool(pending))
-            for r in admitted:
-                waiting.remove(r)
-                slot = free.pop()
-                prompt = torch.randint(0, args.vocab, (1, r.prompt), generator=gen).to(device)
-                logits = model(prompt, caches, [slot], [0])
-                running.append([r, slot, r.prompt, logits.argmax(-1)])
+            if admitted:
+                # The admitted requests' prompts are prefilled together, in one forward pass.
+                for r in admitted:
+                    waiting.remove(r)
+                new_slots = [free.pop() for _ in admitted]
+                prompts = torch.randint(0, args.vocab, (len(admitted), args.prompt), generator=gen).to(device)
+                first = model(prompts, caches, new_slots, [0] * len(admitted)).argmax(-1)
+                last[torch.tensor(new_slots, device=device)] = first
+                for i, r in enumerate(admitted):
+                    running.append([r, new_slots[i], args.prompt])
             if not running:
                 # Nothing to run: the host waits for the next arrival (a scheduling gap).
                 if pending:
                     time.sleep(max(0.0, pending[0].arrival_s - (time.perf_counter() - start)))
                 continue
-            tokens = torch.stack([e[3] for e in running]).view(-1, 1)
-            logits = model(tokens, caches, [e[1] for e in running], [e[2] for e in running])
+            run_slots = [e[1] for e in running]
+            slot_index = torch.tensor(run_slots, device=device)
+            logits = model(last[slot_index].view(-1, 1), caches, run_slots, [e[2] for e in running])
             sampled = logits.argmax(-1)
+            last[slot_index] = sampled
             sampled.tolist()  # The host reads the tokens back (stop checks, streaming).
             t = time.perf_counter() - start
             iterations += 1
-            for i, e in enumerate(running):
+            for e in running:
                 e[0].generated += 1
                 e[0].token_times_s.append(t)
                 e[2] += 1
-                e[3] = sampled[i : i + 1]
             for e in [e for e in running if e[0].done or e[2] >= MAX_POS]:
                 running.remove(e)
                 free.append(e[1])

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <thread>
 
 #include <fmt/core.h>
@@ -22,6 +23,8 @@
 #include "cli/report_text.h"
 #include "core/analysis.h"
 #include "formats/csv_report.h"
+#include "formats/html_file.h"
+#include "formats/html_report.h"
 #include "formats/input_source.h"
 #include "formats/job_reader.h"
 #include "formats/kineto_reader.h"
@@ -32,6 +35,10 @@ namespace gpuscope::cli {
 
 void add_analysis_options(CLI::App& app, AnalyzeCliOptions& o) {
   app.add_flag("--json", o.json, "Print the report as JSON (schema gpuscope.report/1) instead of text");
+  app.add_option("--html", o.html,
+                 "Also write the report as one self-contained HTML page (timeline, charts, findings; no network "
+                 "needed to view it) to FILE")
+      ->type_name("FILE");
   app.add_option("--model", o.model_spec,
                  "Model for MFU, e.g. gpt:params=124M,layers=12,heads=12,dmodel=768,seq=1024,batch=16\n"
                  "(training FLOPs per token = 6N + 12*L*H*Q*T, PaLM appendix B)");
@@ -71,7 +78,9 @@ std::optional<AnalysisOptions> analysis_options(const AnalyzeCliOptions& o) {
 }
 
 // Prints the report of traces analysed one by one (analyze_one_trace), in their order.
-int report_analyses(std::vector<TraceAnalysis> parts, const AnalyzeCliOptions& o, const AnalysisOptions& options) {
+// `traces`: the traces (at least their source and device samples) for --html.
+int report_analyses(std::vector<TraceAnalysis> parts, const AnalyzeCliOptions& o, const AnalysisOptions& options,
+                    std::span<const Trace> traces) {
   const std::optional<CsvTable> csv = o.csv.empty() ? std::nullopt : csv_table_from_name(o.csv);
   const Report report = combine_analyses(std::move(parts), options);
   for (const auto& w : report.warnings) fmt::print(stderr, "gpuscope: warning: {}\n", terminal_safe(w));
@@ -85,18 +94,36 @@ int report_analyses(std::vector<TraceAnalysis> parts, const AnalyzeCliOptions& o
                                     : render_report(report, style_for(stdout));
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
+  if (!o.html.empty()) {
+    std::vector<std::string> inputs;
+    for (const Trace& t : traces) inputs.push_back(t.source);
+    const Status written = write_html_file(o.html, report_to_html(report, traces), inputs);
+    if (!written.ok()) {
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(written.message()));
+      return 2;
+    }
+    fmt::print(stderr, "gpuscope: wrote {}\n", terminal_safe(o.html));
+  }
   return 0;
 }
 
 }  // namespace
 
 int report_traces(std::vector<Trace>& traces, const AnalyzeCliOptions& o) {
+  if (!o.html.empty()) {
+    std::vector<std::string> inputs;
+    for (const Trace& t : traces) inputs.push_back(t.source);
+    if (Status usable = check_html_path(o.html, inputs); !usable.ok()) {
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(usable.message()));
+      return 2;
+    }
+  }
   const std::optional<AnalysisOptions> options = analysis_options(o);
   if (!options) return 2;
   std::vector<TraceAnalysis> parts;
   parts.reserve(traces.size());
   for (const Trace& t : traces) parts.push_back(analyze_one_trace(t, *options));
-  return report_analyses(std::move(parts), o, *options);
+  return report_analyses(std::move(parts), o, *options, traces);
 }
 
 namespace {
@@ -220,6 +247,14 @@ int run_analyze(const AnalyzeArgs& args) {
     fmt::print(stderr, "gpuscope: {}\n", paths.status().message());
     return 2;
   }
+  if (!args.options.html.empty()) {  // Before reading: a large trace takes a while.
+    std::vector<std::string> inputs = paths.value();
+    inputs.insert(inputs.end(), args.paths.begin(), args.paths.end());
+    if (Status usable = check_html_path(args.options.html, inputs); !usable.ok()) {
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(usable.message()));
+      return 2;
+    }
+  }
   if (std::count(args.paths.begin(), args.paths.end(), "-") > 1) {
     fmt::print(stderr, "gpuscope: '-' (stdin) can be read only once\n");
     return 2;
@@ -241,6 +276,8 @@ int run_analyze(const AnalyzeArgs& args) {
   const std::vector<std::string>& files = paths.value();
   std::vector<std::optional<TraceAnalysis>> parts(files.size());
   std::vector<std::string> errors(files.size());
+  // What --html draws besides the report: each trace's device samples (small), by source.
+  std::vector<Trace> samples(files.size());
   {
     JobProgress progress(files.size());
     job.progress = &progress;
@@ -253,11 +290,14 @@ int run_analyze(const AnalyzeArgs& args) {
         return;
       }
       parts[i] = analyze_one_trace(trace.value(), *analysis);
+      samples[i].source = trace->source;
+      samples[i].device_samples = std::move(trace->device_samples);
     });
   }
   bool failed = false;
   size_t skipped = 0;
   std::vector<TraceAnalysis> read;
+  std::vector<Trace> read_samples;
   for (size_t i = 0; i < files.size(); ++i) {
     const std::string& path = files[i];
     const bool named = std::find(args.paths.begin(), args.paths.end(), path) != args.paths.end();
@@ -273,13 +313,14 @@ int run_analyze(const AnalyzeArgs& args) {
       continue;
     }
     read.push_back(std::move(*parts[i]));
+    read_samples.push_back(std::move(samples[i]));
   }
   if (failed) return 2;
   if (read.empty()) {
     fmt::print(stderr, "gpuscope: none of the {} files could be read\n", skipped);
     return 2;
   }
-  return report_analyses(std::move(read), args.options, *analysis);
+  return report_analyses(std::move(read), args.options, *analysis, read_samples);
 }
 
 CommandRegistration kAnalyze{CommandSpec{
@@ -318,7 +359,8 @@ CommandRegistration kAnalyze{CommandSpec{
           "  gpuscope analyze --model gpt:params=124M,layers=12,heads=12,dmodel=768,seq=1024,batch=16 trace.json.gz\n"
           "  gpuscope analyze --json traces/ > report.json      # one analysis per rank + summary\n"
           "  gpuscope analyze --max-memory 4G job/              # 64 ranks, a few at a time\n"
-          "  gpuscope analyze --csv steps trace.json.gz > steps.csv\n\n"
+          "  gpuscope analyze --csv steps trace.json.gz > steps.csv\n"
+          "  gpuscope analyze --html report.html trace.json.gz      # one page to open or attach\n\n"
           "Record a trace with record_shapes=True so matmul FLOPs (HFU) and precision can be counted:\n"
           "  with torch.profiler.profile(activities=[CPU, CUDA], record_shapes=True,\n"
           "                              schedule=torch.profiler.schedule(wait=1, warmup=1, active=3)) as p:\n"

@@ -1,5 +1,6 @@
 // `gpuscope monitor`: device metrics, processes and waste signals as JSONL or CSV, one
-// record per GPU per interval; --record also writes an NVML fixture for the fake library.
+// record per GPU per interval; health counters (JSONL only) when they were read again;
+// --record also writes an NVML fixture for the fake library.
 #include <time.h>
 
 #include <cerrno>
@@ -7,6 +8,7 @@
 #include <cstring>
 #include <cstdio>
 #include <set>
+#include <type_traits>
 
 #include <fmt/core.h>
 
@@ -51,6 +53,55 @@ class NumberWriter {
   std::set<std::pair<int32_t, std::string>> warned_;
 };
 
+template <typename T>
+std::string json_opt(const std::optional<T>& v) {
+  if (!v) return "null";
+  if constexpr (std::is_same_v<T, bool>) return *v ? "true" : "false";
+  else return fmt::format("{}", *v);
+}
+
+// One "health" record per GPU (not per MIG instance) when its counters were read again or a
+// new XID arrived (core/device_health.h); null where the GPU does not support a reading.
+std::string health_json(const DeviceHealth& h, const DeviceSample& s, const nvml::DeviceInfo& d,
+                        int64_t time_ns) {
+  std::string xids = "null";
+  if (h.xid_supported) {
+    xids = "{";
+    for (const XidCount& c : h.xid_counts) {
+      xids += fmt::format(R"({}"{}":{})", xids.size() > 1 ? "," : "", c.xid, c.count);
+    }
+    xids += "}";
+  }
+  std::string links = "[";
+  for (const NvlinkErrorCounters& l : h.nvlink) {
+    links += fmt::format(R"({}{{"link":{},"replay":{},"recovery":{},"crc_flit":{},"crc_data":{}}})",
+                         links.size() > 1 ? "," : "", l.link, json_opt(l.replay),
+                         json_opt(l.recovery), json_opt(l.crc_flit), json_opt(l.crc_data));
+  }
+  links += "]";
+  std::string reasons = "null";
+  if (s.throttle_reasons) {
+    reasons = "[";
+    for (const ClocksEventReason& r : kClocksEventReasons) {
+      if (!(*s.throttle_reasons & r.bit)) continue;
+      reasons += fmt::format(R"({}"{}")", reasons.size() > 1 ? "," : "", r.name);
+    }
+    reasons += "]";
+  }
+  return fmt::format(
+      R"({{"type":"health","time_ns":{},"device":{},"uuid":{},"xid_errors_total":{},"xid_errors":{},"last_xid":{},)"
+      R"("ecc_volatile_corrected":{},"ecc_volatile_uncorrected":{},"ecc_aggregate_corrected":{},"ecc_aggregate_uncorrected":{},)"
+      R"("remapped_rows_correctable":{},"remapped_rows_uncorrectable":{},"remap_pending":{},"remap_failure":{},)"
+      R"("pcie_replays":{},"nvlink":{},"power_limit_w":{},"clocks_event_reasons":{}}})",
+      time_ns, h.device, json_string(d.uuid),
+      h.xid_supported ? fmt::format("{}", h.xid_total) : "null", xids, json_opt(h.last_xid),
+      json_opt(h.ecc_volatile_corrected), json_opt(h.ecc_volatile_uncorrected),
+      json_opt(h.ecc_aggregate_corrected), json_opt(h.ecc_aggregate_uncorrected),
+      json_opt(h.remapped_rows_corrected), json_opt(h.remapped_rows_uncorrected),
+      json_opt(h.remap_pending), json_opt(h.remap_failure), json_opt(h.pcie_replays), links,
+      json_opt(h.power_limit_w), reasons);
+}
+
 void write_jsonl(std::FILE* f, NumberWriter& num, const nvml::Sampler& sampler,
                  const nvml::LiveSnapshot& snap, const std::vector<Signal>& signals) {
   for (size_t i = 0; i < snap.devices.size(); ++i) {
@@ -70,6 +121,10 @@ void write_jsonl(std::FILE* f, NumberWriter& num, const nvml::Sampler& sampler,
                         num.json(c.tensor_active_s, s.device, "tensor_active_s_total"),
                         num.json(c.dram_active_s, s.device, "dram_active_s_total"));
     fmt::print(f, "{}\n", line);
+  }
+  for (size_t i = 0; i < snap.health.size() && i < snap.devices.size(); ++i) {
+    if (!snap.health[i].updated || snap.devices[i].gpu_instance_id) continue;
+    fmt::print(f, "{}\n", health_json(snap.health[i], snap.devices[i], sampler.devices()[i], snap.time_ns));
   }
   for (const ProcessSample& p : snap.processes) {
     fmt::print(f,

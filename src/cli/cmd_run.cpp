@@ -33,6 +33,10 @@ struct RunOptions {
   std::string sample_interval = "100ms";
   bool no_report = false;
   bool no_calibrate = false;
+  int steps = 0;       // Bounded tracing: steps traced (0: the whole run).
+  int skip_steps = 5;  // Warm-up steps before the window opens.
+  std::string after;   // Bounded tracing by time: open the window after this long...
+  std::string for_;    // ...and close it after this long.
   AnalyzeCliOptions analysis;
   std::vector<std::string> command;
 };
@@ -61,6 +65,41 @@ int64_t parse_interval_ms(const std::string& text) {
   return static_cast<int64_t>(ms);
 }
 
+// Milliseconds of a window bound ("30s", "500ms", "2m"); -1 when malformed or over a day.
+int64_t parse_window_ms(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !(v >= 0)) return -1;
+  const std::string unit(end);
+  const double scale = unit == "ms" ? 1 : unit == "s" ? 1e3 : unit == "m" ? 60e3 : -1;
+  if (scale < 0 || v * scale > 86'400'000) return -1;
+  return static_cast<int64_t>(v * scale);
+}
+
+// The environment that bounds the trace window, or an error message.
+std::string window_environment(const RunOptions& options, bool python,
+                               std::vector<std::pair<std::string, std::string>>* env) {
+  const int64_t after_ms = options.after.empty() ? 0 : parse_window_ms(options.after);
+  const int64_t for_ms = options.for_.empty() ? 0 : parse_window_ms(options.for_);
+  if (after_ms < 0 || for_ms < 0)
+    return fmt::format("--{} '{}': not a duration up to a day with its unit; use e.g. 500ms, 30s or 2m",
+                       after_ms < 0 ? "after" : "for", after_ms < 0 ? options.after : options.for_);
+  if (options.steps < 0 || options.skip_steps < 0) return "--steps and --skip-steps take counts (0 or more)";
+  if (options.steps > 0 && after_ms > 0)
+    return "--steps opens the window after --skip-steps steps and --after after a time; use one of them";
+  if (options.steps > 0) {
+    env->emplace_back("GPUSCOPE_TRACE_DEFERRED", "1");
+    env->emplace_back("GPUSCOPE_STEPS", std::to_string(options.steps));
+    env->emplace_back("GPUSCOPE_SKIP_STEPS", std::to_string(options.skip_steps));
+    if (!python)
+      fmt::print(stderr, "gpuscope run: --steps counts the steps of a PyTorch program (optimizer steps, else "
+                 "forward passes) through the Python bootstrap; for other programs use --after/--for\n");
+  }
+  if (after_ms > 0) env->emplace_back("GPUSCOPE_TRACE_AFTER_MS", std::to_string(after_ms));
+  if (for_ms > 0) env->emplace_back("GPUSCOPE_TRACE_FOR_MS", std::to_string(for_ms));
+  return "";
+}
+
 bool looks_like_python(const std::string& program) {
   const std::string base = program.substr(program.rfind('/') + 1);
   return base.rfind("python", 0) == 0 || base == "torchrun" || base == "accelerate";
@@ -78,6 +117,12 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
                "gpuscope run: --sample-interval '{}': not a duration from 100ms to 1h with its unit; use e.g. "
                "100ms, 1s or 0 (off)\n",
                options.sample_interval);
+    return 2;
+  }
+  std::vector<std::pair<std::string, std::string>> window_env;
+  if (std::string error = window_environment(options, looks_like_python(command[0]), &window_env);
+      !error.empty()) {
+    fmt::print(stderr, "gpuscope run: {}\n", error);
     return 2;
   }
   const std::string inject = find_library("libgpuscope_inject.so");
@@ -118,6 +163,8 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
     if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
     spec.env.emplace_back("LD_PRELOAD", preload);
   }
+  const bool bounded = !window_env.empty();
+  for (auto& kv : window_env) spec.env.push_back(std::move(kv));
   const std::string bootstrap = find_python_bootstrap();
   for (auto& kv : python_environment(bootstrap, std::getenv("GPUSCOPE_PYTHON"), std::getenv("PYTHONPATH")))
     spec.env.push_back(std::move(kv));
@@ -181,6 +228,19 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
     traces.push_back(std::move(trace).value());
   }
   if (traces.empty()) return child.exit_code != 0 ? child.exit_code : 2;
+  if (bounded) {
+    size_t kernels = 0;
+    for (const auto& t : traces) kernels += t.kernels.size();
+    if (kernels == 0)
+      fmt::print(stderr, "gpuscope run: the trace window never opened ({}); nothing was traced\n",
+                 options.steps > 0 ? fmt::format("fewer than {} steps seen", options.skip_steps)
+                                   : "the program ended first");
+    else
+      fmt::print(stderr, "gpuscope run: traced a bounded window ({}); CUPTI was detached after it\n",
+                 options.steps > 0 ? fmt::format("{} steps after {} warm-up", options.steps, options.skip_steps)
+                                   : fmt::format("{}{}", options.after.empty() ? "" : "after " + options.after,
+                                                 options.for_.empty() ? "" : " for " + options.for_));
+  }
   int report_code = report_traces(traces, options.analysis);
   return child.exit_code != 0 ? child.exit_code : report_code;
 }
@@ -203,12 +263,22 @@ CommandRegistration kRun({
                    "Do not measure what tracing adds to each kernel launch on this host (gpuscope-calibrate, about "
                    "2 s in all, before and after the program); without it, launch-bound speedups are "
                    "ratios to the slower traced step");
+      app.add_option("--steps", options->steps,
+                     "Trace only N steps, then detach CUPTI so the rest of the run pays nothing for "
+                     "tracing (PyTorch programs: optimizer steps, else forward passes)");
+      app.add_option("--skip-steps", options->skip_steps, "Warm-up steps run untraced before --steps")
+          ->capture_default_str();
+      app.add_option("--after", options->after, "Start tracing this long after CUDA starts (e.g. 30s, 2m)");
+      app.add_option("--for", options->for_, "Stop tracing (detach CUPTI) this long after it started (e.g. 10s)");
       add_analysis_options(app, options->analysis);
       // Everything after `--` is the command, options included.
       app.add_option("command", options->command, "The program to trace and its arguments, after --")
           ->take_all();
       app.footer(
-          "Example: gpuscope run -- python train.py --epochs 1\n"
+          "Examples:\n"
+          "  gpuscope run -- python train.py --epochs 1\n"
+          "  gpuscope run --steps 20 -- python serve.py     # 20 steps after 5 warm-up, then untraced\n"
+          "  gpuscope run --after 60s --for 10s -- ./server # a 10 s window of a long run\n"
           "Every process of the program that uses CUDA is traced (CUPTI kernels, copies, API "
           "calls, NVTX ranges, cuBLAS GEMM shapes). gpuscope exits with the program's exit code.");
       return [options]() { return run_command(*options, options->command); };

@@ -52,7 +52,6 @@ namespace {
 
 using Shape = std::span<const int64_t>;
 
-
 // y[M,N] = x[M,K] · W[K,N] as one host op recorded it.
 struct WeightGemm {
   int64_t m = 0, n = 0, k = 0;
@@ -155,7 +154,6 @@ std::optional<Roof> roof(const FindingContext& f, Precision p) {
   return Roof{*tflops * 1e12, *tbps * 1e12};
 }
 
-
 std::string fmt_shape(const GemmTime& g) {
   return fmt::format("[{}, {}] x [{}, {}] ({})", g.g.m, g.g.k, g.g.k, g.g.n, precision_name(g.precision));
 }
@@ -193,7 +191,6 @@ int64_t typical_m(std::vector<const GemmTime*> v) {
   }
   return v.empty() ? 0 : v.back()->g.m;
 }
-
 
 // The smallest multiple of `to` at or above v.
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
@@ -276,27 +273,48 @@ std::optional<Finding> under_batched(const FindingContext& f) {
                   growth * double(m)));
 }
 
+// How close a math type's aligned GEMMs (N and K multiples of the tile multiple) of the window
+// come to their roofline: roofline time over GPU time, weighted by time. Null without any.
+std::map<Precision, double> aligned_efficiency(const FindingContext& f, const std::vector<GemmTime>& gemms) {
+  std::map<Precision, std::pair<double, double>> sums;  // roofline ns, GPU ns
+  for (const GemmTime& g : gemms) {
+    const int64_t mult = tile_multiple(g.precision);
+    const auto r = roof(f, g.precision);
+    if (mult == 0 || !r || g.g.n % mult != 0 || g.g.k % mult != 0 || g.ns <= 0) continue;
+    sums[g.precision].first += 1e9 * r->time_s(g.flops(), g.bytes());
+    sums[g.precision].second += g.ns;
+  }
+  std::map<Precision, double> out;
+  for (const auto& [p, s] : sums) out[p] = std::min(1.0, s.first / s.second);
+  return out;
+}
+
 // Trigger: GEMMs with an N or K (the right operand's dimensions) that is not a multiple of the
 // tile multiple of their math type (bf16/fp16 8, fp8/int8 16, tf32/fp32 4) take at least 1% of
-// kernel time. Estimate: a memory-bound one (intensity below the ridge) gains nothing from
-// padding; a compute-bound one (or one on a device without a known roofline) at most the tile
-// waste fraction of its time: the padded share of the dimension rounded up to 64.
+// kernel time. Estimate, where the roofline is known and the window has aligned GEMMs of the same
+// math type: padded, the GEMM would come as close to its roofline as those do (an odd dimension
+// can make cuBLAS fall back to a slower kernel, memory-bound or not); it gains nothing when it is
+// already as close. Otherwise: a memory-bound one gains nothing, a compute-bound one at most the
+// tile waste fraction of its time (the padded share of the dimension rounded up to 64).
 std::optional<Finding> tensor_unfriendly_shape(const FindingContext& f) {
   struct Group {
     const GemmTime* example = nullptr;
     char dim = 'N';
     int64_t value = 0, multiple = 0;
-    double ns = 0, saved_ns = 0;
+    double ns = 0, saved_ns = 0, roof_ns = 0;
     int64_t launches = 0;
     bool memory_bound = true;
+    std::optional<double> reference;  // The aligned GEMMs' efficiency.
   };
   const std::vector<GemmTime> gemms = window_gemms(f);
+  const std::map<Precision, double> reference = aligned_efficiency(f, gemms);
   std::map<std::tuple<std::string_view, char, int64_t, Precision>, Group> groups;
   for (const GemmTime& g : gemms) {
     const int64_t mult = tile_multiple(g.precision);
     if (mult == 0) continue;
     const auto r = roof(f, g.precision);
     const bool memory_bound = r && g.flops() / g.bytes() < r->ridge();
+    const auto ref = reference.find(g.precision);
     for (const auto& [dim, value] : {std::pair{'N', g.g.n}, std::pair{'K', g.g.k}}) {
       if (value % mult == 0) continue;
       Group& grp = groups[{f.device.trace.strings.view(g.op->name), dim, value, g.precision}];
@@ -307,8 +325,14 @@ std::optional<Finding> tensor_unfriendly_shape(const FindingContext& f) {
       grp.ns += g.ns;
       grp.launches += g.launches;
       grp.memory_bound = grp.memory_bound && memory_bound;
-      const int64_t padded = round_up(value, 64);
-      if (!memory_bound) grp.saved_ns += g.ns * static_cast<double>(padded - value) / static_cast<double>(padded);
+      if (r && ref != reference.end()) {
+        const double roof_ns = 1e9 * r->time_s(g.flops(), g.bytes());
+        grp.reference = ref->second;
+        grp.roof_ns += roof_ns;
+        grp.saved_ns += std::max(0.0, g.ns - roof_ns / ref->second);
+      } else if (const int64_t padded = round_up(value, 64); !memory_bound) {
+        grp.saved_ns += g.ns * static_cast<double>(padded - value) / static_cast<double>(padded);
+      }
     }
   }
   if (groups.empty()) return std::nullopt;
@@ -324,19 +348,28 @@ std::optional<Finding> tensor_unfriendly_shape(const FindingContext& f) {
   std::string ev;
   for (size_t i = 0; i < v.size() && i < 3; ++i) {
     const Group& g = v[i];
+    const std::string per_step = fmt_ms(static_cast<int64_t>(g.saved_ns / f.steps()));
+    std::string gain;
+    if (g.reference) {
+      gain = fmt::format("{:.0f}% of its roofline against {:.0f}% for the aligned {} GEMMs here: {}",
+                         pct(g.roof_ns, g.ns), 100 * *g.reference, precision_name(g.example->precision),
+                         g.saved_ns < 0.01 * g.ns ? std::string("padding gains nothing measurable")
+                                                  : "padding saves about " + per_step + " (est.)");
+    } else {
+      gain = g.memory_bound ? "memory-bound: padding gains nothing measurable"
+                            : "compute-bound: padding gains at most " + per_step;
+    }
     ev += fmt::format("{}{} {}: {} = {} is not a multiple of {} (pad to {}); {} per iteration, {}", i ? "; " : "",
                       f.device.trace.strings.view(g.example->op->name), fmt_shape(*g.example), g.dim, g.value,
-                      g.multiple, round_up(g.value, 64),
-                      fmt_ms(static_cast<int64_t>(g.ns / f.steps())),
-                      g.memory_bound ? "memory-bound: padding gains nothing measurable"
-                                     : fmt::format("compute-bound: padding gains at most {}", fmt_ms(static_cast<int64_t>(g.saved_ns / f.steps()))));
+                      g.multiple, round_up(g.value, 64), fmt_ms(static_cast<int64_t>(g.ns / f.steps())), gain);
   }
   if (v.size() > 3) ev += fmt::format("; {} more", v.size() - 3);
   return proposal("GEMM dimensions do not fill tensor-core tiles", std::move(ev), f.speedup_removing(saved),
                   "Pad the named dimensions to a multiple of 64 (at least 8 for bf16/fp16, 16 for fp8, 4 for "
                   "tf32): a vocabulary padded with unused tokens (50257 -> 50304), hidden and FFN sizes rounded "
-                  "up. Estimate: a memory-bound GEMM gains nothing from padding; a compute-bound one at most "
-                  "the tile waste fraction (the padded share of its dimension rounded up to 64).");
+                  "up. Estimate: padded, a GEMM comes as close to its roofline as this run's aligned GEMMs of "
+                  "the same math type do; without those, a memory-bound GEMM gains nothing and a compute-bound "
+                  "one at most the tile waste fraction (the padded share of its dimension rounded up to 64).");
 }
 
 void add_serving_metrics(const DeviceContext& ctx, DeviceReport& r) {

@@ -95,8 +95,13 @@ std::vector<Signal> SignalTracker::update(std::span<const DeviceSample> devices,
 
     if (s.gpu_util_pct && s.sm_active_pct && *s.gpu_util_pct >= t_.busy_util_pct &&
         *s.sm_active_pct < t_.busy_sm_active_pct) {
-      device_signal(SignalKind::kBusyNotWorking, "utilization " + format_pct(*s.gpu_util_pct) +
-                                                     " but SM active " + format_pct(*s.sm_active_pct));
+      // The two usual causes, which a trace tells apart (docs/live.md): kernels too small for
+      // the GPU because each carries few tokens (decode serving few sequences: under-batched),
+      // or because the host issues many tiny kernels (launch-bound); `gpuscope run --steps 50`
+      // tells which.
+      device_signal(SignalKind::kBusyNotWorking,
+                    "utilization " + format_pct(*s.gpu_util_pct) + " but SM active " + format_pct(*s.sm_active_pct) +
+                        " (small kernels: under-batched or launch-bound)");
     }
 
     if (s.sm_active_pct && s.tensor_active_pct && *s.sm_active_pct >= t_.tensor_sm_active_pct &&

@@ -136,7 +136,9 @@ TEST(Signals, BusyNotWorkingOnTinyKernels) {
   auto sigs = run(tracker, tiny_kernels, 3, {holder(2 * kGiB)});
   ASSERT_EQ(sigs.size(), 1u);
   EXPECT_EQ(sigs[0].kind, SignalKind::kBusyNotWorking);
-  EXPECT_EQ(sigs[0].evidence, "utilization 100.0% but SM active 0.8%");
+  EXPECT_EQ(sigs[0].evidence.substr(0, 37), "utilization 100.0% but SM active 0.8%");
+  // It names the likely causes; a trace tells them apart (docs/live.md).
+  EXPECT_EQ(sigs[0].evidence.substr(37), " (small kernels: under-batched or launch-bound)");
   ASSERT_TRUE(sigs[0].process.has_value());
   EXPECT_EQ(sigs[0].process->pid, 77u);
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/clock.h"
@@ -88,6 +89,16 @@ Fn real(std::atomic<void*>& cache, const char* const* sonames, const char* name)
   return reinterpret_cast<Fn>(fn);
 }
 
+// Off until a bounded trace window opens (GPUSCOPE_TRACE_DEFERRED=1) and after it closes; the
+// injection library switches it with gpuscope_blas_set_recording.
+std::atomic<bool>& recording() {
+  static std::atomic<bool> on{[] {
+    const char* d = std::getenv("GPUSCOPE_TRACE_DEFERRED");
+    return !(d && std::strcmp(d, "1") == 0);
+  }()};
+  return on;
+}
+
 void record(const GpuscopeGemmCall& call) {
   Ring& r = ring();
   lock(r);
@@ -104,7 +115,7 @@ class Scope {
  public:
   Scope(GpuscopeGemmApi api, int64_t m, int64_t n, int64_t k, int64_t batch, int32_t a, int32_t b,
         int32_t c, bool ta, bool tb)
-      : outer_(t_depth++ == 0) {
+      : outer_(t_depth++ == 0 && recording().load(std::memory_order_relaxed)) {
     if (!outer_) return;
     if (t_tid == 0) t_tid = static_cast<int32_t>(syscall(SYS_gettid));
     call_.m = m;
@@ -142,6 +153,10 @@ extern "C" {
 // teardown) runs no atexit handler, so the injection library registers its final flush here.
 // The hook is a no-op in forked children (the injection library checks).
 static std::atomic<void (*)()> g_exit_hook{nullptr};
+
+__attribute__((visibility("default"))) void gpuscope_blas_set_recording(int on) {
+  recording().store(on != 0);
+}
 
 __attribute__((visibility("default"))) void gpuscope_blas_set_exit_hook(void (*hook)()) {
   g_exit_hook.store(hook);

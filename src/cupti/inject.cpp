@@ -11,6 +11,14 @@
 // - At exit (atexit), SIGTERM/SIGINT (only where the program left them at the default action),
 //   everything is flushed and a final stats record marks a clean end.
 //
+// Bounded tracing (`gpuscope run --steps N`, `--after/--for`): with GPUSCOPE_TRACE_DEFERRED=1
+// nothing is recorded until the window opens, either when the Python bootstrap has seen the
+// warm-up steps (gpuscope_trace_control(1)) or GPUSCOPE_TRACE_AFTER_MS after initialisation.
+// The window closes on gpuscope_trace_control(0) or GPUSCOPE_TRACE_FOR_MS after it opened: the
+// writer thread flushes and decodes what CUPTI holds, then detaches CUPTI (cuptiFinalize), so
+// the rest of the run pays nothing for tracing. No CUPTI call is made after that (any call
+// would attach CUPTI again).
+//
 // Never harm the program: no exception leaves any entry point, nothing calls exit(), and when
 // anything fails the library prints one line on stderr ("gpuscope: ...") and turns itself off.
 // Fork: a forked child inherits no writer thread, so the child never writes (its parent's file
@@ -74,6 +82,8 @@ class Tracer {
   void on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size,
                            size_t valid);
   void on_signal(int sig);
+  bool open_window();
+  bool request_close();
   void on_fork_prepare() { queue_mutex_.lock(); }
   void on_fork_parent() { queue_mutex_.unlock(); }
   void on_fork_child() {
@@ -91,6 +101,19 @@ class Tracer {
   void write_stats(bool clean_exit);
   void write_process_record();
   void install_signal_handlers();
+  bool enable_kinds();
+  void close_window();
+  void check_window_deadlines();
+  bool cupti_attached() const { return window_.load() != kDone; }
+
+  // The trace window: the whole run (kAlways), or waiting / open / closing / closed (detached).
+  enum Window : int { kAlways, kWaiting, kOpen, kClosing, kDone };
+  std::atomic<int> window_{kAlways};
+  std::mutex window_mutex_;
+  int64_t open_at_ns_ = 0;   // Realtime deadline to open a waiting window; 0: on request only.
+  int64_t open_for_ns_ = 0;  // Window length once open; 0: until closed by request.
+  std::atomic<int64_t> close_at_ns_{0};
+  std::vector<CUpti_ActivityKind> kinds_on_;
 
   std::atomic<bool> enabled_{false};
   std::atomic<bool> initialized_{false};
@@ -261,8 +284,11 @@ void Tracer::writer_loop() {
         if (bytes[i] == 'S') stop = true;
       }
     }
+    check_window_deadlines();
     auto now = std::chrono::steady_clock::now();
-    if (signal_flush) {
+    if (!cupti_attached()) {
+      // Detached: nothing more arrives, and any CUPTI call would attach it again.
+    } else if (signal_flush) {
       cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     } else if (!stop && now - last_flush >= std::chrono::milliseconds(kFlushPeriodMs)) {
       // Completed buffers only: cheap, and keeps the file at most ~1 s behind.
@@ -336,56 +362,13 @@ void Tracer::install_signal_handlers() {
   }
 }
 
-int Tracer::initialize() {
-  if (initialized_.exchange(true)) return 1;
-  if (const char* off = std::getenv("GPUSCOPE_DISABLE"); off && std::strcmp(off, "1") == 0)
-    return 1;
-
-  std::string prefix = "gpuscope";
-  if (const char* p = std::getenv("GPUSCOPE_CAPTURE_PREFIX"); p && *p) prefix = p;
-  capture::CaptureWriter::Options options;
-  if (const char* c = std::getenv("GPUSCOPE_COMPRESS"); c && std::strcmp(c, "0") == 0)
-    options.compress = false;
-  // A new file only (O_EXCL|O_NOFOLLOW, mode 0600): `<prefix>.<pid>.gpuscope`, or a numbered
-  // name beside it when that exists (an exec'd image of this pid wrote it); never truncating or
-  // following what is there.
-  std::string error;
-  if (!writer_.open_new_for_process(prefix, getpid(), options, &path_, &error)) {
-    disable(error);
-    return 1;
-  }
-  if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(ack_pipe_, O_CLOEXEC) != 0) {
-    disable("cannot create pipes");
-    return 1;
-  }
-  write_process_record();
-  writer_.flush();
-
-  // Timestamps in host CLOCK_REALTIME, explicitly (CUPTI's Linux default; WSL differs).
-  int64_t offset = 0;
-  if (cuptiActivityRegisterTimestampCallback(cupti_timestamp) != CUPTI_SUCCESS) {
-    uint64_t cupti_now = 0;
-    if (cuptiGetTimestamp(&cupti_now) == CUPTI_SUCCESS)
-      offset = realtime_ns() - static_cast<int64_t>(cupti_now);
-  }
-  decoder_ = std::make_unique<ActivityDecoder>(
-      writer_,
-      [](bool driver, uint32_t cbid) -> const char* {
-        const char* name = nullptr;
-        cuptiGetCallbackName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
-                             cbid, &name);
-        return name;
-      },
-      offset);
-
-  enabled_ = true;
-  if (!check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
-             "cuptiActivityRegisterCallbacks", true))
-    return 1;
+// Turns on the activity kinds recorded; false (tracing off) when kernels cannot be recorded.
+bool Tracer::enable_kinds() {
   // Kernels are what everything else hangs on: without them tracing is off.
   if (!check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
              "cuptiActivityEnable(CONCURRENT_KERNEL)", true))
-    return 1;
+    return false;
+  kinds_on_.push_back(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   // The rest are best effort; a failure is noted once in the capture's stats via stderr only
   // when GPUSCOPE_VERBOSE is set.
   const bool verbose = std::getenv("GPUSCOPE_VERBOSE") != nullptr;
@@ -396,6 +379,7 @@ int Tracer::initialize() {
   auto optional_kind = [&](CUpti_ActivityKind kind, const char* name) {
     if (kinds_off.find(std::string(",") + name + ",") != std::string::npos) return;
     CUptiResult rc = cuptiActivityEnable(kind);
+    if (rc == CUPTI_SUCCESS) kinds_on_.push_back(kind);
     if (rc != CUPTI_SUCCESS && verbose) {
       const char* text = nullptr;
       cuptiGetResultString(rc, &text);
@@ -472,6 +456,126 @@ int Tracer::initialize() {
     }
   }
 
+  return true;
+}
+
+// Opens a waiting window (from the program's thread or the writer thread).
+bool Tracer::open_window() {
+  std::lock_guard<std::mutex> lock(window_mutex_);
+  if (window_ != kWaiting || !enabled_) return false;
+  if (!enable_kinds()) return false;
+  using SetRecordingFn = void (*)(int);
+  if (auto set = reinterpret_cast<SetRecordingFn>(dlsym(RTLD_DEFAULT, "gpuscope_blas_set_recording")))
+    set(1);
+  if (open_for_ns_ > 0) close_at_ns_ = realtime_ns() + open_for_ns_;
+  window_ = kOpen;
+  return true;
+}
+
+// Asks the writer thread to close an open window; returns at once.
+bool Tracer::request_close() {
+  int open = kOpen;
+  if (!window_.compare_exchange_strong(open, kClosing)) return false;
+  char b = 'W';
+  if (wake_pipe_[1] >= 0) (void)!write(wake_pipe_[1], &b, 1);
+  return true;
+}
+
+// Writer thread: everything CUPTI holds is decoded, then CUPTI is detached for good.
+void Tracer::close_window() {
+  std::lock_guard<std::mutex> lock(window_mutex_);
+  using SetRecordingFn = void (*)(int);
+  if (auto set = reinterpret_cast<SetRecordingFn>(dlsym(RTLD_DEFAULT, "gpuscope_blas_set_recording")))
+    set(0);
+  for (CUpti_ActivityKind kind : kinds_on_) cuptiActivityDisable(kind);
+  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
+  kinds_on_.clear();
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  process_queue();
+  drain_gemms();
+  enabled_ = false;
+  check(cuptiFinalize(), "cuptiFinalize", false);
+  window_ = kDone;
+}
+
+void Tracer::check_window_deadlines() {
+  const int64_t now = realtime_ns();
+  if (window_ == kWaiting && open_at_ns_ > 0 && now >= open_at_ns_) open_window();
+  const int64_t close_at = close_at_ns_.load();
+  if (window_ == kOpen && close_at > 0 && now >= close_at) {
+    int open = kOpen;
+    window_.compare_exchange_strong(open, kClosing);
+  }
+  if (window_ == kClosing) close_window();
+}
+
+int Tracer::initialize() {
+  if (initialized_.exchange(true)) return 1;
+  if (const char* off = std::getenv("GPUSCOPE_DISABLE"); off && std::strcmp(off, "1") == 0)
+    return 1;
+
+  std::string prefix = "gpuscope";
+  if (const char* p = std::getenv("GPUSCOPE_CAPTURE_PREFIX"); p && *p) prefix = p;
+  capture::CaptureWriter::Options options;
+  if (const char* c = std::getenv("GPUSCOPE_COMPRESS"); c && std::strcmp(c, "0") == 0)
+    options.compress = false;
+  // A new file only (O_EXCL|O_NOFOLLOW, mode 0600): `<prefix>.<pid>.gpuscope`, or a numbered
+  // name beside it when that exists (an exec'd image of this pid wrote it); never truncating or
+  // following what is there.
+  std::string error;
+  if (!writer_.open_new_for_process(prefix, getpid(), options, &path_, &error)) {
+    disable(error);
+    return 1;
+  }
+  if (pipe2(wake_pipe_, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(ack_pipe_, O_CLOEXEC) != 0) {
+    disable("cannot create pipes");
+    return 1;
+  }
+  write_process_record();
+  writer_.flush();
+
+  // Timestamps in host CLOCK_REALTIME, explicitly (CUPTI's Linux default; WSL differs).
+  int64_t offset = 0;
+  if (cuptiActivityRegisterTimestampCallback(cupti_timestamp) != CUPTI_SUCCESS) {
+    uint64_t cupti_now = 0;
+    if (cuptiGetTimestamp(&cupti_now) == CUPTI_SUCCESS)
+      offset = realtime_ns() - static_cast<int64_t>(cupti_now);
+  }
+  decoder_ = std::make_unique<ActivityDecoder>(
+      writer_,
+      [](bool driver, uint32_t cbid) -> const char* {
+        const char* name = nullptr;
+        cuptiGetCallbackName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
+                             cbid, &name);
+        return name;
+      },
+      offset);
+
+  enabled_ = true;
+  if (!check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
+             "cuptiActivityRegisterCallbacks", true))
+    return 1;
+  auto env_ms = [](const char* name) -> int64_t {
+    const char* v = std::getenv(name);
+    return v ? std::max<int64_t>(0, std::atoll(v)) : 0;
+  };
+  const char* deferred = std::getenv("GPUSCOPE_TRACE_DEFERRED");
+  const int64_t after_ms = env_ms("GPUSCOPE_TRACE_AFTER_MS");
+  open_for_ns_ = env_ms("GPUSCOPE_TRACE_FOR_MS") * 1000000;
+  if ((deferred && std::strcmp(deferred, "1") == 0) || after_ms > 0) {
+    window_ = kWaiting;
+    if (after_ms > 0) open_at_ns_ = realtime_ns() + after_ms * 1000000;
+    // Device records (name, SM count, clocks) come once, when the context is created: recorded
+    // from the start, they cost nothing per launch.
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_DEVICE);
+  } else {
+    if (!enable_kinds()) return 1;
+    if (open_for_ns_ > 0) {
+      window_ = kOpen;
+      close_at_ns_ = realtime_ns() + open_for_ns_;
+    }
+  }
+
   pthread_atfork([] { Tracer::get().on_fork_prepare(); }, [] { Tracer::get().on_fork_parent(); },
                  [] { Tracer::get().on_fork_child(); });
   thread_ = std::thread([this] {
@@ -492,7 +596,7 @@ int Tracer::initialize() {
 
 void Tracer::shutdown() {
   if (forked_child_ || shutting_down_.exchange(true) || !thread_.joinable()) return;
-  if (enabled_) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (enabled_ && cupti_attached()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   char b = 'S';
   (void)!write(wake_pipe_[1], &b, 1);
   std::unique_lock<std::mutex> lock(done_mutex_);
@@ -519,6 +623,17 @@ __attribute__((visibility("default"))) int InitializeInjection(void) {
   } catch (...) {
     std::fprintf(stderr, "gpuscope: tracing disabled: unexpected error during initialisation\n");
     return 1;
+  }
+}
+
+// Bounded tracing control for the Python bootstrap (ctypes): 1 opens a waiting window, 0 closes
+// an open one (asynchronously). Returns 1 when it changed something, 0 otherwise.
+__attribute__((visibility("default"))) int gpuscope_trace_control(int open) {
+  try {
+    auto& t = gpuscope::cupti::Tracer::get();
+    return (open ? t.open_window() : t.request_close()) ? 1 : 0;
+  } catch (...) {
+    return 0;
   }
 }
 

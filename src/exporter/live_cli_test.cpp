@@ -68,6 +68,28 @@ TEST(LiveCli, MonitorJsonl) {
   EXPECT_NE(r.out.find(R"("signal":"idle_holding_memory")"), std::string::npos);
 }
 
+// The one command that shows a GPU's health counters (docs/live.md): a "health" record per
+// GPU on the first pass, null where unsupported.
+TEST(LiveCli, MonitorPrintsHealthRecords) {
+  Result r = gpuscope("monitor --interval 100ms --duration 100ms",
+                      gpuscope::nvml::testing::testdata("synthetic_health.txt"));
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(count_lines(r.out, R"("type":"health")"), 2) << r.out;
+  EXPECT_NE(r.out.find(R"("device":0,"uuid":"GPU-4ea17400-0000-4000-8000-000000000000","xid_errors_total":3,"xid_errors":{"79":2,"94":1},"last_xid":79,)"
+                       R"("ecc_volatile_corrected":2,"ecc_volatile_uncorrected":1,"ecc_aggregate_corrected":10,"ecc_aggregate_uncorrected":1,)"
+                       R"("remapped_rows_correctable":3,"remapped_rows_uncorrectable":1,"remap_pending":true,"remap_failure":false,"pcie_replays":12,)"
+                       R"("nvlink":[{"link":0,"replay":1,"recovery":0,"crc_flit":4,"crc_data":0},{"link":1,"replay":2,"recovery":1,"crc_flit":0,"crc_data":1}],)"
+                       R"("power_limit_w":700,"clocks_event_reasons":["sw_power_cap","hw_thermal_slowdown"]})"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(R"("device":1,"uuid":"GPU-4ea17400-0000-4000-8000-000000000001","xid_errors_total":null,"xid_errors":null,"last_xid":null,"ecc_volatile_corrected":null,)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(R"("pcie_replays":null,"nvlink":[],"power_limit_w":null,"clocks_event_reasons":["gpu_idle"]})"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(LiveCli, MonitorCsvLeavesAbsentCellsEmpty) {
   Result r = gpuscope("monitor --interval 100ms --duration 250ms --format csv", synthetic(),
                       GPUSCOPE_FAKE_NVML_LEGACY_PATH);

@@ -5,6 +5,7 @@
 
 #include <fmt/core.h>
 
+#include "exporter/prometheus_health.h"
 #include "nvml/process_identity.h"
 #include "nvml/sample_fields.h"
 
@@ -47,6 +48,13 @@ std::string dcgm_labels(const DeviceInfo& d, const std::string& hostname) {
                               escape_label_value(d.name), escape_label_value(hostname));
   if (d.gpu_instance_id) l += fmt::format(",GPU_I_ID=\"{}\"", *d.gpu_instance_id);
   return l;
+}
+
+// pod, namespace, container (dcgm-exporter's names) of a GPU or process whose pod is known.
+std::string pod_labels(const k8s::ContainerRef* c) {
+  if (!c) return {};
+  return fmt::format(",pod=\"{}\",namespace=\"{}\",container=\"{}\"", escape_label_value(c->pod),
+                     escape_label_value(c->pod_namespace), escape_label_value(c->container));
 }
 
 template <typename T>
@@ -98,8 +106,19 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
   if (!in.snapshot || !in.devices) return out;
   const nvml::LiveSnapshot& snap = *in.snapshot;
 
+  auto gpu_uuid = [&](int32_t index) {
+    for (const DeviceInfo& d : *in.devices) {
+      if (d.index == index && !d.gpu_instance_id) return d.uuid;
+    }
+    return std::string();
+  };
+  const k8s::PodAssignments no_pods;
+  std::vector<k8s::ProcessRef> process_refs;
+  for (const ProcessSample& p : snap.processes) process_refs.push_back({gpu_uuid(p.device), p.pod_uid});
+  const k8s::PodIndex pods(in.pods ? *in.pods : no_pods, process_refs);
+
   std::vector<std::string> labels;
-  for (const DeviceInfo& d : *in.devices) labels.push_back(device_labels(d));
+  for (const DeviceInfo& d : *in.devices) labels.push_back(device_labels(d) + pod_labels(pods.for_device(d.uuid)));
 
   header(out, {"gpuscope_last_sample_timestamp_seconds", "gauge",
                "Unix time of the end of the latest sample."});
@@ -167,6 +186,7 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
                    "DRAM-active seconds (DRAM bandwidth ratio x interval, summed).", c.dram_active_s);
 #undef GPUSCOPE_GAUGE
 #undef GPUSCOPE_COUNTER
+  render_health(out, in, labels);
 
   header(out, {"gpuscope_metric_supported", "gauge",
                "1 if the metric was measured on this GPU in the latest sample, 0 if unsupported or unreadable."});
@@ -193,14 +213,11 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
     }
   }
 
-  // Processes: keyed by GPU and pid; identity only on the info series.
+  // Processes: keyed by GPU and pid; identity only on the info series, pod labels on all.
   auto process_labels = [&](const ProcessSample& p) {
-    for (const DeviceInfo& d : *in.devices) {
-      if (d.index == p.device && !d.gpu_instance_id) {
-        return fmt::format("gpu=\"{}\",uuid=\"{}\",pid=\"{}\"", d.index, escape_label_value(d.uuid), p.pid);
-      }
-    }
-    return fmt::format("gpu=\"{}\",uuid=\"\",pid=\"{}\"", p.device, p.pid);
+    const k8s::ProcessRef ref{gpu_uuid(p.device), p.pod_uid};
+    return fmt::format("gpu=\"{}\",uuid=\"{}\",pid=\"{}\"", p.device, escape_label_value(ref.gpu_uuid), p.pid) +
+           pod_labels(pods.for_process(ref));
   };
   if (!snap.processes.empty()) {
     header(out, {"gpuscope_process_info", "gauge",
@@ -235,7 +252,9 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
 
   if (options.dcgm_compat) {
     std::vector<std::string> dl;
-    for (const DeviceInfo& d : *in.devices) dl.push_back(dcgm_labels(d, options.hostname));
+    for (const DeviceInfo& d : *in.devices) {
+      dl.push_back(dcgm_labels(d, options.hostname) + pod_labels(pods.for_device(d.uuid)));
+    }
     constexpr double kMiB = 1.0 / (1024.0 * 1024.0);
 #define GPUSCOPE_DCGM(name, type, help, expr) \
   device_family(out, {name, type, help}, in, dl, [&](S s, C) { return expr; })
@@ -249,10 +268,13 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
                                                static_cast<double>(*s.memory_used_bytes)) * kMiB)
                       : std::nullopt);
     GPUSCOPE_DCGM("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", opt(s.power_w));
-    // dcgm-exporter declares this a counter; a gauge here keeps `promtool check metrics`
-    // clean (counters must end in _total). Values are the same (mJ since driver load).
-    GPUSCOPE_DCGM("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "gauge",
+    // Types as dcgm-exporter's etc/default-counters.csv declares them: counters without the
+    // _total suffix (promtool notes that; dashboards built on dcgm-exporter expect these names).
+    GPUSCOPE_DCGM("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
                   "Total energy consumption since boot (in mJ).", opt(s.energy_j, 1000.0));
+    GPUSCOPE_DCGM("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge",
+                  "Ratio of time the graphics engine is active (from NVML utilization.gpu: time any kernel ran).",
+                  opt(s.gpu_util_pct, 0.01));
     GPUSCOPE_DCGM("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", opt(s.sm_clock_mhz));
     GPUSCOPE_DCGM("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", opt(s.mem_clock_mhz));
     GPUSCOPE_DCGM("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", opt(s.temperature_c));
@@ -283,6 +305,7 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
     GPUSCOPE_DCGM("DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge", "The rate of data received over NVLink (bytes/s).",
                   opt(s.nvlink_rx_bytes_per_s));
 #undef GPUSCOPE_DCGM
+    render_health_dcgm(out, in, dl);
   }
   return out;
 }

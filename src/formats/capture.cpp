@@ -304,12 +304,13 @@ class CaptureDecoder {
         r.svarint();  // ppid
         r.svarint();  // start_ns
         r.str();      // hostname
-        r.str();      // command line
+        std::string command(r.str());
         r.str();      // tool version
         uint64_t mask = r.varint();
         auto rank = opt<int32_t>(r, mask, 0, true);
         auto world = opt<int32_t>(r, mask, 1, true);
         if (!r.ok()) return false;
+        trace_.command_line = std::move(command);
         trace_.rank = rank;
         trace_.world_size = world;
         return true;
@@ -440,12 +441,15 @@ class CaptureDecoder {
           trace_.dims.insert(trace_.dims.end(), dims.begin(), dims.end());
           trace_.op_args.push_back(arg);
         };
+        // cuBLAS is column-major: C (m x n) = op(A) (m x k) * op(B) (k x n). Row-major callers
+        // (PyTorch: y = x W^T) see C^T (n x m) = op(B)^T (n x k) * op(A)^T (k x m), so the
+        // tokens are cuBLAS's n and the weight is A: the op's shapes are [n, k] x [k, m].
         if (batched) {
-          add_arg({batch, m, k}, a_type);
-          add_arg({batch, k, n}, b_type);
+          add_arg({batch, n, k}, b_type);
+          add_arg({batch, k, m}, a_type);
         } else {
-          add_arg({m, k}, a_type);
-          add_arg({k, n}, b_type);
+          add_arg({n, k}, b_type);
+          add_arg({k, m}, a_type);
         }
         trace_.host_events.push_back(e);
         ++gemms_;

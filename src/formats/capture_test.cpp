@@ -192,10 +192,12 @@ void expect_full_sample(const Trace& t) {
     if (t.strings.view(e.name) == "aten::mm") {
       ++mm;
       ASSERT_EQ(a.rank, 2);
-      EXPECT_EQ(t.dims[a.first_dim], 1024);
+      // cuBLAS m=1024, n=768, k=3072 (column-major) is the row-major [768, 3072] x [3072, 1024]:
+      // the tokens are cuBLAS's n.
+      EXPECT_EQ(t.dims[a.first_dim], 768);
       EXPECT_EQ(t.dims[a.first_dim + 1], 3072);
       EXPECT_EQ(t.dims[b.first_dim], 3072);
-      EXPECT_EQ(t.dims[b.first_dim + 1], 768);
+      EXPECT_EQ(t.dims[b.first_dim + 1], 1024);
     } else {
       EXPECT_EQ(t.strings.view(e.name), "aten::bmm");
       ++bmm;

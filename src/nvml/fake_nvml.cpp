@@ -6,12 +6,17 @@
 //   driver VERSION
 //   init_error CODE                    nvmlInit fails with CODE
 //   error FUNCTION CODE                FUNCTION always returns CODE
-//   device INDEX uuid=U gpm=0|1 mig=N name=REST OF LINE
+//   device INDEX uuid=U gpm=0|1 mig=N [events=0] [nvlinks=N] name=REST OF LINE
 //   frame                              starts the next frame
 //   s INDEX key=value...               device readings in NVML units (absent key: NOT_SUPPORTED)
 //   p INDEX pid=N used=BYTES [sm=PCT mem=PCT]
+//   x INDEX XID                        an XID event, queued when the frame becomes current
 // Frames advance each time nvmlDeviceGetUtilizationRates is called for device 0 (the first
 // reading of every sampler pass) and wrap around at the end.
+// Health keys (health.cpp): ecc_vol_corr ecc_vol_unc ecc_agg_corr ecc_agg_unc; remap_corr
+// (with remap_unc, remap_pending, remap_failure, default 0); pcie_replay; power_limit_mw;
+// nvlink<L>_replay|_recovery|_crc_flit|_crc_data, for links L < nvlinks (nvlink<L>_up=0: the
+// link is down). events=0: the device reports no XID events (nvmlDeviceRegisterEvents fails).
 //
 // Built twice: the full library, and with FAKE_NVML_LEGACY a driver from before the _v2
 // entry points and GPM (only the oldest symbol names exported), to exercise fallbacks.
@@ -44,6 +49,7 @@ struct FakeProcess {
 struct FakeFrameDevice {
   std::map<std::string, double> values;  // "gpu_util", "gpm2", ...
   std::vector<FakeProcess> processes;
+  std::vector<unsigned long long> xids;  // XID events raised when this frame becomes current.
 };
 
 struct FakeGpmSample {
@@ -61,6 +67,13 @@ struct nvmlDevice_st {
   std::string name;
   bool gpm = true;
   int mig = 0;
+  bool events = true;  // Supports nvmlEventTypeXidCriticalError.
+  unsigned int nvlinks = 0;
+};
+
+struct nvmlEventSet_st {
+  std::vector<nvmlDevice_t> registered;
+  std::vector<nvmlEventData_t> queue;  // Oldest first.
 };
 
 struct nvmlGpmSample_st {
@@ -80,6 +93,7 @@ struct FakeState {
   // Every handle ever created, kept across reloads so a stale nvmlDevice_t never dangles.
   std::vector<std::unique_ptr<nvmlDevice_st>> owned;
   std::vector<std::vector<FakeFrameDevice>> frames;  // [frame][device]
+  std::vector<nvmlEventSet_st*> event_sets;          // Live sets (created, not yet freed).
   size_t ticks = 0;
   size_t frame() const { return frames.empty() ? 0 : (ticks == 0 ? 0 : ticks - 1) % frames.size(); }
 };
@@ -133,6 +147,8 @@ void load_fixture(FakeState& st) {
         if (tok.rfind("uuid=", 0) == 0) d->uuid = tok.substr(5);
         else if (tok.rfind("gpm=", 0) == 0) d->gpm = tok.substr(4) != "0";
         else if (tok.rfind("mig=", 0) == 0) d->mig = std::atoi(tok.c_str() + 4);
+        else if (tok.rfind("events=", 0) == 0) d->events = tok.substr(7) != "0";
+        else if (tok.rfind("nvlinks=", 0) == 0) d->nvlinks = static_cast<unsigned int>(std::atoi(tok.c_str() + 8));
         else if (tok.rfind("name=", 0) == 0) {
           std::string rest;
           std::getline(ls, rest);
@@ -152,6 +168,11 @@ void load_fixture(FakeState& st) {
       st.mig_devices.push_back(migs);
     } else if (kind == "frame") {
       st.frames.emplace_back(st.devices.size());
+    } else if (kind == "x") {
+      size_t index = 0;
+      unsigned long long xid = 0;
+      ls >> index >> xid;
+      if (!st.frames.empty() && index < st.frames.back().size()) st.frames.back()[index].xids.push_back(xid);
     } else if (kind == "s" || kind == "p") {
       size_t index = 0;
       ls >> index;
@@ -213,6 +234,28 @@ int scalar(const char* fn, nvmlDevice_t d, const char* k, T* out) {
   if (int rc = value(d, k, &v)) return rc;
   *out = static_cast<T>(v);
   return NVML_SUCCESS;
+}
+
+// Queues the current frame's XID events on every event set their device is registered with.
+void raise_xids(FakeState& st) {
+  if (st.frames.empty()) return;
+  const auto& frame = st.frames[st.frame()];
+  for (size_t i = 0; i < frame.size() && i < st.devices.size(); ++i) {
+    for (unsigned long long xid : frame[i].xids) {
+      for (nvmlEventSet_st* set : st.event_sets) {
+        for (nvmlDevice_t d : set->registered) {
+          if (d != st.devices[i]) continue;
+          nvmlEventData_t e{};
+          e.device = d;
+          e.eventType = nvmlEventTypeXidCriticalError;
+          e.eventData = xid;
+          e.gpuInstanceId = 0xFFFFFFFFu;
+          e.computeInstanceId = 0xFFFFFFFFu;
+          set->queue.push_back(e);
+        }
+      }
+    }
+  }
 }
 
 int copy_string(const std::string& s, char* buf, unsigned int len) {
@@ -312,7 +355,10 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char* buf, unsigned i
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t* u) {
   std::lock_guard<std::mutex> lock(state().mu);
   FakeState& st = state();
-  if (st.initialized && d && d->index == 0 && d->gpu_instance_id < 0) ++st.ticks;
+  if (st.initialized && d && d->index == 0 && d->gpu_instance_id < 0) {
+    ++st.ticks;
+    raise_xids(st);
+  }
   if (int rc = gate("nvmlDeviceGetUtilizationRates")) return rc;
   double g = 0, m = 0;
   if (int rc = value(d, "gpu_util", &g)) return rc;
@@ -388,7 +434,109 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,
   return NVML_SUCCESS;
 }
 
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, unsigned int type,
+                                                     unsigned int counter,
+                                                     unsigned long long* n) {
+  const char* key = counter == NVML_VOLATILE_ECC
+                        ? (type == NVML_MEMORY_ERROR_TYPE_CORRECTED ? "ecc_vol_corr" : "ecc_vol_unc")
+                        : (type == NVML_MEMORY_ERROR_TYPE_CORRECTED ? "ecc_agg_corr" : "ecc_agg_unc");
+  return scalar("nvmlDeviceGetTotalEccErrors", d, key, n);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t d, unsigned int* n) {
+  return scalar("nvmlDeviceGetPcieReplayCounter", d, "pcie_replay", n);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned int* mw) {
+  return scalar("nvmlDeviceGetEnforcedPowerLimit", d, "power_limit_mw", mw);
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned int link,
+                                                  unsigned int* active) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  if (int rc = gate("nvmlDeviceGetNvLinkState")) return rc;
+  if (!d || !active) return NVML_ERROR_INVALID_ARGUMENT;
+  if (d->nvlinks == 0) return NVML_ERROR_NOT_SUPPORTED;
+  if (link >= d->nvlinks) return NVML_ERROR_INVALID_ARGUMENT;
+  double up = 1;
+  value(d, ("nvlink" + std::to_string(link) + "_up").c_str(), &up);
+  *active = up != 0 ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  return NVML_SUCCESS;
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t d, unsigned int link,
+                                                         unsigned int counter,
+                                                         unsigned long long* n) {
+  static const char* const kNames[] = {"replay", "recovery", "crc_flit", "crc_data"};
+  if (!d || link >= d->nvlinks || counter >= 4) return NVML_ERROR_INVALID_ARGUMENT;
+  std::string key = "nvlink" + std::to_string(link) + "_" + kNames[counter];
+  return scalar("nvmlDeviceGetNvLinkErrorCounter", d, key.c_str(), n);
+}
+FAKE_EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  if (int rc = gate("nvmlEventSetCreate")) return rc;
+  if (!set) return NVML_ERROR_INVALID_ARGUMENT;
+  *set = new nvmlEventSet_st();
+  state().event_sets.push_back(*set);
+  return NVML_SUCCESS;
+}
+FAKE_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  auto& sets = state().event_sets;
+  for (size_t i = 0; i < sets.size(); ++i) {
+    if (sets[i] == set) {
+      sets.erase(sets.begin() + static_cast<long>(i));
+      delete set;
+      return NVML_SUCCESS;
+    }
+  }
+  return NVML_ERROR_INVALID_ARGUMENT;
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t d,
+                                                          unsigned long long* types) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  if (int rc = gate("nvmlDeviceGetSupportedEventTypes")) return rc;
+  if (!d || !types) return NVML_ERROR_INVALID_ARGUMENT;
+  *types = d->events ? nvmlEventTypeXidCriticalError : 0;
+  return NVML_SUCCESS;
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long types,
+                                                  nvmlEventSet_t set) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  if (int rc = gate("nvmlDeviceRegisterEvents")) return rc;
+  if (!d || !set) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!d->events && (types & nvmlEventTypeXidCriticalError)) return NVML_ERROR_NOT_SUPPORTED;
+  set->registered.push_back(d);
+  return NVML_SUCCESS;
+}
+
 #ifndef FAKE_NVML_LEGACY
+
+FAKE_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
+                                             unsigned int timeout_ms) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  if (int rc = gate("nvmlEventSetWait_v2")) return rc;
+  if (!set || !data) return NVML_ERROR_INVALID_ARGUMENT;
+  // The fake never sleeps: a test that passed a timeout would hang the sampler otherwise.
+  if (timeout_ms != 0) return NVML_ERROR_INVALID_ARGUMENT;
+  if (set->queue.empty()) return NVML_ERROR_TIMEOUT;
+  *data = set->queue.front();
+  set->queue.erase(set->queue.begin());
+  return NVML_SUCCESS;
+}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned int* corrected,
+                                                   unsigned int* uncorrected,
+                                                   unsigned int* pending, unsigned int* failure) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  if (int rc = gate("nvmlDeviceGetRemappedRows")) return rc;
+  if (!d || !corrected || !uncorrected || !pending || !failure) return NVML_ERROR_INVALID_ARGUMENT;
+  double c = 0, u = 0, p = 0, f = 0;
+  if (int rc = value(d, "remap_corr", &c)) return rc;
+  value(d, "remap_unc", &u);
+  value(d, "remap_pending", &p);
+  value(d, "remap_failure", &f);
+  *corrected = static_cast<unsigned int>(c);
+  *uncorrected = static_cast<unsigned int>(u);
+  *pending = static_cast<unsigned int>(p);
+  *failure = static_cast<unsigned int>(f);
+  return NVML_SUCCESS;
+}
 
 FAKE_EXPORT nvmlReturn_t nvmlInit_v2() { return init_impl(); }
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* c) { return count_impl(c); }

@@ -1,5 +1,6 @@
 #include "nvml/fixture_writer.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -57,6 +58,45 @@ std::string fixture_sample_fields(const DeviceSample& s) {
   return out;
 }
 
+std::string fixture_health_fields(const DeviceHealth& h, int32_t nvlinks) {
+  std::string out;
+  add_int(out, "ecc_vol_corr", h.ecc_volatile_corrected);
+  add_int(out, "ecc_vol_unc", h.ecc_volatile_uncorrected);
+  add_int(out, "ecc_agg_corr", h.ecc_aggregate_corrected);
+  add_int(out, "ecc_agg_unc", h.ecc_aggregate_uncorrected);
+  if (h.remapped_rows_corrected) {
+    add_int(out, "remap_corr", h.remapped_rows_corrected);
+    add_int(out, "remap_unc", h.remapped_rows_uncorrected);
+    out += fmt::format(" remap_pending={} remap_failure={}", h.remap_pending.value_or(false) ? 1 : 0,
+                       h.remap_failure.value_or(false) ? 1 : 0);
+  }
+  add_int(out, "pcie_replay", h.pcie_replays);
+  add_int(out, "power_limit_mw", h.power_limit_w, 1000.0);
+  for (int32_t link = 0; link < nvlinks; ++link) {
+    auto it = std::find_if(h.nvlink.begin(), h.nvlink.end(),
+                           [&](const NvlinkErrorCounters& l) { return l.link == link; });
+    const std::string k = fmt::format("nvlink{}_", link);
+    if (it == h.nvlink.end()) {
+      out += " " + k + "up=0";
+      continue;
+    }
+    add_int(out, (k + "replay").c_str(), it->replay);
+    add_int(out, (k + "recovery").c_str(), it->recovery);
+    add_int(out, (k + "crc_flit").c_str(), it->crc_flit);
+    add_int(out, (k + "crc_data").c_str(), it->crc_data);
+  }
+  return out;
+}
+
+namespace {
+// Links declared for a device: up to the highest link that was up in the first frame.
+int32_t nvlink_count(const DeviceHealth& h) {
+  int32_t n = 0;
+  for (const NvlinkErrorCounters& l : h.nvlink) n = std::max(n, l.link + 1);
+  return n;
+}
+}  // namespace
+
 StatusOr<std::unique_ptr<FixtureWriter>> FixtureWriter::create(const std::string& path,
                                                                const Sampler& sampler,
                                                                const std::string& comment) {
@@ -71,8 +111,15 @@ StatusOr<std::unique_ptr<FixtureWriter>> FixtureWriter::create(const std::string
   fmt::print(f, "# gpuscope NVML fixture v1 (format: src/nvml/fake_nvml.cpp)\n");
   if (!comment.empty()) fmt::print(f, "# {}\n", comment);
   fmt::print(f, "driver {}\n", sampler.driver_version().empty() ? "unknown" : sampler.driver_version());
+  w->devices_ = sampler.devices();
+  w->xids_written_.resize(w->devices_.size());
+  w->nvlinks_.resize(w->devices_.size());
+  return w;
+}
+
+void FixtureWriter::write_devices(const LiveSnapshot& snap) {
   std::vector<int> mig_count;
-  for (const DeviceInfo& d : sampler.devices()) {
+  for (const DeviceInfo& d : devices_) {
     if (d.gpu_instance_id) {
       if (!mig_count.empty()) ++mig_count.back();
       continue;
@@ -80,12 +127,16 @@ StatusOr<std::unique_ptr<FixtureWriter>> FixtureWriter::create(const std::string
     mig_count.push_back(0);
   }
   size_t k = 0;
-  for (const DeviceInfo& d : sampler.devices()) {
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    const DeviceInfo& d = devices_[i];
     if (d.gpu_instance_id) continue;
-    fmt::print(f, "device {} uuid={} gpm={} mig={} name={}\n", d.index,
-               d.uuid.empty() ? "unknown" : d.uuid, d.gpm_supported ? 1 : 0, mig_count[k++], d.name);
+    const int32_t links = i < snap.health.size() ? nvlink_count(snap.health[i]) : 0;
+    nvlinks_[i] = links;
+    fmt::print(f_, "device {} uuid={} gpm={} mig={}{}{} name={}\n", d.index,
+               d.uuid.empty() ? "unknown" : d.uuid, d.gpm_supported ? 1 : 0, mig_count[k++],
+               d.xid_events ? "" : " events=0", links ? fmt::format(" nvlinks={}", links) : "", d.name);
   }
-  return w;
+  devices_written_ = true;
 }
 
 FixtureWriter::~FixtureWriter() {
@@ -93,10 +144,31 @@ FixtureWriter::~FixtureWriter() {
 }
 
 Status FixtureWriter::write_frame(const LiveSnapshot& snap) {
+  if (!devices_written_) write_devices(snap);
   fmt::print(f_, "frame\n");
-  for (const DeviceSample& s : snap.devices) {
+  for (size_t i = 0; i < snap.devices.size(); ++i) {
+    const DeviceSample& s = snap.devices[i];
     if (s.gpu_instance_id) continue;
-    fmt::print(f_, "s {}{}\n", s.device, fixture_sample_fields(s));
+    std::string health;
+    if (i < snap.health.size()) {
+      const DeviceHealth& h = snap.health[i];
+      health = fixture_health_fields(h, i < nvlinks_.size() ? nvlinks_[i] : 0);
+      // XIDs first seen in this frame (counts only grow while the sampler runs), by code; the
+      // order within a frame is not kept, except that the last one seen is written last.
+      if (i < xids_written_.size()) {
+        std::vector<uint32_t> fresh;
+        for (const XidCount& c : h.xid_counts) {
+          uint64_t before = 0;
+          for (const XidCount& w : xids_written_[i]) before = w.xid == c.xid ? w.count : before;
+          for (uint64_t n = before; n < c.count; ++n) fresh.push_back(c.xid);
+        }
+        auto last = std::find(fresh.begin(), fresh.end(), h.last_xid.value_or(0));
+        if (last != fresh.end()) std::rotate(last, last + 1, fresh.end());
+        for (uint32_t xid : fresh) health += fmt::format("\nx {} {}", s.device, xid);
+        xids_written_[i] = h.xid_counts;
+      }
+    }
+    fmt::print(f_, "s {}{}{}\n", s.device, fixture_sample_fields(s), health);
   }
   for (const ProcessSample& p : snap.processes) {
     std::string line = fmt::format("p {} pid={}", p.device, p.pid);

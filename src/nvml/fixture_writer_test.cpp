@@ -58,5 +58,61 @@ TEST(FixtureWriter, RoundTripsThroughTheFake) {
   EXPECT_EQ(replayed.processes[0].sm_util_pct, 100.0);
 }
 
+// Health counters and XIDs recorded on a real GPU replay as read (testdata/nvml/synthetic_health.txt:
+// ECC, remapped rows, PCIe replays, power limit, two NVLinks, XIDs 79, 94, 79; a GPU with none).
+TEST(FixtureWriter, RoundTripsHealth) {
+  auto first = open_with(testing::testdata("synthetic_health.txt"));
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  LiveSnapshot original;
+  ASSERT_TRUE((*first)->sample(&original).ok());
+  const std::string path = "/tmp/gpuscope_fixture_health." + std::to_string(getpid()) + ".txt";
+  {
+    auto writer = FixtureWriter::create(path, **first, "health round trip test");
+    ASSERT_TRUE(writer.ok()) << writer.status().message();
+    ASSERT_TRUE((*writer)->write_frame(original).ok());
+  }
+  first->reset();
+  auto second = open_with(path);
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  EXPECT_TRUE((*second)->devices()[0].xid_events);
+  EXPECT_FALSE((*second)->devices()[1].xid_events);
+  LiveSnapshot replayed;
+  ASSERT_TRUE((*second)->sample(&replayed).ok());
+  ASSERT_EQ(replayed.health.size(), 2u);
+  for (size_t d = 0; d < 2; ++d) {
+    const DeviceHealth& a = original.health[d];
+    const DeviceHealth& b = replayed.health[d];
+    EXPECT_EQ(a.xid_supported, b.xid_supported) << d;
+    EXPECT_EQ(a.xid_total, b.xid_total) << d;
+    EXPECT_EQ(a.last_xid, b.last_xid) << d;
+    ASSERT_EQ(a.xid_counts.size(), b.xid_counts.size()) << d;
+    for (size_t k = 0; k < a.xid_counts.size(); ++k) {
+      EXPECT_EQ(a.xid_counts[k].xid, b.xid_counts[k].xid);
+      EXPECT_EQ(a.xid_counts[k].count, b.xid_counts[k].count);
+    }
+    EXPECT_EQ(a.ecc_volatile_corrected, b.ecc_volatile_corrected) << d;
+    EXPECT_EQ(a.ecc_volatile_uncorrected, b.ecc_volatile_uncorrected) << d;
+    EXPECT_EQ(a.ecc_aggregate_corrected, b.ecc_aggregate_corrected) << d;
+    EXPECT_EQ(a.ecc_aggregate_uncorrected, b.ecc_aggregate_uncorrected) << d;
+    EXPECT_EQ(a.remapped_rows_corrected, b.remapped_rows_corrected) << d;
+    EXPECT_EQ(a.remapped_rows_uncorrected, b.remapped_rows_uncorrected) << d;
+    EXPECT_EQ(a.remap_pending, b.remap_pending) << d;
+    EXPECT_EQ(a.remap_failure, b.remap_failure) << d;
+    EXPECT_EQ(a.pcie_replays, b.pcie_replays) << d;
+    EXPECT_EQ(a.power_limit_w, b.power_limit_w) << d;
+    ASSERT_EQ(a.nvlink.size(), b.nvlink.size()) << d;
+    for (size_t k = 0; k < a.nvlink.size(); ++k) {
+      EXPECT_EQ(a.nvlink[k].link, b.nvlink[k].link);
+      EXPECT_EQ(a.nvlink[k].replay, b.nvlink[k].replay);
+      EXPECT_EQ(a.nvlink[k].recovery, b.nvlink[k].recovery);
+      EXPECT_EQ(a.nvlink[k].crc_flit, b.nvlink[k].crc_flit);
+      EXPECT_EQ(a.nvlink[k].crc_data, b.nvlink[k].crc_data);
+    }
+  }
+  EXPECT_EQ(original.health[0].xid_total, 3u);  // The fixture's events did arrive.
+  EXPECT_EQ(original.health[0].nvlink.size(), 2u);
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace gpuscope::nvml

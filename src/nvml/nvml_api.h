@@ -79,7 +79,31 @@ namespace gpuscope::nvml {
   X(gpm_sample_get, nvmlReturn_t(nvmlDevice_t, nvmlGpmSample_t), "nvmlGpmSampleGet")          \
   X(gpm_mig_sample_get, nvmlReturn_t(nvmlDevice_t, unsigned int, nvmlGpmSample_t),            \
     "nvmlGpmMigSampleGet")                                                                    \
-  X(gpm_metrics_get, nvmlReturn_t(nvmlGpmMetricsGet_t*), "nvmlGpmMetricsGet")
+  X(gpm_metrics_get, nvmlReturn_t(nvmlGpmMetricsGet_t*), "nvmlGpmMetricsGet")              \
+  /* Health (health.cpp). */                                                                \
+  X(event_set_create, nvmlReturn_t(nvmlEventSet_t*), "nvmlEventSetCreate")                    \
+  X(event_set_free, nvmlReturn_t(nvmlEventSet_t), "nvmlEventSetFree")                         \
+  X(event_set_wait_v2, nvmlReturn_t(nvmlEventSet_t, nvmlEventData_t*, unsigned int),          \
+    "nvmlEventSetWait_v2")                                                                    \
+  X(device_get_supported_event_types, nvmlReturn_t(nvmlDevice_t, unsigned long long*),        \
+    "nvmlDeviceGetSupportedEventTypes")                                                       \
+  X(device_register_events, nvmlReturn_t(nvmlDevice_t, unsigned long long, nvmlEventSet_t),   \
+    "nvmlDeviceRegisterEvents")                                                               \
+  X(device_get_total_ecc_errors,                                                              \
+    nvmlReturn_t(nvmlDevice_t, unsigned int, unsigned int, unsigned long long*),              \
+    "nvmlDeviceGetTotalEccErrors")                                                            \
+  X(device_get_remapped_rows,                                                                 \
+    nvmlReturn_t(nvmlDevice_t, unsigned int*, unsigned int*, unsigned int*, unsigned int*),   \
+    "nvmlDeviceGetRemappedRows")                                                              \
+  X(device_get_pcie_replay_counter, nvmlReturn_t(nvmlDevice_t, unsigned int*),                \
+    "nvmlDeviceGetPcieReplayCounter")                                                         \
+  X(device_get_nvlink_state, nvmlReturn_t(nvmlDevice_t, unsigned int, unsigned int*),         \
+    "nvmlDeviceGetNvLinkState")                                                               \
+  X(device_get_nvlink_error_counter,                                                          \
+    nvmlReturn_t(nvmlDevice_t, unsigned int, unsigned int, unsigned long long*),              \
+    "nvmlDeviceGetNvLinkErrorCounter")                                                        \
+  X(device_get_enforced_power_limit, nvmlReturn_t(nvmlDevice_t, unsigned int*),               \
+    "nvmlDeviceGetEnforcedPowerLimit")
 
 // One resolved entry point: which symbol name was found (empty when none).
 struct EntryPoint {

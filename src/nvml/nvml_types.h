@@ -17,6 +17,7 @@ extern "C" {
 typedef int nvmlReturn_t;  // enum nvmlReturn_enum; an int-sized enum in the C header.
 typedef struct nvmlDevice_st* nvmlDevice_t;
 typedef struct nvmlGpmSample_st* nvmlGpmSample_t;
+typedef struct nvmlEventSet_st* nvmlEventSet_t;
 
 enum : nvmlReturn_t {
   NVML_SUCCESS = 0,
@@ -27,6 +28,7 @@ enum : nvmlReturn_t {
   NVML_ERROR_NOT_FOUND = 6,
   NVML_ERROR_INSUFFICIENT_SIZE = 7,
   NVML_ERROR_DRIVER_NOT_LOADED = 9,
+  NVML_ERROR_TIMEOUT = 10,  // nvmlEventSetWait*: no event within the timeout.
   NVML_ERROR_GPU_IS_LOST = 15,
   NVML_ERROR_FUNCTION_NOT_FOUND = 13,
   NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,
@@ -144,5 +146,40 @@ typedef struct nvmlGpmSupport_st {
   unsigned int version;            // NVML_GPM_SUPPORT_VERSION (1).
   unsigned int isSupportedDevice;  // Out.
 } nvmlGpmSupport_t;
+
+// ---- Health (health.cpp) ----
+
+// nvmlMemoryErrorType_t and nvmlEccCounterType_t (nvmlDeviceGetTotalEccErrors). Volatile
+// counts reset when the driver reloads; aggregate counts persist in the InfoROM.
+enum : unsigned int {
+  NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,
+  NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1,
+  NVML_VOLATILE_ECC = 0,
+  NVML_AGGREGATE_ECC = 1,
+};
+
+// nvmlNvLinkErrorCounter_t (nvmlDeviceGetNvLinkErrorCounter), and the most links a device has
+// (NVML_NVLINK_MAX_LINKS: 18 since CUDA 12; 12 in CUDA 11 headers). nvmlEnableState_t.
+enum : unsigned int {
+  NVML_NVLINK_ERROR_DL_REPLAY = 0,
+  NVML_NVLINK_ERROR_DL_RECOVERY = 1,
+  NVML_NVLINK_ERROR_DL_CRC_FLIT = 2,
+  NVML_NVLINK_ERROR_DL_CRC_DATA = 3,
+  NVML_NVLINK_MAX_LINKS = 18,
+  NVML_FEATURE_DISABLED = 0,
+  NVML_FEATURE_ENABLED = 1,
+};
+
+// nvmlEventType bits (unsigned long long). Only XIDs are registered.
+constexpr unsigned long long nvmlEventTypeXidCriticalError = 0x0000000000000008ull;
+
+// Filled by nvmlEventSetWait_v2 (CUDA 11+: the v1 symbol fills the first three fields only).
+typedef struct nvmlEventData_st {
+  nvmlDevice_t device;             // The device the event came from.
+  unsigned long long eventType;    // One nvmlEventType bit.
+  unsigned long long eventData;    // For nvmlEventTypeXidCriticalError: the XID code (999: unknown).
+  unsigned int gpuInstanceId;      // MIG: the instance, else 0xFFFFFFFF.
+  unsigned int computeInstanceId;
+} nvmlEventData_t;
 
 }  // extern "C"

@@ -54,6 +54,22 @@ TEST(NvmlTypes, GpmStructs) {
   EXPECT_EQ(NVML_GPM_SUPPORT_VERSION, 1u);
 }
 
+TEST(NvmlTypes, HealthTypes) {
+  EXPECT_EQ(sizeof(nvmlEventData_t), 32u);
+  EXPECT_EQ(offsetof(nvmlEventData_t, eventType), 8u);
+  EXPECT_EQ(offsetof(nvmlEventData_t, eventData), 16u);
+  EXPECT_EQ(offsetof(nvmlEventData_t, gpuInstanceId), 24u);
+  EXPECT_EQ(offsetof(nvmlEventData_t, computeInstanceId), 28u);
+  EXPECT_EQ(nvmlEventTypeXidCriticalError, 8u);
+  EXPECT_EQ(NVML_ERROR_TIMEOUT, 10);
+  EXPECT_EQ(NVML_MEMORY_ERROR_TYPE_UNCORRECTED, 1u);
+  EXPECT_EQ(NVML_AGGREGATE_ECC, 1u);
+  EXPECT_EQ(NVML_NVLINK_ERROR_DL_RECOVERY, 1u);
+  EXPECT_EQ(NVML_NVLINK_ERROR_DL_CRC_FLIT, 2u);
+  EXPECT_EQ(NVML_NVLINK_ERROR_DL_CRC_DATA, 3u);
+  EXPECT_EQ(NVML_NVLINK_MAX_LINKS, 18u);
+}
+
 TEST(NvmlTypes, MetricIds) {
   EXPECT_EQ(NVML_GPM_METRIC_SM_UTIL, 2u);
   EXPECT_EQ(NVML_GPM_METRIC_SM_OCCUPANCY, 3u);

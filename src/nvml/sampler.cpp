@@ -166,6 +166,17 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::open(std::unique_ptr<NvmlApi> api,
     }
   }
   s->counters_.resize(s->devices_.size());
+  std::vector<HealthCollector::Device> health_devices;
+  for (auto& d : s->states_) {
+    health_devices.push_back({d->index, d->gpu_instance_id ? nullptr : d->handle, d->label});
+  }
+  Sampler* self = s.get();
+  s->health_ = std::make_unique<HealthCollector>(
+      nv, std::move(health_devices), options.health_interval_ns,
+      [self](nvmlReturn_t rc, const char* function, const std::string& label) {
+        return self->ok(rc, function, label);
+      });
+  for (size_t i = 0; i < s->devices_.size(); ++i) s->devices_[i].xid_events = s->health_->xid_supported(i);
   s->gpm_request_ = std::make_unique<nvmlGpmMetricsGet_t>();
   s->last_mono_ns_ = clock_ns(CLOCK_MONOTONIC);
   s->last_realtime_ns_ = clock_ns(CLOCK_REALTIME);
@@ -191,11 +202,15 @@ Sampler::~Sampler() {
 }
 
 bool Sampler::ok(nvmlReturn_t rc, const char* function, const DeviceState& d) {
+  return ok(rc, function, d.label);
+}
+
+bool Sampler::ok(nvmlReturn_t rc, const char* function, const std::string& label) {
   if (rc == NVML_SUCCESS) return true;
   if (rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_FUNCTION_NOT_FOUND) return false;
-  std::string key = fmt::format("{}/{}/{}", function, d.label, rc);
+  std::string key = fmt::format("{}/{}/{}", function, label, rc);
   if (warned_.insert(key).second) {
-    warnings_.push_back(fmt::format("{} on {}", api_->check(rc, function).message(), d.label));
+    warnings_.push_back(fmt::format("{} on {}", api_->check(rc, function).message(), label));
   }
   return false;
 }
@@ -418,6 +433,7 @@ Status Sampler::sample(LiveSnapshot* out) {
     accumulate(c.tensor_active_s, s.tensor_active_pct, interval_s);
     accumulate(c.dram_active_s, s.dram_bw_pct, interval_s);
   }
+  health_->sample(clock_ns(CLOCK_MONOTONIC), &out->health);
   if (options_.processes) identities_.sweep();
   out->counters = counters_;
   out->time_ns = end_real;

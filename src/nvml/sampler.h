@@ -19,8 +19,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/device_health.h"
 #include "core/device_sample.h"
 #include "core/status.h"
+#include "nvml/health.h"
 #include "nvml/nvml_api.h"
 #include "nvml/process_identity.h"
 
@@ -32,6 +34,7 @@ struct DeviceInfo {
   std::string name;
   std::string uuid;
   bool gpm_supported = false;
+  bool xid_events = false;  // Registered for NVML XID events (nvml/health.h).
 };
 
 // Seconds a unit was active since the sampler started: the sum over samples of
@@ -49,11 +52,15 @@ struct LiveSnapshot {
   std::vector<DeviceSample> devices;    // Parallel to Sampler::devices().
   std::vector<ActiveCounters> counters; // Parallel to Sampler::devices().
   std::vector<ProcessSample> processes;
+  std::vector<DeviceHealth> health;     // Parallel to Sampler::devices() (nvml/health.h).
 };
 
 struct SamplerOptions {
   std::string proc_root = "/proc";
   bool processes = true;  // Read per-process memory, utilization and identity.
+  // Health counters other than XIDs are read at most this often (nvml/health.h); XID events
+  // are taken every pass.
+  int64_t health_interval_ns = 10'000'000'000;
 };
 
 class Sampler {
@@ -87,6 +94,7 @@ class Sampler {
   void read_processes(DeviceState& d, int64_t time_ns, std::vector<ProcessSample>* out);
   // Returns true on success; on a real failure records a warning once.
   bool ok(nvmlReturn_t rc, const char* function, const DeviceState& d);
+  bool ok(nvmlReturn_t rc, const char* function, const std::string& label);
 
   std::unique_ptr<NvmlApi> api_;
   SamplerOptions options_;
@@ -94,6 +102,7 @@ class Sampler {
   std::vector<std::unique_ptr<DeviceState>> states_;
   std::vector<ActiveCounters> counters_;
   std::unique_ptr<nvmlGpmMetricsGet_t> gpm_request_;
+  std::unique_ptr<HealthCollector> health_;
   ProcessIdentityCache identities_;
   std::string driver_version_;
   std::vector<std::string> warnings_;

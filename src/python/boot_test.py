@@ -59,39 +59,54 @@ STUB = {
         from .optimizer import Optimizer
     """,
     "torch/optim/optimizer.py": """
-        _pre, _post = [], []
+        import itertools
+        from torch._handle import Handle
+        _pre, _post = {}, {}
         def register_optimizer_step_pre_hook(h):
-            _pre.append(h)
+            return Handle(_pre, h)
         def register_optimizer_step_post_hook(h):
-            _post.append(h)
+            return Handle(_post, h)
         class Optimizer:
             def step(self):
-                for h in _pre:
+                # As torch does: live views of the hook dicts (removing one inside a hook raises).
+                for h in itertools.chain(_pre.values()):
                     h(self, (), {})
                 self.work()
-                for h in _post:
+                for h in itertools.chain(_post.values()):
                     h(self, (), {})
             def work(self):
                 pass
         class AdamW(Optimizer):
             pass
     """,
+    "torch/_handle.py": """
+        import itertools
+        _ids = itertools.count()
+        class Handle:
+            def __init__(self, hooks, h):
+                self.hooks, self.id = hooks, next(_ids)
+                hooks[self.id] = h
+            def remove(self):
+                self.hooks.pop(self.id, None)
+    """,
     "torch/nn/__init__.py": """
         from .modules.module import Module
     """,
     "torch/nn/modules/__init__.py": "",
     "torch/nn/modules/module.py": """
-        _pre, _post = [], []
+        from torch._handle import Handle
+        _pre, _post = {}, {}
         def register_module_forward_pre_hook(h):
-            _pre.append(h)
+            return Handle(_pre, h)
         def register_module_forward_hook(h, always_call=False):
-            _post.append(h)
+            return Handle(_post, h)
         class Module:
             def __call__(self, *args):
-                for h in _pre:
+                # As torch does: copies of the hook dicts.
+                for h in tuple(_pre.values()):
                     h(self, args)
                 out = self.forward(*args)
-                for h in _post:
+                for h in tuple(_post.values()):
                     h(self, args, out)
                 return out
     """,
@@ -251,6 +266,73 @@ class BootTest(unittest.TestCase):
         program = PROGRAM + "\ntry:\n    model(None)\nexcept TypeError:\n    print('ok')\n"
         proc = self.run_program(program)
         self.assertEqual(proc.stdout.strip(), "ok")
+
+    WINDOW_PROGRAM = """
+import json, os
+import torch
+import torch.nn as nn
+from torch.optim.optimizer import AdamW
+import _gpuscope_boot
+
+def control(open_window):
+    with open(os.environ["STUB_LOG"], "a") as f:
+        f.write(json.dumps({"control": int(open_window)}) + "\\n")
+    return True
+
+_gpuscope_boot._trace_control = control
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x + 1
+
+torch.cuda.init()
+model = Model()
+for x in range(STEPS_FWD):
+    model(x)
+opt = AdamW()
+for x in range(STEPS_OPT):
+    torch.autograd.backward([model(x)])
+    opt.step()
+import torch.nn.modules.module as m, torch.optim.optimizer as o
+with open(os.environ["STUB_LOG"], "a") as f:
+    f.write(json.dumps({"hooks_left": len(m._pre) + len(m._post) + len(o._pre) + len(o._post),
+                        "backward_wrapped": hasattr(torch.autograd.backward, "_gpuscope")}) + "\\n")
+"""
+
+    def window_records(self, fwd, opt, steps, skip):
+        program = self.WINDOW_PROGRAM.replace("STEPS_FWD", str(fwd)).replace("STEPS_OPT", str(opt))
+        self.run_program(program, env={"GPUSCOPE_STEPS": str(steps), "GPUSCOPE_SKIP_STEPS": str(skip),
+                                       "GPUSCOPE_PY_SAMPLE_HZ": "0"})
+        return self.records()
+
+    def test_window_counts_optimizer_steps(self):
+        # Training: the window opens after 2 optimizer steps and closes after 3 more; only the
+        # steps inside it emit ranges.
+        records = self.window_records(fwd=0, opt=8, steps=3, skip=2)
+        controls = [(i, r["control"]) for i, r in enumerate(records) if "control" in r]
+        self.assertEqual([c for _, c in controls], [1, 0])
+        starts = [r["name"] for r in records if r.get("kind") == "start"]
+        self.assertEqual(starts.count("Optimizer.step#AdamW.step"), 3)
+        self.assertEqual(starts.count("gpuscope.forward#Model"), 3)
+        # Nothing is emitted after the window closed, and every hook is gone (a forward pass
+        # followed the close), so the rest of the run pays nothing.
+        after = records[controls[1][0] + 1:]
+        self.assertFalse([r for r in after if r.get("kind") == "start"])
+        left = [r for r in records if "hooks_left" in r][0]
+        self.assertEqual(left, {"hooks_left": 0, "backward_wrapped": False})
+
+    def test_window_counts_forward_passes_without_optimizer(self):
+        # Inference / serving: forward passes of the outermost module are the steps.
+        records = self.window_records(fwd=10, opt=0, steps=4, skip=3)
+        self.assertEqual([r["control"] for r in records if "control" in r], [1, 0])
+        starts = [r["name"] for r in records if r.get("kind") == "start"]
+        self.assertEqual(starts.count("gpuscope.forward#Model"), 4)
+        self.assertEqual([r for r in records if "hooks_left" in r][0]["hooks_left"], 0)
+
+    def test_window_never_opens_before_enough_steps(self):
+        records = self.window_records(fwd=2, opt=0, steps=4, skip=5)
+        self.assertEqual([r for r in records if "control" in r], [])
+        self.assertEqual([r for r in records if r.get("kind") == "start"], [])
 
 
 if __name__ == "__main__":

@@ -19,6 +19,12 @@ where <tag> is `data` when a data-loading frame (torch.utils.data) is on the sta
 analysis names each idle interval's host code with them. Rate: GPUSCOPE_PY_SAMPLE_HZ (default
 100, 0 turns it off, at most 500).
 
+Bounded tracing (`gpuscope run --steps N --skip-steps K`, GPUSCOPE_STEPS / GPUSCOPE_SKIP_STEPS):
+steps are counted here (optimizer steps; forward passes of the outermost module while no
+optimizer has stepped, as in inference and serving). After K steps this opens the injection
+library's trace window, after N more it closes it (the library then detaches CUPTI), and from
+then on nothing more is emitted.
+
 Contract: nothing here may change what the program does. Every hook swallows its own
 exceptions (counted in `stats`); nothing is emitted before CUDA is initialised in this process
 or in a forked child (DataLoader workers write nothing); a process that never imports torch
@@ -31,7 +37,9 @@ import threading
 import time
 
 stats = {"hook_errors": 0, "ranges": 0, "samples": 0}
-_state = {"installed": False, "pid": None, "sampler": None, "target": None, "torch": None}
+_state = {"installed": False, "pid": None, "sampler": None, "target": None, "torch": None, "undo": []}
+# Trace window: "always" (the whole run), or "waiting" -> "open" -> "done" under --steps.
+_window = {"state": "always", "skip": 0, "steps": 0, "opt": 0, "fwd": 0, "at_open": (0, 0), "detach": False}
 _local = threading.local()
 _MARK_PREFIX = "gpuscope.py#"
 
@@ -86,9 +94,83 @@ def arm():
         sys.meta_path.insert(0, _TorchWatcher())
 
 
+def _env_int(name):
+    try:
+        return max(0, int(os.environ.get(name, "0")))
+    except ValueError:
+        return 0
+
+
+def _configure_window():
+    steps = _env_int("GPUSCOPE_STEPS")
+    if steps > 0:
+        _window.update(state="waiting", steps=steps, skip=_env_int("GPUSCOPE_SKIP_STEPS"))
+
+
+def _trace_control(open_window):
+    """Calls gpuscope_trace_control in the injection library the CUDA driver loaded."""
+    import ctypes
+
+    path = os.environ.get("CUDA_INJECTION64_PATH")
+    if not path:
+        return False
+    # The library the driver already loaded: RTLD_NOLOAD never loads a second copy.
+    lib = ctypes.CDLL(path, mode=getattr(os, "RTLD_NOLOAD", 4) | getattr(os, "RTLD_LAZY", 1))
+    return bool(lib.gpuscope_trace_control(1 if open_window else 0))
+
+
+def _step_ended(kind):
+    """Counts a step boundary ("opt" or "fwd") and opens or closes the trace window."""
+    w = _window
+    w[kind] += 1
+    if w["state"] == "always" or os.getpid() != _state["pid"]:
+        return
+    if w["state"] == "waiting":
+        done = w["opt"] if w["opt"] else w["fwd"]
+        if done >= w["skip"] and _cuda_ready() and _trace_control(True):
+            w.update(state="open", at_open=(w["opt"], w["fwd"]))
+    elif w["state"] == "open":
+        opt0, fwd0 = w["at_open"]
+        traced = w["opt"] - opt0 if w["opt"] else w["fwd"] - fwd0
+        if traced >= w["steps"]:
+            w["state"] = "done"
+            _trace_control(False)
+            # The hooks go too; torch iterates the optimizer's hooks live, so from there the
+            # removal waits for the next module call (whose hooks torch iterates as a copy).
+            if kind == "opt":
+                w["detach"] = True
+            else:
+                _detach()
+
+
+def _undo_on_detach(*handles):
+    for h in handles:
+        if h is not None and hasattr(h, "remove"):
+            _state["undo"].append(h.remove)
+
+
+def _detach():
+    """Removes every hook and wrapper: after a bounded window the program runs as if untraced."""
+    _window["detach"] = False
+    undo, _state["undo"] = _state["undo"], []
+    for fn in undo:
+        try:
+            fn()
+        except Exception:
+            stats["hook_errors"] += 1
+
+
+def _cuda_ready():
+    try:
+        return bool(_state["torch"].cuda.is_initialized())
+    except Exception:
+        return False
+
+
 def _active():
-    """True in the process that installed the hooks, once it has initialised CUDA."""
-    if os.getpid() != _state["pid"]:
+    """True in the process that installed the hooks, once it has initialised CUDA, while the
+    trace window is open (or there is none)."""
+    if os.getpid() != _state["pid"] or _window["state"] not in ("always", "open"):
         return False
     torch = _state["torch"]
     try:
@@ -134,6 +216,7 @@ def install(torch):
     if _state["installed"]:
         return
     _state.update(installed=True, pid=os.getpid(), torch=torch, target=threading.main_thread().ident)
+    _configure_window()
     for step in (_install_optimizer_hooks, _install_dataloader_hook, _install_module_hooks, _install_backward_hook):
         try:
             step(torch)
@@ -155,9 +238,9 @@ def _install_optimizer_hooks(torch):
     @_guarded
     def post(optimizer, args, kwargs):
         _end(_open_ranges().pop(("opt", id(optimizer)), None))
+        _step_ended("opt")
 
-    register_optimizer_step_pre_hook(pre)
-    register_optimizer_step_post_hook(post)
+    _undo_on_detach(register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post))
 
 
 def _install_dataloader_hook(torch):
@@ -179,6 +262,12 @@ def _install_dataloader_hook(torch):
     __next__.__wrapped__ = original
     cls.__next__ = __next__
 
+    def restore():
+        if cls.__next__ is __next__:
+            cls.__next__ = original
+
+    _state["undo"].append(restore)
+
 
 def _compiling(torch):
     try:
@@ -192,6 +281,9 @@ def _install_module_hooks(torch):
 
     @_guarded
     def pre(mod, args):
+        if _window["detach"]:
+            _detach()
+            return None
         if _compiling(torch):
             return None
         depth = getattr(_local, "depth", 0)
@@ -212,10 +304,11 @@ def _install_module_hooks(torch):
         if depth == 1:
             _end(getattr(_local, "forward", None))
             _local.forward = None
+            _step_ended("fwd")
         return None
 
-    nn_module.register_module_forward_pre_hook(pre)
-    nn_module.register_module_forward_hook(post, always_call=True)
+    _undo_on_detach(nn_module.register_module_forward_pre_hook(pre),
+                    nn_module.register_module_forward_hook(post, always_call=True))
 
 
 def _install_backward_hook(torch):
@@ -235,6 +328,12 @@ def _install_backward_hook(torch):
     backward.__wrapped__ = original
     backward.__doc__ = original.__doc__
     autograd.backward = backward
+
+    def restore():
+        if autograd.backward is backward:
+            autograd.backward = original
+
+    _state["undo"].append(restore)
 
 
 # --- Python stack sampler -------------------------------------------------------------------
@@ -293,8 +392,10 @@ def _sample_loop(period_s):
     mark = _state["torch"].cuda.nvtx.mark
     while True:
         time.sleep(period_s)
-        if os.getpid() != _state["pid"]:
+        if os.getpid() != _state["pid"] or _window["state"] == "done":
             return
+        if _window["state"] == "waiting":
+            continue
         try:
             frame = sys._current_frames().get(_state["target"])
             if frame is None:
