@@ -21,11 +21,13 @@
 // device samples line up.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "core/device_sample.h"
@@ -175,25 +177,28 @@ using TracingCostRecord = ::gpuscope::TracingCost;
 
 // DeviceSample fields in their file order (version 1): a u32 presence mask for the doubles,
 // then one for the integers, then a mask for the rest (bit 0: gpu_instance_id, zigzag varint),
-// then the present values. New fields are appended, never reordered.
-inline constexpr std::optional<double> DeviceSample::*kSampleDoubleFields[] = {
-    &DeviceSample::gpu_util_pct,      &DeviceSample::mem_util_pct,
-    &DeviceSample::power_w,           &DeviceSample::energy_j,
-    &DeviceSample::sm_clock_mhz,      &DeviceSample::mem_clock_mhz,
-    &DeviceSample::temperature_c,     &DeviceSample::pcie_tx_bytes_per_s,
-    &DeviceSample::pcie_rx_bytes_per_s, &DeviceSample::sm_active_pct,
-    &DeviceSample::sm_occupancy_pct,  &DeviceSample::tensor_active_pct,
-    &DeviceSample::tensor_hmma_pct,   &DeviceSample::tensor_imma_pct,
-    &DeviceSample::tensor_dfma_pct,   &DeviceSample::dram_bw_pct,
-    &DeviceSample::fp64_pct,          &DeviceSample::fp32_pct,
-    &DeviceSample::fp16_pct,          &DeviceSample::nvlink_rx_bytes_per_s,
-    &DeviceSample::nvlink_tx_bytes_per_s,
-};
-inline constexpr std::optional<uint64_t> DeviceSample::*kSampleU64Fields[] = {
-    &DeviceSample::memory_used_bytes,
-    &DeviceSample::memory_total_bytes,
-    &DeviceSample::throttle_reasons,
-};
+// then the present values. Each mask's bits follow GPUSCOPE_DEVICE_SAMPLE_FIELDS
+// (core/device_sample.h) restricted to that type; new fields are appended there, never reordered.
+template <typename T>
+constexpr auto sample_fields_of_type() {
+  constexpr size_t kCount = 0
+#define GPUSCOPE_SAMPLE_COUNT(member, type, gpm, unit) +(std::is_same_v<type, T> ? 1 : 0)
+      GPUSCOPE_DEVICE_SAMPLE_FIELDS(GPUSCOPE_SAMPLE_COUNT);
+#undef GPUSCOPE_SAMPLE_COUNT
+  std::array<std::optional<T> DeviceSample::*, kCount> fields{};
+  size_t i = 0;
+#define GPUSCOPE_SAMPLE_FIELD(member, type, gpm, unit) \
+  if constexpr (std::is_same_v<type, T>) fields[i++] = &DeviceSample::member;
+  GPUSCOPE_DEVICE_SAMPLE_FIELDS(GPUSCOPE_SAMPLE_FIELD)
+#undef GPUSCOPE_SAMPLE_FIELD
+  return fields;
+}
+inline constexpr auto kSampleDoubleFields = sample_fields_of_type<double>();
+inline constexpr auto kSampleU64Fields = sample_fields_of_type<uint64_t>();
+// Version 1 holds 21 doubles and 3 integers; their masks are u32.
+static_assert(kSampleDoubleFields.size() >= 21 && kSampleDoubleFields.size() <= 32);
+static_assert(kSampleDoubleFields[20] == &DeviceSample::nvlink_tx_bytes_per_s);
+static_assert(kSampleU64Fields.size() >= 3 && kSampleU64Fields[2] == &DeviceSample::throttle_reasons);
 
 // ----- Encoding helpers (header-only so the injection library needs no other code). -----
 
