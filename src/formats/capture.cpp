@@ -24,20 +24,16 @@ using capture::RecordType;
 
 namespace {
 
-// PyTorch profiler dtype names for cudaDataType_t values (library_types.h), so the core's
-// precision mix and FLOP counter treat interposed GEMMs like aten::mm ops of a PyTorch trace.
-std::string_view dtype_name(int32_t cuda_type) {
+// The precision of a cudaDataType_t value (library_types.h).
+Precision precision_of(int32_t cuda_type) {
   switch (cuda_type) {
-    case 0: return "float";
-    case 1: return "double";
-    case 2: return "c10::Half";
-    case 14: return "c10::BFloat16";
-    case 3: return "signed char";
-    case 8: return "unsigned char";
-    case 10: return "int";
-    case 28: return "c10::Float8_e4m3fn";
-    case 29: return "c10::Float8_e5m2";
-    default: return "unknown";
+    case 0: return Precision::kFp32;   // CUDA_R_32F
+    case 1: return Precision::kFp64;   // CUDA_R_64F
+    case 2: return Precision::kFp16;   // CUDA_R_16F
+    case 14: return Precision::kBf16;  // CUDA_R_16BF
+    case 3: case 8: return Precision::kInt8;  // CUDA_R_8I, CUDA_R_8U
+    case 28: case 29: return Precision::kFp8;  // CUDA_R_8F_E4M3, CUDA_R_8F_E5M2
+    default: return Precision::kUnknown;
   }
 }
 
@@ -427,9 +423,9 @@ class CaptureDecoder {
       case RecordType::kGemm: {
         capture::GemmRecord g;
         const bool ok = decode(r, g, &times_ok);
-        str(g.api);  // The cuBLAS entry point.
+        const StringId api = str(g.api);  // The cuBLAS entry point.
         if (!ok) return false;
-        return add_gemm(g, times_ok);
+        return add_gemm(g, api, times_ok);
       }
       case RecordType::kDeviceSample: {
         DeviceSample s;
@@ -477,36 +473,21 @@ class CaptureDecoder {
     return true;
   }
 
-  // An interposed cuBLAS call: a host op that carries the GEMM's shapes.
-  bool add_gemm(const capture::GemmRecord& g, bool times_ok) {
+  // An interposed cuBLAS call: a host op named for its entry point, with the GEMM it performed
+  // as a matmul record (the FLOP counter, precision mix and GEMM findings read that).
+  bool add_gemm(const capture::GemmRecord& g, StringId api, bool times_ok) {
+    if (g.m < 0 || g.n < 0 || g.k < 0 || g.batch < 1) return false;
+    if (!times_ok) return bad_time();
     HostEvent e;
     e.start_ns = g.start_ns;
     e.end_ns = g.end_ns;
     e.tid = g.tid;
-    const int64_t m = g.m, n = g.n, k = g.k, batch = g.batch;
-    const int32_t a_type = g.a_type, b_type = g.b_type;  // c_type and transposes do not change the FLOP count.
-    if (m < 0 || n < 0 || k < 0 || batch < 1) return false;
-    if (!times_ok) return bad_time();
+    e.name = api;
     e.kind = HostEventKind::kOp;
-    const bool batched = batch > 1;
-    e.name = trace_.strings.intern(batched ? "aten::bmm" : "aten::mm");
-    e.first_arg = static_cast<uint32_t>(trace_.op_args.size());
-    e.num_args = 2;
-    auto add_arg = [&](std::initializer_list<int64_t> dims, int32_t type) {
-      OpArg arg;
-      arg.first_dim = static_cast<uint32_t>(trace_.dims.size());
-      arg.rank = static_cast<uint16_t>(dims.size());
-      arg.dtype = trace_.strings.intern(dtype_name(type));
-      trace_.dims.insert(trace_.dims.end(), dims.begin(), dims.end());
-      trace_.op_args.push_back(arg);
-    };
-    if (batched) {
-      add_arg({batch, m, k}, a_type);
-      add_arg({batch, k, n}, b_type);
-    } else {
-      add_arg({m, k}, a_type);
-      add_arg({k, n}, b_type);
-    }
+    e.first_matmul = static_cast<uint32_t>(trace_.matmuls.size());
+    e.num_matmuls = 1;
+    // The A operand's type; c_type and the transposes do not change the FLOP count.
+    trace_.matmuls.push_back({g.m, g.n, g.k, g.batch, precision_of(g.a_type), api});
     trace_.host_events.push_back(e);
     ++gemms_;
     return true;

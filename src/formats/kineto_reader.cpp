@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 #include <simdjson.h>
 
+#include "core/aten_matmuls.h"
 #include "formats/event_time.h"
 #include "formats/input_source.h"
 
@@ -754,6 +755,7 @@ class KinetoReader {
             trace_.op_args.push_back(a);
           }
           e.num_args = static_cast<uint16_t>(n);
+          add_aten_matmuls(trace_, e);
         }
         trace_.host_events.push_back(e);
         break;
