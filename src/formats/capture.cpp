@@ -411,13 +411,8 @@ class CaptureDecoder {
         str(n.domain);
         if (!ok) return false;
         if (!times_ok) return bad_time();
-        HostEvent e;
-        e.start_ns = n.start_ns;
-        e.end_ns = n.end_ns;
-        e.tid = n.tid;
-        e.name = name;
-        e.kind = HostEventKind::kAnnotation;
-        trace_.host_events.push_back(e);
+        trace_.host_events.push_back(HostEvent{.start_ns = n.start_ns, .end_ns = n.end_ns, .tid = n.tid,
+                                               .name = name, .kind = HostEventKind::kAnnotation});
         return true;
       }
       case RecordType::kGemm: {
@@ -478,17 +473,12 @@ class CaptureDecoder {
   bool add_gemm(const capture::GemmRecord& g, StringId api, bool times_ok) {
     if (g.m < 0 || g.n < 0 || g.k < 0 || g.batch < 1) return false;
     if (!times_ok) return bad_time();
-    HostEvent e;
-    e.start_ns = g.start_ns;
-    e.end_ns = g.end_ns;
-    e.tid = g.tid;
-    e.name = api;
-    e.kind = HostEventKind::kOp;
-    e.first_matmul = static_cast<uint32_t>(trace_.matmuls.size());
-    e.num_matmuls = 1;
+    trace_.host_events.push_back(HostEvent{.start_ns = g.start_ns, .end_ns = g.end_ns, .tid = g.tid, .name = api,
+                                           .kind = HostEventKind::kOp,
+                                           .first_matmul = static_cast<uint32_t>(trace_.matmuls.size()),
+                                           .num_matmuls = 1});
     // The A operand's type; c_type and the transposes do not change the FLOP count.
     trace_.matmuls.push_back({g.m, g.n, g.k, g.batch, precision_of(g.a_type), api});
-    trace_.host_events.push_back(e);
     ++gemms_;
     return true;
   }

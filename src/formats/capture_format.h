@@ -85,6 +85,14 @@ enum class Encoding : uint8_t { kSigned, kUnsigned, kByte, kF64, kString, kStart
 using StringRef = uint64_t;
 using U32x3 = std::array<uint32_t, 3>;
 
+// Pieces several tables share: an interval (start, then duration), and the device and stream
+// it ran on; a copy or set's size and links.
+#define GPUSCOPE_CAPTURE_INTERVAL(F) F(int64_t, start_ns, 0, kStart) F(int64_t, end_ns, 0, kEnd)
+#define GPUSCOPE_CAPTURE_ON_STREAM(F) \
+  GPUSCOPE_CAPTURE_INTERVAL(F) F(int32_t, device, 0, kSigned) F(int32_t, stream, 0, kSigned)
+#define GPUSCOPE_CAPTURE_COPY_LINKS(O) \
+  O(uint64_t, bytes, kUnsigned) O(uint64_t, correlation, kUnsigned) O(uint32_t, graph_id, kUnsigned)
+
 #define GPUSCOPE_CAPTURE_STRING(F, O)   \
   F(StringRef, id, 0, kUnsigned)        \
   F(std::string, text, {}, kString)
@@ -112,10 +120,7 @@ using U32x3 = std::array<uint32_t, 3>;
   O(int32_t, shared_mem_per_sm_bytes, kSigned)
 
 #define GPUSCOPE_CAPTURE_KERNEL(F, O)                                    \
-  F(int64_t, start_ns, 0, kStart)                                        \
-  F(int64_t, end_ns, 0, kEnd)                                            \
-  F(int32_t, device, 0, kSigned)                                         \
-  F(int32_t, stream, 0, kSigned)                                         \
+  GPUSCOPE_CAPTURE_ON_STREAM(F)                                          \
   F(StringRef, name, 0, kUnsigned)                                       \
   F(U32x3, grid, {}, kUnsigned3)                                         \
   F(U32x3, block, {}, kUnsigned3)                                        \
@@ -126,28 +131,15 @@ using U32x3 = std::array<uint32_t, 3>;
 
 // copy_kind uses the core's CopyKind numbering, host_memory the core's HostMemory.
 #define GPUSCOPE_CAPTURE_MEMCPY(F, O)   \
-  F(int64_t, start_ns, 0, kStart)       \
-  F(int64_t, end_ns, 0, kEnd)           \
-  F(int32_t, device, 0, kSigned)        \
-  F(int32_t, stream, 0, kSigned)        \
+  GPUSCOPE_CAPTURE_ON_STREAM(F)         \
   F(uint8_t, copy_kind, 0, kByte)       \
   F(uint8_t, host_memory, 0, kByte)     \
-  O(uint64_t, bytes, kUnsigned)         \
-  O(uint64_t, correlation, kUnsigned)   \
-  O(uint32_t, graph_id, kUnsigned)
+  GPUSCOPE_CAPTURE_COPY_LINKS(O)
 
-#define GPUSCOPE_CAPTURE_MEMSET(F, O)   \
-  F(int64_t, start_ns, 0, kStart)       \
-  F(int64_t, end_ns, 0, kEnd)           \
-  F(int32_t, device, 0, kSigned)        \
-  F(int32_t, stream, 0, kSigned)        \
-  O(uint64_t, bytes, kUnsigned)         \
-  O(uint64_t, correlation, kUnsigned)   \
-  O(uint32_t, graph_id, kUnsigned)
+#define GPUSCOPE_CAPTURE_MEMSET(F, O) GPUSCOPE_CAPTURE_ON_STREAM(F) GPUSCOPE_CAPTURE_COPY_LINKS(O)
 
 #define GPUSCOPE_CAPTURE_API_CALL(F, O) \
-  F(int64_t, start_ns, 0, kStart)       \
-  F(int64_t, end_ns, 0, kEnd)           \
+  GPUSCOPE_CAPTURE_INTERVAL(F)       \
   F(int32_t, tid, 0, kSigned)           \
   F(StringRef, name, 0, kUnsigned)      \
   F(bool, driver, false, kByte)         \
@@ -155,8 +147,7 @@ using U32x3 = std::array<uint32_t, 3>;
 
 // An NVTX range (start < end) or mark (start == end).
 #define GPUSCOPE_CAPTURE_RANGE(F, O)                      \
-  F(int64_t, start_ns, 0, kStart)                         \
-  F(int64_t, end_ns, 0, kEnd)                             \
+  GPUSCOPE_CAPTURE_INTERVAL(F)                         \
   F(int32_t, tid, 0, kSigned)                             \
   F(StringRef, name, 0, kUnsigned)                        \
   F(StringRef, domain, 0, kUnsigned) /* 0: the default domain. */
@@ -165,8 +156,7 @@ using U32x3 = std::array<uint32_t, 3>;
 // execution). Data types are cudaDataType_t values (library_types.h), so the file does not
 // depend on the reader knowing every type. transposes: bit 0 A, bit 1 B.
 #define GPUSCOPE_CAPTURE_GEMM(F, O)                                          \
-  F(int64_t, start_ns, 0, kStart)                                            \
-  F(int64_t, end_ns, 0, kEnd)                                                \
+  GPUSCOPE_CAPTURE_INTERVAL(F)                                            \
   F(int32_t, tid, 0, kSigned)                                                \
   F(StringRef, api, 0, kUnsigned) /* e.g. "cublasLtMatmul", "cublasGemmEx". */ \
   F(int64_t, m, 0, kSigned)                                                  \
@@ -180,8 +170,7 @@ using U32x3 = std::array<uint32_t, 3>;
 
 // A CUPTI synchronization activity; type is CUpti_ActivitySynchronizationType.
 #define GPUSCOPE_CAPTURE_SYNC(F, O)     \
-  F(int64_t, start_ns, 0, kStart)       \
-  F(int64_t, end_ns, 0, kEnd)           \
+  GPUSCOPE_CAPTURE_INTERVAL(F)       \
   F(uint8_t, type, 0, kByte)            \
   O(int32_t, stream, kSigned)           \
   O(uint64_t, correlation, kUnsigned)
