@@ -70,8 +70,9 @@ enum class RecordType : uint8_t {
 // mask (bit i set: the i-th optional is present) and then the values present. The writer
 // (CaptureWriter::add) and the reader (capture.cpp) both walk these tables (visit_fields), and
 // the record structs below are generated from them. Never reorder, remove or re-encode a field:
-// new fields go at the end of their table, as optionals (older readers skip what follows by
-// length).
+// a new field goes at the end of a table that has optionals, as an optional (older readers
+// ignore what follows in the body; newer ones read it as absent from older files). A table
+// without optionals cannot gain one (its old records have no mask): add a record type.
 //
 //   F(type, member, initial value, encoding)    O(type, member, encoding)
 //
