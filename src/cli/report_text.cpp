@@ -62,8 +62,8 @@ std::string headline_row(const Painter& p, std::string_view label, std::optional
 // bandwidth as nccl-tests defines it.
 void render_communication(std::string& out, const CommunicationReport& c, int64_t steps, const Painter& p, int width) {
   const double per_step = static_cast<double>(c.exposed_ns) / 1e6 / static_cast<double>(std::max<int64_t>(1, steps));
-  out += p.dim(wrap_text(fmt::format("communication: collectives {:.1f}% of the window, {:.1f}% exposed (no other "
-                                     "kernel running; {:.2f} ms per step)",
+  out += p.dim(wrap_text(fmt::format("communication: {:.1f}% of the window in collectives, {:.1f}% exposed (no "
+                                     "other kernel running: {:.2f} ms/step)",
                                      c.pct, c.exposed_pct, per_step),
                          static_cast<size_t>(width), "  "));
   for (size_t i = 0; i < c.collectives.size() && i < 4; ++i) {

@@ -80,8 +80,8 @@ void add_straggler(RankSummary& s, const DeviceReport& slowest, const std::vecto
   if (speedup < 1.1) return;
   s.findings.push_back(
       {"straggler", severity_for(speedup), "One rank is slower than the others",
-       fmt::format("{} takes {:.2f} ms per step against a median of {:.2f} ms over the other {} rank{}{}", s.slowest,
-                   *s.step_max_ms, *s.step_median_ms, others_ms.size(), others_ms.size() == 1 ? "" : "s",
+       fmt::format("{}{} takes {:.2f} ms per step against a median of {:.2f} ms over the other {} rank{}{}",
+                   slowest.rank ? fmt::format("rank {}: ", *slowest.rank) : "", s.slowest, *s.step_max_ms, *s.step_median_ms, others_ms.size(), others_ms.size() == 1 ? "" : "s",
                    slow_part(slowest, others)),
        speedup,
        "Look at that rank's own idle causes above (input pipeline, host syncs); balance the data shards "
