@@ -16,6 +16,7 @@ struct ServeCliOptions {
   LiveCliOptions live;
   std::string listen = fmt::format("127.0.0.1:{}", exporter::kDefaultPort);
   bool dcgm_compat = false;
+  std::string pod_resources_socket = k8s::kDefaultPodResourcesSocket;
 };
 
 int run_serve(const ServeCliOptions& o) {
@@ -36,6 +37,7 @@ int run_serve(const ServeCliOptions& o) {
   so.command_line = settings->loop.command_line;
   so.proc_root = settings->loop.proc_root;
   so.exposition.dcgm_compat = o.dcgm_compat;
+  so.pod_resources_socket = o.pod_resources_socket == "none" ? "" : o.pod_resources_socket;
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   so.exposition.hostname = host;
@@ -74,6 +76,17 @@ const CommandRegistration kServe{CommandSpec{
           ->capture_default_str();
       app.add_flag("--dcgm-compat", o->dcgm_compat,
                    "Also emit dcgm-exporter names (DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_DEV_GPU_UTIL, ...)");
+      app.add_option("--pod-resources-socket", o->pod_resources_socket,
+                     "The kubelet's pod-resources socket, read every 10 s for pod, namespace and "
+                     "container labels (no socket: no such labels); none: never ask")
+          ->capture_default_str();
+      app.footer(
+          "\nExamples:\n"
+          "  gpuscope serve                              # 127.0.0.1:9464, this host only\n"
+          "  gpuscope serve --listen :9464 --dcgm-compat # every interface; dcgm-exporter names too\n"
+          "  curl -s localhost:9464/metrics | grep gpuscope_sm_active_ratio\n"
+          "In a Kubernetes pod, GPUs and processes get pod, namespace and container labels from\n"
+          "the kubelet's socket (mounted by deploy/kubernetes); without it, none (said once).");
       return [o] { return run_serve(*o); };
     }}};
 

@@ -42,6 +42,7 @@ std::vector<std::string> library_dirs() {
   const std::string exe = exe_dir();
   dirs.push_back(exe);
   dirs.push_back(exe + "/../lib");
+  dirs.push_back(exe + "/../lib/gpuscope");  // `cmake --install`'s layout (CMakeLists.txt).
   dirs.push_back(exe + "/../cupti");
   return dirs;
 }

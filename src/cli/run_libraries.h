@@ -12,7 +12,8 @@ namespace gpuscope::cli {
 // The folder of the running gpuscope binary ("." if unknown).
 std::string exe_dir();
 
-// The folders searched, in order: $GPUSCOPE_LIB_DIR, beside the binary, ../lib (an install),
+// The folders searched, in order: $GPUSCOPE_LIB_DIR, beside the binary, ../lib,
+// ../lib/gpuscope (`cmake --install`),
 // ../cupti (the build tree: build/src/cli/gpuscope next to build/src/cupti).
 std::vector<std::string> library_dirs();
 

@@ -50,6 +50,13 @@ std::string dcgm_labels(const DeviceInfo& d, const std::string& hostname) {
   return l;
 }
 
+// pod, namespace, container (dcgm-exporter's names) of a GPU or process whose pod is known.
+std::string pod_labels(const k8s::ContainerRef* c) {
+  if (!c) return {};
+  return fmt::format(",pod=\"{}\",namespace=\"{}\",container=\"{}\"", escape_label_value(c->pod),
+                     escape_label_value(c->pod_namespace), escape_label_value(c->container));
+}
+
 template <typename T>
 std::optional<double> opt(const std::optional<T>& v, double scale = 1.0) {
   if (!v) return std::nullopt;
@@ -99,8 +106,19 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
   if (!in.snapshot || !in.devices) return out;
   const nvml::LiveSnapshot& snap = *in.snapshot;
 
+  auto gpu_uuid = [&](int32_t index) {
+    for (const DeviceInfo& d : *in.devices) {
+      if (d.index == index && !d.gpu_instance_id) return d.uuid;
+    }
+    return std::string();
+  };
+  const k8s::PodAssignments no_pods;
+  std::vector<k8s::ProcessRef> process_refs;
+  for (const ProcessSample& p : snap.processes) process_refs.push_back({gpu_uuid(p.device), p.pod_uid});
+  const k8s::PodIndex pods(in.pods ? *in.pods : no_pods, process_refs);
+
   std::vector<std::string> labels;
-  for (const DeviceInfo& d : *in.devices) labels.push_back(device_labels(d));
+  for (const DeviceInfo& d : *in.devices) labels.push_back(device_labels(d) + pod_labels(pods.for_device(d.uuid)));
 
   header(out, {"gpuscope_last_sample_timestamp_seconds", "gauge",
                "Unix time of the end of the latest sample."});
@@ -195,14 +213,11 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
     }
   }
 
-  // Processes: keyed by GPU and pid; identity only on the info series.
+  // Processes: keyed by GPU and pid; identity only on the info series, pod labels on all.
   auto process_labels = [&](const ProcessSample& p) {
-    for (const DeviceInfo& d : *in.devices) {
-      if (d.index == p.device && !d.gpu_instance_id) {
-        return fmt::format("gpu=\"{}\",uuid=\"{}\",pid=\"{}\"", d.index, escape_label_value(d.uuid), p.pid);
-      }
-    }
-    return fmt::format("gpu=\"{}\",uuid=\"\",pid=\"{}\"", p.device, p.pid);
+    const k8s::ProcessRef ref{gpu_uuid(p.device), p.pod_uid};
+    return fmt::format("gpu=\"{}\",uuid=\"{}\",pid=\"{}\"", p.device, escape_label_value(ref.gpu_uuid), p.pid) +
+           pod_labels(pods.for_process(ref));
   };
   if (!snap.processes.empty()) {
     header(out, {"gpuscope_process_info", "gauge",
@@ -237,7 +252,9 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
 
   if (options.dcgm_compat) {
     std::vector<std::string> dl;
-    for (const DeviceInfo& d : *in.devices) dl.push_back(dcgm_labels(d, options.hostname));
+    for (const DeviceInfo& d : *in.devices) {
+      dl.push_back(dcgm_labels(d, options.hostname) + pod_labels(pods.for_device(d.uuid)));
+    }
     constexpr double kMiB = 1.0 / (1024.0 * 1024.0);
 #define GPUSCOPE_DCGM(name, type, help, expr) \
   device_family(out, {name, type, help}, in, dl, [&](S s, C) { return expr; })

@@ -4,8 +4,11 @@
 // - Every family has HELP and TYPE lines and appears once.
 // - Device series carry labels gpu (NVML index), uuid, model; MIG instances add
 //   gpu_instance. An absent (unmeasured) metric has no series: never a 0.
+// - With pod-resources assignments (k8s/pod_assignments.h), a GPU that one Kubernetes
+//   container holds adds pod, namespace, container to its series (dcgm-exporter's names);
+//   each process series adds them too when the process's pod is known. Absent otherwise.
 // - Ratios are 0..1 (`_ratio`), bytes, watts, hertz, joules, seconds: Prometheus base units.
-// - Process identity (command, user, pod, job) is only on gpuscope_process_info, so that the
+// - Process identity (command, user, pod UID, job) is only on gpuscope_process_info, so that the
 //   value series stay bounded by GPUs x processes, not by every label combination.
 // - With dcgm_compat, the dcgm-exporter names and units are emitted too (DCGM_FI_DEV_GPU_UTIL
 //   in percent, DCGM_FI_PROF_SM_ACTIVE as a ratio, FB memory in MiB, ...) with its labels
@@ -18,6 +21,7 @@
 #include <vector>
 
 #include "core/signals.h"
+#include "k8s/pod_assignments.h"
 #include "nvml/sampler.h"
 
 namespace gpuscope::exporter {
@@ -32,6 +36,7 @@ struct ExpositionInput {
   const nvml::LiveSnapshot* snapshot = nullptr;  // Null before the first sample.
   const std::vector<Signal>* signals = nullptr;
   std::string driver_version;
+  const k8s::PodAssignments* pods = nullptr;  // Null: no Kubernetes labels.
 };
 
 std::string render_prometheus(const ExpositionInput& input, const ExpositionOptions& options);

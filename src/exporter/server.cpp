@@ -58,6 +58,13 @@ LiveExporter::LiveExporter(std::unique_ptr<nvml::Sampler> sampler, ServeOptions 
       options_(std::move(options)),
       loop_(*sampler_, loop_options(options_)),
       http_([this](const HttpRequest& r) { return handle(r); }, options_.http) {
+  if (!options_.pod_resources_socket.empty()) {
+    k8s::PodResourcesOptions po;
+    po.socket_path = options_.pod_resources_socket;
+    po.refresh_ns = options_.pod_resources_refresh_ns;
+    po.log = options_.log;  // Unset: the cache's own "gpuscope: " lines (these are not warnings).
+    pods_ = std::make_unique<k8s::PodResourcesCache>(std::move(po));
+  }
   if (!options_.log) {
     options_.log = [](const std::string& line) { std::fprintf(stderr, "gpuscope: warning: %s\n", line.c_str()); };
   }
@@ -76,6 +83,8 @@ void LiveExporter::publish(const nvml::LiveFrame& frame) {
   in.snapshot = frame.snapshot;
   in.signals = frame.signals;
   in.driver_version = sampler_->driver_version();
+  const std::shared_ptr<const k8s::PodAssignments> pods = pods_ ? pods_->current() : nullptr;
+  in.pods = pods.get();
   auto rendered = text(render_prometheus(in, options_.exposition));
   std::lock_guard<std::mutex> lock(mu_);
   text_ = std::move(rendered);
@@ -111,6 +120,7 @@ HttpResponse LiveExporter::handle(const HttpRequest& request) const {
 
 Status LiveExporter::start() {
   RETURN_IF_ERROR(http_.bind(options_.listen.host, options_.listen.port));
+  if (pods_) pods_->start();  // Its first answer (or absence) is known before the first sample.
   // The first sample needs a window (GPM wants >= 100 ms after Sampler::open's).
   std::this_thread::sleep_for(std::chrono::milliseconds(150));
   publish(loop_.step());
@@ -132,6 +142,7 @@ void LiveExporter::stop() {
   loop_.stop();
   http_.stop();
   if (sampler_thread_.joinable()) sampler_thread_.join();
+  if (pods_) pods_->stop();
 }
 
 void LiveExporter::wait(const std::atomic<bool>& interrupted) {

@@ -18,6 +18,7 @@
 #include "core/status.h"
 #include "exporter/http_server.h"
 #include "exporter/prometheus.h"
+#include "k8s/pod_resources.h"
 #include "nvml/live_loop.h"
 #include "nvml/sampler.h"
 
@@ -42,6 +43,10 @@ struct ServeOptions {
   nvml::CommandLine command_line = nvml::CommandLine::kExecutable;
   std::string proc_root = "/proc";  // For the executable names.
   HttpLimits http;
+  // The kubelet's pod-resources socket for pod, namespace, container labels; empty: none.
+  // Asked every pod_resources_refresh_ns on its own thread (k8s/pod_resources.h).
+  std::string pod_resources_socket = k8s::kDefaultPodResourcesSocket;
+  int64_t pod_resources_refresh_ns = 10'000'000'000;
   // Receives warning lines (sampler failures); default: stderr.
   std::function<void(const std::string&)> log;
 };
@@ -68,6 +73,7 @@ class LiveExporter {
   std::unique_ptr<nvml::Sampler> sampler_;
   ServeOptions options_;
   nvml::LiveLoop loop_;  // Runs on sampler_thread_.
+  std::unique_ptr<k8s::PodResourcesCache> pods_;  // Null without a socket path.
   HttpServer http_;
   std::thread sampler_thread_;
   mutable std::mutex mu_;
