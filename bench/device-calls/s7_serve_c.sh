@@ -1,34 +1,16 @@
 #!/usr/bin/env bash
-# Device call (2026-12-01, seventh session, third run: vectorised decode state, hooks removed after a window): issue 16 validation on the H200 with
+# Device call (2026-12-01, seventh session, C; two earlier runs of the same script found the
+# bugs fixed since): issue 16 validation on the H200 with
 # examples/serve/decode.py. Untraced tokens/s and traced captures for: one request at a time,
 # continuous batching at the under-batched finding's token count, static batching with slow
 # arrivals, continuous batching at saturation with vocab 50257 vs 50304; then bounded tracing
 # (run --steps) against untraced in interleaved rounds.
-set -u
-B=$PWD/.carry-s7
-export LD_LIBRARY_PATH=$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-} GPUSCOPE_LIB_DIR=$B
-D="python3 examples/serve/decode.py"
-mkdir -p $OUT/caps
-R=$OUT/serve.jsonl
-log() { echo "{\"case\": \"$1\", \"mode\": \"$2\", \"result\": ${3:-null}}" >> $R; }
-untraced() {
-  local name=$1; shift
-  local out; out=$(timeout 150 $D "$@" 2>>$OUT/err.log | tail -1)
-  log $name untraced "$out"; echo "$name untraced $out"
-}
-traced() {
-  local name=$1; shift
-  timeout 200 $B/gpuscope run --no-report -o $OUT/caps/$name.gpuscope -- $D "$@" > $OUT/cur.out 2>>$OUT/err.log
-  local out; out=$(tail -1 $OUT/cur.out)
-  log $name traced "$out"; echo "$name traced $out"
-  $B/gpuscope analyze --json $OUT/caps/$name.gpuscope > $OUT/caps/$name.json 2>>$OUT/err.log
-  NO_COLOR=1 $B/gpuscope analyze $OUT/caps/$name.gpuscope > $OUT/caps/$name.txt 2>&1
-}
+. "$(dirname "$0")/serve_common.sh"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 untraced smoke --scheduler continuous --batch 4 --requests 4 --new-tokens 4 --rate 1000
 ONE="--scheduler one --rate 1000 --requests 4 --new-tokens 256"
 untraced one $ONE
-traced one $ONE
+traced one --analyze $ONE
 M=$(python3 - $OUT/caps/one.json <<'PY'
 import json, re, sys
 r = json.load(open(sys.argv[1]))
@@ -49,11 +31,11 @@ untraced cont_M_b --scheduler continuous --batch $M --rate 1000000 --requests $M
 untraced one_c $ONE
 SLOW="--scheduler static --batch 8 --rate 20 --requests 32 --new-tokens 32"
 untraced static_slow $SLOW
-traced static_slow $SLOW
+traced static_slow --analyze $SLOW
 SAT="--scheduler continuous --batch 256 --rate 1000000 --requests 256 --new-tokens 128"
 untraced sat_50257 $SAT --vocab 50257
 untraced sat_50304 $SAT --vocab 50304
-traced sat_50257 $SAT --vocab 50257
+traced sat_50257 --analyze $SAT --vocab 50257
 untraced sat_50257_b $SAT --vocab 50257
 untraced sat_50304_b $SAT --vocab 50304
 # Bounded tracing: a run of about ten times the window (600 iterations, window 50 steps).
@@ -61,18 +43,17 @@ BND="--scheduler one --rate 1000 --requests 2 --new-tokens 300"
 for round in 1 2 3 4; do
   [ $SECONDS -ge 470 ] && break
   untraced bnd_plain_$round $BND
-  timeout 150 $B/gpuscope run --no-calibrate --no-report --steps 50 --skip-steps 10 -o $OUT/caps/bnd_$round.gpuscope -- $D $BND > $OUT/cur.out 2>>$OUT/err.log
-  out=$(tail -1 $OUT/cur.out); log bnd_window_$round traced "$out"; echo "bnd_window_$round $out"
+  bounded bnd_window_$round 50 $BND
 done
 if [ $SECONDS -lt 520 ]; then
   timeout 150 $B/gpuscope run --no-calibrate --no-report -o $OUT/caps/bnd_full.gpuscope -- $D $BND > $OUT/cur.out 2>>$OUT/err.log
   out=$(tail -1 $OUT/cur.out); log bnd_full traced "$out"; echo "bnd_full $out"
 fi
-for c in bnd_1 bnd_2 bnd_3 bnd_full; do
+for c in bnd_window_1 bnd_window_2 bnd_window_3 bnd_full; do
   [ -f $OUT/caps/$c.gpuscope ] || continue
   NO_COLOR=1 $B/gpuscope analyze $OUT/caps/$c.gpuscope > $OUT/caps/$c.txt 2>&1
   $B/gpuscope analyze --json $OUT/caps/$c.gpuscope > $OUT/caps/$c.json 2>>$OUT/err.log
 done
-head -12 $OUT/caps/bnd_1.txt
+head -12 $OUT/caps/bnd_window_1.txt
 cd $OUT/caps && tar -czf $OUT/caps.tar.gz . && cd $OUT && rm -rf caps cur.out
 ls -la $OUT; tail -5 $OUT/err.log

@@ -20,14 +20,17 @@ struct AnalyzeCliOptions {
   std::optional<double> peak_tflops;     // --peak-tflops
   std::string step_range;                // --step-range NAME (NVTX/annotation step names)
   bool as_job = false;                   // --as-job (analyze only): several traces are one job
+  std::string html;                      // --html FILE: the report also as one self-contained page
 };
 
-// Declares --json, --model, --flops-per-step, --peak-tflops, --step-range on `app`.
+// Declares --json, --html, --model, --flops-per-step, --peak-tflops, --step-range on `app`.
 void add_analysis_options(CLI::App& app, AnalyzeCliOptions& options);
 
 // Analyses each trace (one per rank/process), prints the text report (or JSON with
-// options.json, or one CSV table with options.csv) to stdout, warnings to stderr. Returns the exit code: 0, or 2 for bad input
-// (e.g. an invalid --model) after printing one line naming the problem.
+// options.json, or one CSV table with options.csv) to stdout, warnings to stderr; with
+// options.html also writes the page there (never over one of the traces). Returns the exit
+// code: 0, or 2 for bad input (e.g. an invalid --model, or the page cannot be written) after
+// printing one line naming the problem.
 int report_traces(std::vector<Trace>& traces, const AnalyzeCliOptions& options);
 
 }  // namespace gpuscope::cli

@@ -16,6 +16,8 @@
 #include "core/analysis.h"
 #include "core/diff.h"
 #include "formats/diff_json.h"
+#include "formats/html_diff.h"
+#include "formats/html_file.h"
 #include "formats/report_json_reader.h"
 #include "formats/trace_input.h"
 
@@ -25,6 +27,7 @@ namespace {
 struct DiffArgs {
   std::string base, now;
   bool json = false;
+  std::string html;  // --html FILE
   std::string model_spec;
   std::optional<double> flops_per_step;
   std::optional<double> peak_tflops;
@@ -85,6 +88,12 @@ int run_diff(const DiffArgs& args) {
     fmt::print(stderr, "gpuscope: '-' (stdin) can be read only once: name a file for BASE or NEW\n");
     return 2;
   }
+  if (!args.html.empty()) {
+    if (Status usable = check_html_path(args.html, {args.base, args.now}); !usable.ok()) {
+      fmt::print(stderr, "gpuscope: {}\n", usable.message());
+      return 2;
+    }
+  }
   AnalysisOptions options;
   if (!args.model_spec.empty()) {
     auto spec = parse_model_spec(args.model_spec);
@@ -127,6 +136,13 @@ int run_diff(const DiffArgs& args) {
   }
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
+  if (!args.html.empty()) {
+    if (Status written = write_html_file(args.html, diff_to_html(diff), {args.base, args.now}); !written.ok()) {
+      fmt::print(stderr, "gpuscope: {}\n", written.message());
+      return 2;
+    }
+    fmt::print(stderr, "gpuscope: wrote {}\n", args.html);
+  }
   return 0;
 }
 
@@ -142,6 +158,9 @@ CommandRegistration kDiff{CommandSpec{
           ->required();
       app.add_option("NEW", args->now, "The run after the change (same kinds of input)")->required();
       app.add_flag("--json", args->json, "Print the comparison as JSON (schema gpuscope.diff/1, docs/diff.md)");
+      app.add_option("--html", args->html,
+                     "Also write the comparison as one self-contained HTML page (no network needed to view it) to FILE")
+          ->type_name("FILE");
       app.add_option("--model", args->model_spec,
                      "Model for MFU of the traces, e.g. gpt:params=124M,layers=12,heads=12,dmodel=768,seq=1024,batch=16");
       app.add_option("--flops-per-step", args->flops_per_step, "Model FLOPs per step of the traces, for MFU")
@@ -154,7 +173,8 @@ CommandRegistration kDiff{CommandSpec{
           "  gpuscope diff before.json.gz after.json.gz\n"
           "  gpuscope analyze --json before.json.gz > before.report.json   # keep a run's report\n"
           "  gpuscope diff before.report.json after.json.gz                # compare a new trace with it\n"
-          "  gpuscope diff --json ranks_before/ ranks_after/ > diff.json   # per rank, paired by rank\n\n"
+          "  gpuscope diff --json ranks_before/ ranks_after/ > diff.json   # per rank, paired by rank\n"
+          "  gpuscope diff --html diff.html before.json.gz after.json.gz   # the comparison as a page\n\n"
           "Times are per step, ratios NEW / BASE. The comparison names the idle cause, kernel category or\n"
           "precision whose time per step changed most, beside the measured step-time ratio, and warns when\n"
           "the runs are not like for like (other device, other step definition, other FLOPs per step).\n"

@@ -1,5 +1,7 @@
 // `gpuscope top`: a live terminal view. One row per GPU with utilization beside SM active,
-// tensor and DRAM activity, memory and power; processes below; waste signals highlighted.
+// tensor and DRAM activity, memory and power, and their recent history; processes below; waste
+// signals highlighted. What is drawn, and how it fits the terminal, is top_view.h; this file
+// owns the terminal.
 //
 // On a terminal: alternate screen, cursor home and overwrite each line (erase to end of line,
 // then erase below), so nothing is cleared between frames and nothing flickers; stdin in
@@ -20,6 +22,7 @@
 
 #include "cli/command.h"
 #include "cli/live_common.h"
+#include "cli/top_view.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -27,74 +30,8 @@ namespace {
 struct TopOptions {
   LiveCliOptions live;
   int count = 0;  // Frames to draw, 0 = until q / Ctrl-C.
+  std::string sort = "gpu";
 };
-
-std::string pct(const std::optional<double>& v) { return v ? fmt::format("{:.1f}%", *v) : "-"; }
-
-std::string gib(const std::optional<uint64_t>& v) {
-  return v ? fmt::format("{:.1f}", static_cast<double>(*v) / (1024.0 * 1024 * 1024)) : "-";
-}
-
-struct Line {
-  std::string text;
-  enum Style { kPlain, kHeader, kAlert } style = kPlain;
-};
-
-std::vector<Line> render(const nvml::Sampler& sampler, const nvml::LiveSnapshot& snap,
-                         const std::vector<Signal>& signals, int64_t interval_ns) {
-  std::vector<Line> lines;
-  char when[32];
-  std::time_t now = std::time(nullptr);
-  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
-  lines.push_back({fmt::format("gpuscope top  {} GPU(s)  driver {}  every {:.1f} s  {}  (q quits)",
-                               sampler.devices().size(), terminal_safe(sampler.driver_version()),
-                               interval_ns / 1e9, when),
-                   Line::kHeader});
-  lines.push_back({fmt::format("{:>6} {:<22} {:>7} {:>7} {:>6} {:>7} {:>6} {:>15} {:>7} {:>5}",
-                               "GPU", "NAME", "UTIL", "SM ACT", "OCC", "TENSOR", "DRAM",
-                               "MEM GiB", "POWER", "TEMP"),
-                   Line::kHeader});
-  for (size_t i = 0; i < snap.devices.size(); ++i) {
-    const DeviceSample& s = snap.devices[i];
-    const nvml::DeviceInfo& d = sampler.devices()[i];
-    bool alert = false;
-    for (const Signal& sig : signals) {
-      alert |= sig.device == s.device && sig.gpu_instance_id == s.gpu_instance_id;
-    }
-    std::string id = d.gpu_instance_id ? fmt::format("{}/{}", d.index, *d.gpu_instance_id)
-                                       : fmt::format("{}", d.index);
-    std::string mem = s.memory_total_bytes
-                          ? fmt::format("{}/{}", gib(s.memory_used_bytes), gib(s.memory_total_bytes))
-                          : gib(s.memory_used_bytes);
-    lines.push_back({fmt::format("{:>6} {:<22.22} {:>7} {:>7} {:>6} {:>7} {:>6} {:>15} {:>7} {:>5}",
-                                 id, terminal_safe(d.name), pct(s.gpu_util_pct), pct(s.sm_active_pct),
-                                 pct(s.sm_occupancy_pct), pct(s.tensor_active_pct),
-                                 pct(s.dram_bw_pct), mem,
-                                 s.power_w ? fmt::format("{:.0f} W", *s.power_w) : "-",
-                                 s.temperature_c ? fmt::format("{:.0f}C", *s.temperature_c) : "-"),
-                     alert ? Line::kAlert : Line::kPlain});
-  }
-  lines.push_back({"", Line::kPlain});
-  lines.push_back({fmt::format("{:>6} {:>8} {:<10} {:>9} {:>6}  {:<28} {}", "GPU", "PID", "USER",
-                               "MEM GiB", "SM%", "POD / JOB", "COMMAND"),
-                   Line::kHeader});
-  if (snap.processes.empty()) lines.push_back({"       (no compute processes)", Line::kPlain});
-  for (const ProcessSample& p : snap.processes) {
-    lines.push_back({fmt::format("{:>6} {:>8} {:<10.10} {:>9} {:>6}  {:<28.28} {}", p.device, p.pid,
-                                 p.user.empty() ? "?" : terminal_safe(p.user), gib(p.memory_used_bytes),
-                                 p.sm_util_pct ? fmt::format("{:.0f}", *p.sm_util_pct) : "-",
-                                 terminal_safe(job_of(p)), p.command.empty() ? "?" : terminal_safe(p.command)),
-                     Line::kPlain});
-  }
-  lines.push_back({"", Line::kPlain});
-  if (signals.empty()) {
-    lines.push_back({"no waste signals", Line::kPlain});
-  } else {
-    lines.push_back({"WASTE SIGNALS", Line::kHeader});
-    for (const Signal& sig : signals) lines.push_back({describe_signal(sig), Line::kAlert});
-  }
-  return lines;
-}
 
 class Terminal {
  public:
@@ -119,19 +56,23 @@ class Terminal {
     std::fflush(stdout);
     if (restore_termios_) tcsetattr(STDIN_FILENO, TCSANOW, &saved_);
   }
-  int width() const {
+  // Columns and rows of the terminal; 0 when unknown.
+  winsize size() const {
     winsize ws{};
-    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) return ws.ws_col;
-    return 200;
+    if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0) return winsize{};
+    return ws;
   }
-  // True if 'q' was pressed since the last call; never blocks.
-  bool quit_pressed() {
+  bool has_keyboard() const { return restore_termios_; }
+  // Reads the keys pressed since the last call, never blocking: true if 'q' was; each 's'
+  // moves `sort` to the next key.
+  bool poll_keys(TopSort& sort) {
     if (!restore_termios_) return false;  // No keyboard (stdin not a terminal).
     pollfd pfd{STDIN_FILENO, POLLIN, 0};
     while (poll(&pfd, 1, 0) > 0) {
       char c = 0;
       if (read(STDIN_FILENO, &c, 1) != 1) return false;
       if (c == 'q' || c == 'Q') return true;
+      if (c == 's' || c == 'S') sort = static_cast<TopSort>((static_cast<size_t>(sort) + 1) % std::size(kTopSortNames));
     }
     return false;
   }
@@ -143,6 +84,11 @@ class Terminal {
 };
 
 int run_top(const TopOptions& o) {
+  auto sort = top_sort_from_name(o.sort);
+  if (!sort) {
+    fmt::print(stderr, "gpuscope: --sort {}: expected gpu, util, sm or mem\n", terminal_safe(o.sort));
+    return 2;
+  }
   auto settings = live_settings(o.live);
   if (!settings) return 2;
   auto sampler = open_sampler_or_report();
@@ -152,8 +98,10 @@ int run_top(const TopOptions& o) {
   const char* no_color = std::getenv("NO_COLOR");
   const bool color = tty && !(no_color && *no_color);
   Terminal term(tty);
+  TopHistory history;
+  TopSort order = *sort;
   // The first frame after a short wait (GPM needs >= 100 ms), then every interval.
-  settings->loop.should_stop = [&term] { return g_interrupted.load() || term.quit_pressed(); };
+  settings->loop.should_stop = [&term, &order] { return g_interrupted.load() || term.poll_keys(order); };
   nvml::LiveLoop loop(*sampler, settings->loop);
   int rc = 0;
   loop.run([&](const nvml::LiveFrame& frame) {
@@ -163,23 +111,38 @@ int run_top(const TopOptions& o) {
       rc = 2;
       return false;
     }
-    std::vector<Line> lines = render(*sampler, *frame.snapshot, *frame.signals, settings->interval_ns);
-    for (const std::string& w : frame.warnings) lines.push_back({"warning: " + terminal_safe(w), Line::kAlert});
+    history.add(*frame.snapshot);
+    char when[32];
+    std::time_t now = std::time(nullptr);
+    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
+    TopInput in{&sampler->devices(), frame.snapshot, frame.signals, &history, sampler->driver_version(),
+                static_cast<double>(settings->interval_ns) / 1e9, when, order, term.has_keyboard(),
+                frame.warnings};
     std::string out;
     if (tty) {
-      const size_t width = static_cast<size_t>(term.width());
+      // One column spare: a line that fills the last column leaves the cursor pending a wrap,
+      // where "erase to end of line" would erase that column. Without colour, alert lines get
+      // a "! " marker: two more.
+      const winsize ws = term.size();
+      const size_t cols = ws.ws_col > 0 ? ws.ws_col : 80;
+      const size_t width = cols - 1 - (color ? 0 : 2);
+      std::vector<TopLine> lines = render_top(in, width, ws.ws_row > 0 ? ws.ws_row : 0);
+      if (ws.ws_row > 0 && lines.size() > ws.ws_row) lines.resize(ws.ws_row);
       out += "\x1b[H";
-      for (Line& l : lines) {
-        if (l.text.size() >= width) l.text = std::string(nvml::truncate_utf8(l.text, width - 1));
-        if (color && l.style == Line::kHeader) out += "\x1b[1m" + l.text + "\x1b[0m";
-        else if (color && l.style == Line::kAlert) out += "\x1b[1;31m" + l.text + "\x1b[0m";
-        else if (!color && l.style == Line::kAlert) out += "! " + l.text;
+      for (size_t i = 0; i < lines.size(); ++i) {
+        const TopLine& l = lines[i];
+        if (color && l.style == TopLine::kHeader) out += "\x1b[1m" + l.text + "\x1b[0m";
+        else if (color && l.style == TopLine::kAlert) out += "\x1b[1;31m" + l.text + "\x1b[0m";
+        else if (!color && l.style == TopLine::kAlert) out += "! " + l.text;
         else out += l.text;
-        out += "\x1b[K\n";  // Erase the rest of the previous frame's line.
+        out += "\x1b[K";  // Erase the rest of the previous frame's line.
+        if (i + 1 < lines.size()) out += "\n";  // No newline after the last row: it would scroll.
       }
       out += "\x1b[J";  // Erase below the last line.
     } else {
-      for (const Line& l : lines) out += (l.style == Line::kAlert ? "! " : "") + l.text + "\n";
+      // Not a terminal: every line at full width (nothing to fit), one block per interval.
+      std::vector<TopLine> lines = render_top(in, 100000, 0);
+      for (const TopLine& l : lines) out += (l.style == TopLine::kAlert ? "! " : "") + l.text + "\n";
       out += "\n";
     }
     std::fwrite(out.data(), 1, out.size(), stdout);
@@ -196,6 +159,19 @@ const CommandRegistration kTop{CommandSpec{
       add_live_options(app, o->live);
       app.add_option("--count", o->count, "Draw this many frames, then exit (0: until q)")
           ->capture_default_str();
+      app.add_option("--sort", o->sort,
+                     "Order of GPUs and processes: gpu (index), util, sm (SM active; processes: SM%) or mem, "
+                     "largest first; the s key cycles through them")
+          ->capture_default_str();
+      app.footer(
+          "\nExamples:\n"
+          "  gpuscope top\n"
+          "  gpuscope top --sort mem --interval 500ms\n"
+          "  gpuscope top --count 1 > snapshot.txt     # one frame as plain text\n\n"
+          "Fits the terminal: at 80x24 narrower columns are dropped in a fixed order (temperature, power,\n"
+          "occupancy, DRAM, name, memory, tensor), never cut; GPU, utilization and SM active stay.\n"
+          "Under each GPU: utilization beside SM active over the last samples (sparklines).\n"
+          "Keys: q quits, s changes the sort order.");
       return [o] { return run_top(*o); };
     }}};
 

@@ -106,21 +106,39 @@ std::vector<DeviceReport> analyze_trace(const Trace& trace, const AnalysisOption
   return out;
 }
 
+TraceAnalysis analyze_one_trace(const Trace& trace, const AnalysisOptions& options) {
+  TraceAnalysis a;
+  for (const auto& w : trace.warnings) a.warnings.push_back(fmt::format("{}: {}", trace.source, w));
+  a.devices = analyze_trace(trace, options);
+  if (a.devices.empty()) {
+    a.rejected = fmt::format("{}: {}", trace.source, describe_without_gpu_work(trace));
+  } else {
+    a.facts = rank_facts(trace, a.devices);
+  }
+  return a;
+}
+
 Report analyze_traces(const std::vector<Trace>& traces, const AnalysisOptions& options) {
+  std::vector<TraceAnalysis> parts;
+  parts.reserve(traces.size());
+  for (const Trace& t : traces) parts.push_back(analyze_one_trace(t, options));
+  return combine_analyses(std::move(parts), options);
+}
+
+Report combine_analyses(std::vector<TraceAnalysis> parts, const AnalysisOptions& options) {
   Report report;
-  std::vector<const Trace*> with_gpu_work;
-  for (const Trace& t : traces) {
-    for (const auto& w : t.warnings) report.warnings.push_back(fmt::format("{}: {}", t.source, w));
-    auto devices = analyze_trace(t, options);
-    if (devices.empty()) {
-      report.rejected.push_back(fmt::format("{}: {}", t.source, describe_without_gpu_work(t)));
+  std::vector<RankFacts> with_gpu_work;
+  for (TraceAnalysis& a : parts) {
+    for (auto& w : a.warnings) report.warnings.push_back(std::move(w));
+    if (a.devices.empty()) {
+      report.rejected.push_back(std::move(a.rejected));
       continue;
     }
-    with_gpu_work.push_back(&t);
-    for (auto& d : devices) report.devices.push_back(std::move(d));
+    with_gpu_work.push_back(std::move(a.facts));
+    for (auto& d : a.devices) report.devices.push_back(std::move(d));
   }
   if (with_gpu_work.size() < 2) return report;
-  const std::optional<std::string> disagreement = job_disagreement(with_gpu_work, report.devices);
+  const std::optional<std::string> disagreement = job_disagreement(with_gpu_work);
   if (!disagreement || options.as_job) report.ranks = summarize_ranks(report.devices);
   if (disagreement) {
     report.warnings.push_back(

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/flops.h"
+#include "core/ranks.h"
 #include "core/report.h"
 #include "core/trace.h"
 
@@ -31,5 +32,17 @@ std::vector<DeviceReport> analyze_trace(const Trace& trace, const AnalysisOption
 // a line in Report::warnings says why they were not combined. Traces with no GPU work are
 // listed in Report::rejected with what they hold instead.
 Report analyze_traces(const std::vector<Trace>& traces, const AnalysisOptions& options);
+
+// analyze_traces in two halves, so that each trace can be analysed as soon as it is read (on
+// any thread) and dropped: what one trace contributes, then the report of them all, in order.
+// combine_analyses(analyze_one_trace(t) for t in traces) == analyze_traces(traces).
+struct TraceAnalysis {
+  std::vector<std::string> warnings;     // The reader's, each prefixed with the trace's source.
+  std::vector<DeviceReport> devices;     // Empty when the trace ran no GPU work...
+  std::string rejected;                  // ...and then what it holds instead.
+  RankFacts facts;                       // For the job check (ranks.h).
+};
+TraceAnalysis analyze_one_trace(const Trace& trace, const AnalysisOptions& options);
+Report combine_analyses(std::vector<TraceAnalysis> parts, const AnalysisOptions& options);
 
 }  // namespace gpuscope

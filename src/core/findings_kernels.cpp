@@ -234,6 +234,13 @@ ScorePasses score_passes(const FindingContext& f) {
     if (f.categories[i] == KernelCategory::kAttention) out.fused_ns += duration(kernels[i]);
     by_stream[kernels[i]->stream].push_back(i);
   }
+  // is_plain_softmax lower-cases the name: asked once per distinct name, not per kernel.
+  std::map<StringId, bool> plain_softmax;
+  auto is_softmax = [&](StringId name) {
+    auto [it, added] = plain_softmax.try_emplace(name, false);
+    if (added) it->second = is_plain_softmax(f.device.trace.strings.view(name));
+    return it->second;
+  };
   for (const auto& [stream, idx] : by_stream) {
     for (size_t i = 0; i < idx.size();) {
       size_t j = i;
@@ -241,7 +248,7 @@ ScorePasses score_passes(const FindingContext& f) {
       int64_t softmaxes = 0;
       while (j < idx.size() && (is_memory_bound(f.categories[idx[j]]) || f.categories[idx[j]] == KernelCategory::kCopySet)) {
         run_ns += duration(kernels[idx[j]]);
-        if (is_plain_softmax(f.device.trace.strings.view(kernels[idx[j]]->name))) ++softmaxes;
+        if (is_softmax(kernels[idx[j]]->name)) ++softmaxes;
         ++j;
       }
       if (softmaxes > 0) {

@@ -127,44 +127,42 @@ void add_scale_before_healthy(RankSummary& s, const std::vector<DeviceReport>& d
                    fmt::join(named, ", "))});
 }
 
-// The time range of a trace's events on its own clock: [earliest start, latest end).
-struct Span {
-  int64_t start_ns = INT64_MAX;
-  int64_t end_ns = INT64_MIN;
-  template <class Events>
-  void extend(const Events& events) {
-    for (const auto& e : events) {
-      start_ns = std::min(start_ns, e.start_ns);
-      end_ns = std::max(end_ns, e.end_ns);
-    }
-  }
-};
-
-Span trace_span(const Trace& t) {
-  Span s;
-  s.extend(t.kernels);
-  s.extend(t.memcpys);
-  s.extend(t.memsets);
-  s.extend(t.api_calls);
-  s.extend(t.host_events);
-  return s;
-}
-
 }  // namespace
 
-std::optional<std::string> job_disagreement(const std::vector<const Trace*>& traces,
-                                            const std::vector<DeviceReport>& devices) {
+RankFacts rank_facts(const Trace& trace, const std::vector<DeviceReport>& devices) {
+  RankFacts f;
+  f.rank = trace.rank;
+  f.world_size = trace.world_size;
+  for (const DeviceReport& d : devices) {
+    const Device* dev = trace.find_device(d.device);
+    if (dev && !dev->name.empty()) f.device_models.push_back(dev->name);
+  }
+  auto extend = [&f](const auto& events) {
+    for (const auto& e : events) {
+      f.start_ns = std::min(f.start_ns, e.start_ns);
+      f.end_ns = std::max(f.end_ns, e.end_ns);
+    }
+  };
+  extend(trace.kernels);
+  extend(trace.memcpys);
+  extend(trace.memsets);
+  extend(trace.api_calls);
+  extend(trace.host_events);
+  return f;
+}
+
+std::optional<std::string> job_disagreement(const std::vector<RankFacts>& traces) {
   std::vector<std::string> reasons;
   size_t without_rank = 0;
   std::map<int32_t, int> traces_per_rank;
   std::set<int32_t> world_sizes;
-  for (const Trace* t : traces) {
-    if (!t->rank || !t->world_size) {
+  for (const RankFacts& t : traces) {
+    if (!t.rank || !t.world_size) {
       ++without_rank;
       continue;
     }
-    traces_per_rank[*t->rank] += 1;
-    world_sizes.insert(*t->world_size);
+    traces_per_rank[*t.rank] += 1;
+    world_sizes.insert(*t.world_size);
   }
   if (without_rank > 0) {
     reasons.push_back(fmt::format("{} of {} traces name no rank and world size (distributedInfo)", without_rank,
@@ -183,22 +181,15 @@ std::optional<std::string> job_disagreement(const std::vector<const Trace*>& tra
 
   // The models of the devices that ran work, where the trace names them.
   std::set<std::string> models;
-  for (const Trace* t : traces) {
-    for (const DeviceReport& d : devices) {
-      if (d.source != t->source) continue;
-      const Device* dev = t->find_device(d.device);
-      if (dev && !dev->name.empty()) models.insert(dev->name);
-    }
-  }
+  for (const RankFacts& t : traces) models.insert(t.device_models.begin(), t.device_models.end());
   if (models.size() > 1) reasons.push_back(fmt::format("device models differ ({})", fmt::join(models, ", ")));
 
   // Ranks of one job run at the same time: their time ranges share an instant. Each trace is
   // on its own host clock, so traces of hosts whose clocks differ may fail this too.
   int64_t latest_start = INT64_MIN, earliest_end = INT64_MAX;
-  for (const Trace* t : traces) {
-    const Span s = trace_span(*t);
-    latest_start = std::max(latest_start, s.start_ns);
-    earliest_end = std::min(earliest_end, s.end_ns);
+  for (const RankFacts& t : traces) {
+    latest_start = std::max(latest_start, t.start_ns);
+    earliest_end = std::min(earliest_end, t.end_ns);
   }
   if (latest_start >= earliest_end) {
     reasons.push_back("their time ranges do not overlap (recorded at different times, or on different clocks)");

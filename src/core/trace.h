@@ -187,6 +187,9 @@ struct Trace {
   std::string source;  // File the trace came from, for messages.
   std::optional<int32_t> rank;
   std::optional<int32_t> world_size;
+  // The traced process's command line, arguments joined by spaces, where the input records it
+  // (captures); empty otherwise. Other users' text: it may hold secrets and any bytes.
+  std::string command_line;
   std::vector<Device> devices;
   std::vector<Kernel> kernels;
   std::vector<Memcpy> memcpys;

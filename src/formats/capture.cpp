@@ -304,12 +304,13 @@ class CaptureDecoder {
         r.svarint();  // ppid
         r.svarint();  // start_ns
         r.str();      // hostname
-        r.str();      // command line
+        std::string command(r.str());
         r.str();      // tool version
         uint64_t mask = r.varint();
         auto rank = opt<int32_t>(r, mask, 0, true);
         auto world = opt<int32_t>(r, mask, 1, true);
         if (!r.ok()) return false;
+        trace_.command_line = std::move(command);
         trace_.rank = rank;
         trace_.world_size = world;
         return true;

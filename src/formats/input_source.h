@@ -12,11 +12,16 @@
 //   is an error naming the likely cause (no writer), not a hang.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "core/status.h"
@@ -114,10 +119,51 @@ class InflateStream {
   bool member_done_ = false;  // Between gzip members (after a trailer).
   bool ended_ = false;
   bool limit_exceeded_ = false;
-  void* stream_ = nullptr;  // z_stream
+  void* stream_ = nullptr;  // ISA-L inflate_state
   std::vector<unsigned char> in_;
   uint64_t inflated_ = 0;
   std::vector<std::string> notes_;
+};
+
+// An InflateStream read ahead by a thread of its own: the next blocks are inflated while the
+// reader parses the last one (issue 19). Same contract as InflateStream's read for one
+// consumer; `limit_exceeded` and `notes` are final once read has returned 0. Memory: at most
+// `blocks_ahead` + 1 blocks.
+class PrefetchStream {
+ public:
+  explicit PrefetchStream(InflateStream& in, size_t block_bytes = 4 << 20, size_t blocks_ahead = 2);
+  ~PrefetchStream();
+  PrefetchStream(const PrefetchStream&) = delete;
+  PrefetchStream& operator=(const PrefetchStream&) = delete;
+
+  size_t read(char* dst, size_t n, std::string& error);
+  bool limit_exceeded() const { return ended_ && in_.limit_exceeded(); }
+  // Compressed bytes consumed by the inflater when the block being read was made.
+  uint64_t compressed_offset() const { return compressed_offset_; }
+  const std::vector<std::string>& notes() const { return in_.notes(); }
+
+ private:
+  struct Block {
+    std::vector<char> bytes;
+    size_t size = 0;
+    uint64_t compressed_offset = 0;
+    std::string error;  // Set on the last block (size 0) when the stream failed.
+  };
+  void produce();
+
+  InflateStream& in_;
+  const size_t block_bytes_;
+  const size_t blocks_ahead_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Block> ready_;
+  std::vector<std::vector<char>> free_;
+  bool stop_ = false;
+  Block current_;
+  size_t current_pos_ = 0;
+  bool ended_ = false;
+  uint64_t compressed_offset_ = 0;
+  std::thread thread_;
 };
 
 }  // namespace gpuscope

@@ -3,15 +3,25 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <future>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include <fmt/core.h>
 #include <simdjson.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "formats/event_time.h"
 #include "formats/input_source.h"
+#include "formats/trace_merge.h"
+#include "formats/work_pool.h"
 
 namespace gpuscope {
 namespace {
@@ -19,19 +29,24 @@ namespace {
 // ---------------------------------------------------------------------------------------
 // Bytes come from an InflateStream (plain or gzip, within the inflate limit).
 
+// With `ahead`, a thread of its own inflates the next blocks while this one parses.
 class Input {
  public:
-  explicit Input(InflateStream& in) : in_(in) {}
+  explicit Input(InflateStream& in, PrefetchStream* ahead = nullptr) : in_(in), ahead_(ahead) {}
   // Reads up to n bytes; 0 at end of input. Sets `error` on a read or decompression error.
-  size_t read(char* dst, size_t n, std::string& error) { return in_.read(dst, n, error); }
-  uint64_t compressed_offset() const { return in_.compressed_offset(); }
+  size_t read(char* dst, size_t n, std::string& error) {
+    return ahead_ ? ahead_->read(dst, n, error) : in_.read(dst, n, error);
+  }
+  uint64_t compressed_offset() const { return ahead_ ? ahead_->compressed_offset() : in_.compressed_offset(); }
   // True once the inflate limit was hit: an error, not a truncated trace.
-  bool fatal() const { return in_.limit_exceeded(); }
+  bool fatal() const { return ahead_ ? ahead_->limit_exceeded() : in_.limit_exceeded(); }
+  // These two are final once read has returned 0.
   bool gzip() const { return in_.gzip(); }
   const std::vector<std::string>& notes() const { return in_.notes(); }
 
  private:
   InflateStream& in_;
+  PrefetchStream* ahead_;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -107,6 +122,23 @@ struct RawEvent {
 };
 
 using simdjson::ondemand::value;
+
+// A field's key as text. Keys without escapes (every key profilers write) are taken as they
+// stand in the JSON, which spares simdjson copying each one out; the others are unescaped.
+// False on invalid JSON. (Stage 1 has checked that every string is closed.)
+template <typename Field>
+bool field_key(Field& field, std::string_view& key) {
+  simdjson::ondemand::raw_json_string raw;
+  if (field.key().get(raw)) return false;
+  const char* begin = raw.raw();
+  const char* p = begin;
+  while (*p != '"' && *p != '\\') ++p;
+  if (*p == '"') {
+    key = std::string_view(begin, static_cast<size_t>(p - begin));
+    return true;
+  }
+  return !field.unescaped_key().get(key);
+}
 
 // On-Demand contract: once an array element or object field is itself an error, the document
 // is broken there and iteration must stop (continuing can yield the same error forever).
@@ -242,7 +274,7 @@ bool parse_args(value v, RawEvent& ev) {
   for (auto field : args) {
     if (field.error()) return false;
     std::string_view key;
-    if (field.unescaped_key().get(key)) return false;
+    if (!field_key(field, key)) return false;
     value fv;
     if (field.value().get(fv)) return false;
     // A failed read leaves that field unknown (see above).
@@ -290,13 +322,287 @@ CopyKind copy_kind(std::string_view name) {
 
 // ---------------------------------------------------------------------------------------
 
+// What the events of a stretch of JSON held: counts, and the first event skipped or dropped
+// (offsets in the uncompressed JSON). Stretches read apart add up in order.
+struct EventTally {
+  int64_t events = 0, skipped = 0, bad_times = 0;
+  uint64_t first_skip_offset = 0, first_bad_time_offset = 0;
+  std::string first_skip_reason, first_bad_time_reason;
+
+  void add(EventTally&& later) {
+    if (skipped == 0 && later.skipped > 0) {
+      first_skip_offset = later.first_skip_offset;
+      first_skip_reason = std::move(later.first_skip_reason);
+    }
+    if (bad_times == 0 && later.bad_times > 0) {
+      first_bad_time_offset = later.first_bad_time_offset;
+      first_bad_time_reason = std::move(later.first_bad_time_reason);
+    }
+    events += later.events;
+    skipped += later.skipped;
+    bad_times += later.bad_times;
+  }
+};
+
+// Turns one JSON event at a time into core events in `trace`. The reader's own thread uses one
+// on its buffer; with several threads, each batch of events gets one writing a Trace of its
+// own, with `named_lanes` listing what append_events must renumber (trace_merge.h).
+class EventParser {
+ public:
+  EventParser(Trace& trace, simdjson::ondemand::parser& parser, std::vector<NamedLane>* named_lanes = nullptr)
+      : trace_(trace), parser_(parser), named_lanes_(named_lanes) {}
+
+  EventTally& tally() { return tally_; }
+
+  void skip_event(uint64_t at, std::string_view why) {
+    if (tally_.skipped++ == 0) {
+      tally_.first_skip_offset = at;
+      tally_.first_skip_reason = std::string(why);
+    }
+  }
+
+  // One event: `len` bytes at `data`, readable up to `capacity` bytes (at least len +
+  // SIMDJSON_PADDING, as simdjson's padded view requires); `begin` is its offset in the JSON.
+  void handle_event(const char* data, size_t len, size_t capacity, uint64_t begin) {
+    simdjson::ondemand::document doc;
+    if (parser_.iterate(simdjson::padded_string_view(data, len, capacity)).get(doc)) {
+      return skip_event(begin, "invalid JSON");
+    }
+    simdjson::ondemand::object obj;
+    if (doc.get_object().get(obj)) return skip_event(begin, "an event that is not an object");
+    ev_.clear();
+    for (auto field : obj) {
+      if (field.error()) return skip_event(begin, "invalid JSON");
+      std::string_view key;
+      if (!field_key(field, key)) return skip_event(begin, "invalid JSON");
+      value v;
+      if (field.value().get(v)) return skip_event(begin, "invalid JSON");
+      bool ok = true;
+      if (key == "ph") {
+        ok = !v.get_string().get(ev_.ph);
+        // Flows, instants and metadata carry nothing the analyses use: stop parsing early
+        // (Kineto writes "ph" first, so most of the event is never looked at).
+        if (ok && ev_.ph != "X") {
+          ++tally_.events;
+          return;
+        }
+      } else if (key == "cat") {
+        ok = !v.get_string().get(ev_.cat);
+        if (ok && category_of(ev_.cat) == Category::kIgnored) {
+          ++tally_.events;
+          return;
+        }
+      }
+      else if (key == "name") ok = !v.get_string().get(ev_.name);
+      else if (key == "pid") ok = get_id(v, ev_.pid_num, ev_.pid_str);
+      else if (key == "tid") ok = get_id(v, ev_.tid_num, ev_.tid_str);
+      else if (key == "ts") ok = get_time(v, ev_.ts_ns);
+      else if (key == "dur") ok = get_time(v, ev_.dur_ns);
+      else if (key == "args") ok = parse_args(v, ev_);
+      if (!ok) return skip_event(begin, fmt::format("field \"{}\" has an unexpected type", key));
+    }
+    ++tally_.events;
+    if (ev_.ph != "X") return;
+    const Category cat = category_of(ev_.cat);
+    if (cat == Category::kIgnored) return;
+    if (!ev_.ts_ns) return skip_event(begin, "an event without \"ts\"");
+    const int64_t dur = ev_.dur_ns.value_or(0);
+    if (dur < 0) return skip_event(begin, "an event with negative \"dur\"");
+    const std::optional<int64_t> end_ns = checked_event_end(*ev_.ts_ns, dur);
+    if (!end_ns) {
+      if (tally_.bad_times++ == 0) {
+        tally_.first_bad_time_offset = begin;
+        tally_.first_bad_time_reason = fmt::format("ts {} ns, dur {} ns", *ev_.ts_ns, dur);
+      }
+      return;
+    }
+    add_event(cat, *ev_.ts_ns, *end_ns);
+  }
+
+  // `named` is set when the lane is a string, stored as -1 - its string id.
+  int32_t id_of(const std::optional<int64_t>& num, std::string_view str, bool& named) {
+    if (num) return static_cast<int32_t>(*num);
+    if (str.empty()) return 0;
+    named = true;
+    return -1 - static_cast<int32_t>(trace_.strings.intern(str));  // Named lanes: negative ids.
+  }
+  int32_t id_of(const std::optional<int64_t>& num, std::string_view str) {
+    bool named = false;
+    return id_of(num, str, named);
+  }
+  // In a batch read apart, which lane fields of the event just added hold string ids.
+  void note_named_lanes(NamedLane::Events events, size_t size, bool first, bool second) {
+    if (named_lanes_ && (first || second)) {
+      named_lanes_->push_back({events, static_cast<uint8_t>((first ? 1 : 0) | (second ? 2 : 0)),
+                               static_cast<uint32_t>(size - 1)});
+    }
+  }
+
+  // The collective of an NCCL kernel with a numbered device (a named lane is never one).
+  void add_collective(const Kernel& k) {
+    CollectiveArgs c;
+    c.start_ns = k.start_ns;
+    c.end_ns = k.end_ns;
+    c.device = k.device;
+    c.name = trace_.strings.intern(ev_.collective);
+    if (!ev_.dtype.empty()) c.dtype = trace_.strings.intern(ev_.dtype);
+    c.in_nelems = ev_.in_nelems;
+    c.out_nelems = ev_.out_nelems;
+    c.group_size = ev_.group_size;
+    trace_.collectives.push_back(c);
+  }
+
+  void add_event(Category cat, int64_t start, int64_t end) {
+    const StringId name = trace_.strings.intern(ev_.name);
+    auto corr = [&]() -> std::optional<uint64_t> {
+      if (!ev_.correlation || *ev_.correlation < 0) return std::nullopt;
+      return static_cast<uint64_t>(*ev_.correlation);
+    };
+    bool named_gpu = false, named_stream = false, named_pid = false, named_tid = false;
+    const int32_t gpu = ev_.device ? static_cast<int32_t>(*ev_.device) : id_of(ev_.pid_num, ev_.pid_str, named_gpu);
+    const int32_t stream =
+        ev_.stream ? static_cast<int32_t>(*ev_.stream) : id_of(ev_.tid_num, ev_.tid_str, named_stream);
+    using Events = NamedLane::Events;
+    switch (cat) {
+      case Category::kKernel: {
+        Kernel k;
+        k.start_ns = start;
+        k.end_ns = end;
+        k.device = gpu;
+        k.stream = stream;
+        k.name = name;
+        k.grid = ev_.grid;
+        k.block = ev_.block;
+        if (ev_.registers) k.registers_per_thread = static_cast<int32_t>(*ev_.registers);
+        if (ev_.shared_memory) k.shared_memory_bytes = static_cast<int32_t>(*ev_.shared_memory);
+        k.correlation = corr();
+        trace_.kernels.push_back(k);
+        note_named_lanes(Events::kKernels, trace_.kernels.size(), named_gpu, named_stream);
+        if (!ev_.collective.empty() && ev_.device) add_collective(k);
+        break;
+      }
+      case Category::kMemcpy: {
+        Memcpy m;
+        m.start_ns = start;
+        m.end_ns = end;
+        m.device = gpu;
+        m.stream = stream;
+        m.kind = copy_kind(ev_.name);
+        m.host_memory = ev_.name.find("Pageable") != std::string_view::npos ? HostMemory::kPageable
+                        : ev_.name.find("Pinned") != std::string_view::npos ? HostMemory::kPinned
+                                                                           : HostMemory::kUnknown;
+        if (ev_.bytes && *ev_.bytes >= 0) m.bytes = static_cast<uint64_t>(*ev_.bytes);
+        m.correlation = corr();
+        trace_.memcpys.push_back(m);
+        note_named_lanes(Events::kMemcpys, trace_.memcpys.size(), named_gpu, named_stream);
+        break;
+      }
+      case Category::kMemset: {
+        Memset m;
+        m.start_ns = start;
+        m.end_ns = end;
+        m.device = gpu;
+        m.stream = stream;
+        if (ev_.bytes && *ev_.bytes >= 0) m.bytes = static_cast<uint64_t>(*ev_.bytes);
+        m.correlation = corr();
+        trace_.memsets.push_back(m);
+        note_named_lanes(Events::kMemsets, trace_.memsets.size(), named_gpu, named_stream);
+        break;
+      }
+      case Category::kRuntime:
+      case Category::kDriver: {
+        ApiCall c;
+        c.start_ns = start;
+        c.end_ns = end;
+        c.pid = id_of(ev_.pid_num, ev_.pid_str, named_pid);
+        c.tid = id_of(ev_.tid_num, ev_.tid_str, named_tid);
+        c.name = name;
+        c.api_class = classify_api(ev_.name);
+        c.driver = cat == Category::kDriver;
+        c.correlation = corr();
+        trace_.api_calls.push_back(c);
+        note_named_lanes(Events::kApiCalls, trace_.api_calls.size(), named_pid, named_tid);
+        break;
+      }
+      case Category::kOp:
+      case Category::kAnnotation: {
+        HostEvent e;
+        e.start_ns = start;
+        e.end_ns = end;
+        e.pid = id_of(ev_.pid_num, ev_.pid_str, named_pid);
+        e.tid = id_of(ev_.tid_num, ev_.tid_str, named_tid);
+        e.name = name;
+        e.kind = cat == Category::kOp ? HostEventKind::kOp : HostEventKind::kAnnotation;
+        if (ev_.has_shapes) {
+          e.first_arg = static_cast<uint32_t>(trace_.op_args.size());
+          const size_t n = std::min<size_t>(ev_.dims_rank.size(), UINT16_MAX);
+          for (size_t i = 0; i < n; ++i) {
+            OpArg a;
+            a.first_dim = static_cast<uint32_t>(trace_.dims.size());
+            if (ev_.dims_rank[i] > 0) {
+              a.rank = static_cast<uint16_t>(ev_.dims_rank[i]);
+              trace_.dims.insert(trace_.dims.end(), ev_.dims[i].begin(), ev_.dims[i].end());
+            }
+            if (i < ev_.types.size() && !ev_.types[i].empty()) a.dtype = trace_.strings.intern(ev_.types[i]);
+            trace_.op_args.push_back(a);
+          }
+          e.num_args = static_cast<uint16_t>(n);
+        }
+        trace_.host_events.push_back(e);
+        note_named_lanes(Events::kHostEvents, trace_.host_events.size(), named_pid, named_tid);
+        break;
+      }
+      case Category::kGpuAnnotation: {
+        trace_.gpu_annotations.push_back({start, end, gpu, name});
+        note_named_lanes(Events::kGpuAnnotations, trace_.gpu_annotations.size(), named_gpu, false);
+        break;
+      }
+      case Category::kIgnored: break;
+    }
+  }
+
+ private:
+  Trace& trace_;
+  simdjson::ondemand::parser& parser_;
+  std::vector<NamedLane>* named_lanes_;
+  RawEvent ev_;
+  EventTally tally_;
+};
+
+// A run of consecutive events copied out of the reader's buffer, parsed by a worker.
+struct EventBatch {
+  std::string bytes;  // The events' JSON text, with SIMDJSON_PADDING bytes after it.
+  uint64_t offset = 0;  // Of bytes[0] in the uncompressed JSON.
+  std::vector<std::pair<uint32_t, uint32_t>> events;  // [begin, end) in bytes.
+};
+
+struct ParsedBatch {
+  Trace trace;
+  std::vector<NamedLane> named_lanes;
+  EventTally tally;
+};
+
+ParsedBatch parse_batch(const EventBatch& batch) {
+  thread_local simdjson::ondemand::parser parser;
+  ParsedBatch out;
+  EventParser events(out.trace, parser, &out.named_lanes);
+  const size_t capacity = batch.bytes.size();
+  for (const auto& [begin, end] : batch.events) {
+    events.handle_event(batch.bytes.data() + begin, end - begin, capacity - begin, batch.offset + begin);
+  }
+  out.tally = std::move(events.tally());
+  return out;
+}
+
 class KinetoReader {
  public:
   // `size_hint`: the most bytes the JSON can have when known (plain input), so that small
   // inputs (tests, fuzzing) do not allocate the full initial buffer.
+  // `pool`: worker threads that parse batches of events (null: this thread parses each event
+  // as it is found).
   KinetoReader(Input& in, std::string source, const KinetoReadOptions& options,
-               std::optional<uint64_t> size_hint = std::nullopt)
-      : in_(in), options_(options) {
+               std::optional<uint64_t> size_hint = std::nullopt, WorkPool* pool = nullptr)
+      : in_(in), options_(options), pool_(pool) {
     trace_.source = std::move(source);
     const size_t initial = size_hint ? static_cast<size_t>(std::clamp<uint64_t>(*size_hint + 1, 4096, kInitialBuffer))
                                      : kInitialBuffer;
@@ -325,16 +631,18 @@ class KinetoReader {
           "torch.profiler's export_chrome_trace() or on_trace_ready=tensorboard_trace_handler");
     }
     if (!trace_.truncated) RETURN_IF_ERROR(finish_input());
-    if (skipped_ > 0) {
+    take_parsed_batches(0);
+    const EventTally& t = events_.tally();
+    if (t.skipped > 0) {
       trace_.warnings.push_back(fmt::format(
-          "skipped {} event{} with unexpected field types or invalid JSON (first at byte {}: {})", skipped_,
-          skipped_ == 1 ? "" : "s", first_skip_offset_, first_skip_reason_));
+          "skipped {} event{} with unexpected field types or invalid JSON (first at byte {}: {})", t.skipped,
+          t.skipped == 1 ? "" : "s", t.first_skip_offset, t.first_skip_reason));
     }
-    if (bad_times_ > 0) {
+    if (t.bad_times > 0) {
       trace_.warnings.push_back(fmt::format(
           "dropped {} event{} whose times are out of range (first at byte {}: {}); times must lie within "
           "+-3e18 ns and durations under 1e15 ns (11.6 days)",
-          bad_times_, bad_times_ == 1 ? "" : "s", first_bad_time_offset_, first_bad_time_reason_));
+          t.bad_times, t.bad_times == 1 ? "" : "s", t.first_bad_time_offset, t.first_bad_time_reason));
     }
     trace_.sort_events();
     return std::move(trace_);
@@ -369,6 +677,7 @@ class KinetoReader {
   // false when nothing more could be read.
   bool fill() {
     if (eof_) return false;
+    submit_batch();  // Its events' bytes are about to move.
     if (pos_ > 0) {
       std::memmove(buf_.data(), buf_.data() + pos_, end_ - pos_);
       base_ += pos_;
@@ -397,6 +706,7 @@ class KinetoReader {
     }
     end_ += got;
     if (options_.progress) options_.progress(base_ + end_, in_.compressed_offset());
+    if (options_.events_read && !pool_) options_.events_read->store(events_.tally().events, std::memory_order_relaxed);
     return true;
   }
 
@@ -427,6 +737,8 @@ class KinetoReader {
   }
 
   // Bracket- and string-aware scan over buf_[p, end_). npos if the value is incomplete.
+  // Sixteen bytes at a time: only the quotes and brackets in them are looked at (the bytes
+  // read past end_ lie in the padding and are masked off).
   size_t scan_from(size_t p) const {
     const char* b = buf_.data();
     const char first = b[p];
@@ -439,19 +751,32 @@ class KinetoReader {
       }
       return eof_ ? p : std::string::npos;
     }
+    // One pass over the quotes, backslashes and brackets, in or out of strings.
     int depth = 0;
-    while (p < end_) {
-      const char c = b[p];
-      if (c == '"') {
-        p = skip_string(p + 1);
-        if (p == std::string::npos) return p;
-        continue;
+    bool in_string = false, escaped = false;  // `escaped`: the next block's first byte.
+    for (; p < end_; p += kBlock) {
+      uint32_t mask = bytes_in_block(b + p, p, '"', '{', '}') | bytes_in_block(b + p, p, '\\', '\\', '\\');
+      if (escaped) mask &= ~1u;
+      escaped = false;
+      while (mask != 0) {
+        const uint32_t bit = static_cast<uint32_t>(__builtin_ctz(mask));
+        mask &= mask - 1;
+        const char c = b[p + bit];
+        if (in_string) {
+          if (c == '"') {
+            in_string = false;
+          } else if (c == '\\') {  // The next byte is escaped, whatever it is.
+            if (bit + 1 < kBlock) mask &= ~(1u << (bit + 1));
+            else escaped = true;
+          }
+        } else if (c == '"') {
+          in_string = true;
+        } else if (c == '{' || c == '[') {
+          ++depth;
+        } else if (c != '\\' && --depth == 0) {
+          return p + bit + 1;
+        }
       }
-      if (c == '{' || c == '[') ++depth;
-      else if (c == '}' || c == ']') {
-        if (--depth == 0) return p + 1;
-      }
-      ++p;
     }
     return std::string::npos;
   }
@@ -459,28 +784,57 @@ class KinetoReader {
   // p is just after an opening quote; returns the index after the closing quote, or npos.
   size_t skip_string(size_t p) const {
     const char* b = buf_.data();
-    for (;;) {
-      const void* q = std::memchr(b + p, '"', end_ - p);
-      if (!q) return std::string::npos;
-      size_t at = static_cast<const char*>(q) - b;
-      size_t backslashes = 0;
-      while (at - backslashes > p && b[at - backslashes - 1] == '\\') ++backslashes;
-      if (backslashes % 2 == 0) return at + 1;
-      p = at + 1;
+    while (p < end_) {
+      const uint32_t mask = bytes_in_block(b + p, p, '"', '\\', '\\');
+      if (mask == 0) {
+        p += kBlock;
+        continue;
+      }
+      const size_t at = p + static_cast<size_t>(__builtin_ctz(mask));
+      if (b[at] == '"') return at + 1;
+      p = at + 2;  // A backslash escapes the next byte.
     }
+    return std::string::npos;
+  }
+
+  static constexpr size_t kBlock = 16;
+
+  // Bit i set where block[i] is `a`, or `b` or `c` (for b == '{' and c == '}': either bracket
+  // too), for the bytes before end_ (`at` is the block's index in buf_).
+  uint32_t bytes_in_block(const char* block, size_t at, char a, char b, char c) const {
+#if defined(__SSE2__)
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block));
+    __m128i m = _mm_cmpeq_epi8(v, _mm_set1_epi8(a));
+    // '[' and ']' are '{' and '}' without bit 5 (0x5B/0x7B, 0x5D/0x7D).
+    const __m128i w = b == '{' ? _mm_or_si128(v, _mm_set1_epi8(0x20)) : v;
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(w, _mm_set1_epi8(b)));
+    m = _mm_or_si128(m, _mm_cmpeq_epi8(w, _mm_set1_epi8(c)));
+    uint32_t mask = static_cast<uint32_t>(_mm_movemask_epi8(m));
+#else
+    uint32_t mask = 0;
+    for (size_t i = 0; i < kBlock; ++i) {
+      char x = block[i];
+      if (b == '{' && (x == '[' || x == ']')) x = static_cast<char>(x | 0x20);
+      if (x == a || x == b || x == c) mask |= 1u << i;
+    }
+#endif
+    if (end_ - at < kBlock) mask &= (1u << (end_ - at)) - 1;
+    return mask;
   }
 
   Status truncated(std::string_view where) {
     if (!fatal_.empty()) return Status::error(fatal_);
+    take_parsed_batches(0);
+    const int64_t events = events_.tally().events;
     if (in_.fatal()) return Status::error(io_error_);
     if (!io_error_.empty()) {
       trace_.warnings.push_back(fmt::format("the file could not be read to its end ({}) after {} bytes of JSON: "
                                             "analysed the {} events before that point",
-                                            io_error_, offset(end_), events_));
+                                            io_error_, offset(end_), events));
     } else {
       trace_.warnings.push_back(fmt::format("the JSON ends early ({}) at byte {}: the file looks truncated; "
                                             "analysed the {} events before that point",
-                                            where, offset(end_), events_));
+                                            where, offset(end_), events));
     }
     trace_.truncated = true;
     return ok_status();
@@ -608,194 +962,49 @@ class KinetoReader {
       if (end == pos_) {
         return error_at(pos_, fmt::format("invalid JSON: unexpected '{}' in \"traceEvents\"", printable(c)));
       }
-      handle_event(pos_, end);
+      if (pool_) {
+        add_to_batch(pos_, end);
+      } else {
+        events_.handle_event(buf_.data() + pos_, end - pos_, buf_.size() - pos_, offset(pos_));
+      }
       pos_ = end;
     }
   }
 
-  void skip_event(size_t pos, std::string_view why) {
-    if (skipped_++ == 0) {
-      first_skip_offset_ = offset(pos);
-      first_skip_reason_ = std::string(why);
-    }
+  // Parallel reading: events found in the buffer are gathered into batches of about
+  // options_.batch_bytes (1 MiB), each parsed by a worker into a Trace of its own; the batches
+  // are appended in order, so the trace equals the one-thread reader's.
+  static constexpr size_t kBatchBytes = 1 << 20;
+
+  void add_to_batch(size_t begin, size_t end) {
+    if (batch_.events.empty()) batch_begin_ = begin;
+    batch_.events.emplace_back(static_cast<uint32_t>(begin - batch_begin_), static_cast<uint32_t>(end - batch_begin_));
+    batch_end_ = end;
+    if (end - batch_begin_ >= (options_.batch_bytes ? options_.batch_bytes : kBatchBytes)) submit_batch();
   }
 
-  void handle_event(size_t begin, size_t end) {
-    const size_t len = end - begin;
-    // The bytes after the event are still in the buffer (and the padding after them), which
-    // is what simdjson's padded view requires.
-    const size_t capacity = buf_.size() - begin;
-    simdjson::ondemand::document doc;
-    if (parser_.iterate(simdjson::padded_string_view(buf_.data() + begin, len, capacity)).get(doc)) {
-      return skip_event(begin, "invalid JSON");
-    }
-    simdjson::ondemand::object obj;
-    if (doc.get_object().get(obj)) return skip_event(begin, "an event that is not an object");
-    ev_.clear();
-    for (auto field : obj) {
-      if (field.error()) return skip_event(begin, "invalid JSON");
-      std::string_view key;
-      if (field.unescaped_key().get(key)) return skip_event(begin, "invalid JSON");
-      value v;
-      if (field.value().get(v)) return skip_event(begin, "invalid JSON");
-      bool ok = true;
-      if (key == "ph") {
-        ok = !v.get_string().get(ev_.ph);
-        // Flows, instants and metadata carry nothing the analyses use: stop parsing early
-        // (Kineto writes "ph" first, so most of the event is never looked at).
-        if (ok && ev_.ph != "X") {
-          ++events_;
-          return;
-        }
-      } else if (key == "cat") {
-        ok = !v.get_string().get(ev_.cat);
-        if (ok && category_of(ev_.cat) == Category::kIgnored) {
-          ++events_;
-          return;
-        }
-      }
-      else if (key == "name") ok = !v.get_string().get(ev_.name);
-      else if (key == "pid") ok = get_id(v, ev_.pid_num, ev_.pid_str);
-      else if (key == "tid") ok = get_id(v, ev_.tid_num, ev_.tid_str);
-      else if (key == "ts") ok = get_time(v, ev_.ts_ns);
-      else if (key == "dur") ok = get_time(v, ev_.dur_ns);
-      else if (key == "args") ok = parse_args(v, ev_);
-      if (!ok) return skip_event(begin, fmt::format("field \"{}\" has an unexpected type", key));
-    }
-    ++events_;
-    if (ev_.ph != "X") return;
-    const Category cat = category_of(ev_.cat);
-    if (cat == Category::kIgnored) return;
-    if (!ev_.ts_ns) return skip_event(begin, "an event without \"ts\"");
-    const int64_t dur = ev_.dur_ns.value_or(0);
-    if (dur < 0) return skip_event(begin, "an event with negative \"dur\"");
-    const std::optional<int64_t> end_ns = checked_event_end(*ev_.ts_ns, dur);
-    if (!end_ns) {
-      if (bad_times_++ == 0) {
-        first_bad_time_offset_ = offset(begin);
-        first_bad_time_reason_ = fmt::format("ts {} ns, dur {} ns", *ev_.ts_ns, dur);
-      }
-      return;
-    }
-    add_event(cat, *ev_.ts_ns, *end_ns);
+  void submit_batch() {
+    if (batch_.events.empty()) return;
+    const size_t len = batch_end_ - batch_begin_;
+    batch_.bytes.reserve(len + simdjson::SIMDJSON_PADDING);
+    batch_.bytes.assign(buf_.data() + batch_begin_, len);
+    batch_.bytes.append(simdjson::SIMDJSON_PADDING, ' ');
+    batch_.offset = offset(batch_begin_);
+    // At most two batches per worker wait or run: memory stays a few MiB per thread.
+    take_parsed_batches(2 * pool_->threads());
+    parsed_.push_back(pool_->submit([batch = std::move(batch_)] { return parse_batch(batch); }));
+    batch_ = EventBatch{};
   }
 
-  int32_t id_of(const std::optional<int64_t>& num, std::string_view str) {
-    if (num) return static_cast<int32_t>(*num);
-    if (str.empty()) return 0;
-    return -1 - static_cast<int32_t>(trace_.strings.intern(str));  // Named lanes: negative ids.
-  }
-
-  void add_collective(const Kernel& k) {
-    CollectiveArgs c;
-    c.start_ns = k.start_ns;
-    c.end_ns = k.end_ns;
-    c.device = k.device;
-    c.name = trace_.strings.intern(ev_.collective);
-    if (!ev_.dtype.empty()) c.dtype = trace_.strings.intern(ev_.dtype);
-    c.in_nelems = ev_.in_nelems;
-    c.out_nelems = ev_.out_nelems;
-    c.group_size = ev_.group_size;
-    trace_.collectives.push_back(c);
-  }
-
-  void add_event(Category cat, int64_t start, int64_t end) {
-    const StringId name = trace_.strings.intern(ev_.name);
-    auto corr = [&]() -> std::optional<uint64_t> {
-      if (!ev_.correlation || *ev_.correlation < 0) return std::nullopt;
-      return static_cast<uint64_t>(*ev_.correlation);
-    };
-    const int32_t gpu = ev_.device ? static_cast<int32_t>(*ev_.device) : id_of(ev_.pid_num, ev_.pid_str);
-    const int32_t stream = ev_.stream ? static_cast<int32_t>(*ev_.stream) : id_of(ev_.tid_num, ev_.tid_str);
-    switch (cat) {
-      case Category::kKernel: {
-        Kernel k;
-        k.start_ns = start;
-        k.end_ns = end;
-        k.device = gpu;
-        k.stream = stream;
-        k.name = name;
-        k.grid = ev_.grid;
-        k.block = ev_.block;
-        if (ev_.registers) k.registers_per_thread = static_cast<int32_t>(*ev_.registers);
-        if (ev_.shared_memory) k.shared_memory_bytes = static_cast<int32_t>(*ev_.shared_memory);
-        k.correlation = corr();
-        trace_.kernels.push_back(k);
-        if (!ev_.collective.empty()) add_collective(k);
-        break;
-      }
-      case Category::kMemcpy: {
-        Memcpy m;
-        m.start_ns = start;
-        m.end_ns = end;
-        m.device = gpu;
-        m.stream = stream;
-        m.kind = copy_kind(ev_.name);
-        m.host_memory = ev_.name.find("Pageable") != std::string_view::npos ? HostMemory::kPageable
-                        : ev_.name.find("Pinned") != std::string_view::npos ? HostMemory::kPinned
-                                                                           : HostMemory::kUnknown;
-        if (ev_.bytes && *ev_.bytes >= 0) m.bytes = static_cast<uint64_t>(*ev_.bytes);
-        m.correlation = corr();
-        trace_.memcpys.push_back(m);
-        break;
-      }
-      case Category::kMemset: {
-        Memset m;
-        m.start_ns = start;
-        m.end_ns = end;
-        m.device = gpu;
-        m.stream = stream;
-        if (ev_.bytes && *ev_.bytes >= 0) m.bytes = static_cast<uint64_t>(*ev_.bytes);
-        m.correlation = corr();
-        trace_.memsets.push_back(m);
-        break;
-      }
-      case Category::kRuntime:
-      case Category::kDriver: {
-        ApiCall c;
-        c.start_ns = start;
-        c.end_ns = end;
-        c.pid = id_of(ev_.pid_num, ev_.pid_str);
-        c.tid = id_of(ev_.tid_num, ev_.tid_str);
-        c.name = name;
-        c.api_class = classify_api(ev_.name);
-        c.driver = cat == Category::kDriver;
-        c.correlation = corr();
-        trace_.api_calls.push_back(c);
-        break;
-      }
-      case Category::kOp:
-      case Category::kAnnotation: {
-        HostEvent e;
-        e.start_ns = start;
-        e.end_ns = end;
-        e.pid = id_of(ev_.pid_num, ev_.pid_str);
-        e.tid = id_of(ev_.tid_num, ev_.tid_str);
-        e.name = name;
-        e.kind = cat == Category::kOp ? HostEventKind::kOp : HostEventKind::kAnnotation;
-        if (ev_.has_shapes) {
-          e.first_arg = static_cast<uint32_t>(trace_.op_args.size());
-          const size_t n = std::min<size_t>(ev_.dims_rank.size(), UINT16_MAX);
-          for (size_t i = 0; i < n; ++i) {
-            OpArg a;
-            a.first_dim = static_cast<uint32_t>(trace_.dims.size());
-            if (ev_.dims_rank[i] > 0) {
-              a.rank = static_cast<uint16_t>(ev_.dims_rank[i]);
-              trace_.dims.insert(trace_.dims.end(), ev_.dims[i].begin(), ev_.dims[i].end());
-            }
-            if (i < ev_.types.size() && !ev_.types[i].empty()) a.dtype = trace_.strings.intern(ev_.types[i]);
-            trace_.op_args.push_back(a);
-          }
-          e.num_args = static_cast<uint16_t>(n);
-        }
-        trace_.host_events.push_back(e);
-        break;
-      }
-      case Category::kGpuAnnotation: {
-        trace_.gpu_annotations.push_back({start, end, gpu, name});
-        break;
-      }
-      case Category::kIgnored: break;
+  // Appends parsed batches in order until at most `in_flight` are left.
+  void take_parsed_batches(size_t in_flight) {
+    if (in_flight == 0) submit_batch();
+    while (parsed_.size() > in_flight) {
+      ParsedBatch b = parsed_.front().get();
+      parsed_.pop_front();
+      append_events(trace_, b.trace, b.named_lanes);
+      events_.tally().add(std::move(b.tally));
+      if (options_.events_read) options_.events_read->store(events_.tally().events, std::memory_order_relaxed);
     }
   }
 
@@ -808,21 +1017,52 @@ class KinetoReader {
   bool eof_ = false, saw_events_ = false;
   std::string io_error_;
   simdjson::ondemand::parser parser_;
-  RawEvent ev_;
-  int64_t events_ = 0, skipped_ = 0, bad_times_ = 0;
-  uint64_t first_skip_offset_ = 0, first_bad_time_offset_ = 0;
-  std::string first_skip_reason_, first_bad_time_reason_;
+  EventParser events_{trace_, parser_};  // Parses on this thread, and adds up the batches' tallies.
+  WorkPool* pool_ = nullptr;
+  EventBatch batch_;  // Events found but not yet handed to a worker.
+  size_t batch_begin_ = 0, batch_end_ = 0;
+  std::deque<std::future<ParsedBatch>> parsed_;
   std::string fatal_;  // An input over a limit: the error returned, whatever the JSON state.
 };
 
+unsigned reader_threads(const KinetoReadOptions& options) {
+  if (options.threads > 0) return options.threads;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
 }  // namespace
+
+StatusOr<unsigned> threads_from_environment() {
+  const char* v = std::getenv("GPUSCOPE_THREADS");
+  if (!v || !*v) return 0u;
+  unsigned n = 0;
+  auto [p, ec] = std::from_chars(v, v + std::strlen(v), n);
+  if (ec != std::errc() || *p != '\0' || n == 0 || n > 4096) {
+    return Status::error(fmt::format("GPUSCOPE_THREADS={}: expected a number of threads from 1 to 4096", v));
+  }
+  return n;
+}
 
 StatusOr<Trace> read_kineto_source(ByteSource& source, const std::string& name, const KinetoReadOptions& options) {
   InflateStream stream(source, InflateProfile::kJson, options.limits);
-  Input in(stream);
   const std::string_view head = source.head();
   const bool gzip = head.size() >= 2 && head[0] == '\x1f' && head[1] == '\x8b';
-  KinetoReader reader(in, name, options, gzip ? std::nullopt : source.size());
+  // By default small inputs (under 8 MiB, or 1 MiB of gzip) are read by this thread alone:
+  // threads would cost more than they save. Otherwise one thread inflates (gzip) and
+  // `threads - 1` parse.
+  const unsigned threads = reader_threads(options);
+  const bool small =
+      options.threads == 0 && source.size() && *source.size() < (gzip ? 1u << 20 : 8u << 20);
+  if (threads < 2 || small) {
+    Input in(stream);
+    KinetoReader reader(in, name, options, gzip ? std::nullopt : source.size());
+    return reader.run();
+  }
+  std::optional<PrefetchStream> ahead;
+  if (gzip) ahead.emplace(stream);
+  Input in(stream, ahead ? &*ahead : nullptr);
+  WorkPool pool(std::max(1u, threads - 1));
+  KinetoReader reader(in, name, options, gzip ? std::nullopt : source.size(), &pool);
   return reader.run();
 }
 
@@ -833,8 +1073,12 @@ StatusOr<Trace> read_kineto_file(const std::string& path, const KinetoReadOption
 }
 
 StatusOr<Trace> read_kineto_buffer(std::string_view json, const std::string& source) {
+  return read_kineto_buffer(json, source, KinetoReadOptions{});
+}
+
+StatusOr<Trace> read_kineto_buffer(std::string_view json, const std::string& source, const KinetoReadOptions& options) {
   auto bytes = ByteSource::memory(json);
-  return read_kineto_source(*bytes, source, KinetoReadOptions{});
+  return read_kineto_source(*bytes, source, options);
 }
 
 }  // namespace gpuscope

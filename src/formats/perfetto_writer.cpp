@@ -200,6 +200,14 @@ void write_analysis(const DeviceReport& r, int64_t pid, const Window& window, Js
   }
 }
 
+// The executable's base name in a command line ("/usr/bin/python3 train.py" -> "python3"): what
+// names a process by default, as in `top` (the arguments can hold secrets).
+std::string_view executable_name(std::string_view command_line) {
+  std::string_view first = command_line.substr(0, command_line.find(' '));
+  const size_t slash = first.rfind('/');
+  return slash == std::string_view::npos ? first : first.substr(slash + 1);
+}
+
 void write_trace(const Trace& t, size_t index, const PerfettoOptions& options, JsonEvents& json) {
   const Window window{options.from_ns, options.to_ns};
   // Host pid: the traced process id when known (several traces may come from one run).
@@ -210,7 +218,10 @@ void write_trace(const Trace& t, size_t index, const PerfettoOptions& options, J
   auto gpu_pid = [&](int32_t device) { return int64_t{1'000'000'000} + host_pid * 100 + device; };
 
   auto known = options.process_names.find(host_pid);
-  std::string label = known != options.process_names.end() ? known->second : "process " + std::to_string(host_pid);
+  const std::string_view exe = executable_name(t.command_line);
+  std::string label = known != options.process_names.end() ? known->second
+                      : exe.empty() ? "process " + std::to_string(host_pid)
+                                    : std::string(exe) + " (pid " + std::to_string(host_pid) + ")";
   if (t.rank) label += " (rank " + std::to_string(*t.rank) + ")";
   json.name(true, host_pid, 0, label, static_cast<int64_t>(index * 100));
   std::set<int32_t> devices;

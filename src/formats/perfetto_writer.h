@@ -31,7 +31,9 @@ struct PerfettoOptions {
   // are written (slices crossing an edge are kept whole). Unset: no bound on that side.
   std::optional<int64_t> from_ns;
   std::optional<int64_t> to_ns;
-  // Process labels by pid (e.g. the command line), where known; else "process <pid>".
+  // Process labels by pid, where known; else "<executable> (pid <pid>)" from the trace's
+  // command line (captures record it; arguments are left out: they can hold secrets), else
+  // "process <pid>".
   std::map<int64_t, std::string> process_names;
 };
 

@@ -253,5 +253,33 @@ TEST(PerfettoWriter, InvalidUtf8IsReplacedAsInTheJsonReport) {
   EXPECT_TRUE(found);
 }
 
+// Processes are named by their executable (from the capture's command line), never by the
+// arguments; without a command line (PyTorch traces record none) by pid.
+TEST(PerfettoWriter, ProcessesAreNamedByTheirExecutable) {
+  auto process_name = [](const Trace& t) {
+    std::ostringstream out;
+    write_perfetto_json({t}, out);
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    EXPECT_EQ(parser.parse(out.str()).get(doc), simdjson::SUCCESS);
+    for (auto ev : doc["traceEvents"].get_array()) {
+      if (ev["ph"].get_string().value() == "M" && ev["name"].get_string().value() == "process_name" &&
+          ev["pid"].get_int64().value() == 42) {
+        return std::string(ev["args"]["name"].get_string().value());
+      }
+    }
+    return std::string("(none)");
+  };
+  Trace t = small_trace();
+  EXPECT_EQ(process_name(t), "process 42");
+  t.command_line = "/usr/bin/python3 train.py --password=hunter2";
+  EXPECT_EQ(process_name(t), "python3 (pid 42)");
+
+  // A capture recorded on the GPU machine carries its command line through the reader.
+  auto capture = read_trace_file(std::string(GPUSCOPE_SOURCE_DIR) + "/testdata/pyzoo/dataloader.gpuscope");
+  ASSERT_TRUE(capture.ok()) << capture.status().message();
+  EXPECT_EQ(capture->command_line.rfind("python3 ", 0), 0u) << capture->command_line;
+}
+
 }  // namespace
 }  // namespace gpuscope

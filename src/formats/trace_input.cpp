@@ -66,6 +66,15 @@ StatusOr<Trace> read_trace_file(const std::string& path, const std::function<voi
 
 StatusOr<Trace> read_trace_file(const std::string& path, const InputLimits& limits,
                                 const std::function<void(uint64_t, uint64_t)>& progress) {
+  TraceReadOptions options;
+  options.limits = limits;
+  options.progress = progress;
+  return read_trace_file(path, options);
+}
+
+StatusOr<Trace> read_trace_file(const std::string& path, const TraceReadOptions& read_options) {
+  const InputLimits& limits = read_options.limits;
+  const auto& progress = read_options.progress;
   // Opened once: the first bytes choose the reader and are then read by it, so pipes and stdin
   // work like files.
   auto opened = ByteSource::open(path, limits);
@@ -83,6 +92,8 @@ StatusOr<Trace> read_trace_file(const std::string& path, const InputLimits& limi
   const uint64_t total = source.size().value_or(0);
   KinetoReadOptions options;
   options.limits = limits;
+  options.threads = read_options.threads;
+  options.events_read = read_options.events_read;
   if (progress) {
     options.progress = [&](uint64_t, uint64_t compressed) { progress(compressed, total); };
   }

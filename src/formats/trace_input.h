@@ -2,6 +2,7 @@
 // format gpuscope reads (PyTorch profiler JSON / JSON.gz, gpuscope capture files).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <string>
 #include <vector>
@@ -25,5 +26,14 @@ StatusOr<Trace> read_trace_file(const std::string& path,
                                 const std::function<void(uint64_t, uint64_t)>& progress = {});
 StatusOr<Trace> read_trace_file(const std::string& path, const InputLimits& limits,
                                 const std::function<void(uint64_t, uint64_t)>& progress = {});
+
+struct TraceReadOptions {
+  InputLimits limits;
+  unsigned threads = 0;  // For a PyTorch trace: KinetoReadOptions::threads.
+  // (bytes read, total file bytes; 0 for pipes), now and then.
+  std::function<void(uint64_t, uint64_t)> progress;
+  std::atomic<int64_t>* events_read = nullptr;  // KinetoReadOptions::events_read.
+};
+StatusOr<Trace> read_trace_file(const std::string& path, const TraceReadOptions& options);
 
 }  // namespace gpuscope

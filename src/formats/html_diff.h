@@ -1,0 +1,16 @@
+// The comparison of two runs as one self-contained HTML page (`diff --html FILE`): the same
+// ReportDiff the text and JSON writers take (core/diff.h), as tables with paired bars: the
+// change that made the difference beside the measured step-time ratio, headline numbers BASE
+// and NEW, idle by cause, GPU time by category, precision, the kernels whose time changed
+// most, and the findings resolved, new, changed and unchanged. Page rules: html_page.h.
+#pragma once
+
+#include <string>
+
+#include "core/diff.h"
+
+namespace gpuscope {
+
+std::string diff_to_html(const ReportDiff& diff);
+
+}  // namespace gpuscope
