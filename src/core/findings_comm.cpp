@@ -53,9 +53,10 @@ std::optional<Finding> exposed_communication(const FindingContext& f) {
       "ready (no all-reduce by hand after backward(); static_graph=True, gradient_as_bucket_view=True) and tune "
       "bucket_cap_mb (default 25: larger means fewer, more efficient collectives, smaller lets the first "
       "start earlier); with FSDP set backward_prefetch=BACKWARD_PRE and forward_prefetch=True; with gradient "
-      "accumulation skip the all-reduce of all but the last micro-batch (model.no_sync()). A collective's time includes waiting for "
-      "the slowest rank: where the cross-rank summary names a straggler, fix it first. Estimate: the exposed time "
-      "hidden under the compute not already overlapping communication.");
+      "accumulation skip the all-reduce of all but the last micro-batch (model.no_sync()). A collective's "
+      "time includes waiting for the slowest rank: where the cross-rank summary finds one rank slower than the "
+      "rest, fix that first. Estimate: the exposed time hidden under the compute not already overlapping "
+      "communication.");
 }
 
 }  // namespace gpuscope
