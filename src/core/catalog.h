@@ -8,6 +8,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/precision.h"
+
 namespace gpuscope {
 
 enum class KernelCategory : uint8_t {
@@ -45,8 +47,6 @@ enum class KernelLibrary : uint8_t {
 inline constexpr int kNumKernelLibraries = 12;
 std::string_view library_name(KernelLibrary l);
 
-enum class Precision : uint8_t { kUnknown, kFp64, kFp32, kTf32, kBf16, kFp16, kFp8, kInt8 };
-inline constexpr int kNumPrecisions = 8;
 std::string_view precision_name(Precision p);
 
 // Everything the name of one kernel says.

@@ -4,14 +4,13 @@
 // metrics of the report. The gaps between iterations (scheduling-gap) are in
 // findings_serving_gaps.cpp.
 //
-// GEMM shapes come from the host op that launched each GEMM kernel (HostIndex::owner_op: the
-// innermost op with recorded shapes; PyTorch traces need record_shapes=True, captures carry
-// cuBLAS shapes as aten::mm / aten::bmm ops). Only "weight" GEMMs are read: an operand of rank 2
-// on the right (aten::mm, addmm, linear, matmul), whose rows are the tokens (M).
+// GEMM shapes come from the matmul record (trace.h) of the host op that launched each GEMM kernel
+// (HostIndex::owner_op: the innermost op with recorded shapes; PyTorch traces need
+// record_shapes=True, captures carry the interposed cuBLAS calls). Only "weight" GEMMs are read:
+// one product (batch 1) whose B operand is shared by all rows, the rows being the tokens (M).
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -20,7 +19,6 @@
 #include <fmt/core.h>
 
 #include "core/findings.h"
-#include "core/flops.h"
 #include "core/intervals.h"
 #include "core/steps.h"
 
@@ -50,40 +48,18 @@ using serving_detail::is_inference;
 
 namespace {
 
-using Shape = std::span<const int64_t>;
-
-// y[M,N] = x[M,K] · W[K,N] as one host op recorded it.
+// y[M,N] = x[M,K] · W[K,N]: a host op's one matmul record with a shared (weight) B operand.
 struct WeightGemm {
   int64_t m = 0, n = 0, k = 0;
-  Precision dtype = Precision::kUnknown;  // Of the token operand, from the recorded dtype.
+  Precision dtype = Precision::kUnknown;  // Of the token operand, as its reader recorded it.
+  StringId source = 0;                    // The op or call, as the report names it.
 };
 
-int64_t rows(Shape s) {  // The product of all but the last dimension.
-  int64_t p = 1;
-  for (size_t i = 0; i + 1 < s.size(); ++i) p *= s[i];
-  return p;
-}
-
 std::optional<WeightGemm> weight_gemm(const Trace& t, const HostEvent& op) {
-  if (op.kind != HostEventKind::kOp || op.num_args == 0) return std::nullopt;
-  const std::string_view name = t.strings.view(op.name);
-  size_t x = 0;
-  WeightGemm g;
-  if (name == "aten::mm" || name == "aten::addmm" || name == "aten::matmul") {
-    x = name == "aten::addmm" ? 1 : 0;
-    const Shape a = op_arg_shape(t, op, x), b = op_arg_shape(t, op, x + 1);
-    if (a.size() < 2 || b.size() != 2 || (name != "aten::matmul" && a.size() != 2)) return std::nullopt;
-    g = {rows(a), b[1], a.back()};
-  } else if (name == "aten::linear") {
-    const Shape a = op_arg_shape(t, op, 0), w = op_arg_shape(t, op, 1);
-    if (a.empty() || w.size() != 2) return std::nullopt;
-    g = {rows(a), w[0], a.back()};
-  } else {
-    return std::nullopt;
-  }
-  if (g.m <= 0 || g.n <= 0 || g.k <= 0) return std::nullopt;
-  g.dtype = precision_from_dtype(t.strings.view(t.op_args[op.first_arg + x].dtype));
-  return g;
+  if (op.kind != HostEventKind::kOp || op.num_matmuls != 1) return std::nullopt;
+  const Matmul& mm = t.matmuls_of(op).front();
+  if (mm.batch != 1 || mm.m <= 0 || mm.n <= 0 || mm.k <= 0) return std::nullopt;
+  return WeightGemm{mm.m, mm.n, mm.k, mm.dtype, mm.source};
 }
 
 double element_bytes(Precision p) {
@@ -99,7 +75,6 @@ double element_bytes(Precision p) {
 
 // One weight GEMM op of the window with the GPU time of the GEMM kernels it launched.
 struct GemmTime {
-  const HostEvent* op = nullptr;
   WeightGemm g;
   Precision precision = Precision::kUnknown;  // The math type: the dtype, tf32 where the kernel says so.
   double ns = 0;
@@ -130,7 +105,7 @@ std::vector<GemmTime> window_gemms(const FindingContext& f) {
         p = f.precisions[i];
       }
       if (element_bytes(p) == 0 || p == Precision::kFp64) continue;
-      it = by_op.emplace(op, GemmTime{&e, *g, p}).first;
+      it = by_op.emplace(op, GemmTime{*g, p}).first;
     }
     it->second.ns += static_cast<double>(d.kernels[i]->end_ns - d.kernels[i]->start_ns);
     ++it->second.launches;
@@ -317,7 +292,7 @@ std::optional<Finding> tensor_unfriendly_shape(const FindingContext& f) {
     const auto ref = reference.find(g.precision);
     for (const auto& [dim, value] : {std::pair{'N', g.g.n}, std::pair{'K', g.g.k}}) {
       if (value % mult == 0) continue;
-      Group& grp = groups[{f.device.trace.strings.view(g.op->name), dim, value, g.precision}];
+      Group& grp = groups[{f.device.trace.strings.view(g.g.source), dim, value, g.precision}];
       grp.example = grp.example ? grp.example : &g;
       grp.dim = dim;
       grp.value = value;
@@ -360,7 +335,7 @@ std::optional<Finding> tensor_unfriendly_shape(const FindingContext& f) {
                             : "compute-bound: padding gains at most " + per_step;
     }
     ev += fmt::format("{}{} {}: {} = {} is not a multiple of {} (pad to {}); {} per iteration, {}", i ? "; " : "",
-                      f.device.trace.strings.view(g.example->op->name), fmt_shape(*g.example), g.dim, g.value,
+                      f.device.trace.strings.view(g.example->g.source), fmt_shape(*g.example), g.dim, g.value,
                       g.multiple, round_up(g.value, 64), fmt_ms(static_cast<int64_t>(g.ns / f.steps())), gain);
   }
   if (v.size() > 3) ev += fmt::format("; {} more", v.size() - 3);

@@ -1,112 +1,17 @@
 #include "core/flops.h"
 
-#include <array>
 #include <charconv>
 #include <cmath>
-#include <span>
 
 #include <fmt/core.h>
 
 namespace gpuscope {
-namespace {
-
-using Shape = std::span<const int64_t>;
-
-
-double product(Shape s, size_t from, size_t to) {
-  double p = 1;
-  for (size_t i = from; i < to && i < s.size(); ++i) p *= static_cast<double>(s[i]);
-  return p;
-}
-
-std::optional<double> mm(Shape a, Shape b) {  // [M,K] x [K,N]
-  if (a.size() != 2 || b.size() != 2) return std::nullopt;
-  return 2.0 * a[0] * a[1] * b[1];
-}
-
-std::optional<double> bmm(Shape a, Shape b) {  // [B,M,K] x [B,K,N]
-  if (a.size() != 3 || b.size() != 3) return std::nullopt;
-  return 2.0 * a[0] * a[1] * a[2] * b[2];
-}
-
-// torch.matmul semantics: 1-D operands are promoted, batch dimensions broadcast.
-std::optional<double> matmul(Shape a, Shape b) {
-  if (a.empty() || b.empty()) return std::nullopt;
-  const double m = a.size() >= 2 ? static_cast<double>(a[a.size() - 2]) : 1.0;
-  const double k = static_cast<double>(a.back());
-  const double n = b.size() >= 2 ? static_cast<double>(b.back()) : 1.0;
-  const double batch_a = a.size() > 2 ? product(a, 0, a.size() - 2) : 1.0;
-  const double batch_b = b.size() > 2 ? product(b, 0, b.size() - 2) : 1.0;
-  return 2.0 * std::max(batch_a, batch_b) * m * n * k;
-}
-
-std::optional<double> linear(Shape input, Shape weight) {  // input [..., K], weight [N, K]
-  if (input.empty() || weight.size() != 2) return std::nullopt;
-  return 2.0 * product(input, 0, input.size() - 1) * input.back() * weight[0];
-}
-
-// Scaled dot-product attention forward: QK^T (2·B·H·T·S·D) plus PV (2·B·H·T·S·Dv).
-// heads_at_1: layout [B,H,T,D] (the SDPA API); otherwise [B,T,H,D] (the flash/efficient
-// kernels' own entry points).
-std::optional<double> attention(Shape q, Shape k, Shape v, bool heads_at_1) {
-  if (q.size() != 4 || k.size() != 4 || v.size() != 4) return std::nullopt;
-  const double s = heads_at_1 ? static_cast<double>(k[2]) : static_cast<double>(k[1]);
-  const double rows = product(q, 0, 3);  // B·H·T in either layout.
-  return 2.0 * rows * s * q[3] + 2.0 * rows * s * v[3];
-}
-
-struct AttentionOp {
-  std::string_view name;
-  bool backward;
-  bool heads_at_1;
-};
-constexpr std::array<AttentionOp, 11> kAttentionOps = {{
-    {"aten::scaled_dot_product_attention", false, true},
-    {"aten::_scaled_dot_product_flash_attention", false, true},
-    {"aten::_scaled_dot_product_efficient_attention", false, true},
-    {"aten::_scaled_dot_product_cudnn_attention", false, true},
-    {"aten::_scaled_dot_product_flash_attention_backward", true, true},
-    {"aten::_scaled_dot_product_efficient_attention_backward", true, true},
-    {"aten::_scaled_dot_product_cudnn_attention_backward", true, true},
-    {"aten::_flash_attention_forward", false, false},
-    {"aten::_efficient_attention_forward", false, false},
-    {"aten::_flash_attention_backward", true, false},
-    {"aten::_efficient_attention_backward", true, false},
-}};
-
-const AttentionOp* find_attention(std::string_view name) {
-  for (const auto& a : kAttentionOps) {
-    if (a.name == name) return &a;
-  }
-  return nullptr;
-}
-
-}  // namespace
-
-bool is_matmul_op(std::string_view name) {
-  return name == "aten::mm" || name == "aten::addmm" || name == "aten::bmm" ||
-         name == "aten::baddbmm" || name == "aten::matmul" || name == "aten::linear" ||
-         find_attention(name) != nullptr;
-}
 
 std::optional<double> matmul_flops(const Trace& trace, const HostEvent& op) {
-  if (op.kind != HostEventKind::kOp || op.num_args == 0) return std::nullopt;
-  const std::string_view name = trace.strings.view(op.name);
-  auto arg = [&](size_t i) { return op_arg_shape(trace, op, i); };
-  if (name == "aten::mm") return mm(arg(0), arg(1));
-  if (name == "aten::addmm") return mm(arg(1), arg(2));
-  if (name == "aten::bmm") return bmm(arg(0), arg(1));
-  if (name == "aten::baddbmm") return bmm(arg(1), arg(2));
-  if (name == "aten::matmul") return matmul(arg(0), arg(1));
-  if (name == "aten::linear") return linear(arg(0), arg(1));
-  if (const AttentionOp* a = find_attention(name)) {
-    // Backward ops take grad_out first, then q, k, v; backward is counted as 2x forward.
-    const size_t q = a->backward ? 1 : 0;
-    auto f = attention(arg(q), arg(q + 1), arg(q + 2), a->heads_at_1);
-    if (f && a->backward) *f *= 2.0;
-    return f;
-  }
-  return std::nullopt;
+  if (op.kind != HostEventKind::kOp || op.num_matmuls == 0) return std::nullopt;
+  double flops = 0;
+  for (const Matmul& m : trace.matmuls_of(op)) flops += m.flops();
+  return flops;
 }
 
 double ModelSpec::flops_per_token() const {
@@ -171,12 +76,6 @@ StatusOr<ModelSpec> parse_model_spec(std::string_view spec) {
   }
   if (seen != 63) return usage("params, layers, heads, dmodel, seq and batch are all required");
   return m;
-}
-
-std::span<const int64_t> op_arg_shape(const Trace& trace, const HostEvent& op, size_t i) {
-  if (i >= op.num_args) return {};
-  const OpArg& a = trace.op_args[op.first_arg + i];
-  return {trace.dims.data() + a.first_dim, a.rank};
 }
 
 }  // namespace gpuscope

@@ -1,7 +1,5 @@
-// FLOP counting: matmul FLOPs from recorded op shapes, and model FLOPs from a model spec.
+// FLOP counting: matmul FLOPs from the trace's matmul records, and model FLOPs from a model spec.
 #pragma once
-
-#include <span>
 
 #include <optional>
 #include <string>
@@ -12,15 +10,9 @@
 
 namespace gpuscope {
 
-// The dims of argument i of a host op with recorded shapes (empty when not recorded).
-std::span<const int64_t> op_arg_shape(const Trace& trace, const HostEvent& op, size_t i);
-
-// FLOPs of one host op from its recorded input shapes, for the matmul family:
-// aten::mm, addmm, bmm, baddbmm, matmul, linear (2·m·n·k per product) and scaled-dot-product
-// attention forward (4·B·H·T·S·D: QK^T and PV, no causal discount, as the PaLM convention) and
-// backward (2x forward). nullopt when the op is not in the family or shapes are missing.
+// FLOPs of the matrix products a host op performed (its Matmul records, trace.h): 2·m·n·k per
+// product. nullopt when the op has none (not a matmul, or its reader saw no shapes).
 std::optional<double> matmul_flops(const Trace& trace, const HostEvent& op);
-bool is_matmul_op(std::string_view name);
 
 // A model described on the command line:
 //   gpt:params=124M,layers=12,heads=12,dmodel=768,seq=1024,batch=16

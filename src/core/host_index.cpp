@@ -211,7 +211,7 @@ HostIndex::HostIndex(const Trace& trace)
     }
     const bool is_op = e.kind == HostEventKind::kOp;
     items_for(e.pid, e.tid).push_back({e.start_ns, e.end_ns, e.name, flags_of(e.name), false, is_op,
-                                       is_op && e.num_args > 0, i});
+                                       is_op && (e.num_args > 0 || e.num_matmuls > 0), i});
   }
   std::sort(py_samples_.begin(), py_samples_.end(),
             [](const PySample& a, const PySample& b) { return a.time_ns < b.time_ns; });

@@ -127,6 +127,10 @@ Precision kernel_precision(const DeviceContext& ctx, const Kernel& k) {
   const int64_t op = ctx.host.owner_op(static_cast<size_t>(api));
   if (op < 0) return from_name;
   const HostEvent& e = ctx.trace.host_events[op];
+  for (const Matmul& m : ctx.trace.matmuls_of(e)) {
+    if (m.dtype != Precision::kUnknown) return m.dtype;
+  }
+  // Ops without matmul records (convolutions): the dtype of their matrix arguments.
   for (uint16_t i = 0; i < e.num_args; ++i) {
     const OpArg& a = ctx.trace.op_args[e.first_arg + i];
     if (a.rank < 2 || a.dtype == 0) continue;  // Matrices only; skips bias and scalars.

@@ -25,7 +25,7 @@ KernelMix add_kernel_mix(const DeviceContext& ctx, DeviceReport& r);
 KernelCategory kernel_category(const DeviceContext& ctx, const Kernel& k);
 
 // A matrix kernel's precision: tf32/fp8 from the name, else the dtype of the launching op's
-// matrix arguments, else what the name says.
+// matmul records, else of its matrix arguments, else what the name says.
 Precision kernel_precision(const DeviceContext& ctx, const Kernel& k);
 
 }  // namespace gpuscope

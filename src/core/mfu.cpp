@@ -25,7 +25,7 @@ StepFlops count_step_flops(const Trace& trace, const std::vector<Step>& step_lis
   StepFlops out{std::vector<double>(step_list.size(), 0.0)};
   std::unordered_map<uint64_t, int64_t> counted_until;  // thread -> end of last counted op.
   for (const HostEvent& e : trace.host_events) {
-    if (e.kind != HostEventKind::kOp || !is_matmul_op(trace.strings.view(e.name))) continue;
+    if (e.kind != HostEventKind::kOp || e.num_matmuls == 0) continue;
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(e.pid)) << 32) | static_cast<uint32_t>(e.tid);
     auto it = counted_until.find(key);
     if (it != counted_until.end() && e.start_ns < it->second) continue;

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/aten_matmuls.h"
 #include "core/trace.h"
 
 namespace gpuscope::testing {
@@ -97,6 +98,7 @@ class TraceBuilder {
         t_.op_args.push_back(a);
       }
     }
+    add_aten_matmuls(t_, e);  // As the Kineto reader does.
     t_.host_events.push_back(e);
     return *this;
   }

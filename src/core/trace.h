@@ -15,12 +15,14 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "core/device_sample.h"
+#include "core/precision.h"
 
 namespace gpuscope {
 
@@ -122,6 +124,23 @@ struct OpArg {
   StringId dtype = 0;      // As recorded ("float", "c10::BFloat16"); 0 when absent.
 };
 
+// One matrix product a host op performed, as its reader saw it: C[batch] = A[batch] · B[batch]
+// with A m x k and B k x n. Filled by every reader that knows shapes (the Kineto reader from
+// PyTorch op shapes, aten_matmuls.h; the capture reader from interposed cuBLAS calls); the FLOP
+// counter, the precision mix and the GEMM-shape findings read these, never op names.
+// A GEMM whose B operand is one matrix shared by all rows (a weight) has batch 1 and M the
+// rows (for x[B, T, K] · W[K, N]: m = B·T).
+struct Matmul {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 1;                      // Independent products of this shape (bmm, heads).
+  Precision dtype = Precision::kUnknown;  // Of the A operand, as recorded.
+  StringId source = 0;                    // The op or call it came from: "aten::addmm", "cublasGemmEx".
+  double flops() const {                  // 2·m·n·k multiply-adds per product.
+    return 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) *
+           static_cast<double>(k);
+  }
+};
+
 enum class HostEventKind : uint8_t {
   kOp,          // Framework operator (aten::mm, autograd nodes).
   kAnnotation,  // User annotation (record_function, NVTX range, ProfilerStep#N).
@@ -136,6 +155,8 @@ struct HostEvent {
   HostEventKind kind = HostEventKind::kOp;
   uint32_t first_arg = 0;  // Index into Trace::op_args.
   uint16_t num_args = 0;   // 0 when shapes were not recorded.
+  uint32_t first_matmul = 0;  // Index into Trace::matmuls.
+  uint16_t num_matmuls = 0;   // The matrix products the op performed (0: none known).
 };
 
 // An annotation placed on a GPU timeline (Kineto's gpu_user_annotation).
@@ -202,11 +223,15 @@ struct Trace {
   std::optional<TracingCost> tracing_cost;   // Measured by `gpuscope run`; absent elsewhere.
   std::vector<OpArg> op_args;
   std::vector<int64_t> dims;
+  std::vector<Matmul> matmuls;  // Of host events (HostEvent::first_matmul).
   StringTable strings;
   std::vector<std::string> warnings;  // What the reader skipped, one line each.
   bool truncated = false;              // The input ended early; events after that are missing.
 
   const Device* find_device(int32_t id) const;
+  std::span<const Matmul> matmuls_of(const HostEvent& e) const {
+    return {matmuls.data() + e.first_matmul, e.num_matmuls};
+  }
   // Sorts every event vector by start time (then end), as the analyses require.
   void sort_events();
 };

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/catalog.h"
 #include "core/steps.h"
 #include "formats/capture.h"
 
@@ -62,18 +63,12 @@ int main(int argc, char** argv) {
   size_t gemms = 0, gemms_in_steps = 0;
   std::map<std::string, double> flops_by_dtype;
   for (const auto& e : t->host_events) {
-    if (e.kind != HostEventKind::kOp || e.num_args != 2) continue;
-    const OpArg& a = t->op_args[e.first_arg];
-    const OpArg& b = t->op_args[e.first_arg + 1];
+    if (e.kind != HostEventKind::kOp || e.num_matmuls == 0) continue;
     double f = 0;
-    if (a.rank == 2 && b.rank == 2)
-      f = 2.0 * t->dims[a.first_dim] * t->dims[a.first_dim + 1] * t->dims[b.first_dim + 1];
-    else if (a.rank == 3 && b.rank == 3)
-      f = 2.0 * t->dims[a.first_dim] * t->dims[a.first_dim + 1] * t->dims[a.first_dim + 2] *
-          t->dims[b.first_dim + 2];
+    for (const Matmul& m : t->matmuls_of(e)) f += m.flops();
+    flops_by_dtype[std::string(precision_name(t->matmuls_of(e).front().dtype))] += f;
     ++gemms;
     flops += f;
-    flops_by_dtype[std::string(t->strings.view(a.dtype))] += f;
     if (in_steps(e.start_ns)) {
       ++gemms_in_steps;
       flops_in_steps += f;

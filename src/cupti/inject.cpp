@@ -251,8 +251,7 @@ void Tracer::drain_gemms() {
       r.a_type = c.a_type;
       r.b_type = c.b_type;
       r.c_type = c.c_type;
-      r.trans_a = c.trans_a;
-      r.trans_b = c.trans_b;
+      r.transposes = static_cast<uint8_t>((c.trans_a ? 1 : 0) | (c.trans_b ? 2 : 0));
       writer_.add(r);
     }
     if (n < gemm_scratch_.size()) return;

@@ -1,6 +1,7 @@
 #include "exporter/prometheus.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <optional>
 
 #include <fmt/core.h>
@@ -78,6 +79,80 @@ void device_family(std::string& out, const Family& f, const ExpositionInput& in,
   }
 }
 
+// The per-device families of DeviceSample fields, in exposition order: the field
+// (GPUSCOPE_DEVICE_SAMPLE_FIELDS in core/device_sample.h), the family's name and help. The value's
+// scale and the family's type come from the field's unit.
+struct SampleFamily {
+  const char* field;
+  const char* name;
+  const char* help;
+};
+
+template <auto kMember>
+constexpr const char* field_name(const char* name) {  // Compiles only for a DeviceSample member.
+  return name;
+}
+
+#define GPUSCOPE_SAMPLE_FAMILY(member, name, help) \
+  SampleFamily { field_name<&DeviceSample::member>(#member), name, help }
+constexpr SampleFamily kSampleFamilies[] = {
+    GPUSCOPE_SAMPLE_FAMILY(gpu_util_pct, "gpuscope_gpu_utilization_ratio",
+                           "NVML utilization.gpu: share of the driver's sample period with any kernel running (what nvidia-smi shows; one tiny kernel reads 1)."),
+    GPUSCOPE_SAMPLE_FAMILY(mem_util_pct, "gpuscope_memory_utilization_ratio",
+                           "NVML utilization.memory: share of the sample period device memory was read or written."),
+    GPUSCOPE_SAMPLE_FAMILY(sm_active_pct, "gpuscope_sm_active_ratio",
+                           "GPM SM_UTIL: share of SM cycles with at least one warp resident, averaged over SMs, over the sample interval."),
+    GPUSCOPE_SAMPLE_FAMILY(sm_occupancy_pct, "gpuscope_sm_occupancy_ratio",
+                           "GPM SM_OCCUPANCY: resident warps over the maximum, averaged over SMs."),
+    GPUSCOPE_SAMPLE_FAMILY(tensor_active_pct, "gpuscope_tensor_active_ratio",
+                           "GPM ANY_TENSOR_UTIL: share of cycles any tensor pipe was active."),
+    GPUSCOPE_SAMPLE_FAMILY(tensor_hmma_pct, "gpuscope_tensor_hmma_active_ratio",
+                           "GPM HMMA_TENSOR_UTIL: half-precision tensor pipe activity."),
+    GPUSCOPE_SAMPLE_FAMILY(tensor_imma_pct, "gpuscope_tensor_imma_active_ratio",
+                           "GPM IMMA_TENSOR_UTIL: integer tensor pipe activity."),
+    GPUSCOPE_SAMPLE_FAMILY(tensor_dfma_pct, "gpuscope_tensor_dfma_active_ratio",
+                           "GPM DFMA_TENSOR_UTIL: FP64 tensor pipe activity."),
+    GPUSCOPE_SAMPLE_FAMILY(dram_bw_pct, "gpuscope_dram_active_ratio",
+                           "GPM DRAM_BW_UTIL: DRAM bandwidth used over peak."),
+    GPUSCOPE_SAMPLE_FAMILY(fp64_pct, "gpuscope_fp64_active_ratio", "GPM FP64_UTIL: FP64 pipe activity."),
+    GPUSCOPE_SAMPLE_FAMILY(fp32_pct, "gpuscope_fp32_active_ratio", "GPM FP32_UTIL: FP32 pipe activity."),
+    GPUSCOPE_SAMPLE_FAMILY(fp16_pct, "gpuscope_fp16_active_ratio", "GPM FP16_UTIL: FP16 pipe activity."),
+    GPUSCOPE_SAMPLE_FAMILY(memory_used_bytes, "gpuscope_memory_used_bytes", "Device memory in use."),
+    GPUSCOPE_SAMPLE_FAMILY(memory_total_bytes, "gpuscope_memory_total_bytes", "Device memory size."),
+    GPUSCOPE_SAMPLE_FAMILY(power_w, "gpuscope_power_watts", "Power draw."),
+    GPUSCOPE_SAMPLE_FAMILY(energy_j, "gpuscope_energy_joules_total",
+                           "Energy consumed since the driver was loaded."),
+    GPUSCOPE_SAMPLE_FAMILY(sm_clock_mhz, "gpuscope_sm_clock_hertz", "SM clock."),
+    GPUSCOPE_SAMPLE_FAMILY(mem_clock_mhz, "gpuscope_memory_clock_hertz", "Memory clock."),
+    GPUSCOPE_SAMPLE_FAMILY(temperature_c, "gpuscope_temperature_celsius", "GPU die temperature."),
+    GPUSCOPE_SAMPLE_FAMILY(throttle_reasons, "gpuscope_clocks_event_reasons",
+                           "NVML clocks event (throttle) reasons bitmask; 0 none, 1 idle, see nvmlClocksEventReasons."),
+    GPUSCOPE_SAMPLE_FAMILY(pcie_tx_bytes_per_s, "gpuscope_pcie_tx_bytes_per_second",
+                           "PCIe transmit throughput."),
+    GPUSCOPE_SAMPLE_FAMILY(pcie_rx_bytes_per_s, "gpuscope_pcie_rx_bytes_per_second",
+                           "PCIe receive throughput."),
+    GPUSCOPE_SAMPLE_FAMILY(nvlink_tx_bytes_per_s, "gpuscope_nvlink_tx_bytes_per_second",
+                           "NVLink transmit throughput, all links."),
+    GPUSCOPE_SAMPLE_FAMILY(nvlink_rx_bytes_per_s, "gpuscope_nvlink_rx_bytes_per_second",
+                           "NVLink receive throughput, all links."),
+};
+#undef GPUSCOPE_SAMPLE_FAMILY
+
+double prometheus_scale(SampleUnit unit) {
+  switch (unit) {
+    case SampleUnit::kPercent: return 0.01;  // Prometheus ratios are 0-1.
+    case SampleUnit::kMegahertz: return 1e6;
+    default: return 1.0;
+  }
+}
+
+const nvml::SampleField& sample_field(std::string_view name) {
+  for (const nvml::SampleField& f : nvml::device_sample_fields()) {
+    if (name == f.name) return f;
+  }
+  std::abort();  // Unreachable: field_name<> checked the name at compile time.
+}
+
 }  // namespace
 
 std::string escape_label_value(std::string_view raw) {
@@ -126,54 +201,18 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
 
   using S = const DeviceSample&;
   using C = const nvml::ActiveCounters&;
-#define GPUSCOPE_GAUGE(name, help, expr) \
-  device_family(out, {name, "gauge", help}, in, labels, [&](S s, C c) { return expr; })
 #define GPUSCOPE_COUNTER(name, help, expr) \
   device_family(out, {name, "counter", help}, in, labels, [&](S s, C c) { return expr; })
 
-  GPUSCOPE_GAUGE("gpuscope_gpu_utilization_ratio",
-                 "NVML utilization.gpu: share of the driver's sample period with any kernel running (what nvidia-smi shows; one tiny kernel reads 1).",
-                 opt(s.gpu_util_pct, 0.01));
-  GPUSCOPE_GAUGE("gpuscope_memory_utilization_ratio",
-                 "NVML utilization.memory: share of the sample period device memory was read or written.",
-                 opt(s.mem_util_pct, 0.01));
-  GPUSCOPE_GAUGE("gpuscope_sm_active_ratio",
-                 "GPM SM_UTIL: share of SM cycles with at least one warp resident, averaged over SMs, over the sample interval.",
-                 opt(s.sm_active_pct, 0.01));
-  GPUSCOPE_GAUGE("gpuscope_sm_occupancy_ratio",
-                 "GPM SM_OCCUPANCY: resident warps over the maximum, averaged over SMs.",
-                 opt(s.sm_occupancy_pct, 0.01));
-  GPUSCOPE_GAUGE("gpuscope_tensor_active_ratio",
-                 "GPM ANY_TENSOR_UTIL: share of cycles any tensor pipe was active.",
-                 opt(s.tensor_active_pct, 0.01));
-  GPUSCOPE_GAUGE("gpuscope_tensor_hmma_active_ratio", "GPM HMMA_TENSOR_UTIL: half-precision tensor pipe activity.",
-                 opt(s.tensor_hmma_pct, 0.01));
-  GPUSCOPE_GAUGE("gpuscope_tensor_imma_active_ratio", "GPM IMMA_TENSOR_UTIL: integer tensor pipe activity.",
-                 opt(s.tensor_imma_pct, 0.01));
-  GPUSCOPE_GAUGE("gpuscope_tensor_dfma_active_ratio", "GPM DFMA_TENSOR_UTIL: FP64 tensor pipe activity.",
-                 opt(s.tensor_dfma_pct, 0.01));
-  GPUSCOPE_GAUGE("gpuscope_dram_active_ratio", "GPM DRAM_BW_UTIL: DRAM bandwidth used over peak.",
-                 opt(s.dram_bw_pct, 0.01));
-  GPUSCOPE_GAUGE("gpuscope_fp64_active_ratio", "GPM FP64_UTIL: FP64 pipe activity.", opt(s.fp64_pct, 0.01));
-  GPUSCOPE_GAUGE("gpuscope_fp32_active_ratio", "GPM FP32_UTIL: FP32 pipe activity.", opt(s.fp32_pct, 0.01));
-  GPUSCOPE_GAUGE("gpuscope_fp16_active_ratio", "GPM FP16_UTIL: FP16 pipe activity.", opt(s.fp16_pct, 0.01));
-  GPUSCOPE_GAUGE("gpuscope_memory_used_bytes", "Device memory in use.", opt(s.memory_used_bytes));
-  GPUSCOPE_GAUGE("gpuscope_memory_total_bytes", "Device memory size.", opt(s.memory_total_bytes));
-  GPUSCOPE_GAUGE("gpuscope_power_watts", "Power draw.", opt(s.power_w));
-  GPUSCOPE_COUNTER("gpuscope_energy_joules_total", "Energy consumed since the driver was loaded.",
-                   opt(s.energy_j));
-  GPUSCOPE_GAUGE("gpuscope_sm_clock_hertz", "SM clock.", opt(s.sm_clock_mhz, 1e6));
-  GPUSCOPE_GAUGE("gpuscope_memory_clock_hertz", "Memory clock.", opt(s.mem_clock_mhz, 1e6));
-  GPUSCOPE_GAUGE("gpuscope_temperature_celsius", "GPU die temperature.", opt(s.temperature_c));
-  GPUSCOPE_GAUGE("gpuscope_clocks_event_reasons",
-                 "NVML clocks event (throttle) reasons bitmask; 0 none, 1 idle, see nvmlClocksEventReasons.",
-                 opt(s.throttle_reasons));
-  GPUSCOPE_GAUGE("gpuscope_pcie_tx_bytes_per_second", "PCIe transmit throughput.", opt(s.pcie_tx_bytes_per_s));
-  GPUSCOPE_GAUGE("gpuscope_pcie_rx_bytes_per_second", "PCIe receive throughput.", opt(s.pcie_rx_bytes_per_s));
-  GPUSCOPE_GAUGE("gpuscope_nvlink_tx_bytes_per_second", "NVLink transmit throughput, all links.",
-                 opt(s.nvlink_tx_bytes_per_s));
-  GPUSCOPE_GAUGE("gpuscope_nvlink_rx_bytes_per_second", "NVLink receive throughput, all links.",
-                 opt(s.nvlink_rx_bytes_per_s));
+  for (const SampleFamily& family : kSampleFamilies) {
+    const nvml::SampleField& f = sample_field(family.field);
+    const char* type = f.unit == SampleUnit::kJoulesTotal ? "counter" : "gauge";
+    device_family(out, {family.name, type, family.help}, in, labels, [&](S s, C) -> std::optional<double> {
+      const std::optional<double> v = f.get(s);
+      if (!v) return std::nullopt;
+      return *v * prometheus_scale(f.unit);
+    });
+  }
   GPUSCOPE_COUNTER("gpuscope_gpu_busy_seconds_total",
                    "Seconds with any kernel running (utilization x interval, summed); rate() gives utilization over any window.",
                    c.gpu_busy_s);
@@ -184,7 +223,6 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
                    "Tensor-active seconds (tensor active ratio x interval, summed).", c.tensor_active_s);
   GPUSCOPE_COUNTER("gpuscope_dram_active_seconds_total",
                    "DRAM-active seconds (DRAM bandwidth ratio x interval, summed).", c.dram_active_s);
-#undef GPUSCOPE_GAUGE
 #undef GPUSCOPE_COUNTER
   render_health(out, in, labels);
 

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <type_traits>
 #include <unordered_map>
 
 #include <cxxabi.h>
@@ -23,20 +24,16 @@ using capture::RecordType;
 
 namespace {
 
-// PyTorch profiler dtype names for cudaDataType_t values (library_types.h), so the core's
-// precision mix and FLOP counter treat interposed GEMMs like aten::mm ops of a PyTorch trace.
-std::string_view dtype_name(int32_t cuda_type) {
+// The precision of a cudaDataType_t value (library_types.h).
+Precision precision_of(int32_t cuda_type) {
   switch (cuda_type) {
-    case 0: return "float";
-    case 1: return "double";
-    case 2: return "c10::Half";
-    case 14: return "c10::BFloat16";
-    case 3: return "signed char";
-    case 8: return "unsigned char";
-    case 10: return "int";
-    case 28: return "c10::Float8_e4m3fn";
-    case 29: return "c10::Float8_e5m2";
-    default: return "unknown";
+    case 0: return Precision::kFp32;   // CUDA_R_32F
+    case 1: return Precision::kFp64;   // CUDA_R_64F
+    case 2: return Precision::kFp16;   // CUDA_R_16F
+    case 14: return Precision::kBf16;  // CUDA_R_16BF
+    case 3: case 8: return Precision::kInt8;  // CUDA_R_8I, CUDA_R_8U
+    case 28: case 29: return Precision::kFp8;  // CUDA_R_8F_E4M3, CUDA_R_8F_E5M2
+    default: return Precision::kUnknown;
   }
 }
 
@@ -103,6 +100,63 @@ class Window {
   bool eof_ = false;
   std::string error_;
 };
+
+// Decodes one record's body from its table (visit_fields in capture_format.h), the inverse of
+// capture::encode_fields. After a malformed body the ByteReader is not ok(); an interval that
+// breaks event_time.h's contract leaves times_ok false.
+class FieldReader {
+ public:
+  explicit FieldReader(ByteReader& in) : in_(in) {}
+  bool times_ok() const { return times_ok_; }
+
+  template <typename T>
+  void field(capture::Encoding e, T& v) {
+    if constexpr (std::is_same_v<T, std::string>) {
+      v = std::string(in_.str());
+    } else if constexpr (std::is_same_v<T, capture::U32x3>) {
+      for (uint32_t& x : v) x = static_cast<uint32_t>(in_.varint());
+    } else if constexpr (std::is_same_v<T, double>) {
+      v = in_.f64();
+    } else if constexpr (std::is_same_v<T, bool>) {
+      v = in_.u8() != 0;
+    } else if (e == capture::Encoding::kByte) {
+      v = static_cast<T>(in_.u8());
+    } else if (e == capture::Encoding::kUnsigned) {
+      v = static_cast<T>(in_.varint());
+    } else if (e == capture::Encoding::kEnd) {
+      const std::optional<int64_t> end = checked_event_end(start_ns_, in_.svarint());
+      times_ok_ = times_ok_ && end.has_value();
+      v = end ? static_cast<T>(*end) : 0;
+    } else {  // kSigned, kStart
+      v = static_cast<T>(in_.svarint());
+      if (e == capture::Encoding::kStart) start_ns_ = static_cast<int64_t>(v);
+    }
+  }
+  template <typename T>
+  void optional(capture::Encoding e, std::optional<T>& v) {
+    if (optionals_++ == 0) mask_ = in_.varint();
+    if (!(mask_ & (uint64_t{1} << (optionals_ - 1)))) return;
+    T value{};
+    field(e, value);
+    v = value;
+  }
+
+ private:
+  ByteReader& in_;
+  uint64_t mask_ = 0;
+  int optionals_ = 0;
+  int64_t start_ns_ = 0;
+  bool times_ok_ = true;
+};
+
+// Decodes a record of GPUSCOPE_CAPTURE_RECORDS; false when the body is malformed.
+template <typename R>
+bool decode(ByteReader& in, R& record, bool* times_ok = nullptr) {
+  FieldReader reader(in);
+  capture::visit_fields(record, reader);
+  if (times_ok) *times_ok = reader.times_ok();
+  return in.ok();
+}
 
 // Reads one capture into a Trace. Keeps the per-file string ids and the pieces that need the
 // process record (pid) until the end.
@@ -284,50 +338,27 @@ class CaptureDecoder {
     return trace_.strings.intern("<unknown name " + std::to_string(file_id) + ">");
   }
 
-  template <typename T>
-  static std::optional<T> opt(ByteReader& r, uint64_t mask, int bit, bool is_signed) {
-    if (!(mask & (uint64_t{1} << bit))) return std::nullopt;
-    return static_cast<T>(is_signed ? static_cast<uint64_t>(r.svarint()) : r.varint());
-  }
-
   bool read_record(RecordType type, ByteReader& r) {
+    bool times_ok = true;
     switch (type) {
       case RecordType::kString: {
-        uint64_t id = r.varint();
-        std::string_view s = r.str();
-        if (!r.ok()) return false;
-        strings_[id] = trace_.strings.intern(demangled(s));
+        capture::StringRecord s;
+        if (!decode(r, s)) return false;
+        strings_[s.id] = trace_.strings.intern(demangled(s.text));
         return true;
       }
       case RecordType::kProcess: {
-        pid_ = static_cast<int32_t>(r.svarint());
-        r.svarint();  // ppid
-        r.svarint();  // start_ns
-        r.str();      // hostname
-        std::string command(r.str());
-        r.str();      // tool version
-        uint64_t mask = r.varint();
-        auto rank = opt<int32_t>(r, mask, 0, true);
-        auto world = opt<int32_t>(r, mask, 1, true);
-        if (!r.ok()) return false;
-        trace_.command_line = std::move(command);
-        trace_.rank = rank;
-        trace_.world_size = world;
+        capture::ProcessRecord p;
+        if (!decode(r, p)) return false;
+        pid_ = p.pid;
+        trace_.command_line = std::move(p.command_line);
+        trace_.rank = p.rank;
+        trace_.world_size = p.world_size;
         return true;
       }
       case RecordType::kDevice: {
         Device d;
-        d.id = static_cast<int32_t>(r.svarint());
-        d.name = std::string(r.str());
-        uint64_t mask = r.varint();
-        d.num_sms = opt<int32_t>(r, mask, 0, true);
-        d.cc_major = opt<int32_t>(r, mask, 1, true);
-        d.cc_minor = opt<int32_t>(r, mask, 2, true);
-        d.memory_bytes = opt<uint64_t>(r, mask, 3, false);
-        d.max_threads_per_sm = opt<int32_t>(r, mask, 4, true);
-        d.regs_per_sm = opt<int32_t>(r, mask, 5, true);
-        d.shared_mem_per_sm_bytes = opt<int32_t>(r, mask, 6, true);
-        if (!r.ok()) return false;
+        if (!decode(r, d)) return false;
         // A later record for the same id replaces the earlier one. Indexed by id: a linear
         // search made 200k records with distinct ids (356 KB of capture) take minutes.
         auto [it, added] = device_index_.try_emplace(d.id, trace_.devices.size());
@@ -336,124 +367,61 @@ class CaptureDecoder {
         return true;
       }
       case RecordType::kKernel: {
-        Kernel k;
-        const bool times_ok = read_times(r, k.start_ns, k.end_ns);
-        k.device = static_cast<int32_t>(r.svarint());
-        k.stream = static_cast<int32_t>(r.svarint());
-        k.name = str(r.varint());
-        k.grid = {static_cast<uint32_t>(r.varint()), static_cast<uint32_t>(r.varint()),
-                  static_cast<uint32_t>(r.varint())};
-        k.block = {static_cast<uint32_t>(r.varint()), static_cast<uint32_t>(r.varint()),
-                   static_cast<uint32_t>(r.varint())};
-        uint64_t mask = r.varint();
-        k.registers_per_thread = opt<int32_t>(r, mask, 0, true);
-        k.shared_memory_bytes = opt<int32_t>(r, mask, 1, true);
-        k.correlation = opt<uint64_t>(r, mask, 2, false);
-        if (opt<uint32_t>(r, mask, 3, false)) ++graph_kernels_;
-        if (!r.ok()) return false;
+        capture::KernelRecord k;
+        const bool ok = decode(r, k, &times_ok);
+        const StringId name = str(k.name);
+        if (!ok) return false;
         if (!times_ok) return bad_time();
-        trace_.kernels.push_back(k);
+        trace_.kernels.push_back({k.start_ns, k.end_ns, k.device, k.stream, name,
+                                  {k.grid[0], k.grid[1], k.grid[2]}, {k.block[0], k.block[1], k.block[2]},
+                                  k.registers_per_thread, k.shared_memory_bytes, k.correlation});
         return true;
       }
       case RecordType::kMemcpy: {
-        Memcpy m;
-        const bool times_ok = read_times(r, m.start_ns, m.end_ns);
-        m.device = static_cast<int32_t>(r.svarint());
-        m.stream = static_cast<int32_t>(r.svarint());
-        uint8_t kind = r.u8();
-        uint8_t host = r.u8();
-        m.kind = kind <= static_cast<uint8_t>(CopyKind::kPtoP) ? static_cast<CopyKind>(kind)
-                                                               : CopyKind::kUnknown;
-        m.host_memory = host <= static_cast<uint8_t>(HostMemory::kPinned)
-                            ? static_cast<HostMemory>(host)
-                            : HostMemory::kUnknown;
-        uint64_t mask = r.varint();
-        m.bytes = opt<uint64_t>(r, mask, 0, false);
-        m.correlation = opt<uint64_t>(r, mask, 1, false);
-        opt<uint32_t>(r, mask, 2, false);
-        if (!r.ok()) return false;
+        capture::MemcpyRecord m;
+        if (!decode(r, m, &times_ok)) return false;
         if (!times_ok) return bad_time();
-        trace_.memcpys.push_back(m);
+        const CopyKind kind = m.copy_kind <= static_cast<uint8_t>(CopyKind::kPtoP)
+                                  ? static_cast<CopyKind>(m.copy_kind) : CopyKind::kUnknown;
+        const HostMemory host = m.host_memory <= static_cast<uint8_t>(HostMemory::kPinned)
+                                    ? static_cast<HostMemory>(m.host_memory) : HostMemory::kUnknown;
+        trace_.memcpys.push_back({m.start_ns, m.end_ns, m.device, m.stream, kind, host, m.bytes, m.correlation});
         return true;
       }
       case RecordType::kMemset: {
-        Memset m;
-        const bool times_ok = read_times(r, m.start_ns, m.end_ns);
-        m.device = static_cast<int32_t>(r.svarint());
-        m.stream = static_cast<int32_t>(r.svarint());
-        uint64_t mask = r.varint();
-        m.bytes = opt<uint64_t>(r, mask, 0, false);
-        m.correlation = opt<uint64_t>(r, mask, 1, false);
-        opt<uint32_t>(r, mask, 2, false);
-        if (!r.ok()) return false;
+        capture::MemsetRecord m;
+        if (!decode(r, m, &times_ok)) return false;
         if (!times_ok) return bad_time();
-        trace_.memsets.push_back(m);
+        trace_.memsets.push_back({m.start_ns, m.end_ns, m.device, m.stream, m.bytes, m.correlation});
         return true;
       }
       case RecordType::kApiCall: {
-        ApiCall a;
-        const bool times_ok = read_times(r, a.start_ns, a.end_ns);
-        a.tid = static_cast<int32_t>(r.svarint());
-        a.name = str(r.varint());
-        a.driver = r.u8() != 0;
-        uint64_t mask = r.varint();
-        a.correlation = opt<uint64_t>(r, mask, 0, false);
-        if (!r.ok()) return false;
-        a.api_class = classify_api(trace_.strings.view(a.name));
+        capture::ApiCallRecord a;
+        const bool ok = decode(r, a, &times_ok);
+        const StringId name = str(a.name);
+        if (!ok) return false;
+        const ApiClass api_class = classify_api(trace_.strings.view(name));
         if (!times_ok) return bad_time();
-        trace_.api_calls.push_back(a);
+        trace_.api_calls.push_back({a.start_ns, a.end_ns, 0, a.tid, name, api_class, a.driver, a.correlation});
         return true;
       }
       case RecordType::kRange: {
-        HostEvent e;
-        const bool times_ok = read_times(r, e.start_ns, e.end_ns);
-        e.tid = static_cast<int32_t>(r.svarint());
-        e.name = str(r.varint());
-        str(r.varint());  // domain
-        if (!r.ok()) return false;
+        capture::RangeRecord n;
+        const bool ok = decode(r, n, &times_ok);
+        const StringId name = str(n.name);
+        str(n.domain);
+        if (!ok) return false;
         if (!times_ok) return bad_time();
-        e.kind = HostEventKind::kAnnotation;
-        trace_.host_events.push_back(e);
+        trace_.host_events.push_back(HostEvent{.start_ns = n.start_ns, .end_ns = n.end_ns, .tid = n.tid,
+                                               .name = name, .kind = HostEventKind::kAnnotation});
         return true;
       }
       case RecordType::kGemm: {
-        HostEvent e;
-        const bool times_ok = read_times(r, e.start_ns, e.end_ns);
-        e.tid = static_cast<int32_t>(r.svarint());
-        str(r.varint());  // The cuBLAS entry point; the event is named for the core's counter.
-        int64_t m = r.svarint(), n = r.svarint(), k = r.svarint(), batch = r.svarint();
-        int32_t a_type = static_cast<int32_t>(r.svarint());
-        int32_t b_type = static_cast<int32_t>(r.svarint());
-        r.svarint();  // c_type
-        r.u8();       // transposes: do not change the FLOP count.
-        if (!r.ok() || m < 0 || n < 0 || k < 0 || batch < 1) return false;
-        if (!times_ok) return bad_time();
-        e.kind = HostEventKind::kOp;
-        const bool batched = batch > 1;
-        e.name = trace_.strings.intern(batched ? "aten::bmm" : "aten::mm");
-        e.first_arg = static_cast<uint32_t>(trace_.op_args.size());
-        e.num_args = 2;
-        auto add_arg = [&](std::initializer_list<int64_t> dims, int32_t type) {
-          OpArg arg;
-          arg.first_dim = static_cast<uint32_t>(trace_.dims.size());
-          arg.rank = static_cast<uint16_t>(dims.size());
-          arg.dtype = trace_.strings.intern(dtype_name(type));
-          trace_.dims.insert(trace_.dims.end(), dims.begin(), dims.end());
-          trace_.op_args.push_back(arg);
-        };
-        // cuBLAS is column-major: C (m x n) = op(A) (m x k) * op(B) (k x n). Row-major callers
-        // (PyTorch: y = x W^T) see C^T (n x m) = op(B)^T (n x k) * op(A)^T (k x m), so the
-        // tokens are cuBLAS's n and the weight is A: the op's shapes are [n, k] x [k, m].
-        if (batched) {
-          add_arg({batch, n, k}, b_type);
-          add_arg({batch, k, m}, a_type);
-        } else {
-          add_arg({n, k}, b_type);
-          add_arg({k, m}, a_type);
-        }
-        trace_.host_events.push_back(e);
-        ++gemms_;
-        return true;
+        capture::GemmRecord g;
+        const bool ok = decode(r, g, &times_ok);
+        const StringId api = str(g.api);  // The cuBLAS entry point.
+        if (!ok) return false;
+        return add_gemm(g, api, times_ok);
       }
       case RecordType::kDeviceSample: {
         DeviceSample s;
@@ -463,7 +431,7 @@ class CaptureDecoder {
         uint64_t dmask = r.varint();
         uint64_t umask = r.varint();
         uint64_t extra_mask = r.varint();
-        s.gpu_instance_id = opt<int32_t>(r, extra_mask, 0, true);
+        if (extra_mask & 1) s.gpu_instance_id = static_cast<int32_t>(r.svarint());
         for (size_t i = 0; i < std::size(capture::kSampleDoubleFields); ++i)
           if (dmask & (uint64_t{1} << i)) s.*capture::kSampleDoubleFields[i] = r.f64();
         for (size_t i = 0; i < std::size(capture::kSampleU64Fields); ++i)
@@ -475,20 +443,13 @@ class CaptureDecoder {
       }
       case RecordType::kStats: {
         capture::StatsRecord s;
-        s.records = r.varint();
-        s.dropped_records = r.varint();
-        s.dropped_buffers = r.varint();
-        s.unknown_activities = r.varint();
-        s.clean_exit = r.u8() != 0;
-        if (!r.ok()) return false;
+        if (!decode(r, s)) return false;
         stats_ = s;
         return true;
       }
       case RecordType::kTracingCost: {
         TracingCost c;
-        c.plain_launch_ns = r.f64();
-        c.traced_launch_ns = r.f64();
-        if (!r.ok()) return false;
+        if (!decode(r, c)) return false;
         // A cost outside (0, 1 s) per launch is not a measurement; keep the trace, drop it.
         auto plausible = [](double v) { return std::isfinite(v) && v > 0 && v < 1e9; };
         if (plausible(c.plain_launch_ns) && plausible(c.traced_launch_ns)) {
@@ -508,15 +469,21 @@ class CaptureDecoder {
     return true;
   }
 
-  // Start and duration as the writer stores them; false (and both left 0) when they break the
-  // time contract of event_time.h.
-  static bool read_times(ByteReader& r, int64_t& start_ns, int64_t& end_ns) {
-    const int64_t start = r.svarint();
-    const int64_t duration = r.svarint();
-    const std::optional<int64_t> end = checked_event_end(start, duration);
-    if (!end) return false;
-    start_ns = start;
-    end_ns = *end;
+  // An interposed cuBLAS call: a host op named for its entry point, with the GEMM it performed
+  // as a matmul record (the FLOP counter, precision mix and GEMM findings read that).
+  bool add_gemm(const capture::GemmRecord& g, StringId api, bool times_ok) {
+    if (g.m < 0 || g.n < 0 || g.k < 0 || g.batch < 1) return false;
+    if (!times_ok) return bad_time();
+    trace_.host_events.push_back(HostEvent{.start_ns = g.start_ns, .end_ns = g.end_ns, .tid = g.tid, .name = api,
+                                           .kind = HostEventKind::kOp,
+                                           .first_matmul = static_cast<uint32_t>(trace_.matmuls.size()),
+                                           .num_matmuls = 1});
+    // cuBLAS is column-major: C (m x n) = op(A) (m x k) * op(B) (k x n). Row-major callers
+    // (PyTorch: y = x W^T) see C^T (n x m) = op(B)^T (n x k) * op(A)^T (k x m), so the record's
+    // rows (the tokens) are cuBLAS's n, its columns cuBLAS's m, and its A operand cuBLAS's B.
+    // c_type and the transposes do not change the FLOP count.
+    trace_.matmuls.push_back({g.n, g.m, g.k, g.batch, precision_of(g.b_type), api});
+    ++gemms_;
     return true;
   }
 
@@ -599,7 +566,6 @@ class CaptureDecoder {
   size_t bad_records_ = 0;
   size_t unknown_records_ = 0;
   size_t missing_strings_ = 0;
-  size_t graph_kernels_ = 0;
   size_t gemms_ = 0;
 };
 

@@ -7,9 +7,9 @@
 //   Errors are reserved for files that are not captures or whose header is unusable, and for
 //   inputs past the inflate limit. Error messages start with the file's name; warnings do not
 //   (Trace::source names the file wherever they are shown).
-// - GEMM calls recorded by the cuBLAS interposer become HostEvents of kind kOp named
-//   "aten::mm" ([m,k] x [k,n]) or "aten::bmm" ([b,m,k] x [b,k,n]) with dtype strings as the
-//   PyTorch profiler writes them, so the core counts their FLOPs like those of a PyTorch trace.
+// - GEMM calls recorded by the cuBLAS interposer become HostEvents of kind kOp named for their
+//   entry point ("cublasLtMatmul", "cublasGemmEx"), each with one Matmul record (trace.h: m, n,
+//   k, batch, the A operand's precision), from which the core counts FLOPs and precision.
 // - NVTX ranges and marks become kAnnotation HostEvents. The reader only decodes: steps are
 //   found by the core (core/steps.h, one set of step-name rules for every input, and
 //   --step-range honoured).

@@ -181,28 +181,27 @@ void expect_full_sample(const Trace& t) {
   ASSERT_EQ(steps.steps.size(), 2u);
   EXPECT_EQ(steps.steps[1].start_ns, 1'010'000'000);
   EXPECT_EQ(steps.steps[1].end_ns, 1'019'000'000);
-  // GEMMs as aten ops with shapes and PyTorch dtype names.
+  // GEMMs as host ops named for their cuBLAS entry point, each with its matmul record; no
+  // PyTorch names or argument lists are made up.
   int mm = 0, bmm = 0;
   for (const auto& e : t.host_events) {
     if (e.kind != HostEventKind::kOp) continue;
-    ASSERT_EQ(e.num_args, 2);
-    const OpArg& a = t.op_args[e.first_arg];
-    const OpArg& b = t.op_args[e.first_arg + 1];
-    EXPECT_EQ(t.strings.view(a.dtype), "c10::BFloat16");
-    if (t.strings.view(e.name) == "aten::mm") {
+    EXPECT_EQ(t.strings.view(e.name), "cublasLtMatmul");
+    EXPECT_EQ(e.num_args, 0);
+    ASSERT_EQ(e.num_matmuls, 1);
+    const Matmul& m = t.matmuls_of(e).front();
+    EXPECT_EQ(m.dtype, Precision::kBf16);
+    EXPECT_EQ(t.strings.view(m.source), "cublasLtMatmul");
+    // cuBLAS m=1024, n=768, k=3072 (column-major) is the row-major [768, 3072] x [3072, 1024]:
+    // the tokens (the record's m) are cuBLAS's n.
+    EXPECT_EQ(m.m, 768);
+    EXPECT_EQ(m.n, 1024);
+    EXPECT_EQ(m.k, 3072);
+    if (m.batch == 1) {
       ++mm;
-      ASSERT_EQ(a.rank, 2);
-      // cuBLAS m=1024, n=768, k=3072 (column-major) is the row-major [768, 3072] x [3072, 1024]:
-      // the tokens are cuBLAS's n.
-      EXPECT_EQ(t.dims[a.first_dim], 768);
-      EXPECT_EQ(t.dims[a.first_dim + 1], 3072);
-      EXPECT_EQ(t.dims[b.first_dim], 3072);
-      EXPECT_EQ(t.dims[b.first_dim + 1], 1024);
     } else {
-      EXPECT_EQ(t.strings.view(e.name), "aten::bmm");
+      EXPECT_EQ(m.batch, 12);
       ++bmm;
-      ASSERT_EQ(a.rank, 3);
-      EXPECT_EQ(t.dims[a.first_dim], 12);
     }
   }
   EXPECT_EQ(mm, 1);

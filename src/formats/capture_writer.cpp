@@ -23,19 +23,6 @@ uint32_t crc32_of(const void* data, size_t bytes) {
   return static_cast<uint32_t>(crc);
 }
 
-namespace {
-
-// Presence mask helper: bit i set when optional i has a value.
-template <typename... Opt>
-uint64_t mask_of(const Opt&... opts) {
-  uint64_t mask = 0;
-  int bit = 0;
-  ((mask |= (opts.has_value() ? uint64_t{1} << bit : 0), ++bit), ...);
-  return mask;
-}
-
-}  // namespace
-
 CaptureWriter::~CaptureWriter() { close(); }
 
 bool CaptureWriter::open(const std::string& path, const Options& options, std::string* error) {
@@ -132,9 +119,7 @@ uint32_t CaptureWriter::intern(std::string_view s) {
   // 0 means "no string".
   uint32_t id = first_string_id_ + static_cast<uint32_t>(strings_.size());
   strings_.emplace(std::string(s), id);
-  body_.varint(id);
-  body_.str(s);
-  finish_record(RecordType::kString);
+  add(StringRecord{id, std::string(s)});
   return id;
 }
 
@@ -151,134 +136,6 @@ void CaptureWriter::finish_record(RecordType type) {
   if (chunk_.size() >= options_.chunk_bytes) flush();
 }
 
-void CaptureWriter::add(const ProcessRecord& r) {
-  body_.svarint(r.pid);
-  body_.svarint(r.ppid);
-  body_.svarint(r.start_ns);
-  body_.str(r.hostname);
-  body_.str(r.command_line);
-  body_.str(r.tool_version);
-  body_.varint(mask_of(r.rank, r.world_size));
-  if (r.rank) body_.svarint(*r.rank);
-  if (r.world_size) body_.svarint(*r.world_size);
-  finish_record(RecordType::kProcess);
-}
-
-void CaptureWriter::add(const DeviceRecord& r) {
-  body_.svarint(r.id);
-  body_.str(r.name);
-  body_.varint(mask_of(r.num_sms, r.cc_major, r.cc_minor, r.memory_bytes, r.max_threads_per_sm,
-                       r.regs_per_sm, r.shared_mem_per_sm_bytes));
-  if (r.num_sms) body_.svarint(*r.num_sms);
-  if (r.cc_major) body_.svarint(*r.cc_major);
-  if (r.cc_minor) body_.svarint(*r.cc_minor);
-  if (r.memory_bytes) body_.varint(*r.memory_bytes);
-  if (r.max_threads_per_sm) body_.svarint(*r.max_threads_per_sm);
-  if (r.regs_per_sm) body_.svarint(*r.regs_per_sm);
-  if (r.shared_mem_per_sm_bytes) body_.svarint(*r.shared_mem_per_sm_bytes);
-  finish_record(RecordType::kDevice);
-}
-
-void CaptureWriter::add(const KernelRecord& r) {
-  body_.svarint(r.start_ns);
-  body_.svarint(r.end_ns - r.start_ns);
-  body_.svarint(r.device);
-  body_.svarint(r.stream);
-  body_.varint(r.name);
-  for (uint32_t v : r.grid) body_.varint(v);
-  for (uint32_t v : r.block) body_.varint(v);
-  body_.varint(mask_of(r.registers_per_thread, r.shared_memory_bytes, r.correlation, r.graph_id));
-  if (r.registers_per_thread) body_.svarint(*r.registers_per_thread);
-  if (r.shared_memory_bytes) body_.svarint(*r.shared_memory_bytes);
-  if (r.correlation) body_.varint(*r.correlation);
-  if (r.graph_id) body_.varint(*r.graph_id);
-  finish_record(RecordType::kKernel);
-}
-
-void CaptureWriter::add(const MemcpyRecord& r) {
-  body_.svarint(r.start_ns);
-  body_.svarint(r.end_ns - r.start_ns);
-  body_.svarint(r.device);
-  body_.svarint(r.stream);
-  body_.u8(r.copy_kind);
-  body_.u8(r.host_memory);
-  body_.varint(mask_of(r.bytes, r.correlation, r.graph_id));
-  if (r.bytes) body_.varint(*r.bytes);
-  if (r.correlation) body_.varint(*r.correlation);
-  if (r.graph_id) body_.varint(*r.graph_id);
-  finish_record(RecordType::kMemcpy);
-}
-
-void CaptureWriter::add(const MemsetRecord& r) {
-  body_.svarint(r.start_ns);
-  body_.svarint(r.end_ns - r.start_ns);
-  body_.svarint(r.device);
-  body_.svarint(r.stream);
-  body_.varint(mask_of(r.bytes, r.correlation, r.graph_id));
-  if (r.bytes) body_.varint(*r.bytes);
-  if (r.correlation) body_.varint(*r.correlation);
-  if (r.graph_id) body_.varint(*r.graph_id);
-  finish_record(RecordType::kMemset);
-}
-
-void CaptureWriter::add(const ApiCallRecord& r) {
-  body_.svarint(r.start_ns);
-  body_.svarint(r.end_ns - r.start_ns);
-  body_.svarint(r.tid);
-  body_.varint(r.name);
-  body_.u8(r.driver ? 1 : 0);
-  body_.varint(mask_of(r.correlation));
-  if (r.correlation) body_.varint(*r.correlation);
-  finish_record(RecordType::kApiCall);
-}
-
-void CaptureWriter::add(const RangeRecord& r) {
-  body_.svarint(r.start_ns);
-  body_.svarint(r.end_ns - r.start_ns);
-  body_.svarint(r.tid);
-  body_.varint(r.name);
-  body_.varint(r.domain);
-  finish_record(RecordType::kRange);
-}
-
-void CaptureWriter::add(const GemmRecord& r) {
-  body_.svarint(r.start_ns);
-  body_.svarint(r.end_ns - r.start_ns);
-  body_.svarint(r.tid);
-  body_.varint(r.api);
-  body_.svarint(r.m);
-  body_.svarint(r.n);
-  body_.svarint(r.k);
-  body_.svarint(r.batch);
-  body_.svarint(r.a_type);
-  body_.svarint(r.b_type);
-  body_.svarint(r.c_type);
-  body_.u8(static_cast<uint8_t>((r.trans_a ? 1 : 0) | (r.trans_b ? 2 : 0)));
-  finish_record(RecordType::kGemm);
-}
-
-void CaptureWriter::add(const SyncRecord& r) {
-  body_.svarint(r.start_ns);
-  body_.svarint(r.end_ns - r.start_ns);
-  body_.u8(r.type);
-  body_.varint(mask_of(r.stream, r.correlation));
-  if (r.stream) body_.svarint(*r.stream);
-  if (r.correlation) body_.varint(*r.correlation);
-  finish_record(RecordType::kSync);
-}
-
-void CaptureWriter::add(const MemoryRecord& r) {
-  body_.svarint(r.time_ns);
-  body_.svarint(r.device);
-  body_.u8(r.is_free ? 1 : 0);
-  body_.u8(r.memory_kind);
-  body_.varint(r.address);
-  body_.varint(r.bytes);
-  body_.varint(mask_of(r.correlation));
-  if (r.correlation) body_.varint(*r.correlation);
-  finish_record(RecordType::kMemory);
-}
-
 void CaptureWriter::add(const DeviceSample& r) {
   body_.svarint(r.time_ns);
   body_.svarint(r.interval_ns);
@@ -290,28 +147,13 @@ void CaptureWriter::add(const DeviceSample& r) {
     if ((r.*kSampleU64Fields[i]).has_value()) umask |= 1u << i;
   body_.varint(dmask);
   body_.varint(umask);
-  body_.varint(mask_of(r.gpu_instance_id));
+  body_.varint(r.gpu_instance_id ? 1 : 0);
   if (r.gpu_instance_id) body_.svarint(*r.gpu_instance_id);
   for (auto field : kSampleDoubleFields)
     if ((r.*field).has_value()) body_.f64(*(r.*field));
   for (auto field : kSampleU64Fields)
     if ((r.*field).has_value()) body_.varint(*(r.*field));
   finish_record(RecordType::kDeviceSample);
-}
-
-void CaptureWriter::add(const StatsRecord& r) {
-  body_.varint(r.records);
-  body_.varint(r.dropped_records);
-  body_.varint(r.dropped_buffers);
-  body_.varint(r.unknown_activities);
-  body_.u8(r.clean_exit ? 1 : 0);
-  finish_record(RecordType::kStats);
-}
-
-void CaptureWriter::add(const TracingCostRecord& r) {
-  body_.f64(r.plain_launch_ns);
-  body_.f64(r.traced_launch_ns);
-  finish_record(RecordType::kTracingCost);
 }
 
 bool CaptureWriter::flush() {

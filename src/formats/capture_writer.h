@@ -53,19 +53,14 @@ class CaptureWriter {
   // Returns the file's id for `s`, writing a kString record the first time it is seen.
   uint32_t intern(std::string_view s);
 
-  void add(const ProcessRecord& r);
-  void add(const DeviceRecord& r);
-  void add(const KernelRecord& r);
-  void add(const MemcpyRecord& r);
-  void add(const MemsetRecord& r);
-  void add(const ApiCallRecord& r);
-  void add(const RangeRecord& r);
-  void add(const GemmRecord& r);
-  void add(const SyncRecord& r);
-  void add(const MemoryRecord& r);
+  // Appends a record of GPUSCOPE_CAPTURE_RECORDS (capture_format.h), encoded from its table.
+  template <typename R>
+    requires requires(const R* r) { record_type(r); }
+  void add(const R& r) {
+    encode_fields(body_, r);
+    finish_record(record_type(&r));
+  }
   void add(const DeviceSample& r);
-  void add(const StatsRecord& r);
-  void add(const TracingCostRecord& r);
 
   // Writes the pending chunk, if any. Returns false once the writer has failed.
   bool flush();

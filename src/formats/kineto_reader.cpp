@@ -18,6 +18,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "core/aten_matmuls.h"
 #include "formats/event_time.h"
 #include "formats/input_source.h"
 #include "formats/trace_merge.h"
@@ -547,6 +548,7 @@ class EventParser {
             trace_.op_args.push_back(a);
           }
           e.num_args = static_cast<uint16_t>(n);
+          add_aten_matmuls(trace_, e);
         }
         trace_.host_events.push_back(e);
         note_named_lanes(Events::kHostEvents, trace_.host_events.size(), named_pid, named_tid);

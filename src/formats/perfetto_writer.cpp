@@ -12,10 +12,12 @@
 #include <string_view>
 #include <unordered_map>
 
+#include <fmt/core.h>
 #include <nlohmann/json.hpp>
 #include <simdjson.h>
 #include <zlib.h>
 
+#include "core/catalog.h"
 #include "formats/json_text.h"
 
 namespace gpuscope {
@@ -275,6 +277,11 @@ void write_trace(const Trace& t, size_t index, const PerfettoOptions& options, J
         append_name(args, t.strings.view(t.op_args[e.first_arg + i].dtype));
       }
       args += "]";
+    } else if (e.num_matmuls > 0) {
+      // No recorded arguments (an interposed cuBLAS call): the products it performed.
+      const Matmul& m = t.matmuls_of(e).front();
+      args = fmt::format("\"m\":{},\"n\":{},\"k\":{},\"batch\":{},\"dtype\":", m.m, m.n, m.k, m.batch);
+      append_name(args, precision_name(m.dtype));
     }
     const char* cat = e.kind == HostEventKind::kOp ? "cpu_op" : "user_annotation";
     if (e.end_ns == e.start_ns && e.kind == HostEventKind::kAnnotation)

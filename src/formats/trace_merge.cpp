@@ -44,6 +44,10 @@ void append_events(Trace& into, const Trace& batch, const std::vector<NamedLane>
 
   const uint32_t dims_base = static_cast<uint32_t>(into.dims.size());
   const uint32_t args_base = static_cast<uint32_t>(into.op_args.size());
+  const uint32_t matmuls_base = static_cast<uint32_t>(into.matmuls.size());
+  for (size_t i = append(into.matmuls, batch.matmuls); i < into.matmuls.size(); ++i) {
+    into.matmuls[i].source = ids[into.matmuls[i].source];
+  }
   append(into.dims, batch.dims);
   for (size_t i = append(into.op_args, batch.op_args); i < into.op_args.size(); ++i) {
     into.op_args[i].first_dim += dims_base;
@@ -60,6 +64,7 @@ void append_events(Trace& into, const Trace& batch, const std::vector<NamedLane>
     HostEvent& e = into.host_events[i];
     e.name = ids[e.name];
     if (e.num_args > 0) e.first_arg += args_base;
+    if (e.num_matmuls > 0) e.first_matmul += matmuls_base;
   }
   const size_t annotations = append(into.gpu_annotations, batch.gpu_annotations);
   for (size_t i = annotations; i < into.gpu_annotations.size(); ++i) {
