@@ -544,6 +544,51 @@ class Serving(unittest.TestCase):
         self.assertLess(shape[0]["est_speedup"], 1.05)
 
 
+@unittest.skipUnless(SIM_LIB and FAKE_CUDA, "simulated injection library not built")
+class RunTorchrunSimulated(unittest.TestCase):
+    """`gpuscope run -- <launcher>`: a launcher starts one process per rank with RANK and
+    WORLD_SIZE set, as torchrun does; each (the simulated injection library) writes its own
+    capture with an NCCL all-reduce after each kernel. Rank 1 starts first (a lower pid) and is a
+    straggler: 3 ms of host time per step against rank 0's 1 ms."""
+
+    setUp, tearDown, env = RunSimulated.setUp, RunSimulated.tearDown, RunSimulated.env
+    start, finish, captures = RunSimulated.start, RunSimulated.finish, RunSimulated.captures
+
+    def launcher(self):
+        rank = "RANK={r} WORLD_SIZE=2 LOCAL_RANK={r} GPUSCOPE_SIM_GAP_US={gap} %s --sleep-ms 300 &" % FAKE_CUDA
+        return ["/bin/sh", "-c", " ".join([rank.format(r=1, gap=3000), rank.format(r=0, gap=1000), "wait"])]
+
+    def test_ranks_are_one_job_in_rank_order(self):
+        rc, out, err = self.finish(self.start("--json", program=self.launcher(),
+                                              env=self.env(GPUSCOPE_SIM_NCCL_US="500")))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(self.captures()), 2, self.captures())
+        report = json.loads(out)
+        self.assertEqual([d["rank"] for d in report["devices"]], [0, 1])
+        self.assertIsNotNone(report["ranks"], report["warnings"])
+        self.assertEqual(report["ranks"]["count"], 2)
+        for d in report["devices"]:
+            comm = d["communication"]
+            self.assertGreater(comm["kernel_us"], 0)
+            self.assertLess(comm["busy_without_comm_pct"], d["busy_pct"])
+        straggler = [f for f in report["ranks"]["findings"] if f["id"] == "straggler"]
+        self.assertEqual(len(straggler), 1, report["ranks"])
+        self.assertIn(report["devices"][1]["source"], straggler[0]["evidence"])
+        self.assertIn("longer in host", straggler[0]["evidence"])
+
+    def test_text_report_has_the_rank_table(self):
+        rc, out, err = self.finish(self.start(program=self.launcher(), env=self.env(GPUSCOPE_SIM_NCCL_US="500")))
+        self.assertEqual(rc, 0, err)
+        self.assertIn("Across 2 ranks", out)
+        lines = out.splitlines()
+        header = [i for i, l in enumerate(lines) if "w/o comm" in l]
+        self.assertEqual(len(header), 1, out)
+        self.assertEqual([lines[header[0] + k].split()[0] for k in (1, 2)], ["0", "1"])
+        self.assertIn("Busy without comm.", out)
+        table = lines[header[0]:header[0] + 3]
+        self.assertTrue(all(len(l) <= 80 for l in table), table)
+
+
 class PyZoo(unittest.TestCase):
     """Captures of the PyTorch zoo (examples/pyzoo) under `gpuscope run` with the Python
     bootstrap on the H200 (2026-12-01, testdata/pyzoo/README.md): the top finding names the

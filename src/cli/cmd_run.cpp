@@ -8,6 +8,8 @@
 // NVML/GPM. When CMD exits, the samples are appended to each capture, the captures are analysed
 // together (one trace per process), and gpuscope exits with CMD's exit code (128+N if CMD died
 // of signal N) unless CMD succeeded and the analysis failed.
+#include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -228,6 +230,11 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
     traces.push_back(std::move(trace).value());
   }
   if (traces.empty()) return child.exit_code != 0 ? child.exit_code : 2;
+  // The processes of a launcher (torchrun, mpirun, srun) name their rank: report them in rank
+  // order, not pid order; processes without one follow, in the order they were written.
+  std::stable_sort(traces.begin(), traces.end(), [](const Trace& a, const Trace& b) {
+    return a.rank.value_or(INT32_MAX) < b.rank.value_or(INT32_MAX);
+  });
   if (bounded) {
     size_t kernels = 0;
     for (const auto& t : traces) kernels += t.kernels.size();

@@ -58,6 +58,26 @@ std::string headline_row(const Painter& p, std::string_view label, std::optional
   return fmt::format("  {:<22} {:>5.1f}%  {}  {}\n", label, *value, bar(*value, 30), p.dim(note));
 }
 
+// Communication kernels: their share, the part no compute hides, and each collective's
+// bandwidth as nccl-tests defines it.
+void render_communication(std::string& out, const CommunicationReport& c, int64_t steps, const Painter& p, int width) {
+  const double per_step = static_cast<double>(c.exposed_ns) / 1e6 / static_cast<double>(std::max<int64_t>(1, steps));
+  out += p.dim(wrap_text(fmt::format("communication: {:.1f}% of the window in collectives, {:.1f}% exposed (no "
+                                     "other kernel running: {:.2f} ms/step)",
+                                     c.pct, c.exposed_pct, per_step),
+                         static_cast<size_t>(width), "  "));
+  for (size_t i = 0; i < c.collectives.size() && i < 4; ++i) {
+    const CollectiveStats& s = c.collectives[i];
+    std::string line = fmt::format("  {} {} x{}: {:.2f} ms", s.op, s.dtype, s.count, static_cast<double>(s.ns) / 1e6);
+    if (s.bytes) line += fmt::format(", {:.1f} MB", static_cast<double>(*s.bytes) / 1e6);
+    if (s.algbw_gbps) line += fmt::format(", algbw {:.1f}", *s.algbw_gbps);
+    if (s.busbw_gbps) line += fmt::format(", busbw {:.1f} GB/s", *s.busbw_gbps);
+    else if (s.algbw_gbps) line += " GB/s";
+    if (s.group_size) line += fmt::format(" ({} ranks)", *s.group_size);
+    out += p.dim(line) + "\n";
+  }
+}
+
 void render_findings(std::string& out, const std::vector<Finding>& findings, const Painter& p, int width) {
   int n = 0;
   for (const auto& f : findings) {
@@ -98,6 +118,10 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
 
   out += headline_row(p, "Utilization (busy)", d.busy_pct,
                       is_amd_device(d.name) ? "any kernel running (= rocm-smi GPU use)" : "any kernel running (= nvidia-smi)");
+  if (d.communication) {
+    out += headline_row(p, "Busy without comm.", d.communication->busy_without_comm_pct,
+                        "collective kernels not counted");
+  }
   out += headline_row(p, "SM active (estimate)", d.sm_active_est_pct, "grid sizes vs SM count");
   if (d.hw_sm_active_pct) out += headline_row(p, "SM active (hardware)", d.hw_sm_active_pct, "GPM, sampled");
   if (d.hw_tensor_active_pct) out += headline_row(p, "Tensor active (hw)", d.hw_tensor_active_pct, "GPM, sampled");
@@ -121,6 +145,7 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
                sv.gpu_ms_per_iteration)) +
            "\n";
   }
+  if (d.communication) render_communication(out, *d.communication, d.step_count, p, width);
   if (d.copy_pct > 0.05) out += p.dim(fmt::format("  copy/set engines busy {:.1f}% of the window", d.copy_pct)) + "\n";
 
   if (d.steps.size() > 1) {
@@ -251,6 +276,25 @@ TextStyle style_for(FILE* stream) {
   return s;
 }
 
+// One line per rank (ordered as analysed): step, busy with and without communication, exposed
+// communication, MFU. Only when some device names its rank.
+void render_rank_table(std::string& out, const std::vector<DeviceReport>& devices, const Painter& p) {
+  if (std::none_of(devices.begin(), devices.end(), [](const DeviceReport& d) { return d.rank.has_value(); })) return;
+  auto cell = [](std::optional<double> v, std::string_view unit) {
+    return v ? fmt::format("{:.1f}{}", *v, unit) : std::string("n/a");
+  };
+  out += p.dim(fmt::format("  {:>5} {:>4} {:>10} {:>7} {:>10} {:>8} {:>6}", "rank", "gpu", "step", "busy",
+                           "w/o comm", "exposed", "MFU")) +
+         "\n";
+  for (const DeviceReport& d : devices) {
+    const CommunicationReport* c = d.communication ? &*d.communication : nullptr;
+    out += fmt::format("  {:>5} {:>4} {:>10} {:>7} {:>10} {:>8} {:>6}\n", d.rank ? std::to_string(*d.rank) : "?",
+                       d.device, cell(d.step_mean_ms, " ms"), cell(d.busy_pct, "%"),
+                       cell(c ? std::optional(c->busy_without_comm_pct) : std::nullopt, "%"),
+                       cell(c ? std::optional(c->exposed_pct) : std::nullopt, "%"), cell(d.mfu_pct, "%"));
+  }
+}
+
 std::string render_report(const Report& report, const TextStyle& style) {
   Painter p{style.color};
   std::string out;
@@ -267,6 +311,7 @@ std::string render_report(const Report& report, const TextStyle& style) {
                          r.slowest, 100.0 * (*r.step_max_ms / *r.step_min_ms - 1.0));
     }
     out += "\n";
+    render_rank_table(out, report.devices, p);
     render_findings(out, r.findings, p, style.width);
   }
   return out;

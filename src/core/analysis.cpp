@@ -4,6 +4,7 @@
 
 #include <fmt/core.h>
 
+#include "core/communication.h"
 #include "core/device_context.h"
 #include "core/findings.h"
 #include "core/fusion.h"
@@ -41,6 +42,7 @@ DeviceReport analyze_device(const Trace& trace, const HostIndex& host, int32_t d
   r.fusion = fusion_candidates(ctx, mix.categories, steps.steps);
   add_steps_and_mfu(ctx, steps, options, r);
   add_serving_metrics(ctx, r);
+  add_communication(ctx, r);
   const CopyStats copies = copy_stats(ctx);
   add_findings({ctx, r, mix.categories, mix.precisions, copies}, r);
   return r;

@@ -177,8 +177,9 @@ TEST(Analysis, RankSummaryAcrossTraces) {
   EXPECT_EQ(report.ranks->slowest, "rank1");
   EXPECT_NEAR(*report.ranks->step_max_ms, 0.2, 1e-9);
   EXPECT_NEAR(report.ranks->busy_min_pct, 25.0, 1e-9);
-  // Rank 1's step is twice rank 0's: a straggler everyone waits for.
-  ASSERT_EQ(report.ranks->findings.size(), 1u);
+  // Rank 1's step is twice rank 0's: a straggler everyone waits for (largest first; each GPU
+  // idles half its step or more, so scale-before-healthy follows).
+  ASSERT_GE(report.ranks->findings.size(), 1u);
   EXPECT_EQ(report.ranks->findings[0].id, "straggler");
   EXPECT_NEAR(*report.ranks->findings[0].est_speedup, 0.2 / *report.ranks->step_median_ms, 1e-9);
 }

@@ -223,6 +223,7 @@ constexpr FindingRuleEntry kFindingRules[] = {
     {"allocation", &allocation},
     {"input-bound", &input_bound},
     {"collective-wait", &collective_wait},
+    {"exposed-communication", &exposed_communication},
     {"launch-bound", &launch_bound},
     {"host-sync", &host_sync},
     {"host-bound", &host_bound},

@@ -76,6 +76,9 @@ std::optional<Finding> tensor_unfriendly_shape(const FindingContext& f);
 // The host idle between iterations that scheduling-gap claims (0 when it does not fire), so
 // host-bound can leave it out rather than count it twice.
 int64_t scheduling_gap_ns(const FindingContext& f);
+// The communication rule (findings_comm.cpp).
+std::optional<Finding> exposed_communication(const FindingContext& f);
+
 // Sets r.serving when the steps are forward passes. Needs r.step_source and r.window_ns.
 void add_serving_metrics(const DeviceContext& ctx, DeviceReport& r);
 

@@ -1,6 +1,9 @@
 #include "core/ranks.h"
 
 #include <algorithm>
+#include <array>
+#include <string_view>
+#include <utility>
 #include <climits>
 #include <map>
 #include <set>
@@ -16,22 +19,112 @@ namespace {
 // Ranks whose steps were detected (a whole-window "step" says nothing about step time).
 bool has_steps(const DeviceReport& d) { return d.step_mean_ms && d.step_source != "whole_window"; }
 
-// Trigger: the slowest rank's step is at least 10% longer than the median of the others
-// (`others_ms`, sorted, the slowest left out). Estimate: ranks meet at every collective, so
-// each waits for the slowest: bringing it to the median would make every rank's step that much
-// shorter.
-void add_straggler(RankSummary& s, const std::vector<double>& others_ms) {
+// Where a rank's mean step goes, in ms: compute (kernels other than communication),
+// communication wait (communication kernels no compute overlaps, plus idle while the host is
+// in a collective), input (idle in data loading) and host (the rest of the idle time). They
+// sum to the step.
+struct StepParts {
+  static constexpr std::array<std::string_view, 4> kNames = {"compute", "communication wait", "input",
+                                                              "host (launch, sync, Python)"};
+  std::array<double, 4> ms{};
+};
+
+double idle_pct_of(const DeviceReport& d, IdleCauseId id) {
+  for (const IdleCause& c : d.idle_causes) {
+    if (c.cause == id) return c.pct;
+  }
+  return 0;
+}
+
+StepParts step_parts(const DeviceReport& d) {
+  const double step = *d.step_mean_ms / 100.0;  // ms per percent of the window.
+  const double compute = d.communication ? d.communication->busy_without_comm_pct : d.busy_pct;
+  const double exposed = d.communication ? d.communication->exposed_pct : 0.0;
+  const double collective = idle_pct_of(d, IdleCauseId::kCollective);
+  const double input = idle_pct_of(d, IdleCauseId::kInput);
+  return {{compute * step, (exposed + collective) * step, input * step,
+           std::max(0.0, d.idle_pct - collective - input) * step}};
+}
+
+// "; its step is slow in input: 31.0 ms against 2.0 ms on the others": the part of the slowest
+// rank's step that exceeds the others' median the most, if any does by 5% of the step.
+std::string slow_part(const DeviceReport& slowest, const std::vector<const DeviceReport*>& others) {
+  const StepParts slow = step_parts(slowest);
+  size_t best = 0;
+  double best_excess = 0, best_median = 0;
+  for (size_t i = 0; i < StepParts::kNames.size(); ++i) {
+    std::vector<double> v;
+    for (const DeviceReport* o : others) v.push_back(step_parts(*o).ms[i]);
+    std::sort(v.begin(), v.end());
+    const double median = v[(v.size() - 1) / 2];
+    if (slow.ms[i] - median > best_excess) {
+      best = i;
+      best_excess = slow.ms[i] - median;
+      best_median = median;
+    }
+  }
+  if (best_excess < 0.05 * *slowest.step_mean_ms) return "";
+  return fmt::format("; its step is longer in {}: {:.2f} ms against a median of {:.2f} ms on the others",
+                     StepParts::kNames[best], slow.ms[best], best_median);
+}
+
+// Trigger: the slowest rank's step is at least 10% longer than the median of the others.
+// Estimate: ranks meet at every collective, so each waits for the slowest: bringing it to the
+// median would make every rank's step that much shorter.
+void add_straggler(RankSummary& s, const DeviceReport& slowest, const std::vector<const DeviceReport*>& others) {
+  std::vector<double> others_ms;
+  for (const DeviceReport* o : others) others_ms.push_back(*o->step_mean_ms);
+  std::sort(others_ms.begin(), others_ms.end());
   s.step_median_ms = others_ms[(others_ms.size() - 1) / 2];  // The lower middle for even counts.
   const double speedup = *s.step_max_ms / *s.step_median_ms;
   if (speedup < 1.1) return;
   s.findings.push_back(
       {"straggler", severity_for(speedup), "One rank is slower than the others",
-       fmt::format("{} takes {:.2f} ms per step against a median of {:.2f} ms over the other {} rank{}", s.slowest,
-                   *s.step_max_ms, *s.step_median_ms, others_ms.size(), others_ms.size() == 1 ? "" : "s"),
+       fmt::format("{}{} takes {:.2f} ms per step against a median of {:.2f} ms over the other {} rank{}{}",
+                   slowest.rank ? fmt::format("rank {}: ", *slowest.rank) : "", s.slowest, *s.step_max_ms, *s.step_median_ms, others_ms.size(), others_ms.size() == 1 ? "" : "s",
+                   slow_part(slowest, others)),
        speedup,
        "Look at that rank's own idle causes above (input pipeline, host syncs); balance the data shards "
        "and sequence lengths across ranks (bucket or pad); check for CPU contention on its host (other "
        "processes, CPU affinity, fewer DataLoader workers than the others)."});
+}
+
+// Findings about one GPU's own work, as opposed to waiting for the others.
+bool single_gpu_finding(const Finding& f) {
+  return f.id != "exposed-communication" && f.id != "collective-wait" && f.est_speedup;
+}
+
+// Trigger: 2+ ranks, and on the median rank the largest single-GPU finding is worth x1.25 or
+// more. Estimate: that speedup, which every rank gets at once, with no added GPU (more GPUs
+// at best add their share of throughput at the same per-GPU waste, and more communication).
+void add_scale_before_healthy(RankSummary& s, const std::vector<DeviceReport>& devices) {
+  std::vector<std::pair<double, const DeviceReport*>> top;
+  for (const DeviceReport& d : devices) {
+    double best = 1.0;
+    for (const Finding& f : d.findings) {
+      if (single_gpu_finding(f)) best = std::max(best, *f.est_speedup);
+    }
+    top.emplace_back(best, &d);
+  }
+  std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const auto [speedup, median] = top[(top.size() - 1) / 2];
+  if (speedup < 1.25) return;
+  std::vector<std::string> named;
+  for (const Finding& f : median->findings) {
+    if (single_gpu_finding(f) && named.size() < 3) named.push_back(fmt::format("{} x{:.2f}", f.id, *f.est_speedup));
+  }
+  std::string health = fmt::format("busy {:.1f}%", median->busy_pct);
+  if (median->communication) health = fmt::format("busy without communication {:.1f}%", median->communication->busy_without_comm_pct);
+  if (median->mfu_pct) health += fmt::format(", MFU {:.1f}%", *median->mfu_pct);
+  s.findings.push_back(
+      {"scale-before-healthy", severity_for(speedup), "Fix one GPU before adding GPUs",
+       fmt::format("each of the {} ranks wastes its own GPU ({}: {}); its single-GPU findings: {}", devices.size(),
+                   median->source, health, fmt::join(named, ", ")),
+       speedup,
+       fmt::format("Fix {} first (see that rank's findings): the gain applies to every rank at no extra "
+                   "hardware, where more GPUs add at best their share of throughput at the same per-GPU waste "
+                   "and more communication. Profile one rank alone (gpuscope run python train.py) while fixing.",
+                   fmt::join(named, ", "))});
 }
 
 }  // namespace
@@ -109,23 +202,33 @@ RankSummary summarize_ranks(const std::vector<DeviceReport>& devices) {
   RankSummary s;
   s.ranks = static_cast<int64_t>(devices.size());
   s.busy_min_pct = 100;
-  std::vector<double> step_ms;
+  std::vector<const DeviceReport*> with_steps;
+  const DeviceReport* slowest = nullptr;
   for (const auto& d : devices) {
     s.busy_min_pct = std::min(s.busy_min_pct, d.busy_pct);
     s.busy_max_pct = std::max(s.busy_max_pct, d.busy_pct);
+    if (d.communication) {
+      const double b = d.communication->busy_without_comm_pct;
+      s.busy_without_comm_min_pct = std::min(s.busy_without_comm_min_pct.value_or(100.0), b);
+      s.busy_without_comm_max_pct = std::max(s.busy_without_comm_max_pct.value_or(0.0), b);
+    }
     if (!has_steps(d)) continue;
     if (!s.step_max_ms || *d.step_mean_ms > *s.step_max_ms) {
       s.step_max_ms = d.step_mean_ms;
       s.slowest = d.source;
+      slowest = &d;
     }
     if (!s.step_min_ms || *d.step_mean_ms < *s.step_min_ms) s.step_min_ms = d.step_mean_ms;
-    step_ms.push_back(*d.step_mean_ms);
+    with_steps.push_back(&d);
   }
-  if (step_ms.size() >= 2) {
-    std::sort(step_ms.begin(), step_ms.end());
-    step_ms.pop_back();
-    add_straggler(s, step_ms);
+  if (with_steps.size() >= 2) {
+    std::erase(with_steps, slowest);
+    add_straggler(s, *slowest, with_steps);
   }
+  if (devices.size() >= 2) add_scale_before_healthy(s, devices);
+  std::stable_sort(s.findings.begin(), s.findings.end(), [](const Finding& a, const Finding& b) {
+    return a.est_speedup.value_or(1) > b.est_speedup.value_or(1);
+  });
   return s;
 }
 

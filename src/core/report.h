@@ -157,6 +157,39 @@ struct ServingStats {
   std::optional<double> tokens_per_iteration_mean;
 };
 
+// One collective operation's calls on a device (those whose sizes the trace records), with
+// bandwidth as nccl-tests defines it (doc/PERFORMANCE.md there): algbw = bytes / time, busbw =
+// algbw x 2(n-1)/n for all-reduce, (n-1)/n for all-gather, reduce-scatter and all-to-all, 1 for
+// broadcast, reduce, send and recv. Time is the kernel's, waiting for peers included, so both
+// are what the job achieved, a lower bound of what the link can do.
+struct CollectiveStats {
+  std::string op;     // As the trace names it: "allreduce", "allgather", ...
+  std::string dtype;  // "Float", "BFloat16"; "" when not recorded.
+  std::optional<int64_t> group_size;  // Ranks in the group (the largest seen).
+  int64_t count = 0;
+  int64_t ns = 0;                     // Kernel time of the calls.
+  std::optional<uint64_t> bytes;      // Sum of max(in, out) elements x element size.
+  std::optional<double> algbw_gbps;   // bytes / ns (GB/s, 1e9 bytes).
+  std::optional<double> busbw_gbps;   // algbw x the operation's factor for group_size ranks.
+};
+
+// Communication kernels (NCCL/RCCL) on a device, in the window (communication.cpp). Present
+// only when the window holds any.
+struct CommunicationReport {
+  int64_t kernel_ns = 0;  // Union of communication kernels in the window.
+  double pct = 0;         // Of the window.
+  // The share of the window in which a kernel other than communication runs: busy_pct without
+  // the GPUs spinning in collectives (waiting for a peer is not work).
+  double busy_without_comm_pct = 0;
+  // Communication time not overlapped by any other kernel on this GPU.
+  int64_t exposed_ns = 0;
+  double exposed_pct = 0;  // Of the window.
+  // Non-communication kernel time (union) in the window: the compute that could hide it.
+  int64_t compute_ns = 0;
+  std::vector<int64_t> exposed_per_step_ns;  // One per analysed step; empty without steps.
+  std::vector<CollectiveStats> collectives;  // Longest first; empty when no sizes recorded.
+};
+
 struct DeviceReport {
   std::string source;  // Trace file.
   std::optional<int32_t> rank;
@@ -213,6 +246,7 @@ struct DeviceReport {
   std::optional<double> mfu_pct;
   std::optional<double> hfu_pct;
   std::optional<ServingStats> serving;  // Only when the steps are forward passes.
+  std::optional<CommunicationReport> communication;  // Only with communication kernels.
 
   std::vector<Finding> findings;
 };
@@ -220,6 +254,8 @@ struct DeviceReport {
 struct RankSummary {
   int64_t ranks = 0;
   double busy_min_pct = 0, busy_max_pct = 0;
+  // The same without communication kernels, over the ranks that have any.
+  std::optional<double> busy_without_comm_min_pct, busy_without_comm_max_pct;
   std::optional<double> step_min_ms, step_max_ms;
   std::optional<double> step_median_ms;  // Of the ranks other than the slowest.
   std::string slowest;  // Source of the slowest rank.

@@ -41,7 +41,7 @@ TEST(FindingRules, IdsAreUniqueAndEveryRuleIsSet) {
     EXPECT_TRUE(ids.insert(e.id).second) << "duplicate finding id " << e.id;
     EXPECT_NE(e.rule, nullptr) << e.id;
   }
-  EXPECT_EQ(ids.size(), 16u);
+  EXPECT_EQ(ids.size(), 17u);
 }
 
 }  // namespace

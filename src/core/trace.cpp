@@ -40,6 +40,7 @@ void Trace::sort_events() {
   sort_by_time(api_calls);
   sort_by_time(host_events);
   sort_by_time(gpu_annotations);
+  sort_by_time(collectives);
   std::stable_sort(device_samples.begin(), device_samples.end(),
                    [](const DeviceSample& a, const DeviceSample& b) { return a.time_ns < b.time_ns; });
 }

@@ -186,6 +186,18 @@ struct TracingCost {
   double added_ns() const { return traced_launch_ns > plain_launch_ns ? traced_launch_ns - plain_launch_ns : 0.0; }
 };
 
+// A collective's description as the profiler wrote it on a communication kernel (Kineto's
+// "Collective name", "In msg nelems", "Out msg nelems", "dtype", "Group size" args, PyTorch
+// 2.1+). Times are the kernel's; communication.cpp matches it to the kernel by device and start.
+struct CollectiveArgs {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int32_t device = 0;
+  StringId name = 0;   // "allreduce", "allgather", "reduce_scatter", "broadcast", ...
+  StringId dtype = 0;  // "Float", "BFloat16", ...; 0 when absent.
+  std::optional<int64_t> in_nelems, out_nelems, group_size;
+};
+
 struct Step {
   int64_t start_ns = 0;
   int64_t end_ns = 0;
@@ -206,6 +218,7 @@ struct Trace {
   std::vector<ApiCall> api_calls;
   std::vector<HostEvent> host_events;
   std::vector<GpuAnnotation> gpu_annotations;
+  std::vector<CollectiveArgs> collectives;  // Sizes of communication kernels, where recorded.
   std::vector<DeviceSample> device_samples;  // Hardware counters sampled during the trace.
   std::optional<TracingCost> tracing_cost;   // Measured by `gpuscope run`; absent elsewhere.
   std::vector<OpArg> op_args;

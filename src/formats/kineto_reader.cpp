@@ -100,6 +100,9 @@ struct RawEvent {
   std::optional<int64_t> ts_ns, dur_ns;
   std::optional<int64_t> device, stream, correlation, registers, shared_memory, bytes;
   Dim3 grid, block;
+  // A communication kernel's collective (PyTorch 2.1+ writes these on NCCL kernels).
+  std::string_view collective, dtype;
+  std::optional<int64_t> in_nelems, out_nelems, group_size;
   // Shapes: each entry is one argument; rank -1 when not a plain tensor.
   std::vector<std::vector<int64_t>> dims;
   std::vector<int> dims_rank;
@@ -111,6 +114,8 @@ struct RawEvent {
     pid_num = tid_num = ts_ns = dur_ns = std::nullopt;
     device = stream = correlation = registers = shared_memory = bytes = std::nullopt;
     grid = block = Dim3{};
+    collective = dtype = {};
+    in_nelems = out_nelems = group_size = std::nullopt;
     dims_rank.clear();
     types.clear();
     has_shapes = false;
@@ -164,6 +169,15 @@ bool get_int(value v, std::optional<int64_t>& out) {
     return true;
   }
   return false;
+}
+
+// A string arg; anything else leaves `out` empty.
+bool get_text(value v, std::string_view& out) {
+  if (v.get_string().get(out)) {
+    out = {};
+    return false;
+  }
+  return true;
 }
 
 bool get_dim3(value v, Dim3& out) {
@@ -275,6 +289,11 @@ bool parse_args(value v, RawEvent& ev) {
     else if (key == "block") get_dim3(fv, ev.block);
     else if (key == "Input Dims") parse_shapes(fv, ev);
     else if (key == "Input type") parse_types(fv, ev);
+    else if (key == "Collective name") get_text(fv, ev.collective);
+    else if (key == "dtype") get_text(fv, ev.dtype);
+    else if (key == "In msg nelems") get_int(fv, ev.in_nelems);
+    else if (key == "Out msg nelems") get_int(fv, ev.out_nelems);
+    else if (key == "Group size") get_int(fv, ev.group_size);
   }
   return true;
 }
@@ -420,6 +439,20 @@ class EventParser {
     }
   }
 
+  // The collective of an NCCL kernel with a numbered device (a named lane is never one).
+  void add_collective(const Kernel& k) {
+    CollectiveArgs c;
+    c.start_ns = k.start_ns;
+    c.end_ns = k.end_ns;
+    c.device = k.device;
+    c.name = trace_.strings.intern(ev_.collective);
+    if (!ev_.dtype.empty()) c.dtype = trace_.strings.intern(ev_.dtype);
+    c.in_nelems = ev_.in_nelems;
+    c.out_nelems = ev_.out_nelems;
+    c.group_size = ev_.group_size;
+    trace_.collectives.push_back(c);
+  }
+
   void add_event(Category cat, int64_t start, int64_t end) {
     const StringId name = trace_.strings.intern(ev_.name);
     auto corr = [&]() -> std::optional<uint64_t> {
@@ -446,6 +479,7 @@ class EventParser {
         k.correlation = corr();
         trace_.kernels.push_back(k);
         note_named_lanes(Events::kKernels, trace_.kernels.size(), named_gpu, named_stream);
+        if (!ev_.collective.empty() && ev_.device) add_collective(k);
         break;
       }
       case Category::kMemcpy: {

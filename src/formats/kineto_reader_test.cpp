@@ -66,6 +66,28 @@ const char* kSmallTrace = R"json({
   "traceName": "x", "displayTimeUnit": "ms"
 })json";
 
+TEST(KinetoReader, KeepsTheCollectiveOfAnNcclKernel) {
+  const char* json = R"json({"traceEvents": [
+    {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+     "pid": 0, "tid": 7, "ts": 100, "dur": 50, "args": {"device": 1, "stream": 7, "Collective name": "_allgather_base",
+     "In msg nelems": 1024, "Out msg nelems": 8192, "Group size": 8, "dtype": "BFloat16"}},
+    {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 200, "dur": 5,
+     "args": {"device": 1, "Collective name": 7, "In msg nelems": "x"}}]})json";
+  auto t = read_kineto_buffer(json, "nccl");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_EQ(t->kernels.size(), 2u);
+  ASSERT_EQ(t->collectives.size(), 1u);  // A non-string collective name is no collective.
+  const CollectiveArgs& c = t->collectives[0];
+  EXPECT_EQ(t->strings.view(c.name), "_allgather_base");
+  EXPECT_EQ(t->strings.view(c.dtype), "BFloat16");
+  EXPECT_EQ(c.device, 1);
+  EXPECT_EQ(c.start_ns, 100'000);
+  EXPECT_EQ(c.end_ns, 150'000);
+  EXPECT_EQ(c.in_nelems, 1024);
+  EXPECT_EQ(c.out_nelems, 8192);
+  EXPECT_EQ(c.group_size, 8);
+}
+
 TEST(KinetoReader, ReadsEventsDevicesAndRank) {
   auto t = read_kineto_buffer(kSmallTrace, "small");
   ASSERT_TRUE(t.ok()) << t.status().message();

@@ -32,6 +32,27 @@ json findings_json(const std::vector<Finding>& list) {
   return findings;
 }
 
+// Communication kernels (absent without any, which keeps other reports unchanged).
+json communication_json(const CommunicationReport& c) {
+  json collectives = json::array();
+  for (const CollectiveStats& s : c.collectives) {
+    collectives.push_back({{"op", s.op}, {"dtype", s.dtype.empty() ? json(nullptr) : json(s.dtype)},
+                           {"group_size", opt(s.group_size)}, {"count", s.count}, {"us", us(s.ns)},
+                           {"bytes", opt(s.bytes)}, {"algbw_gbps", opt(s.algbw_gbps)},
+                           {"busbw_gbps", opt(s.busbw_gbps)}});
+  }
+  json per_step = json::array();
+  for (int64_t ns : c.exposed_per_step_ns) per_step.push_back(us(ns));
+  return {{"kernel_us", us(c.kernel_ns)},
+          {"pct", c.pct},
+          {"busy_without_comm_pct", c.busy_without_comm_pct},
+          {"compute_us", us(c.compute_ns)},
+          {"exposed_us", us(c.exposed_ns)},
+          {"exposed_pct", c.exposed_pct},
+          {"exposed_per_step_us", per_step},
+          {"collectives", collectives}};
+}
+
 json device_json(const DeviceReport& d) {
   json j;
   j["source"] = d.source;
@@ -134,6 +155,7 @@ json device_json(const DeviceReport& d) {
         {"tokens_per_iteration_mean", opt(d.serving->tokens_per_iteration_mean)},
         {"gpu_ms_per_iteration", d.serving->gpu_ms_per_iteration}};
   }
+  if (d.communication) j["communication"] = communication_json(*d.communication);
 
   j["findings"] = findings_json(d.findings);
   return j;
@@ -154,6 +176,10 @@ std::string report_to_json(const Report& report) {
                   {"step_median_ms", opt(r.step_median_ms)},
                   {"slowest", r.slowest.empty() ? json(nullptr) : json(r.slowest)},
                   {"findings", findings_json(r.findings)}};
+    if (r.busy_without_comm_min_pct) {  // Only when some rank ran communication kernels.
+      j["ranks"]["busy_without_comm_min_pct"] = *r.busy_without_comm_min_pct;
+      j["ranks"]["busy_without_comm_max_pct"] = opt(r.busy_without_comm_max_pct);
+    }
   } else {
     j["ranks"] = nullptr;
   }

@@ -73,6 +73,30 @@ std::vector<Finding> findings_from(const json& arr) {
   return out;
 }
 
+CommunicationReport communication_from(const json& c) {
+  CommunicationReport x;
+  x.kernel_ns = ns_from_us(get<double>(c, "kernel_us"));
+  x.pct = get<double>(c, "pct");
+  x.busy_without_comm_pct = get<double>(c, "busy_without_comm_pct");
+  x.compute_ns = ns_from_us(get<double>(c, "compute_us"));
+  x.exposed_ns = ns_from_us(get<double>(c, "exposed_us"));
+  x.exposed_pct = get<double>(c, "exposed_pct");
+  for (const auto& u : list(c, "exposed_per_step_us")) x.exposed_per_step_ns.push_back(ns_from_us(u.get<double>()));
+  for (const auto& s : list(c, "collectives")) {
+    CollectiveStats y;
+    y.op = get<std::string>(s, "op");
+    y.dtype = get<std::string>(s, "dtype");
+    y.group_size = opt<int64_t>(s, "group_size");
+    y.count = get<int64_t>(s, "count");
+    y.ns = ns_from_us(get<double>(s, "us"));
+    y.bytes = opt<uint64_t>(s, "bytes");
+    y.algbw_gbps = opt<double>(s, "algbw_gbps");
+    y.busbw_gbps = opt<double>(s, "busbw_gbps");
+    x.collectives.push_back(std::move(y));
+  }
+  return x;
+}
+
 DeviceReport device_from(const json& j) {
   DeviceReport d;
   d.source = get<std::string>(j, "source");
@@ -164,6 +188,7 @@ DeviceReport device_from(const json& j) {
   d.peak_basis = get<std::string>(flops, "peak_basis");
   d.mfu_pct = opt<double>(j, "mfu_pct");
   d.hfu_pct = opt<double>(j, "hfu_pct");
+  if (auto it = j.find("communication"); it != j.end() && !it->is_null()) d.communication = communication_from(*it);
   d.findings = findings_from(list(j, "findings"));
   return d;
 }
@@ -211,6 +236,8 @@ StatusOr<Report> report_from_json(std::string_view text) {
       s.step_max_ms = opt<double>(*it, "step_max_ms");
       s.step_median_ms = opt<double>(*it, "step_median_ms");
       s.slowest = get<std::string>(*it, "slowest");
+      s.busy_without_comm_min_pct = opt<double>(*it, "busy_without_comm_min_pct");
+      s.busy_without_comm_max_pct = opt<double>(*it, "busy_without_comm_max_pct");
       s.findings = findings_from(list(*it, "findings"));
       r.ranks = std::move(s);
     }

@@ -80,6 +80,17 @@ Report full_report() {
   r.devices[1].mfu_pct.reset();
   r.devices[1].tracing_cost.reset();
   r.devices[1].untraced_window_est_ns.reset();
+  CommunicationReport comm;
+  comm.kernel_ns = 9'000'001;
+  comm.pct = 7.3;
+  comm.busy_without_comm_pct = 70.25;
+  comm.compute_ns = 80'000'000;
+  comm.exposed_ns = 4'000'002;
+  comm.exposed_pct = 3.2;
+  comm.exposed_per_step_ns = {2'000'001, 2'000'001};
+  comm.collectives = {{"allreduce", "BFloat16", 8, 24, 8'000'000, 123'456'789u, 15.4, 27.0},
+                      {"barrier", "", std::nullopt, 2, 1'000'001, std::nullopt, std::nullopt, std::nullopt}};
+  r.devices[0].communication = comm;
   RankSummary s;
   s.ranks = 2;
   s.busy_min_pct = 80;
@@ -88,6 +99,8 @@ Report full_report() {
   s.step_max_ms = 61.7;
   s.step_median_ms = 60;
   s.slowest = "rank1.json.gz";
+  s.busy_without_comm_min_pct = 70.25;
+  s.busy_without_comm_max_pct = 70.25;
   Finding straggler = f;
   straggler.id = "straggler";
   straggler.severity = Severity::kMedium;
@@ -114,6 +127,12 @@ TEST(ReportJsonReader, RoundTripsEveryField) {
   EXPECT_FALSE(back->devices[1].mfu_pct.has_value());
   EXPECT_FALSE(back->devices[1].tracing_cost.has_value());
   EXPECT_EQ(back->ranks->findings[0].severity, Severity::kMedium);
+  ASSERT_TRUE(d.communication);
+  EXPECT_EQ(d.communication->exposed_ns, 4'000'002);
+  EXPECT_EQ(d.communication->collectives[0].bytes, 123'456'789u);
+  EXPECT_FALSE(d.communication->collectives[1].busbw_gbps);
+  EXPECT_FALSE(back->devices[1].communication);
+  EXPECT_EQ(back->ranks->busy_without_comm_min_pct, 70.25);
 }
 
 // report_to_json's output on the recorded traces (testdata/pytorch, with and without a model)

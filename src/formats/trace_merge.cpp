@@ -9,10 +9,10 @@ namespace {
 // by several threads would lose it: these sizes make that a compile error, not a silent
 // difference between `--threads 1` and the default (parallel_reader_test checks the rest).
 // (Sizes under libstdc++ on x86-64, what Debian builds with.)
-static_assert(sizeof(Trace) == 536, "a member was added to Trace: append it in append_events if it holds events");
+static_assert(sizeof(Trace) == 560, "a member was added to Trace: append it in append_events if it holds events");
 static_assert(sizeof(Kernel) == 88 && sizeof(Memcpy) == 64 && sizeof(Memset) == 56 && sizeof(ApiCall) == 48 &&
                   sizeof(HostEvent) == 48 && sizeof(GpuAnnotation) == 24 && sizeof(OpArg) == 12 &&
-                  sizeof(Matmul) == 40,
+                  sizeof(CollectiveArgs) == 80,
               "an event type changed: update append_events");
 
 template <typename T>
@@ -69,6 +69,11 @@ void append_events(Trace& into, const Trace& batch, const std::vector<NamedLane>
   const size_t annotations = append(into.gpu_annotations, batch.gpu_annotations);
   for (size_t i = annotations; i < into.gpu_annotations.size(); ++i) {
     into.gpu_annotations[i].name = ids[into.gpu_annotations[i].name];
+  }
+  // Collectives: only on numbered devices (the reader keeps none on a named lane).
+  for (size_t i = append(into.collectives, batch.collectives); i < into.collectives.size(); ++i) {
+    into.collectives[i].name = ids[into.collectives[i].name];
+    into.collectives[i].dtype = ids[into.collectives[i].dtype];
   }
 
   using E = NamedLane::Events;
