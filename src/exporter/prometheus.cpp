@@ -6,6 +6,7 @@
 
 #include <fmt/core.h>
 
+#include "exporter/exposition_text.h"
 #include "exporter/prometheus_health.h"
 #include "nvml/process_identity.h"
 #include "nvml/sample_fields.h"
@@ -22,19 +23,7 @@ struct Family {
   const char* help;
 };
 
-void header(std::string& out, const Family& f) {
-  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", f.name, f.help, f.name, f.type);
-}
-
-void value_line(std::string& out, const char* name, const std::string& labels, double v) {
-  if (std::isnan(v)) return;
-  out += name;
-  out += '{';
-  out += labels;
-  out += "} ";
-  out += fmt::format("{}", v);
-  out += '\n';
-}
+void header(std::string& out, const Family& f) { family_header(out, f.name, f.type, f.help); }
 
 std::string device_labels(const DeviceInfo& d) {
   std::string l = fmt::format("gpu=\"{}\",uuid=\"{}\",model=\"{}\"", d.index,

@@ -7,13 +7,14 @@
 #include <fmt/core.h>
 
 #include "core/device_health.h"
+#include "exporter/exposition_text.h"
 
 namespace gpuscope::exporter {
 
 namespace {
 
 // One family: its HELP and TYPE lines are written before its first series, so a family
-// without any reading leaves no trace. The same text format as prometheus.cpp's writers.
+// without any reading leaves no trace. Lines from exposition_text.h, as prometheus.cpp's.
 class Family {
  public:
   Family(std::string& out, const char* name, const char* type, const char* help)
@@ -21,10 +22,10 @@ class Family {
   void add(const std::string& labels, double v) {
     if (std::isnan(v)) return;
     if (!started_) {
-      out_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name_, help_, name_, type_);
+      family_header(out_, name_, type_, help_);
       started_ = true;
     }
-    out_ += fmt::format("{}{{{}}} {}\n", name_, labels, v);
+    value_line(out_, name_, labels, v);
   }
   template <typename T>
   void add(const std::string& labels, const std::optional<T>& v) {
