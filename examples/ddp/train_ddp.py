@@ -46,6 +46,8 @@ def parse_args(argv=None):
     p.add_argument("--straggler-rank", type=int, default=1, help="which rank straggles (default 1)")
     p.add_argument("--straggler-ms", type=float, default=50.0, help="its host work per step (default 50)")
     p.add_argument("--peak-tflops", type=float, default=989.4, help="dense bf16 peak per GPU")
+    p.add_argument("--backend", choices=["nccl", "gloo"], default="nccl",
+                   help="gloo lets several ranks share one GPU (a smoke test, not a benchmark)")
     p.add_argument("--profile", metavar="PREFIX", help="write PREFIX.rank<N>.json.gz profiler traces")
     p.add_argument("--profile-steps", type=int, default=5)
     a = p.parse_args(argv)
@@ -105,9 +107,9 @@ def main(argv=None):
     import torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    dist.init_process_group("nccl")
+    dist.init_process_group(args.backend)
     rank, world = dist.get_rank(), dist.get_world_size()
-    local = int(os.environ.get("LOCAL_RANK", rank))
+    local = int(os.environ.get("LOCAL_RANK", rank)) % max(1, torch.cuda.device_count())
     torch.cuda.set_device(local)
     dev = torch.device("cuda", local)
     torch.manual_seed(0)

@@ -31,6 +31,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 DEV = "cuda"
+ARGS = argparse.Namespace(workers=8, attn_seq=2048, attn_heads=16, attn_dmodel=1024)  # main() sets these
 
 
 def mlp(d, layers, act=nn.GELU):
@@ -77,7 +78,7 @@ def case_dataloader(fixed):
     d, rows, items = 4096, 256, 16  # batches of 16 chunks of 256 rows
     model = nn.Sequential(mlp(d, 8), nn.Linear(d, 10)).to(DEV)
     opt = torch.optim.AdamW(model.parameters(), fused=True)
-    kw = dict(num_workers=8, pin_memory=True, prefetch_factor=4, persistent_workers=True) if fixed else {}
+    kw = dict(num_workers=ARGS.workers, pin_memory=True, prefetch_factor=4, persistent_workers=True) if fixed else {}
     it = iter(torch.utils.data.DataLoader(Chunks(rows, d), batch_size=items, collate_fn=concat, **kw))
 
     def step():
@@ -227,9 +228,10 @@ class Attention(nn.Module):
 
 
 def case_attention(fixed):
-    model = nn.Sequential(*[Attention(1024, 16, fixed) for _ in range(4)]).to(DEV)
+    d, heads, seq = ARGS.attn_dmodel, ARGS.attn_heads, ARGS.attn_seq
+    model = nn.Sequential(*[Attention(d, heads, fixed) for _ in range(4)]).to(DEV)
     opt = torch.optim.AdamW(model.parameters(), fused=True)
-    x = torch.randn(8, 2048, 1024, device=DEV)
+    x = torch.randn(8 * 2048 // seq, seq, d, device=DEV)  # 16,384 tokens a step at any length
 
     return lambda: train_step(model, opt, x)
 
@@ -255,7 +257,12 @@ def main():
     p.add_argument("--steps", type=int, default=30, help="timed steps")
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--chunks", type=int, default=3, help="timing chunks (median of their mean step)")
+    p.add_argument("--workers", type=int, default=8, help="dataloader --fixed: loader worker processes")
+    p.add_argument("--attn-seq", type=int, default=2048, help="attention: sequence length (divides 16384)")
+    p.add_argument("--attn-heads", type=int, default=16, help="attention: heads")
+    p.add_argument("--attn-dmodel", type=int, default=1024, help="attention: model width")
     a = p.parse_args()
+    ARGS.__dict__.update(vars(a))
     torch.manual_seed(0)
     step = CASES[a.case](a.fixed)
     for _ in range(a.warmup):
