@@ -103,6 +103,23 @@ TEST(Analysis, LaunchBoundLoopOfTinyKernels) {
   EXPECT_EQ(r.findings.front().id, "launch-bound");
 }
 
+// Kernels submitted long before they could run (here every launch call returns at t=0; the
+// GPU runs them 100 us apart, e.g. each waits on another stream's event or another process):
+// the GPU was not waiting for the host to launch. The first 50 us after each launch call's
+// end are still attributed by the host's state; the rest of each gap is `queued`.
+TEST(Analysis, IdleWithTheNextKernelAlreadySubmittedIsQueuedNotLaunch) {
+  TraceBuilder b;
+  for (int i = 0; i < 20; ++i) b.kernel(100.0 + i * 100, 110.0 + i * 100, "vectorized_elementwise_kernel", 1000, 0, 7, 0, 2);
+  const auto r = only(b.build());
+  const double queued = cause(r, "queued").pct;
+  EXPECT_GT(queued, 85.0);
+  EXPECT_LT(cause(r, "launch").pct, 1.0);
+  EXPECT_NEAR(idle_sum_pct(r), r.idle_pct, 1e-9);
+  EXPECT_TRUE(std::none_of(r.findings.begin(), r.findings.end(), [](const Finding& f) {
+    return f.id == "launch-bound" || f.id == "host-bound";
+  }));
+}
+
 Trace launch_bound_steps();
 
 TEST(Analysis, LaunchBoundEvidenceGivesTheFixedStepTime) {
