@@ -152,6 +152,13 @@ uint16_t host_event_flags(std::string_view name) {
   for (auto p : kInput) {
     if (contains_ci(name, p)) f |= kHostInput;
   }
+  // A range the program itself names for its input, as a whole name: "input" inside a name is
+  // too common in model code (input_layernorm, inputs_embeds) to count.
+  static constexpr std::array<std::string_view, 6> kInputNames = {"input", "data", "get_batch", "load_data",
+                                                                 "input_pipeline", "data_loading"};
+  for (auto p : kInputNames) {
+    if (name.size() == p.size() && contains_ci(name, p)) f |= kHostInput;
+  }
   static constexpr std::array<std::string_view, 8> kCollective = {
       "nccl", "c10d::", "allreduce", "all_reduce", "allgather", "all_gather", "reduce_scatter",
       "record_param_comms"};

@@ -259,6 +259,18 @@ Trace random_trace(std::mt19937& rng) {
   return b.build();
 }
 
+// Data loading by name: PyTorch's and common loader names anywhere in a name, a program's own
+// input range by its whole name only.
+TEST(HostIndex, InputRangesByName) {
+  for (std::string_view n : {"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "input", "Input",
+                             "data", "load_batch", "get_batch"}) {
+    EXPECT_TRUE(host_event_flags(n) & kHostInput) << n;
+  }
+  for (std::string_view n : {"input_layernorm", "aten::embedding", "inputs_embeds", "metadata", "step"}) {
+    EXPECT_FALSE(host_event_flags(n) & kHostInput) << n;
+  }
+}
+
 TEST(HostIndex, MatchesTheReferenceOnRandomTraces) {
   std::mt19937 rng(20261201);
   int nonempty = 0;
