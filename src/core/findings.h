@@ -61,10 +61,11 @@ std::optional<Finding> precision_fp32(const FindingContext& f);
 std::optional<Finding> optimizer_unfused(const FindingContext& f);
 // The optimizer finding's trigger (launch-bound leaves the optimizer's launch gaps to it).
 bool optimizer_unfused_fires(const FindingContext& f);
-// The attention finding's trigger (kernel-fusion leaves the score passes' chains to it).
-bool attention_unfused_fires(const FindingContext& f);
 std::optional<Finding> kernel_fusion(const FindingContext& f);
+// The attention rule (findings_attention.cpp) and its trigger (kernel-fusion leaves the score
+// passes' chains to it).
 std::optional<Finding> attention_unfused(const FindingContext& f);
+bool attention_unfused_fires(const FindingContext& f);
 std::optional<Finding> small_grid(const FindingContext& f);
 std::optional<Finding> low_occupancy(const FindingContext& f);
 

@@ -1,7 +1,6 @@
 // The findings about kernels themselves (precision, fusion, grid sizes, occupancy). Each rule's
 // comment gives its trigger and its estimate; docs/design.md, "Findings", has them all.
 #include <algorithm>
-#include <map>
 #include <cmath>
 
 #include <fmt/core.h>
@@ -216,77 +215,6 @@ std::optional<Finding> kernel_fusion(const FindingContext& f) {
                               chains.size(), chain, top.occurrences, top.pct),
                   f.speedup_removing(static_cast<double>(fusion_saving)),
                   advice + " Estimate assumes a fused chain of k kernels costs one kernel's time.");
-}
-
-namespace {
-// The score-matrix passes of attention written out: runs of consecutive memory-bound kernels
-// (and device-side copies and fills) on one stream that contain a plain softmax (scale, mask, softmax, its backward, dropout all
-// read and write the B x H x T x T scores), and the fused attention kernels' time.
-struct ScorePasses {
-  double ns = 0, fused_ns = 0;
-  int64_t softmax_count = 0;
-};
-ScorePasses score_passes(const FindingContext& f) {
-  ScorePasses out;
-  const auto& kernels = f.device.kernels;
-  std::map<int32_t, std::vector<size_t>> by_stream;
-  for (size_t i = 0; i < kernels.size(); ++i) {
-    if (f.categories[i] == KernelCategory::kAttention) out.fused_ns += duration(kernels[i]);
-    by_stream[kernels[i]->stream].push_back(i);
-  }
-  // is_plain_softmax lower-cases the name: asked once per distinct name, not per kernel.
-  std::map<StringId, bool> plain_softmax;
-  auto is_softmax = [&](StringId name) {
-    auto [it, added] = plain_softmax.try_emplace(name, false);
-    if (added) it->second = is_plain_softmax(f.device.trace.strings.view(name));
-    return it->second;
-  };
-  for (const auto& [stream, idx] : by_stream) {
-    for (size_t i = 0; i < idx.size();) {
-      size_t j = i;
-      double run_ns = 0;
-      int64_t softmaxes = 0;
-      while (j < idx.size() && (is_memory_bound(f.categories[idx[j]]) || f.categories[idx[j]] == KernelCategory::kCopySet)) {
-        run_ns += duration(kernels[idx[j]]);
-        if (is_softmax(kernels[idx[j]]->name)) ++softmaxes;
-        ++j;
-      }
-      if (softmaxes > 0) {
-        out.ns += run_ns;
-        out.softmax_count += softmaxes;
-      }
-      i = std::max(j, i + 1);
-    }
-  }
-  return out;
-}
-
-bool attention_fires(const FindingContext& f, const ScorePasses& p) {
-  return p.softmax_count > 0 && p.ns > 0.02 * f.window_ns() && p.fused_ns < p.ns;
-}
-}  // namespace
-
-bool attention_unfused_fires(const FindingContext& f) { return attention_fires(f, score_passes(f)); }
-
-// Materialised attention: plain softmax kernels (manual q·kᵀ → softmax → ·v) where a fused
-// attention kernel would keep the score matrix on chip. Trigger: the score-matrix passes take
-// over 2% of the window, and fused attention kernels take less time than them (else the
-// softmax is something else). Estimate: the score-matrix passes disappear (a fused kernel
-// keeps the scores on chip); the score GEMMs are assumed to cost the same inside it.
-std::optional<Finding> attention_unfused(const FindingContext& f) {
-  const ScorePasses p = score_passes(f);
-  if (!attention_fires(f, p)) return std::nullopt;
-  return proposal(
-      "Attention materialises its score matrix",
-      fmt::format("{:.0f} softmax kernels per step; the passes over the attention scores around them (scale, "
-                  "mask, softmax, backward) take {:.1f}% of the window: the scores make round trips through "
-                  "memory instead of staying in a fused kernel",
-                  static_cast<double>(p.softmax_count) / f.steps(), pct(p.ns, f.window_ns())),
-      f.speedup_removing(p.ns),
-      "Use fused attention: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True) "
-      "(FlashAttention / cuDNN backends) instead of q @ k.transpose(-2, -1), softmax and @ v. Estimate: "
-      "the passes over the scores disappear; the score GEMMs are assumed to cost the same inside the fused "
-      "kernel (it also skips masked causal blocks, which is not counted).");
 }
 
 // Trigger: over 10% of kernel time is SM capacity left idle by grids with fewer blocks than
