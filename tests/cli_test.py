@@ -633,6 +633,16 @@ class PyZoo(unittest.TestCase):
                 if f["id"] == planted:
                     self.assertLess(f["est_speedup"], 1.15, case)
 
+    def test_dataloader_estimate_states_the_single_thread_bound(self):
+        # Recorded with this session's bootstrap (device call s8_b): the main process built
+        # batches with 16 torch threads, so 8 one-thread workers may be up to 16x slower each
+        # (bench/dataloader_probe.py measured 90 ms per batch there, 441 ms on one thread).
+        d = self.report("dataloader_threads")
+        f = d["findings"][0]
+        self.assertEqual(f["id"], "input-bound")
+        self.assertIn("upper bound here: the main process built batches with 16 torch threads", f["recommendation"])
+        self.assertIn("8 workers give no gain (est.)", f["recommendation"])
+
     def test_healthy_control_has_nothing_to_fix(self):
         for name in ("healthy", "healthy_fixed"):
             for f in self.report(name)["findings"]:
