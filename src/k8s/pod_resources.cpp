@@ -32,9 +32,9 @@ std::string PodResourcesCache::ensure_client() {
     } else {
       client_error_ = fmt::format(
           "warning: kubelet pod-resources client: {}; serving without pod, namespace and container "
-          "labels (install {} beside gpuscope's other libraries, lib/gpuscope, or set GPUSCOPE_LIB_DIR to "
-          "its folder; --pod-resources-socket none stops asking)",
-          loaded.status().message(), kPodResourcesModule);
+          "labels (it is installed with gpuscope in lib/gpuscope, beside the injection libraries: reinstall, "
+          "or set GPUSCOPE_LIB_DIR to its folder; --pod-resources-socket none stops asking)",
+          loaded.status().message());
     }
   }
   return client_error_;

@@ -2,6 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <filesystem>
+#include <vector>
+
 #include <fmt/core.h>
 #include <fmt/format.h>
 
@@ -14,8 +17,9 @@ StatusOr<std::unique_ptr<PodResourcesClient>> load_pod_resources_client(const st
   if (path.empty()) {
     path = platform::find_library(kPodResourcesModule);
     if (path.empty()) {
-      return Status::error(fmt::format("{} not found (looked in {})", kPodResourcesModule,
-                                       fmt::join(platform::library_dirs(), ", ")));
+      std::vector<std::string> looked;
+      for (const auto& d : platform::library_dirs()) looked.push_back(std::filesystem::path(d).lexically_normal());
+      return Status::error(fmt::format("{} not found (looked in {})", kPodResourcesModule, fmt::join(looked, ", ")));
     }
   }
   // RTLD_NOW: a missing symbol fails here, not in the refresh thread later. RTLD_LOCAL: gRPC's
