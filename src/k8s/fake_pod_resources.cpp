@@ -70,12 +70,13 @@ FakePodResourcesServer::FakePodResourcesServer(std::vector<FakePod> pods) {
 }
 
 void FakePodResourcesServer::stop() {
+  // The socket goes first, so a client sees it gone, not a dying server refusing calls.
+  unlink(socket_path_.c_str());
   if (pid_ > 0) {
     kill(pid_, SIGTERM);
     waitpid(pid_, nullptr, 0);
     pid_ = 0;
   }
-  unlink(socket_path_.c_str());
 }
 
 void FakePodResourcesServer::remove_dir() {
