@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
 """End-to-end tests of the gpuscope command line: exit codes, one-line errors, JSON schema,
 colour rules. Usage: tests/cli_test.py GPUSCOPE_BINARY"""
+import fcntl
+import glob
 import gzip
 import json
 import os
+import pty
+import re
+import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import unittest
 
 BIN = None
@@ -762,6 +768,75 @@ class ExportAndCsv(unittest.TestCase):
         r = run("analyze", "--csv", "nope", TRACE)
         self.assertEqual(r.returncode, 2)
         self.assertIn("steps, kernels or idle", r.stderr)
+
+
+class HelpFitsTheScreen(unittest.TestCase):
+    """--help of the top level and every command (src/cli/help_format.h): within 80 columns
+    when piped; within a narrower terminal's width (only example lines and single words wider
+    than it stick out); never wider than 80 on a wide terminal. The commands are the ones
+    --help lists, checked against those the sources register; help_format_test checks that
+    every option is named."""
+
+    def commands(self):
+        listed, in_list = [], False
+        for line in run("--help").stdout.splitlines():
+            if line == "Subcommands:":
+                in_list = True
+            elif in_list and not line:
+                break
+            elif in_list and line.startswith("  ") and line[2] != " ":
+                listed.append(line.split()[0])
+        registered = set()
+        for path in glob.glob(os.path.join(ROOT, "src", "cli", "cmd_*.cpp")):
+            with open(path) as f:
+                registered |= set(re.findall(
+                    r'CommandRegistration\s+\w+[({]+\s*(?:CommandSpec\s*\{)?\s*"([a-z-]+)"', f.read()))
+        self.assertGreaterEqual(len(registered), 7)
+        self.assertEqual(sorted(listed), sorted(registered))
+        return listed
+
+    def help_on_terminal(self, args, columns):
+        """stdout and stderr on a pseudo-terminal `columns` wide."""
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+        p = subprocess.Popen([BIN, *args, "--help"], stdout=slave, stderr=slave, stdin=subprocess.DEVNULL)
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.close(master)
+        self.assertEqual(p.wait(timeout=60), 0)
+        return out.decode().replace("\r\n", "\n")
+
+    def test_piped_help_within_80_columns(self):
+        for args in [[], *[[c] for c in self.commands()]]:
+            r = run(*args, "--help")
+            self.assertEqual(r.returncode, 0, args)
+            self.assertIn("Usage: gpuscope", r.stdout)
+            for line in r.stdout.splitlines():
+                self.assertLessEqual(len(line), 80, f"{args}: {line}")
+            self.assertEqual(r.stdout, run(*args, "--help").stdout)  # same every time
+        self.assertIn("Examples:", run("analyze", "--help").stdout)
+
+    def test_narrow_terminal_wraps_to_its_width(self):
+        for args in [[], *[[c] for c in self.commands()]]:
+            piped = run(*args, "--help").stdout.splitlines()
+            narrow = self.help_on_terminal(args, 60)
+            self.assertNotEqual(narrow.splitlines(), piped, args)
+            for line in narrow.splitlines():
+                if len(line) > 60:  # only an example kept as written, or one word never cut
+                    example = line.startswith("  ") and line in piped
+                    self.assertTrue(example or " " not in line.strip(), f"{args}: {line}")
+
+    def test_wide_terminal_still_80(self):
+        wide = self.help_on_terminal(["analyze"], 200)
+        self.assertEqual(wide.splitlines(), run("analyze", "--help").stdout.splitlines())
 
 
 if __name__ == "__main__":

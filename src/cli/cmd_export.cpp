@@ -189,6 +189,12 @@ CommandRegistration kExport({
       app.add_option("--max-inflate", options->max_inflate,
                      "Most bytes a compressed input may expand to, e.g. 16G (default: 100x the compressed size "
                      "for JSON, 32x for captures, at least 256M, bounded by memory; env GPUSCOPE_MAX_INFLATE)");
+      app.footer(
+          "Examples:\n"
+          "  gpuscope export --perfetto trace.perfetto.json trace.json.gz\n"
+          "  gpuscope export --perfetto steps.json.gz --steps 10:12 trace.json.gz\n"
+          "  gpuscope export --perfetto run.json.gz --from 2000 --to 2500 run.gpuscope\n\n"
+          "Open the output in ui.perfetto.dev.");
       return [options]() { return run_export(*options); };
     },
 });

@@ -255,6 +255,11 @@ const CommandRegistration kMonitor{CommandSpec{
       app.add_option("--output,-o", o->output, "Write to FILE instead of stdout");
       app.add_option("--record", o->record,
                      "Also write the raw NVML readings as a fixture for the fake NVML (tests)");
+      app.footer(
+          "Examples:\n"
+          "  gpuscope monitor -o gpus.jsonl               # every second, until Ctrl-C\n"
+          "  gpuscope monitor --format csv --interval 500ms --duration 10m > gpus.csv\n"
+          "  gpuscope monitor --idle-after 5m | grep '\"type\":\"signal\"'");
       return [o] { return run_monitor(*o); };
     }}};
 

@@ -77,14 +77,14 @@ const CommandRegistration kServe{CommandSpec{
       app.add_flag("--dcgm-compat", o->dcgm_compat,
                    "Also emit dcgm-exporter names (DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_DEV_GPU_UTIL, ...)");
       app.add_option("--pod-resources-socket", o->pod_resources_socket,
-                     "The kubelet's pod-resources socket, read every 10 s for pod, namespace and "
+                     "The kubelet's pod-resources socket, read every 10s for pod, namespace and "
                      "container labels (no socket: no such labels); none: never ask")
           ->capture_default_str();
       app.footer(
           "\nExamples:\n"
-          "  gpuscope serve                              # 127.0.0.1:9464, this host only\n"
-          "  gpuscope serve --listen :9464 --dcgm-compat # every interface; dcgm-exporter names too\n"
-          "  curl -s localhost:9464/metrics | grep gpuscope_sm_active_ratio\n"
+          "  gpuscope serve                               # 127.0.0.1:9464, this host only\n"
+          "  gpuscope serve --listen :9464 --dcgm-compat  # all interfaces, DCGM names too\n"
+          "  curl -s localhost:9464/metrics | grep gpuscope_sm_active_ratio\n\n"
           "In a Kubernetes pod, GPUs and processes get pod, namespace and container labels from\n"
           "the kubelet's socket (mounted by deploy/kubernetes); without it, none (said once).");
       return [o] { return run_serve(*o); };

@@ -170,7 +170,7 @@ const CommandRegistration kTop{CommandSpec{
           "  gpuscope top --count 1 > snapshot.txt     # one frame as plain text\n\n"
           "Fits the terminal: at 80x24 narrower columns are dropped in a fixed order (temperature, power,\n"
           "occupancy, DRAM, name, memory, tensor), never cut; GPU, utilization and SM active stay.\n"
-          "Under each GPU: utilization beside SM active over the last samples (sparklines).\n"
+          "Under each GPU: utilization beside SM active over the last samples (sparklines).\n\n"
           "Keys: q quits, s changes the sort order.");
       return [o] { return run_top(*o); };
     }}};

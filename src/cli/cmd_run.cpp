@@ -268,7 +268,7 @@ CommandRegistration kRun({
       app.add_flag("--no-report", options->no_report, "Only write the capture(s)");
       app.add_flag("--no-calibrate", options->no_calibrate,
                    "Do not measure what tracing adds to each kernel launch on this host (gpuscope-calibrate, about "
-                   "2 s in all, before and after the program); without it, launch-bound speedups are "
+                   "2s in all, before and after the program); without it, launch-bound speedups are "
                    "ratios to the slower traced step");
       app.add_option("--steps", options->steps,
                      "Trace only N steps, then detach CUPTI so the rest of the run pays nothing for "
@@ -284,8 +284,8 @@ CommandRegistration kRun({
       app.footer(
           "Examples:\n"
           "  gpuscope run -- python train.py --epochs 1\n"
-          "  gpuscope run --steps 20 -- python serve.py     # 20 steps after 5 warm-up, then untraced\n"
-          "  gpuscope run --after 60s --for 10s -- ./server # a 10 s window of a long run\n"
+          "  gpuscope run --steps 20 -- python serve.py      # 20 steps, after 5 warm-up\n"
+          "  gpuscope run --after 60s --for 10s -- ./server  # a 10s window of a long run\n\n"
           "Every process of the program that uses CUDA is traced (CUPTI kernels, copies, API "
           "calls, NVTX ranges, cuBLAS GEMM shapes). gpuscope exits with the program's exit code.");
       return [options]() { return run_command(*options, options->command); };

@@ -1,10 +1,12 @@
 // Subcommand registry: each front end (analyze, top, monitor, serve, run, export) lives in its
 // own cmd_*.cpp, compiled straight into the gpuscope executable, and registers itself here
-// with a static CommandRegistration. main.cpp knows none of them by name.
+// with a static CommandRegistration. main.cpp and command.cpp know none of them by name.
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -28,5 +30,14 @@ std::vector<CommandSpec>& command_registry();
 struct CommandRegistration {
   explicit CommandRegistration(CommandSpec spec) { command_registry().push_back(std::move(spec)); }
 };
+
+// The whole command line (command.cpp): the top-level App with every registered subcommand in
+// `order`, and the help formatter (help_format.h) on all of them. Each action runs when its
+// App was parsed.
+struct CommandLine {
+  std::unique_ptr<CLI::App> app;
+  std::vector<std::pair<CLI::App*, std::function<int()>>> actions;
+};
+CommandLine build_command_line();
 
 }  // namespace gpuscope::cli

@@ -31,7 +31,7 @@ std::string ms(int64_t ns) { return fmt::format("{:.2f} ms", static_cast<double>
 // starves the GPU) first, then the others; a cause not named here follows in table order.
 constexpr IdleCauseId kLegendOrder[] = {IdleCauseId::kInput,  IdleCauseId::kSync,       IdleCauseId::kMemcpy,
                                         IdleCauseId::kAlloc,  IdleCauseId::kLaunch,     IdleCauseId::kCollective,
-                                        IdleCauseId::kOther};
+                                        IdleCauseId::kQueued, IdleCauseId::kOther};
 
 bool is_loop_cause_letter(char c) {
   return c == idle_cause_letter(IdleCauseId::kInput) || c == idle_cause_letter(IdleCauseId::kSync);

@@ -25,6 +25,12 @@ std::string terminal_safe(std::string_view text) {
   return out;
 }
 
+size_t display_width(std::string_view text) {
+  size_t n = 0;
+  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return n;
+}
+
 std::string clip(std::string_view raw, size_t n) {
   const std::string shown = terminal_safe(raw);
   std::string_view s = shown;

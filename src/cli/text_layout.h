@@ -34,6 +34,9 @@ std::string terminal_safe(std::string_view text);
 // At most n bytes of terminal_safe(s), "..." marking a cut; never cuts inside a UTF-8 character.
 std::string clip(std::string_view s, size_t n);
 
+// Characters (code points) in valid UTF-8 text: its columns on a terminal (no wide characters).
+size_t display_width(std::string_view text);
+
 // Word-wraps terminal_safe(text) to `width` columns, each line prefixed by `indent`.
 std::string wrap_text(std::string_view text, size_t width, std::string_view indent);
 

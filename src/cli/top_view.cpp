@@ -300,12 +300,6 @@ std::string sparkline(const std::deque<std::optional<double>>& values, size_t n)
   return out;
 }
 
-size_t display_width(std::string_view text) {
-  size_t n = 0;
-  for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  return n;
-}
-
 std::vector<TopLine> render_top(const TopInput& in, size_t width, size_t height) {
   width = std::max<size_t>(width, 40);
   const std::vector<size_t> order = gpu_order(in);

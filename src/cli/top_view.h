@@ -29,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/text_layout.h"  // display_width
 #include "core/signals.h"
 #include "nvml/sampler.h"
 
@@ -58,9 +59,6 @@ class TopHistory {
 // The last `n` readings as a sparkline of exactly n characters, oldest first, padded on the
 // right with spaces while fewer were taken (it fills, then scrolls left).
 std::string sparkline(const std::deque<std::optional<double>>& values, size_t n);
-
-// Characters (code points) in valid UTF-8 text.
-size_t display_width(std::string_view text);
 
 struct TopLine {
   std::string text;

@@ -87,6 +87,25 @@ std::optional<Finding> allocation(const FindingContext& f) {
 // The worker count the input finding recommends and its estimate assumes.
 constexpr double kLoaderWorkers = 8;
 
+// The Python bootstrap's mark at the first batch built in the main process:
+// "gpuscope.host#cpus=16,torch_threads=16". Torch's intra-op threads there; 0 without the mark.
+int loader_torch_threads(const Trace& t) {
+  constexpr std::string_view kPrefix = "gpuscope.host#";
+  for (StringId id = 0; id < t.strings.size(); ++id) {
+    const std::string_view s = t.strings.view(id);
+    if (!s.starts_with(kPrefix)) continue;
+    const size_t at = s.find("torch_threads=");
+    if (at == std::string_view::npos) continue;
+    int threads = 0;
+    for (char c : s.substr(at + 14)) {
+      if (c < '0' || c > '9' || threads > 100000) break;
+      threads = threads * 10 + (c - '0');
+    }
+    return threads;
+  }
+  return 0;
+}
+
 std::optional<Finding> input_bound(const FindingContext& f) {
   const IdleCause* c = idle_trigger(f, IdleCauseId::kInput);
   if (!c) return std::nullopt;
@@ -97,6 +116,19 @@ std::optional<Finding> input_bound(const FindingContext& f) {
   const double input = static_cast<double>(c->ns - c->tracing_ns.value_or(0));
   const double fixed = std::max(base - input, input / kLoaderWorkers);
   std::string ev = idle_evidence(f, *c);
+  // Workers run torch ops on one thread each: where the main process had T intra-op threads,
+  // a batch may take up to T times longer in a worker. Stated as the other end of the range.
+  const int threads = loader_torch_threads(f.device.trace);
+  std::string caveat = "each as fast as the main process";
+  if (threads > 1) {
+    const double slow = std::max(base - input, input * threads / kLoaderWorkers);
+    caveat = fmt::format(
+        "each as fast as the main process; that is an upper bound here: the main process built batches "
+        "with {} torch threads and workers use one each, so a worker may take up to {}x as long, and then "
+        "8 workers give {} (est.). Time one batch with torch.set_num_threads(1) to know which",
+        threads, threads,
+        slow >= base ? std::string("no gain") : fmt::format("about x{:.2f}", f.speedup_removing(base - slow)));
+  }
   if (fixed > base - input) {
     ev += fmt::format("; with {:.0f} loader workers the step would take about {} (est.), hiding the input "
                       "entirely about {}",
@@ -107,10 +139,11 @@ std::optional<Finding> input_bound(const FindingContext& f) {
                       kLoaderWorkers, fmt_ms(static_cast<int64_t>(fixed / f.steps())));
   }
   return proposal("The GPU waits for the host to prepare input", std::move(ev), f.speedup_removing(base - fixed),
-                  "Prepare batches off the training loop: DataLoader(num_workers=8 (up to the CPU cores per GPU), "
-                  "pin_memory=True, prefetch_factor=2+, persistent_workers=True) and .to(device, non_blocking=True); "
-                  "move CPU preprocessing into the workers or onto the GPU. Estimate assumes 8 workers, each as fast "
-                  "as the main process.");
+                  fmt::format("Prepare batches off the training loop: DataLoader(num_workers=8 (up to the CPU "
+                              "cores per GPU), pin_memory=True, prefetch_factor=2+, persistent_workers=True) and "
+                              ".to(device, non_blocking=True); move CPU preprocessing into the workers or onto the "
+                              "GPU. Estimate assumes 8 workers, {}.",
+                              caveat));
 }
 
 std::optional<Finding> host_bound(const FindingContext& f) {

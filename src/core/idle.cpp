@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <unordered_map>
 #include <utility>
 
@@ -114,6 +115,22 @@ double gap_tracing_ns(const DeviceContext& ctx, const Interval& gap, std::vector
   return 0;
 }
 
+// Submission latency, with a margin (launch call return to kernel start on an idle GPU is a
+// few to ~20 us, more under tracing): a kernel whose launch call returned this long ago could
+// have started, so a GPU idle past it with the kernel already submitted waits on something else.
+constexpr int64_t kSubmitLatencyNs = 50'000;
+
+// From when the kernel that ends the gap was queued and could have run: its launch call's end
+// plus the submission latency. After that the GPU waited on a dependency (an event of another
+// stream, a host callback, CPU-side communication such as gloo, another process's kernels on
+// the same GPU), not on the host to launch. INT64_MAX where the launch call is unknown.
+int64_t queued_since(const DeviceContext& ctx, std::vector<const Kernel*>::const_iterator next) {
+  if (next == ctx.device_kernels.end()) return std::numeric_limits<int64_t>::max();
+  const int64_t api = ctx.host.api_for_correlation((*next)->correlation);
+  if (api < 0) return std::numeric_limits<int64_t>::max();
+  return ctx.trace.api_calls[static_cast<size_t>(api)].end_ns + kSubmitLatencyNs;
+}
+
 // Where the piece starting at t ends: at the next host segment or device copy boundary.
 struct Piece {
   int64_t end_ns;
@@ -168,16 +185,21 @@ void attribute_gap(const DeviceContext& ctx, const Interval& gap, const ThreadTi
   const ThreadTimeline* thread = gap_thread(ctx, next, fallback);
   double tracing_ns = gap_tracing_ns(ctx, gap, next);
   const GapStart start = gap_start(thread, gap);
+  const int64_t queued_from = queued_since(ctx, next);
   std::vector<std::pair<IdleCauseId, int64_t>> pieces;
   for (int64_t t = gap.start_ns; t < gap.end_ns;) {
-    const Piece p = piece_at(ctx, thread, t, gap.end_ns);
+    Piece p = piece_at(ctx, thread, t, gap.end_ns);
+    if (t < queued_from) p.end_ns = std::min(p.end_ns, queued_from);
     const uint16_t flags = p.segment ? p.segment->flags : 0;
     const bool host_known = thread && t >= thread->first_ns && t < thread->last_ns;
     IdleCauseId cause = idle_cause_at(p.copying, flags, start, host_known, p.sample);
-    // PyTorch launches the backward from its autograd thread while the Python thread waits
-    // inside backward(): host time of a launching thread with nothing of its own to show, while
-    // another thread is inside a range that issues GPU work, is dispatch, not other host code.
-    if (cause == IdleCauseId::kHost && !(flags & kHostAnnotationOnly) && issuing_elsewhere(ctx, thread, t)) {
+    if (t >= queued_from && cause != IdleCauseId::kMemcpy && cause != IdleCauseId::kCollective) {
+      cause = IdleCauseId::kQueued;
+    } else if (cause == IdleCauseId::kHost && !(flags & kHostAnnotationOnly) && issuing_elsewhere(ctx, thread, t)) {
+      // PyTorch launches the backward from its autograd thread while the Python thread waits
+      // inside backward(): host time of a launching thread with nothing of its own to show,
+      // while another thread is inside a range that issues GPU work, is dispatch, not other
+      // host code.
       cause = IdleCauseId::kLaunch;
     }
     const int64_t len = p.end_ns - t;

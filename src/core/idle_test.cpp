@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include <fmt/core.h>
+
 #include "core/analysis.h"
 #include "core/analysis_test_util.h"
 #include "core/test_builder.h"
@@ -101,6 +103,55 @@ TEST(Analysis, LaunchBoundLoopOfTinyKernels) {
   ASSERT_TRUE(r.launch.shorter_than_launch_pct.has_value());
   EXPECT_NEAR(*r.launch.shorter_than_launch_pct, 100.0, 1e-9);
   EXPECT_EQ(r.findings.front().id, "launch-bound");
+}
+
+// With the bootstrap's mark of 4 torch threads in the main process, the input estimate (8
+// workers as fast as the main process) is stated as an upper bound, with the other end: workers
+// 4x slower take 800 * 4 / 8 = 400 us per batch, so a step of ~500 us instead of 1000.
+TEST(Analysis, InputEstimateStatesTheSingleThreadedWorkerBound) {
+  TraceBuilder b;
+  b.annotation(0, 0, "gpuscope.host#cpus=16,torch_threads=4");
+  for (int s = 0; s < 3; ++s) {
+    const double t = s * 1000.0;
+    b.annotation(t, t + 1000, fmt::format("ProfilerStep#{}", s + 1));
+    b.annotation(t, t + 800, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+    b.kernel(t + 900, t + 1000, "gemm", 1000, 0, 7, t + 850, 5);
+  }
+  const auto r = only(b.build());
+  ASSERT_FALSE(r.findings.empty());
+  const Finding& f = r.findings.front();
+  EXPECT_EQ(f.id, "input-bound");
+  EXPECT_NE(f.recommendation.find("upper bound here: the main process built batches with 4 torch threads"),
+            std::string::npos) << f.recommendation;
+  EXPECT_NE(f.recommendation.find("8 workers give about x"), std::string::npos) << f.recommendation;
+  // Without the mark: no such statement.
+  TraceBuilder plain;
+  plain.annotation(0, 1000, "ProfilerStep#1");
+  plain.annotation(0, 800, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+  plain.kernel(900, 1000, "gemm", 1000, 0, 7, 850, 5);
+  plain.annotation(1000, 2000, "ProfilerStep#2");
+  plain.annotation(1000, 1800, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+  plain.kernel(1900, 2000, "gemm", 1000, 0, 7, 1850, 5);
+  const auto p = only(plain.build());
+  ASSERT_FALSE(p.findings.empty());
+  EXPECT_EQ(p.findings.front().recommendation.find("upper bound"), std::string::npos);
+}
+
+// Kernels submitted long before they could run (here every launch call returns at t=0; the
+// GPU runs them 100 us apart, e.g. each waits on another stream's event or another process):
+// the GPU was not waiting for the host to launch. The first 50 us after each launch call's
+// end are still attributed by the host's state; the rest of each gap is `queued`.
+TEST(Analysis, IdleWithTheNextKernelAlreadySubmittedIsQueuedNotLaunch) {
+  TraceBuilder b;
+  for (int i = 0; i < 20; ++i) b.kernel(100.0 + i * 100, 110.0 + i * 100, "vectorized_elementwise_kernel", 1000, 0, 7, 0, 2);
+  const auto r = only(b.build());
+  const double queued = cause(r, "queued").pct;
+  EXPECT_GT(queued, 85.0);
+  EXPECT_LT(cause(r, "launch").pct, 1.0);
+  EXPECT_NEAR(idle_sum_pct(r), r.idle_pct, 1e-9);
+  EXPECT_TRUE(std::none_of(r.findings.begin(), r.findings.end(), [](const Finding& f) {
+    return f.id == "launch-bound" || f.id == "host-bound";
+  }));
 }
 
 Trace launch_bound_steps();

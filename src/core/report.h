@@ -24,6 +24,7 @@ namespace gpuscope {
   X(kInput, "input", 'i')           \
   X(kCollective, "collective", 'c') \
   X(kLaunch, "launch", 'l')         \
+  X(kQueued, "queued", 'q')         \
   X(kSync, "sync", 's')             \
   X(kHost, "host", 'h')             \
   X(kOther, "other", 'o')

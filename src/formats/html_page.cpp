@@ -17,6 +17,7 @@ constexpr std::string_view kCauseColours[] = {
     "#d62728",  // input
     "#1f77b4",  // collective
     "#ff7f0e",  // launch
+    "#17becf",  // queued
     "#e377c2",  // sync
     "#b8b000",  // host
     "#8c8c8c",  // other

@@ -22,6 +22,8 @@ STUB = {
         import os
         from . import cuda, optim, nn, autograd, compiler, utils
         os.environ.setdefault("STUB_TORCH_IMPORTED", "1")
+        def get_num_threads():
+            return 4
         open(os.environ["STUB_LOG"], "a").write('{"import": "torch"}\\n')
     """,
     "torch/compiler.py": """
@@ -128,7 +130,7 @@ STUB = {
             def __next__(self):
                 return next(self._items)
         class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
-            pass
+            _num_workers = 0
         class DataLoader:
             def __init__(self, items):
                 self.items = items
@@ -212,6 +214,10 @@ class BootTest(unittest.TestCase):
         self.assertEqual(starts.count("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"), 4)
         ends = [r for r in self.records() if r.get("kind") == "end"]
         self.assertEqual(len(ends), len(starts))
+        # One mark of the loader's threads, at the first batch built in the main process.
+        hosts = [r["name"] for r in self.records() if r.get("kind") == "mark" and r["name"].startswith("gpuscope.host#")]
+        self.assertEqual(len(hosts), 1)
+        self.assertRegex(hosts[0], r"^gpuscope\.host#cpus=[1-9][0-9]*,torch_threads=4$")
 
     def test_sampler_marks_user_frames(self):
         self.run_program(PROGRAM)

@@ -16,7 +16,8 @@ gpuscope's ranges are told from the program's own by these names.
 A sampler thread records the Python stack of the thread that issues GPU work (a few frames of
 the program's own code, innermost first) as NVTX marks named `gpuscope.py#<tag>;<frames>`,
 where <tag> is `data` when a data-loading frame (torch.utils.data) is on the stack. The
-analysis names each idle interval's host code with them. Rate: GPUSCOPE_PY_SAMPLE_HZ (default
+analysis names each idle interval's host code with them. The first batch built in the main
+process (num_workers=0) adds one mark `gpuscope.host#cpus=N,torch_threads=T`. Rate: GPUSCOPE_PY_SAMPLE_HZ (default
 100, 0 turns it off, at most 500).
 
 Bounded tracing (`gpuscope run --steps N --skip-steps K`, GPUSCOPE_STEPS / GPUSCOPE_SKIP_STEPS):
@@ -42,6 +43,7 @@ _state = {"installed": False, "pid": None, "sampler": None, "target": None, "tor
 _window = {"state": "always", "skip": 0, "steps": 0, "opt": 0, "fwd": 0, "at_open": (0, 0), "detach": False}
 _local = threading.local()
 _MARK_PREFIX = "gpuscope.py#"
+_HOST_MARK_PREFIX = "gpuscope.host#"
 
 
 class _TorchWatcher:
@@ -253,6 +255,8 @@ def _install_dataloader_hook(torch):
 
     def __next__(self):
         rid = _guarded(_start)(f"enumerate(DataLoader)#{type(self).__name__}.__next__")
+        if rid is not None and not _state.get("loader_mark"):
+            _guarded(_mark_loader_threads)(self)
         try:
             return original(self)
         finally:
@@ -267,6 +271,22 @@ def _install_dataloader_hook(torch):
             cls.__next__ = original
 
     _state["undo"].append(restore)
+
+
+def _mark_loader_threads(it):
+    """Once per process, at the first batch built in this process (num_workers=0): the CPUs this
+    process may use and torch's intra-op threads. DataLoader workers run torch ops on one thread
+    each, so a batch that took t here may take up to torch_threads x t in a worker; the input
+    finding states that bound (`gpuscope.host#cpus=16,torch_threads=16`)."""
+    if getattr(it, "_num_workers", 1) != 0:
+        return
+    _state["loader_mark"] = True
+    torch = _state["torch"]
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except Exception:
+        cpus = os.cpu_count() or 0
+    torch.cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}cpus={cpus},torch_threads={torch.get_num_threads()}")
 
 
 def _compiling(torch):
