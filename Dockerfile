@@ -6,7 +6,9 @@
 # The build stage runs what CI runs on a clean checkout: scripts/build (installs
 # scripts/debian-packages from Debian, configures, builds; here without tests and benchmarks),
 # then `cmake --install`. Debian 12 has no CUDA toolkit, so the image has no injection
-# library: it is for `serve`, `top`, `monitor` and `analyze`, not `gpuscope run`.
+# library: it is for `serve`, `top`, `monitor` and `analyze`, not `gpuscope run`. The runtime
+# packages are those of the binary and of the kubelet pod-resources client module it loads
+# in a pod (lib/gpuscope/libgpuscope_k8s_grpc.so: gRPC, protobuf).
 # scripts/dockerfile_test.py checks these steps against the scripts (no container daemon needed).
 
 FROM debian:12 AS build
@@ -14,7 +16,7 @@ WORKDIR /src
 COPY . .
 RUN scripts/build -DGPUSCOPE_TESTS=OFF -DGPUSCOPE_BENCH=OFF -DGPUSCOPE_CUDA=OFF
 RUN cmake --install build --prefix /opt/gpuscope --strip
-RUN scripts/runtime-packages /opt/gpuscope/bin/gpuscope > /opt/runtime-packages
+RUN scripts/runtime-packages /opt/gpuscope/bin/gpuscope /opt/gpuscope/lib/gpuscope/libgpuscope_k8s_grpc.so > /opt/runtime-packages
 
 FROM debian:12-slim
 COPY --from=build /opt/runtime-packages /tmp/runtime-packages

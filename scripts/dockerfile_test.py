@@ -6,10 +6,12 @@
   on a clean checkout: installs scripts/debian-packages, configures, builds) with cmake
   options, `cmake --install build`, and scripts/runtime-packages on the installed binary.
 - Those cmake options configure this tree (a real configure into a temp folder).
-- scripts/runtime-packages works on the binary built here and names the gRPC runtime.
+- scripts/runtime-packages works on the binary and the pod-resources client module built
+  here and names the gRPC runtime (the module's: the binary links no gRPC), and the
+  Dockerfile's runtime-packages line names the installed module.
 - The image runs `gpuscope serve --listen :9464`, and the binary accepts those arguments.
 - .dockerignore keeps build trees out of the build context.
-Usage: dockerfile_test.py GPUSCOPE_BINARY
+Usage: dockerfile_test.py GPUSCOPE_BINARY K8S_GRPC_MODULE
 """
 import os
 import shlex
@@ -39,7 +41,7 @@ def instructions(path):
 
 
 def main():
-    binary = sys.argv[1]
+    binary, module = sys.argv[1], sys.argv[2]
     errors = []
     ins = instructions(os.path.join(SRC, "Dockerfile"))
     froms = [(i, a) for i, (k, a) in enumerate(ins) if k == "FROM"]
@@ -59,6 +61,9 @@ def main():
             errors.append(f"second RUN must be cmake --install build, is {build_runs[1]!r}")
         if not build_runs[2].startswith("scripts/runtime-packages "):
             errors.append(f"third RUN must be scripts/runtime-packages, is {build_runs[2]!r}")
+        elif "/opt/gpuscope/lib/gpuscope/libgpuscope_k8s_grpc.so" not in shlex.split(build_runs[2]):
+            errors.append(f"scripts/runtime-packages must also be given the installed pod-resources client "
+                          f"module (lib/gpuscope/libgpuscope_k8s_grpc.so): {build_runs[2]!r}")
         # The options given to scripts/build configure this tree (they reach cmake unchanged).
         with tempfile.TemporaryDirectory() as b:
             r = subprocess.run(["cmake", "-S", SRC, "-B", b] + build_argv[1:], capture_output=True, text=True)
@@ -67,9 +72,10 @@ def main():
     if not any(k == "COPY" and a == ". ." for k, a in ins[:froms[1][0] if len(froms) == 2 else None]):
         errors.append("the build stage must COPY the checkout (COPY . .)")
 
-    r = subprocess.run([os.path.join(SRC, "scripts", "runtime-packages"), binary], capture_output=True, text=True)
+    r = subprocess.run([os.path.join(SRC, "scripts", "runtime-packages"), binary, module], capture_output=True,
+                       text=True)
     if r.returncode != 0 or "libgrpc++1.51" not in r.stdout.split():
-        errors.append(f"scripts/runtime-packages {binary}: rc {r.returncode}, {r.stdout!r} {r.stderr!r}")
+        errors.append(f"scripts/runtime-packages {binary} {module}: rc {r.returncode}, {r.stdout!r} {r.stderr!r}")
 
     entry = [json.loads(a) for k, a in ins if k == "ENTRYPOINT"]
     cmd = [json.loads(a) for k, a in ins if k == "CMD"]

@@ -7,21 +7,19 @@
 #include <utility>
 #include <vector>
 
+#include "platform/library_dirs.h"
+
 namespace gpuscope::cli {
 
-// The folder of the running gpuscope binary ("." if unknown).
-std::string exe_dir();
-
-// The folders searched, in order: $GPUSCOPE_LIB_DIR, beside the binary, ../lib,
-// ../lib/gpuscope (`cmake --install`),
-// ../cupti (the build tree: build/src/cli/gpuscope next to build/src/cupti).
-std::vector<std::string> library_dirs();
-
-// The first `name` (a file) in library_dirs(), resolved to an absolute path; empty if none.
-std::string find_library(const std::string& name);
+// The library search (exe_dir, library_dirs, find_library) is platform/library_dirs.h,
+// shared with `serve`'s pod-resources client module.
+using platform::exe_dir;
+using platform::find_library;
+using platform::library_dirs;
 
 // The Python bootstrap folder, `python/` beside the libraries (first of library_dirs() that
-// holds python/sitecustomize.py; built from src/python/gpuscope_boot); empty if none.
+// holds python/sitecustomize.py, resolved through symlinks like find_library; built from
+// src/python/gpuscope_boot); empty if none.
 std::string find_python_bootstrap();
 
 // What the traced program's environment gains for Python: GPUSCOPE_RUN=1 always; and, unless

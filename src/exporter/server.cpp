@@ -62,6 +62,7 @@ LiveExporter::LiveExporter(std::unique_ptr<nvml::Sampler> sampler, ServeOptions 
     k8s::PodResourcesOptions po;
     po.socket_path = options_.pod_resources_socket;
     po.refresh_ns = options_.pod_resources_refresh_ns;
+    po.module_path = options_.pod_resources_module;
     po.log = options_.log;  // Unset: the cache's own "gpuscope: " lines (these are not warnings).
     pods_ = std::make_unique<k8s::PodResourcesCache>(std::move(po));
   }

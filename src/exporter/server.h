@@ -47,6 +47,10 @@ struct ServeOptions {
   // Asked every pod_resources_refresh_ns on its own thread (k8s/pod_resources.h).
   std::string pod_resources_socket = k8s::kDefaultPodResourcesSocket;
   int64_t pod_resources_refresh_ns = 10'000'000'000;
+  // The gRPC client module (k8s/pod_resources_client.h), loaded only when the socket is there;
+  // empty: libgpuscope_k8s_grpc.so from gpuscope's library folders. Missing: one warning, no
+  // pod labels.
+  std::string pod_resources_module;
   // Receives warning lines (sampler failures); default: stderr.
   std::function<void(const std::string&)> log;
 };

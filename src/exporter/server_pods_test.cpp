@@ -1,5 +1,7 @@
 // pod, namespace, container labels in /metrics from a fake kubelet pod-resources server (the
-// real proto over a unix socket) whose pods hold the fake NVML fixture's GPUs by UUID.
+// real proto over a unix socket) whose pods hold the fake NVML fixture's GPUs by UUID. The
+// client is the real gRPC module, found and loaded as `gpuscope serve` does; without it the
+// exporter serves on without pod labels.
 #include <httplib.h>
 
 #include <chrono>
@@ -131,6 +133,25 @@ TEST(LiveExporterPods, LabelsGoWhenTheKubeletStops) {
   EXPECT_EQ(m.find("pod=\""), std::string::npos) << m;
   EXPECT_NE(m.find("gpuscope_gpu_utilization_ratio{"), std::string::npos) << m;  // Still serving.
   EXPECT_EQ(logged.count("no kubelet pod-resources socket"), 1u);
+  e.stop();
+}
+
+TEST(LiveExporterPods, MissingClientModuleIsOneWarningAndServesWithoutPodLabels) {
+  FakePodResourcesServer kubelet(two_pods());
+  Logged logged;
+  ServeOptions o = options(kubelet.socket_path(), logged);
+  o.pod_resources_module = "/nonexistent/lib/gpuscope/libgpuscope_k8s_grpc.so";
+  LiveExporter e(fake_sampler(), o);
+  ASSERT_TRUE(e.start().ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // Several refreshes.
+  const std::string m = scrape(e);
+  EXPECT_NE(m.find("gpuscope_gpu_utilization_ratio{"), std::string::npos) << m;
+  EXPECT_EQ(m.find("pod=\""), std::string::npos) << m;
+  EXPECT_EQ(logged.count("warning: kubelet pod-resources client: cannot load "
+                         "/nonexistent/lib/gpuscope/libgpuscope_k8s_grpc.so"),
+            1u);
+  EXPECT_EQ(kubelet.list_calls(), 0);
+  EXPECT_TRUE(e.healthy());
   e.stop();
 }
 

@@ -1,6 +1,8 @@
-// The pod-resources client against a fake kubelet speaking the real proto over a unix socket.
+// The pod-resources client, through the real gRPC module (dlopen), against a fake kubelet
+// speaking the real proto over a unix socket; and the cache without a socket or a module.
 #include "k8s/pod_resources.h"
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -8,6 +10,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -28,24 +31,66 @@ std::vector<FakePod> two_pods() {
   };
 }
 
+std::unique_ptr<PodResourcesClient> grpc_client() {
+  auto c = load_pod_resources_client(GPUSCOPE_K8S_GRPC_MODULE);
+  EXPECT_TRUE(c.ok()) << c.status().message();
+  return c.ok() ? std::move(*c) : nullptr;
+}
+
+bool module_loaded() { return dlopen(GPUSCOPE_K8S_GRPC_MODULE, RTLD_NOW | RTLD_NOLOAD) != nullptr; }
+
 TEST(ListPodResources, ReadsPodsFromTheKubelet) {
   FakePodResourcesServer kubelet(two_pods());
-  auto a = list_pod_resources(kubelet.socket_path(), 2'000'000'000);
+  auto client = grpc_client();
+  ASSERT_NE(client, nullptr);
+  auto a = client->list(kubelet.socket_path(), 2'000'000'000);
   ASSERT_TRUE(a.ok()) << a.status().message();
   EXPECT_EQ(a->pods, 3u);
   ASSERT_EQ(a->by_device.size(), 2u);
   EXPECT_EQ(a->by_device.at("GPU-a").at(0), (ContainerRef{"ml", "trainer-0", "pytorch"}));
   EXPECT_EQ(a->by_device.at("GPU-b").at(0), (ContainerRef{"serving", "llm-7f9c", "vllm"}));
+  EXPECT_EQ(kubelet.list_calls(), 1);
 }
 
-TEST(ListPodResources, MissingSocketAndStoppedServerAreErrors) {
-  auto none = list_pod_resources("/nonexistent/kubelet.sock", 500'000'000);
-  ASSERT_FALSE(none.ok());
-  EXPECT_EQ(none.status().message().rfind("no kubelet pod-resources socket at /nonexistent/kubelet.sock", 0), 0u);
+TEST(ListPodResources, StoppedServerIsAnError) {
   FakePodResourcesServer kubelet(two_pods());
   kubelet.stop();
-  auto gone = list_pod_resources(kubelet.socket_path(), 500'000'000);
-  EXPECT_FALSE(gone.ok());
+  auto client = grpc_client();
+  ASSERT_NE(client, nullptr);
+  auto gone = client->list(kubelet.socket_path(), 500'000'000);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_NE(gone.status().message().find("List at " + kubelet.socket_path() + " failed: gRPC code"),
+            std::string::npos)
+      << gone.status().message();
+}
+
+TEST(PodResourcesModule, MissingOrBrokenModuleIsAnErrorNamingIt) {
+  auto missing = load_pod_resources_client("/nonexistent/libgpuscope_k8s_grpc.so");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().message().rfind("cannot load /nonexistent/libgpuscope_k8s_grpc.so: ", 0), 0u)
+      << missing.status().message();
+  const std::string junk = ::testing::TempDir() + "/libgpuscope_k8s_grpc.so";
+  std::ofstream(junk) << "not an ELF file";
+  auto broken = load_pod_resources_client(junk);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.status().message().rfind("cannot load " + junk + ": ", 0), 0u) << broken.status().message();
+  unlink(junk.c_str());
+}
+
+TEST(PodResourcesModule, FoundInGpuscopeLibDirAndRefusesAnotherVersion) {
+  const std::string module = GPUSCOPE_K8S_GRPC_MODULE;
+  setenv("GPUSCOPE_LIB_DIR", module.substr(0, module.rfind('/')).c_str(), 1);
+  auto found = load_pod_resources_client("");
+  unsetenv("GPUSCOPE_LIB_DIR");
+  ASSERT_TRUE(found.ok()) << found.status().message();
+  // The entry point is the one exported name, and refuses a binary of another version.
+  void* handle = dlopen(GPUSCOPE_K8S_GRPC_MODULE, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(handle, nullptr);
+  auto entry = reinterpret_cast<PodResourcesClientEntry>(dlsym(handle, kPodResourcesClientEntry));
+  ASSERT_NE(entry, nullptr);
+  EXPECT_EQ(entry("0.0.0-another"), nullptr);
+  std::unique_ptr<PodResourcesClient> same(entry(GPUSCOPE_VERSION));
+  EXPECT_NE(same, nullptr);
 }
 
 TEST(ListPodResources, StaleSocketFileIsAFailedCallNotAHang) {
@@ -60,8 +105,10 @@ TEST(ListPodResources, StaleSocketFileIsAFailedCallNotAHang) {
   std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
   ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   close(fd);
+  auto client = grpc_client();
+  ASSERT_NE(client, nullptr);
   const auto t0 = std::chrono::steady_clock::now();
-  auto a = list_pod_resources(path, 1'000'000'000);
+  auto a = client->list(path, 1'000'000'000);
   const auto waited = std::chrono::steady_clock::now() - t0;
   unlink(path.c_str());
   rmdir(dir);
@@ -79,6 +126,7 @@ TEST(PodResourcesCache, RefreshesLogsOnceAndDropsLabelsWhenTheKubeletStops) {
   o.socket_path = kubelet->socket_path();
   o.refresh_ns = 50'000'000;
   o.timeout_ns = 500'000'000;
+  o.module_path = GPUSCOPE_K8S_GRPC_MODULE;
   o.log = [&](const std::string& l) {
     std::lock_guard<std::mutex> lock(lines_mu);
     lines.push_back(l);
@@ -100,11 +148,13 @@ TEST(PodResourcesCache, RefreshesLogsOnceAndDropsLabelsWhenTheKubeletStops) {
   EXPECT_NE(lines[1].find("no kubelet pod-resources socket"), std::string::npos);
 }
 
-TEST(PodResourcesCache, AbsentSocketIsSaidOnceAndGivesNoLabels) {
+TEST(PodResourcesCache, AbsentSocketIsSaidOnceAndGivesNoLabelsWithoutLoadingGrpc) {
+  const bool loaded_before = module_loaded();
   std::vector<std::string> lines;
   PodResourcesOptions o;
   o.socket_path = "/nonexistent/kubelet.sock";
   o.refresh_ns = 20'000'000;
+  o.module_path = GPUSCOPE_K8S_GRPC_MODULE;
   o.log = [&](const std::string& l) { lines.push_back(l); };  // Refresh thread only after start().
   PodResourcesCache cache(o);
   cache.start();
@@ -113,6 +163,39 @@ TEST(PodResourcesCache, AbsentSocketIsSaidOnceAndGivesNoLabels) {
   EXPECT_EQ(cache.current(), nullptr);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_NE(lines[0].find("normal outside Kubernetes"), std::string::npos);
+  if (!loaded_before) {
+    EXPECT_FALSE(module_loaded()) << "no socket: the gRPC module is not loaded";
+  }
+}
+
+TEST(PodResourcesCache, MissingModuleIsOneWarningAndNoLabelsNeverACrash) {
+  FakePodResourcesServer kubelet(two_pods());
+  std::vector<std::string> lines;
+  std::mutex lines_mu;
+  PodResourcesOptions o;
+  o.socket_path = kubelet.socket_path();
+  o.refresh_ns = 20'000'000;
+  o.module_path = "/nonexistent/lib/gpuscope/libgpuscope_k8s_grpc.so";
+  o.log = [&](const std::string& l) {
+    std::lock_guard<std::mutex> lock(lines_mu);
+    lines.push_back(l);
+  };
+  PodResourcesCache cache(o);
+  cache.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // Several refreshes.
+  EXPECT_EQ(cache.current(), nullptr);
+  cache.stop();
+  EXPECT_EQ(kubelet.list_calls(), 0);
+  std::lock_guard<std::mutex> lock(lines_mu);
+  ASSERT_EQ(lines.size(), 1u) << "said once, not at every refresh";
+  EXPECT_EQ(lines[0].rfind("warning: kubelet pod-resources client: cannot load "
+                           "/nonexistent/lib/gpuscope/libgpuscope_k8s_grpc.so: ",
+                           0),
+            0u)
+      << lines[0];
+  EXPECT_NE(lines[0].find("serving without pod, namespace and container labels"), std::string::npos);
+  EXPECT_NE(lines[0].find("GPUSCOPE_LIB_DIR"), std::string::npos);
+  EXPECT_EQ(lines[0].find('\n'), std::string::npos);
 }
 
 }  // namespace
