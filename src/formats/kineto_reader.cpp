@@ -1060,8 +1060,10 @@ StatusOr<Trace> read_kineto_source(ByteSource& source, const std::string& name, 
     KinetoReader reader(in, name, options, gzip ? std::nullopt : source.size());
     return reader.run();
   }
+  // Blocks of 1 MiB: each is copied out while still in cache, and the few blocks in flight
+  // touch little fresh memory (4 MiB blocks cost about 3000 more page faults).
   std::optional<PrefetchStream> ahead;
-  if (gzip) ahead.emplace(stream);
+  if (gzip) ahead.emplace(stream, size_t{1} << 20, 2);
   Input in(stream, ahead ? &*ahead : nullptr);
   WorkPool pool(std::max(1u, threads - 1));
   KinetoReader reader(in, name, options, gzip ? std::nullopt : source.size(), &pool);
