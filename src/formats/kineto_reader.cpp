@@ -30,6 +30,9 @@ namespace {
 // ---------------------------------------------------------------------------------------
 // Bytes come from an InflateStream (plain or gzip, within the inflate limit).
 
+// The inflating thread's blocks, and the most one read asks of the input.
+constexpr size_t kReadBlock = 1 << 20;
+
 // With `ahead`, a thread of its own inflates the next blocks while this one parses.
 class Input {
  public:
@@ -734,7 +737,12 @@ class KinetoReader {
       }
       buf_.reallocate(std::min<uint64_t>(capacity * 2, max_value) + simdjson::SIMDJSON_PADDING, end_);
     }
-    const size_t room = buf_.size() - simdjson::SIMDJSON_PADDING - end_;
+    // Reads end where the inflating thread's blocks end (kReadBlock), so that a gzip error
+    // cuts the JSON at the same byte with or without that thread: the read that fails returns
+    // nothing, and it must be the same read both ways (found by kineto_reader_fuzz).
+    const uint64_t read_so_far = base_ + end_;
+    const size_t room = std::min<uint64_t>(buf_.size() - simdjson::SIMDJSON_PADDING - end_,
+                                           kReadBlock - read_so_far % kReadBlock);
     const size_t got = in_.read(buf_.data() + end_, room, io_error_);
     if (got == 0) {
       eof_ = true;
@@ -1097,7 +1105,7 @@ StatusOr<Trace> read_kineto_source(ByteSource& source, const std::string& name, 
   // Blocks of 1 MiB: each is copied out while still in cache, and the few blocks in flight
   // touch little fresh memory (4 MiB blocks cost about 3000 more page faults).
   std::optional<PrefetchStream> ahead;
-  if (gzip) ahead.emplace(stream, size_t{1} << 20, 2);
+  if (gzip) ahead.emplace(stream, kReadBlock, 2);
   Input in(stream, ahead ? &*ahead : nullptr);
   WorkPool pool(std::max(1u, threads - 1));
   KinetoReader reader(in, name, options, gzip ? std::nullopt : source.size(), &pool);
