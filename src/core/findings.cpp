@@ -87,13 +87,12 @@ std::optional<Finding> allocation(const FindingContext& f) {
 // The worker count the input finding recommends and its estimate assumes.
 constexpr double kLoaderWorkers = 8;
 
-// The Python bootstrap's mark at the first batch built in the main process:
-// "gpuscope.host#cpus=16,torch_threads=16". Torch's intra-op threads there; 0 without the mark.
+// Torch's intra-op threads in the main process at its first batch, from the Python
+// bootstrap's mark (kHostMarkPrefix); 0 without the mark.
 int loader_torch_threads(const Trace& t) {
-  constexpr std::string_view kPrefix = "gpuscope.host#";
   for (StringId id = 0; id < t.strings.size(); ++id) {
     const std::string_view s = t.strings.view(id);
-    if (!s.starts_with(kPrefix)) continue;
+    if (!s.starts_with(kHostMarkPrefix)) continue;
     const size_t at = s.find("torch_threads=");
     if (at == std::string_view::npos) continue;
     int threads = 0;

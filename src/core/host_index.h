@@ -42,6 +42,9 @@ struct PySample {
   bool data = false;  // A data-loading frame (torch.utils.data) was on the stack.
 };
 inline constexpr std::string_view kPySamplePrefix = "gpuscope.py#";
+// The bootstrap's mark of the main process's loader threads, once per process:
+// "gpuscope.host#cpus=16,torch_threads=16".
+inline constexpr std::string_view kHostMarkPrefix = "gpuscope.host#";
 // A sample describes the stack from its time until the next sample, for at most this long
 // (the bootstrap samples at 100 Hz by default).
 inline constexpr int64_t kPySampleMaxAgeNs = 50'000'000;

@@ -106,9 +106,9 @@ const ThreadTimeline* gap_thread(const DeviceContext& ctx, std::vector<const Ker
 // The GPU waited on the launch call of the kernel that ends the gap if that call was still
 // running when the gap began; untraced, the call (and so the gap) is shorter by the tracer's
 // measured cost per launch.
-double gap_tracing_ns(const DeviceContext& ctx, const Interval& gap, std::vector<const Kernel*>::const_iterator next) {
-  if (!ctx.trace.tracing_cost || next == ctx.device_kernels.end()) return 0;
-  const int64_t api = ctx.host.api_for_correlation((*next)->correlation);
+// `api` is that call's index in trace.api_calls, -1 where unknown.
+double gap_tracing_ns(const DeviceContext& ctx, const Interval& gap, int64_t api) {
+  if (!ctx.trace.tracing_cost) return 0;
   if (api >= 0 && ctx.trace.api_calls[static_cast<size_t>(api)].end_ns > gap.start_ns) {
     return std::min(static_cast<double>(gap.end_ns - gap.start_ns), ctx.trace.tracing_cost->added_ns());
   }
@@ -124,9 +124,7 @@ constexpr int64_t kSubmitLatencyNs = 50'000;
 // plus the submission latency. After that the GPU waited on a dependency (an event of another
 // stream, a host callback, CPU-side communication such as gloo, another process's kernels on
 // the same GPU), not on the host to launch. INT64_MAX where the launch call is unknown.
-int64_t queued_since(const DeviceContext& ctx, std::vector<const Kernel*>::const_iterator next) {
-  if (next == ctx.device_kernels.end()) return std::numeric_limits<int64_t>::max();
-  const int64_t api = ctx.host.api_for_correlation((*next)->correlation);
+int64_t queued_since(const DeviceContext& ctx, int64_t api) {
   if (api < 0) return std::numeric_limits<int64_t>::max();
   return ctx.trace.api_calls[static_cast<size_t>(api)].end_ns + kSubmitLatencyNs;
 }
@@ -183,9 +181,11 @@ void attribute_gap(const DeviceContext& ctx, const Interval& gap, const ThreadTi
   auto next = std::lower_bound(ctx.device_kernels.begin(), ctx.device_kernels.end(), gap.end_ns,
                                [](const Kernel* k, int64_t t) { return k->start_ns < t; });
   const ThreadTimeline* thread = gap_thread(ctx, next, fallback);
-  double tracing_ns = gap_tracing_ns(ctx, gap, next);
+  // The launch call of the kernel that ends the gap.
+  const int64_t api = next != ctx.device_kernels.end() ? ctx.host.api_for_correlation((*next)->correlation) : -1;
+  double tracing_ns = gap_tracing_ns(ctx, gap, api);
   const GapStart start = gap_start(thread, gap);
-  const int64_t queued_from = queued_since(ctx, next);
+  const int64_t queued_from = queued_since(ctx, api);
   std::vector<std::pair<IdleCauseId, int64_t>> pieces;
   for (int64_t t = gap.start_ns; t < gap.end_ns;) {
     Piece p = piece_at(ctx, thread, t, gap.end_ns);

@@ -19,14 +19,20 @@ using testing::idle_sum_pct;
 using testing::only;
 using testing::TraceBuilder;
 
+// Profiler steps of 1000 us: the main process's DataLoader for 800 us, then a 100 us kernel
+// launched at 850 us.
+void add_loader_steps(TraceBuilder& b, int steps) {
+  for (int s = 0; s < steps; ++s) {
+    const double t = s * 1000.0;
+    b.annotation(t, t + 1000, fmt::format("ProfilerStep#{}", s + 1));
+    b.annotation(t, t + 800, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+    b.kernel(t + 900, t + 1000, "gemm", 1000, 0, 7, t + 850, 5);
+  }
+}
+
 TEST(Analysis, InputIdleIsAttributedToDataLoading) {
   TraceBuilder b;
-  b.annotation(0, 1000, "ProfilerStep#1");
-  b.annotation(0, 800, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
-  b.kernel(900, 1000, "gemm", 1000, 0, 7, 850, 5);
-  b.annotation(1000, 2000, "ProfilerStep#2");
-  b.annotation(1000, 1800, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
-  b.kernel(1900, 2000, "gemm", 1000, 0, 7, 1850, 5);
+  add_loader_steps(b, 2);
   const auto r = only(b.build());
   EXPECT_EQ(r.step_source, "profiler_step");
   EXPECT_EQ(r.step_count, 1);  // From the first step's kernel to the second's.
@@ -111,12 +117,7 @@ TEST(Analysis, LaunchBoundLoopOfTinyKernels) {
 TEST(Analysis, InputEstimateStatesTheSingleThreadedWorkerBound) {
   TraceBuilder b;
   b.annotation(0, 0, "gpuscope.host#cpus=16,torch_threads=4");
-  for (int s = 0; s < 3; ++s) {
-    const double t = s * 1000.0;
-    b.annotation(t, t + 1000, fmt::format("ProfilerStep#{}", s + 1));
-    b.annotation(t, t + 800, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
-    b.kernel(t + 900, t + 1000, "gemm", 1000, 0, 7, t + 850, 5);
-  }
+  add_loader_steps(b, 3);
   const auto r = only(b.build());
   ASSERT_FALSE(r.findings.empty());
   const Finding& f = r.findings.front();
@@ -126,12 +127,7 @@ TEST(Analysis, InputEstimateStatesTheSingleThreadedWorkerBound) {
   EXPECT_NE(f.recommendation.find("8 workers give about x"), std::string::npos) << f.recommendation;
   // Without the mark: no such statement.
   TraceBuilder plain;
-  plain.annotation(0, 1000, "ProfilerStep#1");
-  plain.annotation(0, 800, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
-  plain.kernel(900, 1000, "gemm", 1000, 0, 7, 850, 5);
-  plain.annotation(1000, 2000, "ProfilerStep#2");
-  plain.annotation(1000, 1800, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
-  plain.kernel(1900, 2000, "gemm", 1000, 0, 7, 1850, 5);
+  add_loader_steps(plain, 2);
   const auto p = only(plain.build());
   ASSERT_FALSE(p.findings.empty());
   EXPECT_EQ(p.findings.front().recommendation.find("upper bound"), std::string::npos);
