@@ -1,7 +1,7 @@
 // The serving findings on GEMM shapes (docs/design.md, "Serving" and "Findings"): GEMMs whose
 // token dimension is too small to leave the memory-bound side of the roofline (under-batched) and
 // GEMM dimensions that do not fill tensor-core tiles (tensor-unfriendly-shape); and the serving
-// metrics of the report. The gaps between iterations (scheduling-gap) are in
+// The gaps between iterations (scheduling-gap) and the serving metrics of the report are in
 // findings_serving_gaps.cpp.
 //
 // GEMM shapes come from the matmul record (trace.h) of the host op that launched each GEMM kernel
@@ -18,7 +18,9 @@
 
 #include <fmt/core.h>
 
+#include "core/batch_growth.h"
 #include "core/findings.h"
+#include "core/findings_serving_detail.h"
 #include "core/intervals.h"
 #include "core/steps.h"
 
@@ -42,25 +44,20 @@ bool is_inference(const FindingContext& f) {
   return true;
 }
 
-}  // namespace serving_detail
-
-using serving_detail::is_inference;
-
-namespace {
-
-// y[M,N] = x[M,K] · W[K,N]: a host op's one matmul record with a shared (weight) B operand.
-struct WeightGemm {
-  int64_t m = 0, n = 0, k = 0;
-  Precision dtype = Precision::kUnknown;  // Of the token operand, as its reader recorded it.
-  StringId source = 0;                    // The op or call, as the report names it.
-};
-
 std::optional<WeightGemm> weight_gemm(const Trace& t, const HostEvent& op) {
   if (op.kind != HostEventKind::kOp || op.num_matmuls != 1) return std::nullopt;
   const Matmul& mm = t.matmuls_of(op).front();
   if (mm.batch != 1 || mm.m <= 0 || mm.n <= 0 || mm.k <= 0) return std::nullopt;
   return WeightGemm{mm.m, mm.n, mm.k, mm.dtype, mm.source};
 }
+
+}  // namespace serving_detail
+
+using serving_detail::is_inference;
+using serving_detail::weight_gemm;
+using serving_detail::WeightGemm;
+
+namespace {
 
 double element_bytes(Precision p) {
   switch (p) {
@@ -86,9 +83,11 @@ struct GemmTime {
   }
 };
 
-std::vector<GemmTime> window_gemms(const FindingContext& f) {
+// `weight_kernels`, where given, is set to one flag per window kernel: launched by one of them.
+std::vector<GemmTime> window_gemms(const FindingContext& f, std::vector<bool>* weight_kernels = nullptr) {
   const DeviceContext& d = f.device;
   std::map<int64_t, GemmTime> by_op;
+  if (weight_kernels) weight_kernels->assign(d.kernels.size(), false);
   for (size_t i = 0; i < d.kernels.size(); ++i) {
     if (f.categories[i] != KernelCategory::kGemm) continue;
     const int64_t api = d.host.api_for_correlation(d.kernels[i]->correlation);
@@ -109,6 +108,7 @@ std::vector<GemmTime> window_gemms(const FindingContext& f) {
     }
     it->second.ns += static_cast<double>(d.kernels[i]->end_ns - d.kernels[i]->start_ns);
     ++it->second.launches;
+    if (weight_kernels) (*weight_kernels)[i] = true;
   }
   std::vector<GemmTime> out;
   for (auto& [op, g] : by_op) out.push_back(g);
@@ -182,9 +182,53 @@ int64_t tile_multiple(Precision p) {
 
 }  // namespace
 
+namespace {
+
+// An iteration with every launch serving `growth` times the tokens (est.): the under-batched GEMMs
+// at their roofline, the other weight GEMMs scaled as their roofline scales, every other kernel
+// by waves (batch_growth.h); host time as it is.
+struct GrownIteration {
+  double window_ns = 0;                   // The window at the larger batch (est.).
+  double rest_before_ns = 0, rest_after_ns = 0, rest_unknown_ns = 0;  // The per-sequence kernels.
+};
+
+GrownIteration grow_iteration(const FindingContext& f, const std::vector<GemmTime>& gemms,
+                              const std::vector<const GemmTime*>& under, const std::vector<bool>& weight,
+                              double growth) {
+  const double base = static_cast<double>(f.report.untraced_window_est_ns.value_or(f.report.window_ns));
+  double before = 0, after = 0;
+  for (const GemmTime& g : gemms) {
+    before += g.ns;
+    const auto r = roof(f, g.precision);
+    if (!r) {
+      after += g.ns;
+    } else if (std::find(under.begin(), under.end(), &g) != under.end()) {
+      after += std::max(g.ns, 1e9 * r->time_s(g.flops(growth), g.bytes(growth)));
+    } else {
+      after += g.ns * r->time_s(g.flops(growth), g.bytes(growth)) / r->time_s(g.flops(), g.bytes());
+    }
+  }
+  // GEMM kernels without a recorded shape (a launch the tracer did not tie to its cuBLAS call) are
+  // taken to grow as the known ones do; without known ones they stay as they are.
+  std::vector<bool> skip = weight;
+  double unmatched = 0;
+  for (size_t i = 0; i < skip.size(); ++i) {
+    if (skip[i] || f.categories[i] != KernelCategory::kGemm) continue;
+    skip[i] = true;
+    unmatched += static_cast<double>(f.device.kernels[i]->end_ns - f.device.kernels[i]->start_ns);
+  }
+  const double unmatched_after = before > 0 ? unmatched * after / before : unmatched;
+  const BatchGrowth rest = grow_per_sequence_kernels(f.device, growth, skip);
+  return GrownIteration{base - before - unmatched - rest.before_ns + after + unmatched_after + rest.after_ns,
+                        rest.before_ns, rest.after_ns, rest.unknown_ns};
+}
+
+}  // namespace
+
 std::optional<Finding> under_batched(const FindingContext& f) {
   if (!is_inference(f)) return std::nullopt;
-  const std::vector<GemmTime> gemms = window_gemms(f);
+  std::vector<bool> weight;
+  const std::vector<GemmTime> gemms = window_gemms(f, &weight);
   double all_ns = 0, under_ns = 0;
   std::vector<const GemmTime*> under;
   std::vector<Roof> roofs;
@@ -214,38 +258,43 @@ std::optional<Finding> under_batched(const FindingContext& f) {
   }
   if (compute_s <= token_bytes_s) return std::nullopt;
   const double growth = weight_bytes_s / (compute_s - token_bytes_s);
-  double grown_ns = 0;
-  for (size_t i = 0; i < under.size(); ++i) {
-    const GemmTime& g = *under[i];
-    grown_ns += std::max(g.ns, 1e9 * roofs[i].time_s(g.flops(growth), g.bytes(growth)));
-  }
+  const GrownIteration grown = grow_iteration(f, gemms, under, weight, growth);
   const double base = static_cast<double>(f.report.untraced_window_est_ns.value_or(f.report.window_ns));
-  const double grown_window = base - under_ns + grown_ns;
-  const double gain = growth * base / std::max(1.0, grown_window);
+  const double gain = growth * base / std::max(1.0, grown.window_ns);
   const int64_t m = typical_m(under);
   const Roof& r0 = roofs.front();
   const double achieved_flops = flops / (under_ns / 1e9), achieved_bytes = bytes / (under_ns / 1e9);
+  const double tokens = growth * double(m);
   std::string ev = fmt::format(
       "{:.0f} GEMM launches per iteration ({:.0f}% of GEMM time) run memory-bound with {} tokens (M) "
       "each: they achieve {:.1f} TFLOP/s ({:.1f}% of the {:.0f} TFLOP/s {} peak) and {:.0f} GB/s ({:.0f}% of "
       "{:.2f} TB/s); their ridge point is M* = {:.0f} tokens (the roofline turns compute-bound there)",
       static_cast<double>(under.size()) / f.steps(), pct(under_ns, all_ns), m, achieved_flops / 1e12,
       pct(achieved_flops, r0.flops_per_s), r0.flops_per_s / 1e12, precision_name(under.front()->precision),
-      achieved_bytes / 1e9, pct(achieved_bytes, r0.bytes_per_s), r0.bytes_per_s / 1e12, growth * double(m));
+      achieved_bytes / 1e9, pct(achieved_bytes, r0.bytes_per_s), r0.bytes_per_s / 1e12, tokens);
+  const auto per_iter = [&](double ns) { return fmt_ms(static_cast<int64_t>(ns / f.steps())); };
+  if (grown.rest_before_ns > 0) {
+    ev += fmt::format("; the other kernels work per sequence: with x{:.0f} the blocks, in waves of what the SMs "
+                      "hold at once, they would take about {} instead of {} per iteration (est.)",
+                      growth, per_iter(grown.rest_after_ns), per_iter(grown.rest_before_ns));
+    if (grown.rest_unknown_ns > 0.1 * grown.rest_before_ns) {
+      ev += fmt::format(" ({:.0f}% of their time has no launch configuration and is kept as it is)",
+                        pct(grown.rest_unknown_ns, grown.rest_before_ns));
+    }
+  }
   ev += fmt::format("; with {:.0f} tokens per GEMM an iteration would take about {} instead of {} (est.), "
                     "serving about x{:.1f} the tokens per second (est.)",
-                    growth * double(m), fmt_ms(static_cast<int64_t>(grown_window / f.steps())),
-                    fmt_ms(static_cast<int64_t>(base / f.steps())), gain);
+                    tokens, per_iter(grown.window_ns), per_iter(base), gain);
   return proposal(
       "Too few tokens per forward pass: GEMMs stream the weights for a handful of tokens", std::move(ev), gain,
       fmt::format("Batch more sequences into each forward pass: continuous batching (admit waiting requests into "
                   "the running batch every iteration, as vLLM, TGI, SGLang and TensorRT-LLM do), or a larger "
                   "batch, up to about {:.0f} tokens per iteration where the KV cache's memory allows. The "
                   "estimate is a throughput gain in tokens per second, not a step-time speedup: an iteration "
-                  "takes as long or longer and serves more tokens. It assumes requests queue to fill the batch, "
-                  "the GEMMs reach the roofline at the ridge point, and the iteration's other kernels and host "
-                  "time stay as they are (latency-bound at this batch).",
-                  growth * double(m)));
+                  "takes longer and serves more tokens. It assumes requests queue to fill the batch, the GEMMs "
+                  "reach the roofline at the ridge point, the other kernels' grids grow with the batch (each "
+                  "wave as long as measured), and host time per iteration stays as it is.",
+                  tokens));
 }
 
 // How close a math type's aligned GEMMs (N and K multiples of the tile multiple) of the window
@@ -345,31 +394,6 @@ std::optional<Finding> tensor_unfriendly_shape(const FindingContext& f) {
                   "up. Estimate: padded, a GEMM comes as close to its roofline as this run's aligned GEMMs of "
                   "the same math type do; without those, a memory-bound GEMM gains nothing and a compute-bound "
                   "one at most the tile waste fraction (the padded share of its dimension rounded up to 64).");
-}
-
-void add_serving_metrics(const DeviceContext& ctx, DeviceReport& r) {
-  if (r.step_source != step_source_name(StepSource::kForwardPass) || r.window_ns <= 0) return;
-  const double steps = static_cast<double>(std::max<int64_t>(1, r.step_count));
-  ServingStats s;
-  s.iterations_per_s = steps / (static_cast<double>(r.window_ns) / 1e9);
-  s.gpu_ms_per_iteration =
-      static_cast<double>(covered(ctx.kernel_union, ctx.window_start, ctx.window_end)) / steps / 1e6;
-  double tokens = 0;
-  int64_t with_tokens = 0;
-  for (const Step& st : ctx.analysed_host_steps) {
-    int64_t m = 0;
-    auto it = std::lower_bound(ctx.trace.host_events.begin(), ctx.trace.host_events.end(), st.start_ns,
-                               [](const HostEvent& e, int64_t t) { return e.start_ns < t; });
-    for (; it != ctx.trace.host_events.end() && it->start_ns < st.end_ns; ++it) {
-      if (const auto g = weight_gemm(ctx.trace, *it)) m = std::max(m, g->m);
-    }
-    if (m > 0) {
-      tokens += static_cast<double>(m);
-      ++with_tokens;
-    }
-  }
-  if (with_tokens > 0) s.tokens_per_iteration_mean = tokens / static_cast<double>(with_tokens);
-  r.serving = s;
 }
 
 }  // namespace gpuscope

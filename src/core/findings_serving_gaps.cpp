@@ -1,5 +1,6 @@
 // The serving finding on the host between iterations (docs/design.md, "Serving" and "Findings"):
-// GPU idle between forward iterations while the host schedules (scheduling-gap).
+// GPU idle between forward iterations while the host schedules (scheduling-gap); and the serving
+// metrics of the report (iterations per second, tokens per iteration, GPU time per iteration).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -12,19 +13,13 @@
 #include <fmt/core.h>
 
 #include "core/findings.h"
+#include "core/findings_serving_detail.h"
 #include "core/intervals.h"
 #include "core/steps.h"
 
 namespace gpuscope {
-namespace serving_detail {
-
-// Whether the trace is inference; defined in findings_serving.cpp beside the GEMM findings that
-// share it.
-bool is_inference(const FindingContext& f);
-
-}  // namespace serving_detail
-
 using serving_detail::is_inference;
+using serving_detail::weight_gemm;
 
 namespace {
 
@@ -106,6 +101,31 @@ std::optional<Finding> scheduling_gap(const FindingContext& f) {
                   "for a batch to fill: admit requests every iteration (continuous batching). Estimate "
                   "(iterations per second) assumes the host work overlaps the previous iteration's GPU work; "
                   "time spent waiting for requests to arrive is load, not waste: there the gain is latency.");
+}
+
+void add_serving_metrics(const DeviceContext& ctx, DeviceReport& r) {
+  if (r.step_source != step_source_name(StepSource::kForwardPass) || r.window_ns <= 0) return;
+  const double steps = static_cast<double>(std::max<int64_t>(1, r.step_count));
+  ServingStats s;
+  s.iterations_per_s = steps / (static_cast<double>(r.window_ns) / 1e9);
+  s.gpu_ms_per_iteration =
+      static_cast<double>(covered(ctx.kernel_union, ctx.window_start, ctx.window_end)) / steps / 1e6;
+  double tokens = 0;
+  int64_t with_tokens = 0;
+  for (const Step& st : ctx.analysed_host_steps) {
+    int64_t m = 0;
+    auto it = std::lower_bound(ctx.trace.host_events.begin(), ctx.trace.host_events.end(), st.start_ns,
+                               [](const HostEvent& e, int64_t t) { return e.start_ns < t; });
+    for (; it != ctx.trace.host_events.end() && it->start_ns < st.end_ns; ++it) {
+      if (const auto g = weight_gemm(ctx.trace, *it)) m = std::max(m, g->m);
+    }
+    if (m > 0) {
+      tokens += static_cast<double>(m);
+      ++with_tokens;
+    }
+  }
+  if (with_tokens > 0) s.tokens_per_iteration_mean = tokens / static_cast<double>(with_tokens);
+  r.serving = s;
 }
 
 }  // namespace gpuscope

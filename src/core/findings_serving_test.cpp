@@ -93,6 +93,41 @@ TEST(ServingFindings, UnderBatchedDecodeEstimatesTokensPerSecondAtTheRidge) {
   EXPECT_EQ(r.findings.front().id, "under-batched");
 }
 
+// With the device's per-SM limits known, the iteration's other kernels grow with the batch in
+// waves: the elementwise kernel (1000 blocks of 256 threads; 8 resident per SM on 100 SMs: 800 a
+// wave, so 2 waves as traced) takes ceil(1000 g / 800) / 2 times as long at g times the tokens.
+TEST(ServingFindings, UnderBatchedGrowsTheOtherKernelsInWaves) {
+  Trace t = DecodeLoop(Loop{});
+  t.devices[0].max_threads_per_sm = 2048;
+  const DeviceReport r = only(std::move(t));
+  const Finding* f = FindingById(r, "under-batched");
+  ASSERT_NE(f, nullptr);
+  const double P = 989.4e12, W = 3.35e12, e = 2, M = 1, N = 3072, K = 768;
+  const double g = (e * K * N / W) / (2 * M * N * K / P - e * M * (K + N) / W);
+  const double steps = static_cast<double>(r.step_count), window = static_cast<double>(r.window_ns);
+  const double grown = window + steps * 8e3 * (std::ceil(1000 * g / 800) / 2 - 1);
+  EXPECT_NEAR(*f->est_speedup, g * window / grown, 1e-3);
+  EXPECT_LT(*f->est_speedup, g / 2);  // The flat estimate would say g.
+  EXPECT_NE(f->evidence.find("the other kernels work per sequence"), std::string::npos) << f->evidence;
+  // Without the limits (the test above) the same kernels are kept as they are.
+  const Finding* flat = FindingById(only(DecodeLoop(Loop{})), "under-batched");
+  ASSERT_NE(flat, nullptr);
+  EXPECT_NEAR(*flat->est_speedup, g, 1e-6 * g);
+}
+
+// Kernels whose launch configuration is unknown stay as they are, and the evidence says how much
+// of the other kernels' time that is.
+TEST(ServingFindings, BatchGrowthKeepsKernelsWithoutAGridAsTheyAre) {
+  Trace t = DecodeLoop(Loop{});
+  t.devices[0].max_threads_per_sm = 2048;
+  for (Kernel& k : t.kernels) {
+    if (t.strings.view(k.name).starts_with("vectorized")) k.grid = {};
+  }
+  const Finding* f = FindingById(only(std::move(t)), "under-batched");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->evidence.find("100% of their time has no launch configuration"), std::string::npos) << f->evidence;
+}
+
 TEST(ServingFindings, NoUnderBatchedAtTheRidgeOrWhenTraining) {
   Loop big;
   big.m = 1024;  // Above half the ridge point (~569 for this N, K on the H100).

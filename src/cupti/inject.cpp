@@ -451,7 +451,13 @@ bool Tracer::enable_kinds() {
           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
           CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
           CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz}) {
-      cuptiActivityEnableDriverApi(cbid, 1);
+      const CUptiResult rc = cuptiActivityEnableDriverApi(cbid, 1);
+      if (rc != CUPTI_SUCCESS && verbose) {
+        const char* text = nullptr;
+        cuptiGetResultString(rc, &text);
+        std::fprintf(stderr, "gpuscope: cuptiActivityEnableDriverApi(%u) failed: %s\n", static_cast<unsigned>(cbid),
+                     text ? text : "?");
+      }
     }
   }
 
