@@ -8,9 +8,15 @@ Admitted requests are prefilled together in one forward pass; the KV cache is wr
 scatter per layer for the whole batch.
 
   python3 examples/serve/decode.py --scheduler continuous --batch 64 --rate 200 --vocab 50304
+  python3 examples/serve/decode.py --scheduler continuous --batch 256 --rate 1000000 --graph
+
+--graph (continuous only) decodes the way production servers do: one static-shape step over
+every slot, reading the KV cache in place, captured once as a CUDA graph and replayed (see
+StaticDecode). Without CUDA the same step runs eagerly.
 
 Prints one JSON line: tokens/s and p50/p99 per-token latency (ms; the first token counted from
-the request's arrival).
+the request's arrival); "graph" says whether --graph's static step ran, "cuda_graph" whether
+it ran as a replayed CUDA graph.
 """
 
 import argparse
@@ -26,8 +32,16 @@ from scheduler import SCHEDULERS, admit, percentile, poisson_stream, token_laten
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+# GPT-2 small. Read when a model is built and run; tests shrink them with set_model_size.
 LAYERS, HEADS, DMODEL, MAX_POS = 12, 12, 768, 1024
 HEAD_DIM = DMODEL // HEADS
+
+
+def set_model_size(layers, heads, dmodel, max_pos):
+    """Sets the model's shape for models built after the call (tests use a small one)."""
+    global LAYERS, HEADS, DMODEL, MAX_POS, HEAD_DIM
+    LAYERS, HEADS, DMODEL, MAX_POS = layers, heads, dmodel, max_pos
+    HEAD_DIM = dmodel // heads
 
 
 class Block(torch.nn.Module):
@@ -41,15 +55,17 @@ class Block(torch.nn.Module):
         self.out = torch.nn.Linear(4 * DMODEL, DMODEL)
 
     def forward(self, x, cache_k, cache_v, at):
-        """x [B, T, C]; `at` holds the iteration's index tensors (see GPT.forward). The caches
-        are [slots, H, MAX_POS, D]."""
+        """x [B, T, C]; `at` holds the iteration's index tensors (see GPT.forward and
+        StaticDecode). The caches are [slots, H, MAX_POS, D]; the batch's keys are
+        cache[at["rows"], :, :span]: a gathered copy when rows is a slot tensor, the cache itself
+        (a view) when rows is slice(None)."""
         b, t, _ = x.shape
         q, k, v = self.qkv(self.ln1(x)).split(DMODEL, dim=2)
         q, k, v = (z.view(b, t, HEADS, HEAD_DIM).transpose(1, 2) for z in (q, k, v))
         # One scatter per cache for the whole batch: [B, T] (slot, position) pairs.
         cache_k[at["slot_bt"], :, at["pos_bt"]] = k.transpose(1, 2)
         cache_v[at["slot_bt"], :, at["pos_bt"]] = v.transpose(1, 2)
-        keys, values = cache_k[at["slots"], :, : at["span"]], cache_v[at["slots"], :, : at["span"]]
+        keys, values = cache_k[at["rows"], :, : at["span"]], cache_v[at["rows"], :, : at["span"]]
         y = F.scaled_dot_product_attention(q, keys, values, attn_mask=at["mask"])
         x = x + self.proj(y.transpose(1, 2).reshape(b, t, DMODEL))
         return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
@@ -79,19 +95,113 @@ class GPT(torch.nn.Module):
         # Key j is visible to query i of request b when j <= pos[b] + i (and so j < its length).
         j = torch.arange(span, device=dev)
         at = {
-            "slots": slot_t,
+            "rows": slot_t,
             "slot_bt": slot_t[:, None].expand(b, t),
             "pos_bt": positions,
             "span": span,
             "mask": (j[None, None, :] <= positions[:, :, None])[:, None],
         }
+        return self.layers(tokens, positions, caches, at)
+
+    def layers(self, tokens, positions, caches, at):
+        """tokens and positions [B, T] -> logits of the last position [B, vocab], with the cache
+        indices `at` already built (by forward, or once for the run by StaticDecode)."""
         x = self.wte(tokens) + self.wpe(positions)
         for block, (ck, cv) in zip(self.blocks, caches):
             x = block(x, ck, cv, at)
         return self.head(self.ln_f(x[:, -1]))
 
 
-def serve(args):
+class StaticDecode(torch.nn.Module):
+    """One decode iteration over every KV-cache slot with shapes fixed for the run (--graph).
+
+    Why it exists: the eager step (GPT.forward over the running sequences) builds its indices on
+    the host, copies every running sequence's keys and values out of the cache in every layer
+    (padded to the longest), and issues ~240 small kernels from Python per iteration; at
+    saturation that loop is launch-bound and the copy is over half of its GPU time. Production
+    servers (vLLM, TensorRT-LLM) run decode with static shapes in CUDA graphs and read the cache
+    in place; this is that mode, so gpuscope has a healthy server to be measured on.
+
+    Every slot is computed every iteration; inactive slots compute garbage that nobody reads.
+    The keys are cache[:, :, :span], a view, with span fixed for the run; a mask built on the
+    device from the per-slot positions hides the keys after each slot's position. The new
+    token's key and value are written in place at (slot, pos[slot]) for every slot. The inputs
+    are static tensors updated in place: `tokens` [slots, 1] (each slot's last token) and `pos`
+    [slots] (its position); the step writes the sampled tokens back into `tokens` and advances
+    `pos`, so the host writes them only when it admits a request. Positions are clamped to the
+    span: an inactive slot keeps writing its garbage at the last position, which a sequence
+    using that slot later writes before it reads it.
+
+    On CUDA the step is captured once as a CUDA graph (after a warm-up on a side stream, as the
+    torch.cuda.CUDAGraph documentation shows) and replayed; elsewhere it runs eagerly. Calling
+    the module (rather than a plain method) makes each iteration, and each warm-up and the
+    capture, one forward pass of an outermost module: how gpuscope's Python bootstrap counts
+    serving steps.
+    """
+
+    def __init__(self, model, caches, slots, span, device, capture):
+        super().__init__()
+        self.model, self.caches, self.span = model, caches, span
+        self.tokens = torch.zeros(slots, 1, dtype=torch.long, device=device)
+        self.pos = torch.zeros(slots, dtype=torch.long, device=device)
+        self.key_index = torch.arange(span, device=device)
+        self.slot_rows = torch.arange(slots, device=device)[:, None]
+        self.logits = None  # [slots, vocab] after a step: a static output when captured.
+        self.graph = None
+        if capture:
+            self._capture()
+
+    def _step(self):
+        pos = self.pos[:, None]  # [slots, 1]: one new token per slot.
+        at = {
+            "rows": slice(None),
+            "slot_bt": self.slot_rows,
+            "pos_bt": pos,
+            "span": self.span,
+            "mask": (self.key_index[None, :] <= pos)[:, None, None, :],  # [slots, 1, 1, span]
+        }
+        self.logits = self.model.layers(self.tokens, pos, self.caches, at)
+        self.tokens.copy_(self.logits.argmax(-1, keepdim=True))
+        self.pos.add_(1).clamp_(max=self.span - 1)
+
+    def _capture(self):
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        # Through the module call, as every iteration: each is one forward pass of an outermost
+        # module to gpuscope, not one per inner module.
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                self()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        # thread_local: a CUDA call from another thread of the process (a tracer's, say) during
+        # the capture neither breaks it nor is captured; only this thread issues the step's work.
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            self()
+        self.graph = graph
+        # The warm-up wrote garbage into slots that hold no request yet and advanced their
+        # positions; admission sets both before a slot's outputs are read.
+        self.pos.zero_()
+
+    def admit(self, slot_index, first, position):
+        """Slots `slot_index` (a device tensor), just prefilled, decode next from their first
+        sampled tokens `first` at `position` (the prompt length)."""
+        self.tokens[slot_index, 0] = first
+        self.pos[slot_index] = position
+
+    def forward(self):
+        """Runs one iteration; returns every slot's sampled token ([slots], on the device)."""
+        if self.graph is not None:
+            self.graph.replay()
+        else:
+            self._step()
+        return self.tokens[:, 0]
+
+
+def serve(args, tokens_out=None):
+    """Serves the request stream that `args` describes; returns the result (the JSON line's
+    fields). When `tokens_out` is a dict it receives each request id's greedy tokens: the
+    prefill's, then one per decode iteration (for tests)."""
     device = torch.device(args.device)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     torch.manual_seed(args.seed)
@@ -101,9 +211,12 @@ def serve(args):
         tuple(torch.zeros(slots, HEADS, MAX_POS, HEAD_DIM, device=device, dtype=dtype) for _ in range(2))
         for _ in range(LAYERS)
     ]
-    gen = torch.Generator().manual_seed(args.seed)
     requests = poisson_stream(args.requests, args.rate, args.seed, (args.prompt, args.prompt),
                               (args.new_tokens, args.new_tokens))
+    # Every request's prompt drawn up front, so a request's tokens do not depend on which others
+    # it was admitted with.
+    prompts = torch.randint(0, args.vocab, (len(requests), args.prompt),
+                            generator=torch.Generator().manual_seed(args.seed))
     pending = list(requests)  # Not arrived yet, in arrival order.
     waiting, running = [], []  # running: [request, slot, position]
     # Each slot's last token stays on the GPU: an iteration's host work does not grow with the
@@ -111,6 +224,7 @@ def serve(args):
     last = torch.zeros(slots, dtype=torch.long, device=device)
     free = list(range(slots))
     iterations = 0
+    step = None
     # cuDNN's attention builds a plan for every new key length (every decode iteration here), which
     # costs tens of ms per iteration until each length has been seen: servers use fixed-size or
     # paged attention kernels instead. The memory-efficient kernel takes any mask and length.
@@ -118,6 +232,9 @@ def serve(args):
 
     backends = [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
     with torch.inference_mode(), sdpa_kernel(backends):
+        if args.graph:  # Captured before the clock starts, as a server does at start-up.
+            step = StaticDecode(model, caches, slots, min(MAX_POS, args.prompt + args.new_tokens),
+                                device, capture=device.type == "cuda")
         start = time.perf_counter()
         while pending or waiting or running:
             now = time.perf_counter() - start
@@ -129,9 +246,15 @@ def serve(args):
                 for r in admitted:
                     waiting.remove(r)
                 new_slots = [free.pop() for _ in admitted]
-                prompts = torch.randint(0, args.vocab, (len(admitted), args.prompt), generator=gen).to(device)
-                first = model(prompts, caches, new_slots, [0] * len(admitted)).argmax(-1)
-                last[torch.tensor(new_slots, device=device)] = first
+                batch = prompts[[r.rid for r in admitted]].to(device)
+                first = model(batch, caches, new_slots, [0] * len(admitted)).argmax(-1)
+                slot_index = torch.tensor(new_slots, device=device)
+                if step is not None:
+                    step.admit(slot_index, first, args.prompt)
+                else:
+                    last[slot_index] = first
+                if tokens_out is not None:
+                    tokens_out.update((r.rid, [t]) for r, t in zip(admitted, first.tolist()))
                 for i, r in enumerate(admitted):
                     running.append([r, new_slots[i], args.prompt])
             if not running:
@@ -139,18 +262,25 @@ def serve(args):
                 if pending:
                     time.sleep(max(0.0, pending[0].arrival_s - (time.perf_counter() - start)))
                 continue
-            run_slots = [e[1] for e in running]
-            slot_index = torch.tensor(run_slots, device=device)
-            logits = model(last[slot_index].view(-1, 1), caches, run_slots, [e[2] for e in running])
-            sampled = logits.argmax(-1)
-            last[slot_index] = sampled
-            sampled.tolist()  # The host reads the tokens back (stop checks, streaming).
+            # The host reads the tokens back every iteration (stop checks, streaming).
+            if step is not None:
+                by_slot = step().tolist()
+                sampled = [by_slot[e[1]] for e in running]
+            else:
+                run_slots = [e[1] for e in running]
+                slot_index = torch.tensor(run_slots, device=device)
+                logits = model(last[slot_index].view(-1, 1), caches, run_slots, [e[2] for e in running])
+                chosen = logits.argmax(-1)
+                last[slot_index] = chosen
+                sampled = chosen.tolist()
             t = time.perf_counter() - start
             iterations += 1
-            for e in running:
+            for e, token in zip(running, sampled):
                 e[0].generated += 1
                 e[0].token_times_s.append(t)
                 e[2] += 1
+                if tokens_out is not None:
+                    tokens_out[e[0].rid].append(token)
             for e in [e for e in running if e[0].done or e[2] >= MAX_POS]:
                 running.remove(e)
                 free.append(e[1])
@@ -163,6 +293,8 @@ def serve(args):
         "batch": args.batch,
         "rate": args.rate,
         "vocab": args.vocab,
+        "graph": bool(args.graph),
+        "cuda_graph": step is not None and step.graph is not None,
         "requests": len(requests),
         "iterations": iterations,
         "tokens": tokens,
@@ -173,7 +305,7 @@ def serve(args):
     }
 
 
-def main():
+def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--scheduler", choices=SCHEDULERS, default="continuous")
     p.add_argument("--batch", type=int, default=32, help="sequences per iteration (static, continuous)")
@@ -184,9 +316,15 @@ def main():
     p.add_argument("--new-tokens", type=int, default=64, help="tokens generated per request")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    args = p.parse_args()
+    p.add_argument("--graph", action="store_true",
+                   help="continuous only: a static-shape step over all --batch slots reading the "
+                        "KV cache in place, replayed as a CUDA graph (eager without CUDA)")
+    args = p.parse_args(argv)
     if args.batch < 1 or args.rate <= 0 or args.prompt + args.new_tokens > MAX_POS:
-        p.error("--batch >= 1, --rate > 0 and --prompt + --new-tokens <= 1024")
+        p.error(f"--batch >= 1, --rate > 0 and --prompt + --new-tokens <= {MAX_POS}")
+    if args.graph and args.scheduler != "continuous":
+        p.error(f"--graph needs --scheduler continuous (got {args.scheduler}): its static step runs "
+                "all --batch slots every iteration, which only a continuous scheduler keeps full")
     print(json.dumps(serve(args)))
 
 
