@@ -36,6 +36,7 @@ void batch_mark(TraceBuilder& b, double at_us, int cpu_us, int wall_us) {
   b.annotation(at_us, at_us, fmt::format("gpuscope.host#loader_cpu_us={},loader_wall_us={}", cpu_us, wall_us));
 }
 
+// The report's input-bound finding (r must outlive the reference).
 const Finding& input_finding(const DeviceReport& r) {
   EXPECT_EQ(r.window_ns, 2'000'000);
   EXPECT_EQ(cause(r, "input").ns, 1'600'000);
@@ -50,7 +51,8 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 // Without the marks, 8 workers as fast as the main process: the step becomes
 // max(2000 - 1600, 1600 / 8) = 400 us of the 2000, x5.00.
 TEST(InputBound, WithoutLoaderMarksWorkersAreAsFastAsTheMainProcess) {
-  const Finding& f = input_finding(only(loader_steps().build()));
+  const DeviceReport r = only(loader_steps().build());
+  const Finding& f = input_finding(r);
   EXPECT_NEAR(*f.est_speedup, 5.0, 1e-9);
   EXPECT_TRUE(has(f.evidence, "; 8 loader workers would hide the input entirely: about 0.20 ms per step (est.)"))
       << f.evidence;
@@ -69,7 +71,8 @@ TEST(InputBound, LoaderMarksScaleTheWorkersBatchTimeByTheCpuTime) {
   batch_mark(b, 1799, 3000, 700);
   batch_mark(b, 2700, 9000, 900);
   batch_mark(b, 2799, 3200, 800);
-  const Finding& f = input_finding(only(b.build()));
+  const DeviceReport r = only(b.build());
+  const Finding& f = input_finding(r);
   EXPECT_NEAR(*f.est_speedup, 2.5, 1e-9);
   EXPECT_TRUE(has(f.evidence, "; the main process spent 3.20 ms of CPU per batch over 0.80 ms (4.0 threads' "
                               "worth; median of 3 batches); with 8 loader workers the step would take about "
@@ -86,7 +89,8 @@ TEST(InputBound, WorkersAreCappedByTheCpusBesideTheMainProcess) {
   b.annotation(0, 0, "gpuscope.host#cpus=5,torch_threads=4");
   batch_mark(b, 1799, 3200, 800);
   batch_mark(b, 2799, 3200, 800);
-  const Finding& f = input_finding(only(b.build()));
+  const DeviceReport r = only(b.build());
+  const Finding& f = input_finding(r);
   EXPECT_NEAR(*f.est_speedup, 1.25, 1e-9);
   EXPECT_TRUE(has(f.evidence, "with 4 loader workers the step would take about 0.80 ms (est.)")) << f.evidence;
   EXPECT_TRUE(has(f.recommendation, "num_workers=4 ")) << f.recommendation;
@@ -101,7 +105,8 @@ TEST(InputBound, AWorkerIsNeverFasterThanTheMainProcess) {
   TraceBuilder b = loader_steps();
   b.annotation(0, 0, "gpuscope.host#cpus=2,torch_threads=1");
   batch_mark(b, 1799, 400, 800);
-  const Finding& f = input_finding(only(b.build()));
+  const DeviceReport r = only(b.build());
+  const Finding& f = input_finding(r);
   EXPECT_NEAR(*f.est_speedup, 1.25, 1e-9);
   EXPECT_TRUE(has(f.evidence, "spent 0.40 ms of CPU per batch over 0.80 ms (0.5 threads' worth; median of 1 batch)"))
       << f.evidence;
@@ -112,9 +117,24 @@ TEST(InputBound, AWorkerIsNeverFasterThanTheMainProcess) {
 TEST(InputBound, MarksOutsideTheWindowAreUsedWhenNoneIsInside) {
   TraceBuilder b = loader_steps();
   batch_mark(b, 800, 2400, 800);
-  const Finding& f = input_finding(only(b.build()));
+  const DeviceReport r = only(b.build());
+  const Finding& f = input_finding(r);
   EXPECT_NEAR(*f.est_speedup, 2000.0 / 600.0, 1e-9);
   EXPECT_TRUE(has(f.evidence, "(3.0 threads' worth; median of 1 batch)")) << f.evidence;
+}
+
+// Marks without both numbers, with a zero wall time, or with the keys inside other keys are
+// not measurements: the estimate is the one without marks, x5.00.
+TEST(InputBound, MalformedLoaderMarksAreIgnored) {
+  TraceBuilder b = loader_steps();
+  b.annotation(1799, 1799, "gpuscope.host#loader_cpu_us=,loader_wall_us=800");
+  b.annotation(1799, 1799, "gpuscope.host#loader_cpu_us=3200");
+  b.annotation(1799, 1799, "gpuscope.host#xloader_cpu_us=3200,xloader_wall_us=800");
+  b.annotation(1799, 1799, "gpuscope.host#loader_cpu_us=99999999999999999999,loader_wall_us=0");
+  const DeviceReport r = only(b.build());
+  const Finding& f = input_finding(r);
+  EXPECT_NEAR(*f.est_speedup, 5.0, 1e-9);
+  EXPECT_FALSE(has(f.evidence, "of CPU per batch")) << f.evidence;
 }
 
 }  // namespace
