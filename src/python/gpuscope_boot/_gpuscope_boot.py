@@ -259,15 +259,15 @@ def _install_dataloader_hook(torch):
         rid = _guarded(_start)(f"enumerate(DataLoader)#{type(self).__name__}.__next__")
         # Batches built here, in this process (num_workers=0), are timed; with workers this
         # process only waits for them. rid is None outside the tracing process (no workers).
-        timed = rid is not None and getattr(self, "_num_workers", 1) == 0
-        if timed:
+        started = None
+        if rid is not None and getattr(self, "_num_workers", 1) == 0:
             if not _state.get("loader_mark"):
                 _guarded(_mark_loader_threads)(self)
-            cpu0, wall0 = _process_time(), _perf_counter()
+            started = _guarded(_loader_clock)()
         try:
             batch = original(self)
-            if timed:
-                _guarded(_mark_loader_cost)(cpu0, wall0)
+            if started is not None:
+                _guarded(_mark_loader_cost)(started)
             return batch
         finally:
             _guarded(_end)(rid)
@@ -302,7 +302,11 @@ def _mark_loader_threads(it):
 _process_time, _perf_counter = time.process_time, time.perf_counter
 
 
-def _mark_loader_cost(cpu0, wall0):
+def _loader_clock():
+    return _process_time(), _perf_counter()
+
+
+def _mark_loader_cost(started):
     """After each batch built in this process: its CPU time and wall time in microseconds
     (`gpuscope.host#loader_cpu_us=1440000,loader_wall_us=90000`). A DataLoader worker runs
     torch ops on one thread, so it needs about this CPU time per batch; the input finding's
@@ -310,6 +314,7 @@ def _mark_loader_cost(cpu0, wall0):
     intra-op threads (the point), but also whatever else ran meanwhile (this module's sampler,
     CUPTI's buffer thread, the program's own threads), so the value is an upper bound of the
     loader's own CPU time."""
+    cpu0, wall0 = started
     cpu_us = int((_process_time() - cpu0) * 1e6)
     wall_us = int((_perf_counter() - wall0) * 1e6)
     _state["torch"].cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}loader_cpu_us={cpu_us},loader_wall_us={wall_us}")
