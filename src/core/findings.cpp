@@ -25,18 +25,6 @@ std::string top_names(const IdleCause& c) {
   return out;
 }
 
-// The idle cause when it reaches kIdleFindingMinPct, else null.
-const IdleCause* idle_trigger(const FindingContext& f, IdleCauseId cause) {
-  const IdleCause& c = f.idle(cause);
-  return c.pct < kIdleFindingMinPct ? nullptr : &c;
-}
-
-std::string idle_evidence(const FindingContext& f, const IdleCause& c) {
-  const std::string per_step = fmt_ms(static_cast<int64_t>(static_cast<double>(c.ns) / f.steps()));
-  return fmt::format("GPU idle {:.1f}% of the window ({} per step) while the host was in: {}", c.pct, per_step,
-                     top_names(c));
-}
-
 // The common estimate of the idle-cause rules: that idle removed, less the tracer's part.
 double speedup_removing_idle(const FindingContext& f, const IdleCause& c) {
   return f.speedup_removing(static_cast<double>(c.ns - c.tracing_ns.value_or(0)));
@@ -82,67 +70,6 @@ std::optional<Finding> allocation(const FindingContext& f) {
   return proposal("Memory allocation stalls the GPU", idle_evidence(f, *c), speedup_removing_idle(f, *c),
                   "Let PyTorch's caching allocator reuse memory: do not call torch.cuda.empty_cache() in the loop, "
                   "preallocate buffers, try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.");
-}
-
-// The worker count the input finding recommends and its estimate assumes.
-constexpr double kLoaderWorkers = 8;
-
-// Torch's intra-op threads in the main process at its first batch, from the Python
-// bootstrap's mark (kHostMarkPrefix); 0 without the mark.
-int loader_torch_threads(const Trace& t) {
-  for (StringId id = 0; id < t.strings.size(); ++id) {
-    const std::string_view s = t.strings.view(id);
-    if (!s.starts_with(kHostMarkPrefix)) continue;
-    const size_t at = s.find("torch_threads=");
-    if (at == std::string_view::npos) continue;
-    int threads = 0;
-    for (char c : s.substr(at + 14)) {
-      if (c < '0' || c > '9' || threads > 100000) break;
-      threads = threads * 10 + (c - '0');
-    }
-    return threads;
-  }
-  return 0;
-}
-
-std::optional<Finding> input_bound(const FindingContext& f) {
-  const IdleCause* c = idle_trigger(f, IdleCauseId::kInput);
-  if (!c) return std::nullopt;
-  // Estimate: the loading moves to kLoaderWorkers worker processes, which prepare batches in
-  // parallel while the step runs: the step becomes the longer of the rest of the step and the
-  // input time divided among the workers. Hiding it all is the upper bound, also stated.
-  const double base = static_cast<double>(f.report.untraced_window_est_ns.value_or(f.report.window_ns));
-  const double input = static_cast<double>(c->ns - c->tracing_ns.value_or(0));
-  const double fixed = std::max(base - input, input / kLoaderWorkers);
-  std::string ev = idle_evidence(f, *c);
-  // Workers run torch ops on one thread each: where the main process had T intra-op threads,
-  // a batch may take up to T times longer in a worker. Stated as the other end of the range.
-  const int threads = loader_torch_threads(f.device.trace);
-  std::string caveat = "each as fast as the main process";
-  if (threads > 1) {
-    const double slow = std::max(base - input, input * threads / kLoaderWorkers);
-    caveat = fmt::format(
-        "each as fast as the main process; that is an upper bound here: the main process built batches "
-        "with {} torch threads and workers use one each, so a worker may take up to {}x as long, and then "
-        "8 workers give {} (est.). Time one batch with torch.set_num_threads(1) to know which",
-        threads, threads,
-        slow >= base ? std::string("no gain") : fmt::format("about x{:.2f}", f.speedup_removing(base - slow)));
-  }
-  if (fixed > base - input) {
-    ev += fmt::format("; with {:.0f} loader workers the step would take about {} (est.), hiding the input "
-                      "entirely about {}",
-                      kLoaderWorkers, fmt_ms(static_cast<int64_t>(fixed / f.steps())),
-                      fmt_ms(static_cast<int64_t>((base - input) / f.steps())));
-  } else {
-    ev += fmt::format("; {:.0f} loader workers would hide the input entirely: about {} per step (est.)",
-                      kLoaderWorkers, fmt_ms(static_cast<int64_t>(fixed / f.steps())));
-  }
-  return proposal("The GPU waits for the host to prepare input", std::move(ev), f.speedup_removing(base - fixed),
-                  fmt::format("Prepare batches off the training loop: DataLoader(num_workers=8 (up to the CPU "
-                              "cores per GPU), pin_memory=True, prefetch_factor=2+, persistent_workers=True) and "
-                              ".to(device, non_blocking=True); move CPU preprocessing into the workers or onto the "
-                              "GPU. Estimate assumes 8 workers, {}.",
-                              caveat));
 }
 
 std::optional<Finding> host_bound(const FindingContext& f) {
@@ -271,6 +198,17 @@ constexpr FindingRuleEntry kFindingRules[] = {
 };
 
 }  // namespace
+
+const IdleCause* idle_trigger(const FindingContext& f, IdleCauseId cause) {
+  const IdleCause& c = f.idle(cause);
+  return c.pct < kIdleFindingMinPct ? nullptr : &c;
+}
+
+std::string idle_evidence(const FindingContext& f, const IdleCause& c) {
+  const std::string per_step = fmt_ms(static_cast<int64_t>(static_cast<double>(c.ns) / f.steps()));
+  return fmt::format("GPU idle {:.1f}% of the window ({} per step) while the host was in: {}", c.pct, per_step,
+                     top_names(c));
+}
 
 double FindingContext::speedup_removing(double saved_ns) const {
   const double base = static_cast<double>(report.untraced_window_est_ns.value_or(report.window_ns));

@@ -56,6 +56,13 @@ Severity severity_for(double speedup);
 // "12.34 ms".
 std::string fmt_ms(int64_t ns);
 
+// The idle-cause rules' trigger (the cause when it reaches the share that makes a finding,
+// else null) and evidence line (findings.cpp).
+const IdleCause* idle_trigger(const FindingContext& f, IdleCauseId cause);
+std::string idle_evidence(const FindingContext& f, const IdleCause& c);
+// The input rule (findings_input.cpp).
+std::optional<Finding> input_bound(const FindingContext& f);
+
 // The rules over kernels (findings_kernels.cpp); the idle-cause rules are in findings.cpp.
 std::optional<Finding> precision_fp32(const FindingContext& f);
 std::optional<Finding> optimizer_unfused(const FindingContext& f);

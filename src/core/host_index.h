@@ -42,8 +42,11 @@ struct PySample {
   bool data = false;  // A data-loading frame (torch.utils.data) was on the stack.
 };
 inline constexpr std::string_view kPySamplePrefix = "gpuscope.py#";
-// The bootstrap's mark of the main process's loader threads, once per process:
-// "gpuscope.host#cpus=16,torch_threads=16".
+// The bootstrap's marks of data loading in the main process (num_workers=0): its CPUs and
+// torch's intra-op threads, once per process, "gpuscope.host#cpus=16,torch_threads=16"; and
+// after each batch built there, the CPU time of all the process's threads and the wall time
+// it took, "gpuscope.host#loader_cpu_us=1440000,loader_wall_us=90000". Read in one place,
+// findings_input.cpp's loader_host.
 inline constexpr std::string_view kHostMarkPrefix = "gpuscope.host#";
 // A sample describes the stack from its time until the next sample, for at most this long
 // (the bootstrap samples at 100 Hz by default).

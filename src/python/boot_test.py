@@ -9,6 +9,7 @@ and reads the log back. usage: boot_test.py [unittest args]
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -131,10 +132,14 @@ STUB = {
                 return next(self._items)
         class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
             _num_workers = 0
+        class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
+            _num_workers = 2
         class DataLoader:
-            def __init__(self, items):
-                self.items = items
+            def __init__(self, items, num_workers=0):
+                self.items, self.num_workers = items, num_workers
             def __iter__(self):
+                if self.num_workers:
+                    return _MultiProcessingDataLoaderIter(self.items)
                 return _SingleProcessDataLoaderIter(self.items)
     """,
 }
@@ -215,9 +220,76 @@ class BootTest(unittest.TestCase):
         ends = [r for r in self.records() if r.get("kind") == "end"]
         self.assertEqual(len(ends), len(starts))
         # One mark of the loader's threads, at the first batch built in the main process.
-        hosts = [r["name"] for r in self.records() if r.get("kind") == "mark" and r["name"].startswith("gpuscope.host#")]
+        hosts = [r["name"] for r in self.records() if r.get("kind") == "mark" and r["name"].startswith("gpuscope.host#cpus=")]
         self.assertEqual(len(hosts), 1)
         self.assertRegex(hosts[0], r"^gpuscope\.host#cpus=[1-9][0-9]*,torch_threads=4$")
+
+    LOADER_PROGRAM = """
+import os, time
+import torch
+from torch.utils.data import DataLoader, dataloader
+import _gpuscope_boot
+
+def batches():
+    end = time.process_time() + 0.03
+    while time.process_time() < end:  # 30 ms of CPU
+        pass
+    yield 1
+    time.sleep(0.05)  # 50 ms of wall time, almost no CPU
+    yield 2
+    yield 3
+
+torch.cuda.init()
+for _ in DataLoader(list(range(4)), num_workers=2):
+    pass
+for _ in DataLoader(batches()):
+    pass
+_gpuscope_boot._detach()
+print(hasattr(dataloader._BaseDataLoaderIter.__next__, "_gpuscope"))
+for _ in DataLoader([7, 8]):
+    pass
+"""
+
+    def loader_costs(self, records):
+        """(cpu_us, wall_us) of each loader-cost mark, in order."""
+        out = []
+        for r in records:
+            if r.get("kind") != "mark":
+                continue
+            m = re.fullmatch(r"gpuscope\.host#loader_cpu_us=(\d+),loader_wall_us=(\d+)", r["name"])
+            if m:
+                out.append((int(m.group(1)), int(m.group(2))))
+        return out
+
+    def test_loader_cost_marks_each_batch_built_here(self):
+        proc = self.run_program(self.LOADER_PROGRAM, env={"GPUSCOPE_PY_SAMPLE_HZ": "0"})
+        # The wrapper is gone after detach, and the batches after it are not marked.
+        self.assertEqual(proc.stdout.strip(), "False")
+        records = self.records()
+        costs = self.loader_costs(records)
+        # One per batch of the worker-less loader (three; not its StopIteration call), none for
+        # the loader with workers (four batches) or after detach (two).
+        self.assertEqual(len(costs), 3, costs)
+        loader_marks = [r for r in records if r.get("kind") == "mark" and r["name"].startswith("gpuscope.host#loader")]
+        self.assertEqual(len(loader_marks), 3, loader_marks)
+        (cpu1, wall1), (cpu2, wall2), _ = costs
+        # 30 ms of CPU in the first batch; the second slept 50 ms.
+        self.assertGreaterEqual(cpu1, 25_000)
+        self.assertGreaterEqual(wall1, 25_000)
+        self.assertGreaterEqual(wall2, 50_000)
+        self.assertLess(cpu2, 25_000)
+        # Each mark is emitted inside its batch's range (here the last batch's).
+        names = [str(r.get("name")) for r in records]
+        mark = max(i for i, n in enumerate(names) if n.startswith("gpuscope.host#loader"))
+        self.assertEqual(names[mark - 1], "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")
+        self.assertEqual(records[mark + 1].get("kind"), "end")
+        # The one-off threads mark comes from the worker-less loader only.
+        hosts = [r["name"] for r in records if r.get("kind") == "mark" and r["name"].startswith("gpuscope.host#cpus=")]
+        self.assertEqual(len(hosts), 1)
+
+    def test_loader_cost_needs_cuda_in_this_process(self):
+        self.run_program(self.LOADER_PROGRAM.replace("torch.cuda.init()", ""))
+        self.assertEqual(self.loader_costs(self.records()), [])
 
     def test_sampler_marks_user_frames(self):
         self.run_program(PROGRAM)

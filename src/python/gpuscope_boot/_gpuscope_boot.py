@@ -17,8 +17,10 @@ A sampler thread records the Python stack of the thread that issues GPU work (a 
 the program's own code, innermost first) as NVTX marks named `gpuscope.py#<tag>;<frames>`,
 where <tag> is `data` when a data-loading frame (torch.utils.data) is on the stack. The
 analysis names each idle interval's host code with them. The first batch built in the main
-process (num_workers=0) adds one mark `gpuscope.host#cpus=N,torch_threads=T`. Rate: GPUSCOPE_PY_SAMPLE_HZ (default
-100, 0 turns it off, at most 500).
+process (num_workers=0) adds one mark `gpuscope.host#cpus=N,torch_threads=T`, and each batch
+built there one mark `gpuscope.host#loader_cpu_us=C,loader_wall_us=W` (the process's CPU time
+and the wall time spent building it). Rate: GPUSCOPE_PY_SAMPLE_HZ (default 100, 0 turns it off,
+at most 500).
 
 Bounded tracing (`gpuscope run --steps N --skip-steps K`, GPUSCOPE_STEPS / GPUSCOPE_SKIP_STEPS):
 steps are counted here (optimizer steps; forward passes of the outermost module while no
@@ -255,10 +257,18 @@ def _install_dataloader_hook(torch):
 
     def __next__(self):
         rid = _guarded(_start)(f"enumerate(DataLoader)#{type(self).__name__}.__next__")
-        if rid is not None and not _state.get("loader_mark"):
-            _guarded(_mark_loader_threads)(self)
+        # Batches built here, in this process (num_workers=0), are timed; with workers this
+        # process only waits for them. rid is None outside the tracing process (no workers).
+        started = None
+        if rid is not None and getattr(self, "_num_workers", 1) == 0:
+            if not _state.get("loader_mark"):
+                _guarded(_mark_loader_threads)(self)
+            started = _guarded(_loader_clock)()
         try:
-            return original(self)
+            batch = original(self)
+            if started is not None:
+                _guarded(_mark_loader_cost)(started)
+            return batch
         finally:
             _guarded(_end)(rid)
 
@@ -287,6 +297,27 @@ def _mark_loader_threads(it):
     except Exception:
         cpus = os.cpu_count() or 0
     torch.cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}cpus={cpus},torch_threads={torch.get_num_threads()}")
+
+
+_process_time, _perf_counter = time.process_time, time.perf_counter
+
+
+def _loader_clock():
+    return _process_time(), _perf_counter()
+
+
+def _mark_loader_cost(started):
+    """After each batch built in this process: its CPU time and wall time in microseconds
+    (`gpuscope.host#loader_cpu_us=1440000,loader_wall_us=90000`). A DataLoader worker runs
+    torch ops on one thread, so it needs about this CPU time per batch; the input finding's
+    estimate uses it. process_time() is the CPU time of all of this process's threads: torch's
+    intra-op threads (the point), but also whatever else ran meanwhile (this module's sampler,
+    CUPTI's buffer thread, the program's own threads), so the value is an upper bound of the
+    loader's own CPU time."""
+    cpu0, wall0 = started
+    cpu_us = int((_process_time() - cpu0) * 1e6)
+    wall_us = int((_perf_counter() - wall0) * 1e6)
+    _state["torch"].cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}loader_cpu_us={cpu_us},loader_wall_us={wall_us}")
 
 
 def _compiling(torch):

@@ -1,0 +1,185 @@
+// The input-bound finding: the GPU waits while the host prepares input (docs/design.md,
+// "Findings"), and what the Python bootstrap's host marks say about the main process's loader.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "core/findings.h"
+#include "core/host_index.h"
+
+namespace gpuscope {
+namespace {
+
+// The worker count the input finding recommends and its estimate assumes.
+constexpr int64_t kLoaderWorkers = 8;
+
+// What the bootstrap's host marks (kHostMarkPrefix) say about data loading in the main process.
+struct LoaderHost {
+  std::optional<int64_t> cpus;           // CPUs the process may use.
+  std::optional<int64_t> torch_threads;  // torch's intra-op threads at the first batch.
+  // Per batch built in the main process: the median CPU time of all its threads and the
+  // median wall time, over the batches marked inside the analysis window (all of them when
+  // none is). Null without the per-batch marks.
+  std::optional<double> batch_cpu_ns, batch_wall_ns;
+  size_t batches = 0;  // The marks the medians are taken over.
+};
+
+// The value of `key=<digits>` in a mark's "k1=v1,k2=v2" text, or null.
+std::optional<int64_t> mark_field(std::string_view text, std::string_view key) {
+  for (size_t at = 0; at < text.size();) {
+    const size_t comma = std::min(text.find(',', at), text.size());
+    const std::string_view field = text.substr(at, comma - at);
+    at = comma + 1;
+    if (field.size() <= key.size() || !field.starts_with(key) || field[key.size()] != '=') continue;
+    int64_t v = 0;
+    size_t digits = 0;
+    for (char c : field.substr(key.size() + 1)) {
+      if (c < '0' || c > '9' || v > 1'000'000'000'000) break;
+      v = v * 10 + (c - '0');
+      ++digits;
+    }
+    return digits ? std::optional<int64_t>(v) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
+double median(std::vector<double>& v) {
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  const double upper = v[mid];
+  if (v.size() % 2) return upper;
+  return (upper + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
+}
+
+// The one parse of the bootstrap's host marks: "gpuscope.host#cpus=16,torch_threads=16" (once
+// per process) and "gpuscope.host#loader_cpu_us=C,loader_wall_us=W" (after each batch built in
+// the main process; NVTX marks, so zero-length annotations at the batch's end).
+LoaderHost loader_host(const Trace& t, int64_t window_start, int64_t window_end) {
+  LoaderHost host;
+  std::unordered_map<StringId, std::pair<int64_t, int64_t>> batch_marks;  // name -> (cpu, wall) us
+  for (StringId id = 0; id < t.strings.size(); ++id) {
+    std::string_view s = t.strings.view(id);
+    if (!s.starts_with(kHostMarkPrefix)) continue;
+    s.remove_prefix(kHostMarkPrefix.size());
+    if (!host.torch_threads) host.torch_threads = mark_field(s, "torch_threads");
+    if (!host.cpus) host.cpus = mark_field(s, "cpus");
+    const std::optional<int64_t> cpu = mark_field(s, "loader_cpu_us"), wall = mark_field(s, "loader_wall_us");
+    if (cpu && wall) batch_marks.emplace(id, std::make_pair(*cpu, *wall));
+  }
+  if (batch_marks.empty()) return host;
+  std::vector<double> cpu_in, wall_in, cpu_all, wall_all;
+  for (const HostEvent& e : t.host_events) {
+    if (e.kind != HostEventKind::kAnnotation) continue;
+    const auto it = batch_marks.find(e.name);
+    if (it == batch_marks.end()) continue;
+    const double cpu = static_cast<double>(it->second.first) * 1e3, wall = static_cast<double>(it->second.second) * 1e3;
+    cpu_all.push_back(cpu);
+    wall_all.push_back(wall);
+    if (e.start_ns < window_start || e.start_ns >= window_end) continue;
+    cpu_in.push_back(cpu);
+    wall_in.push_back(wall);
+  }
+  std::vector<double>& cpu = cpu_in.empty() ? cpu_all : cpu_in;
+  std::vector<double>& wall = cpu_in.empty() ? wall_all : wall_in;
+  if (cpu.empty()) return host;
+  host.batches = cpu.size();
+  host.batch_cpu_ns = median(cpu);
+  host.batch_wall_ns = median(wall);
+  return host;
+}
+
+// The estimate's result: the window with the fix, its evidence and what it assumes.
+struct InputEstimate {
+  double fixed_ns = 0;
+  int64_t workers = kLoaderWorkers;
+  std::string evidence;
+  std::string assumes;
+};
+
+// "; with 8 loader workers the step would take about ..." for a fixed window.
+std::string workers_evidence(const FindingContext& f, int64_t workers, double fixed, double hidden) {
+  if (fixed > hidden) {
+    return fmt::format("; with {} loader workers the step would take about {} (est.), hiding the input "
+                       "entirely about {}",
+                       workers, fmt_ms(static_cast<int64_t>(fixed / f.steps())),
+                       fmt_ms(static_cast<int64_t>(hidden / f.steps())));
+  }
+  return fmt::format("; {} loader workers would hide the input entirely: about {} per step (est.)", workers,
+                     fmt_ms(static_cast<int64_t>(fixed / f.steps())));
+}
+
+// Without the per-batch marks: kLoaderWorkers workers, each as fast as the main process. Workers
+// run torch ops on one thread each: where the main process had T intra-op threads, a batch may
+// take up to T times longer in a worker, stated as the other end of the range.
+InputEstimate assumed_estimate(const FindingContext& f, const LoaderHost& host, double base, double input) {
+  InputEstimate e;
+  e.fixed_ns = std::max(base - input, input / static_cast<double>(kLoaderWorkers));
+  e.evidence = workers_evidence(f, kLoaderWorkers, e.fixed_ns, base - input);
+  e.assumes = "each as fast as the main process";
+  const int64_t threads = host.torch_threads.value_or(0);
+  if (threads > 1) {
+    const double slow = std::max(base - input, input * static_cast<double>(threads) / kLoaderWorkers);
+    e.assumes = fmt::format(
+        "each as fast as the main process; that is an upper bound here: the main process built batches "
+        "with {} torch threads and workers use one each, so a worker may take up to {}x as long, and then "
+        "8 workers give {} (est.). Time one batch with torch.set_num_threads(1) to know which",
+        threads, threads,
+        slow >= base ? std::string("no gain") : fmt::format("about x{:.2f}", f.speedup_removing(base - slow)));
+  }
+  return e;
+}
+
+// With the per-batch marks: a worker runs torch ops on one thread, so it needs about the CPU
+// time the main process spent per batch (all its threads' time; high if they spin-waited or
+// other threads ran meanwhile), and never less than the main process's wall time (waits on
+// files or the network stay). With W workers the input time scales by that ratio over W.
+InputEstimate measured_estimate(const FindingContext& f, const LoaderHost& host, double base, double input) {
+  InputEstimate e;
+  if (host.cpus && *host.cpus >= 1) e.workers = std::clamp<int64_t>(*host.cpus - 1, 1, kLoaderWorkers);
+  const double cpu = *host.batch_cpu_ns, wall = *host.batch_wall_ns;
+  const double slower = std::max(1.0, cpu / wall);
+  e.fixed_ns = std::max(base - input, input * slower / static_cast<double>(e.workers));
+  e.evidence = fmt::format("; the main process spent {} of CPU per batch over {} ({:.1f} threads' worth; "
+                           "median of {} batch{})",
+                           fmt_ms(static_cast<int64_t>(cpu)), fmt_ms(static_cast<int64_t>(wall)), cpu / wall,
+                           host.batches, host.batches == 1 ? "" : "es");
+  e.evidence += workers_evidence(f, e.workers, e.fixed_ns, base - input);
+  e.assumes = fmt::format("each taking, on its one thread, the CPU time the main process spent per batch and "
+                          "at least its wall time (measured above; high if its threads spin-waited){}",
+                          e.workers < kLoaderWorkers
+                              ? fmt::format(", as many as the {} CPUs here leave beside the main process", *host.cpus)
+                              : std::string());
+  return e;
+}
+
+}  // namespace
+
+// Estimate: the loading moves to worker processes, which prepare batches in parallel while the
+// step runs: the step becomes the longer of the rest of the step and the input time divided
+// among the workers (scaled by what one worker needs per batch, when measured). Hiding it all
+// is the upper bound, also stated.
+std::optional<Finding> input_bound(const FindingContext& f) {
+  const IdleCause* c = idle_trigger(f, IdleCauseId::kInput);
+  if (!c) return std::nullopt;
+  const double base = static_cast<double>(f.report.untraced_window_est_ns.value_or(f.report.window_ns));
+  const double input = static_cast<double>(c->ns - c->tracing_ns.value_or(0));
+  const LoaderHost host = loader_host(f.device.trace, f.device.window_start, f.device.window_end);
+  const InputEstimate e = host.batch_cpu_ns && *host.batch_wall_ns > 0 ? measured_estimate(f, host, base, input)
+                                                                       : assumed_estimate(f, host, base, input);
+  return proposal("The GPU waits for the host to prepare input", idle_evidence(f, *c) + e.evidence,
+                  f.speedup_removing(base - e.fixed_ns),
+                  fmt::format("Prepare batches off the training loop: DataLoader(num_workers={} (up to the CPU "
+                              "cores per GPU), pin_memory=True, prefetch_factor=2+, persistent_workers=True) and "
+                              ".to(device, non_blocking=True); move CPU preprocessing into the workers or onto the "
+                              "GPU. Estimate assumes {} workers, {}.",
+                              e.workers, e.workers, e.assumes));
+}
+
+}  // namespace gpuscope

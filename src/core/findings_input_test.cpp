@@ -1,0 +1,141 @@
+// The input-bound finding (findings_input.cpp): its estimate without and with the Python
+// bootstrap's per-batch loader marks.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <fmt/core.h>
+
+#include "core/analysis_test_util.h"
+#include "core/test_builder.h"
+
+namespace gpuscope {
+namespace {
+
+using testing::cause;
+using testing::FindingById;
+using testing::only;
+using testing::TraceBuilder;
+
+// Three profiler steps of 1000 us: the main process's DataLoader for 800 us, then a 100 us
+// kernel at 900 us. On the device timeline the window runs from the first kernel (900) to the
+// last step's (2900): 2000 us, two steps, each with 800 us of input idle.
+TraceBuilder loader_steps() {
+  TraceBuilder b;
+  for (int s = 0; s < 3; ++s) {
+    const double t = s * 1000.0;
+    b.annotation(t, t + 1000, fmt::format("ProfilerStep#{}", s + 1));
+    b.annotation(t, t + 800, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+    b.kernel(t + 900, t + 1000, "gemm", 1000, 0, 7, t + 850, 5);
+  }
+  return b;
+}
+
+// The bootstrap's mark after a batch: an NVTX mark, so a zero-length annotation.
+void batch_mark(TraceBuilder& b, double at_us, int cpu_us, int wall_us) {
+  b.annotation(at_us, at_us, fmt::format("gpuscope.host#loader_cpu_us={},loader_wall_us={}", cpu_us, wall_us));
+}
+
+// The report's input-bound finding (r must outlive the reference).
+const Finding& input_finding(const DeviceReport& r) {
+  EXPECT_EQ(r.window_ns, 2'000'000);
+  EXPECT_EQ(cause(r, "input").ns, 1'600'000);
+  const Finding* f = FindingById(r, "input-bound");
+  if (!f) ADD_FAILURE() << "no input-bound finding";
+  static const Finding kNone;
+  return f ? *f : kNone;
+}
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Without the marks, 8 workers as fast as the main process: the step becomes
+// max(2000 - 1600, 1600 / 8) = 400 us of the 2000, x5.00.
+TEST(InputBound, WithoutLoaderMarksWorkersAreAsFastAsTheMainProcess) {
+  const DeviceReport r = only(loader_steps().build());
+  const Finding& f = input_finding(r);
+  EXPECT_NEAR(*f.est_speedup, 5.0, 1e-9);
+  EXPECT_TRUE(has(f.evidence, "; 8 loader workers would hide the input entirely: about 0.20 ms per step (est.)"))
+      << f.evidence;
+  EXPECT_FALSE(has(f.evidence, "of CPU per batch")) << f.evidence;
+  EXPECT_TRUE(has(f.recommendation, "Estimate assumes 8 workers, each as fast as the main process.")) << f.recommendation;
+}
+
+// The main process spent 3200 us of CPU per 800 us batch (4 threads' worth): a worker needs
+// 3200 us per batch, so 8 workers give max(400, 1600 * 4 / 8) = 800 us, x2.50; per step
+// 0.40 ms, against 0.20 ms with the input hidden entirely. The medians are of the marks inside
+// the window, (3000, 3200, 9000) us of CPU over (700, 800, 900) us; the one before it (the
+// first batch, at 800 us, before the first kernel) is left out.
+TEST(InputBound, LoaderMarksScaleTheWorkersBatchTimeByTheCpuTime) {
+  TraceBuilder b = loader_steps();
+  batch_mark(b, 800, 80'000, 800);
+  batch_mark(b, 1799, 3000, 700);
+  batch_mark(b, 2700, 9000, 900);
+  batch_mark(b, 2799, 3200, 800);
+  const DeviceReport r = only(b.build());
+  const Finding& f = input_finding(r);
+  EXPECT_NEAR(*f.est_speedup, 2.5, 1e-9);
+  EXPECT_TRUE(has(f.evidence, "; the main process spent 3.20 ms of CPU per batch over 0.80 ms (4.0 threads' "
+                              "worth; median of 3 batches); with 8 loader workers the step would take about "
+                              "0.40 ms (est.), hiding the input entirely about 0.20 ms"))
+      << f.evidence;
+  EXPECT_TRUE(has(f.recommendation, "num_workers=8 ")) << f.recommendation;
+  EXPECT_TRUE(has(f.recommendation, "Estimate assumes 8 workers, each taking, on its one thread, the CPU time"))
+      << f.recommendation;
+}
+
+// With 5 CPUs, 4 workers beside the main process: max(400, 1600 * 4 / 4) = 1600 us, x1.25.
+TEST(InputBound, WorkersAreCappedByTheCpusBesideTheMainProcess) {
+  TraceBuilder b = loader_steps();
+  b.annotation(0, 0, "gpuscope.host#cpus=5,torch_threads=4");
+  batch_mark(b, 1799, 3200, 800);
+  batch_mark(b, 2799, 3200, 800);
+  const DeviceReport r = only(b.build());
+  const Finding& f = input_finding(r);
+  EXPECT_NEAR(*f.est_speedup, 1.25, 1e-9);
+  EXPECT_TRUE(has(f.evidence, "with 4 loader workers the step would take about 0.80 ms (est.)")) << f.evidence;
+  EXPECT_TRUE(has(f.recommendation, "num_workers=4 ")) << f.recommendation;
+  EXPECT_TRUE(has(f.recommendation, "as many as the 5 CPUs here leave beside the main process")) << f.recommendation;
+  // The measured cost replaces the torch-threads range.
+  EXPECT_FALSE(has(f.recommendation, "upper bound here")) << f.recommendation;
+}
+
+// Less CPU than wall time (the loader waited on files): a worker still takes the wall time.
+// With 2 CPUs, one worker: max(400, 1600 * 1 / 1) = 1600 us, x1.25 (not 1600 * 0.5, x2.50).
+TEST(InputBound, AWorkerIsNeverFasterThanTheMainProcess) {
+  TraceBuilder b = loader_steps();
+  b.annotation(0, 0, "gpuscope.host#cpus=2,torch_threads=1");
+  batch_mark(b, 1799, 400, 800);
+  const DeviceReport r = only(b.build());
+  const Finding& f = input_finding(r);
+  EXPECT_NEAR(*f.est_speedup, 1.25, 1e-9);
+  EXPECT_TRUE(has(f.evidence, "spent 0.40 ms of CPU per batch over 0.80 ms (0.5 threads' worth; median of 1 batch)"))
+      << f.evidence;
+}
+
+// No mark inside the window: all of them are used (here the first batch's, before the window,
+// 3 threads' worth): max(400, 1600 * 3 / 8) = 600 us of the 2000, x3.33.
+TEST(InputBound, MarksOutsideTheWindowAreUsedWhenNoneIsInside) {
+  TraceBuilder b = loader_steps();
+  batch_mark(b, 800, 2400, 800);
+  const DeviceReport r = only(b.build());
+  const Finding& f = input_finding(r);
+  EXPECT_NEAR(*f.est_speedup, 2000.0 / 600.0, 1e-9);
+  EXPECT_TRUE(has(f.evidence, "(3.0 threads' worth; median of 1 batch)")) << f.evidence;
+}
+
+// Marks without both numbers, with a zero wall time, or with the keys inside other keys are
+// not measurements: the estimate is the one without marks, x5.00.
+TEST(InputBound, MalformedLoaderMarksAreIgnored) {
+  TraceBuilder b = loader_steps();
+  b.annotation(1799, 1799, "gpuscope.host#loader_cpu_us=,loader_wall_us=800");
+  b.annotation(1799, 1799, "gpuscope.host#loader_cpu_us=3200");
+  b.annotation(1799, 1799, "gpuscope.host#xloader_cpu_us=3200,xloader_wall_us=800");
+  b.annotation(1799, 1799, "gpuscope.host#loader_cpu_us=99999999999999999999,loader_wall_us=0");
+  const DeviceReport r = only(b.build());
+  const Finding& f = input_finding(r);
+  EXPECT_NEAR(*f.est_speedup, 5.0, 1e-9);
+  EXPECT_FALSE(has(f.evidence, "of CPU per batch")) << f.evidence;
+}
+
+}  // namespace
+}  // namespace gpuscope
