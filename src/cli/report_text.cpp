@@ -198,7 +198,14 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
                        ms(static_cast<int64_t>(static_cast<double>(c->ns) / steps)), p.dim(clip(host, width - 34)));
   }
   if (causes.empty()) out += "  none\n";
-  if (d.tracing_cost) {
+  if (d.untraced_step_measured_ns && d.untraced_window_est_ns) {
+    out += p.dim(fmt::format("  untraced, a step took {} before the window opened (measured); of the idle, {} per "
+                             "step is the tracer's",
+                             ms(*d.untraced_step_measured_ns),
+                             ms(static_cast<int64_t>(static_cast<double>(d.window_ns - *d.untraced_window_est_ns) /
+                                                     steps)))) +
+           "\n";
+  } else if (d.tracing_cost) {
     std::string line = fmt::format("  tracing adds {:.1f} us per launch call here ({:.1f} -> {:.1f} us, measured)",
                                    d.tracing_cost->added_ns() / 1e3, d.tracing_cost->plain_launch_ns / 1e3,
                                    d.tracing_cost->traced_launch_ns / 1e3);

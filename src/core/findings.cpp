@@ -98,6 +98,12 @@ std::string launch_step_evidence(const FindingContext& f, const IdleCause& c) {
   const DeviceReport& r = f.report;
   const double window = f.window_ns(), steps = f.steps();
   const auto fixed_step = static_cast<int64_t>((window - static_cast<double>(c.ns)) / steps);
+  if (r.untraced_step_measured_ns && r.untraced_window_est_ns) {
+    return fmt::format("; untraced, the program's step took {} before the window opened (measured; traced: {}), "
+                       "and about {} without the gaps",
+                       fmt_ms(*r.untraced_step_measured_ns), fmt_ms(static_cast<int64_t>(window / steps)),
+                       fmt_ms(fixed_step));
+  }
   if (r.tracing_cost && r.untraced_window_est_ns) {
     return fmt::format("; tracing adds {:.1f} us to each launch call on this host (measured: {:.1f} -> {:.1f} us), "
                        "so the program would take about {} per step untraced (traced: {}) and about {} "

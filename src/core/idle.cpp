@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <optional>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -259,6 +261,47 @@ IdleCause idle_cause(const DeviceContext& ctx, IdleCauseId id, const CauseAccumu
   return ic;
 }
 
+// The Python bootstrap's untraced step, measured before a bounded window opened: the median of
+// the step periods it timed while waiting ("gpuscope.host#untraced_step_us=4920,steps=8"); empty
+// without that mark.
+std::optional<int64_t> measured_untraced_step_ns(const Trace& t) {
+  constexpr std::string_view kKey = "untraced_step_us=";
+  for (StringId id = 0; id < t.strings.size(); ++id) {
+    const std::string_view s = t.strings.view(id);
+    if (!s.starts_with(kHostMarkPrefix) || s.find(kKey) == std::string_view::npos) continue;
+    int64_t us = 0;
+    for (char c : s.substr(s.find(kKey) + kKey.size())) {
+      if (c < '0' || c > '9' || us > 1'000'000'000'000) break;
+      us = us * 10 + (c - '0');
+    }
+    if (us > 0) return us * 1000;
+  }
+  return std::nullopt;
+}
+
+// With the untraced step measured, the tracer's share of the idle is what the traced window
+// has over that many untraced steps. The tracer slows the host, so that share is in the gaps
+// where the GPU waited on the host (launch, host, input, memcpy, alloc), in proportion to them;
+// it replaces the share derived from the calibrated launch cost.
+void apply_measured_untraced_step(const DeviceContext& ctx, int64_t step_ns, DeviceReport& r) {
+  r.untraced_step_measured_ns = step_ns;
+  const double window = static_cast<double>(r.window_ns);
+  const double delta = std::max(0.0, window - static_cast<double>(step_ns) * static_cast<double>(ctx.steps.size()));
+  const auto host_late = [](IdleCauseId id) {
+    return id == IdleCauseId::kLaunch || id == IdleCauseId::kHost || id == IdleCauseId::kInput ||
+           id == IdleCauseId::kMemcpy || id == IdleCauseId::kAlloc;
+  };
+  double late = 0;
+  for (const IdleCause& c : r.idle_causes) late += host_late(c.cause) ? static_cast<double>(c.ns) : 0.0;
+  int64_t tracing = 0;
+  for (IdleCause& c : r.idle_causes) {
+    const double ns = static_cast<double>(c.ns);
+    c.tracing_ns = host_late(c.cause) && late > 0 ? static_cast<int64_t>(std::min(ns, delta * ns / late)) : 0;
+    tracing += *c.tracing_ns;
+  }
+  r.untraced_window_est_ns = r.window_ns - tracing;
+}
+
 }  // namespace
 
 void add_idle_attribution(const DeviceContext& ctx, DeviceReport& r) {
@@ -282,6 +325,9 @@ void add_idle_attribution(const DeviceContext& ctx, DeviceReport& r) {
     int64_t tracing = 0;
     for (const IdleCause& c : r.idle_causes) tracing += c.tracing_ns.value_or(0);
     r.untraced_window_est_ns = r.window_ns - tracing;
+  }
+  if (const auto step = measured_untraced_step_ns(ctx.trace); step && !ctx.steps.empty()) {
+    apply_measured_untraced_step(ctx, *step, r);
   }
 }
 

@@ -203,6 +203,40 @@ TEST(Analysis, MeasuredTracingCostComesOutOfTheLaunchBoundBase) {
   EXPECT_NEAR(launch.pct, 80.0, 0.5);
 }
 
+// Bounded windows: the Python bootstrap timed the program's own steps before the window opened
+// (3 ms each, untraced). The traced steps take 5 ms, so 2 ms per step is the tracer's, taken
+// from the gaps where the GPU waited on the host (here all launch gaps); it replaces the share
+// from the calibrated launch cost.
+TEST(Analysis, MeasuredUntracedStepSetsTheTracersShare) {
+  Trace t = launch_bound_steps();
+  t.tracing_cost = TracingCost{3000, 4000};  // Calibrated: 1 us per call, which the measurement replaces.
+  t.strings.intern("gpuscope.host#untraced_step_us=3000,steps=8");
+  const auto r = only(t);
+  ASSERT_TRUE(r.untraced_step_measured_ns.has_value());
+  EXPECT_EQ(*r.untraced_step_measured_ns, 3'000'000);
+  ASSERT_TRUE(r.untraced_window_est_ns.has_value());
+  EXPECT_NEAR(static_cast<double>(*r.untraced_window_est_ns) / r.step_count, 3.0e6, 0.01e6);
+  const IdleCause& launch = cause(r, "launch");
+  ASSERT_TRUE(launch.tracing_ns.has_value());
+  EXPECT_NEAR(static_cast<double>(*launch.tracing_ns) / r.step_count, 2.0e6, 0.01e6);
+  const Finding& f = r.findings.front();
+  EXPECT_EQ(f.id, "launch-bound");
+  // Untraced 3 ms, 1 ms of kernels: x3.
+  EXPECT_NEAR(*f.est_speedup, 3.0, 0.05);
+  EXPECT_NE(f.evidence.find("the program's step took 3.00 ms before the window opened (measured"),
+            std::string::npos) << f.evidence;
+}
+
+// A measured untraced step longer than the traced one (noise on the host) takes nothing out.
+TEST(Analysis, MeasuredUntracedStepAboveTheTracedOneTakesNothingOut) {
+  Trace t = launch_bound_steps();
+  t.strings.intern("gpuscope.host#untraced_step_us=6000,steps=3");
+  const auto r = only(t);
+  ASSERT_TRUE(r.untraced_window_est_ns.has_value());
+  EXPECT_EQ(*r.untraced_window_est_ns, r.window_ns);
+  EXPECT_EQ(cause(r, "launch").tracing_ns, 0);
+}
+
 TEST(Analysis, TracingCostAboveTheGapsLeavesNoLaunchFinding) {
   Trace t = launch_bound_steps();
   t.tracing_cost = TracingCost{2000, 12000};  // 10 us more per call: more than each 8 us gap.

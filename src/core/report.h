@@ -217,6 +217,9 @@ struct DeviceReport {
   // (an estimate of the same window run untraced); absent without a measured cost.
   std::optional<TracingCost> tracing_cost;
   std::optional<int64_t> untraced_window_est_ns;
+  // The program's own step time before a bounded window opened, untraced (the Python bootstrap
+  // timed it); where known, the tracer's share of the idle and untraced_window_est_ns come from it.
+  std::optional<int64_t> untraced_step_measured_ns;
   // The window in equal slices, one letter each for what filled most of the slice:
   // kTimelineKernelLetter (K) kernels running, else the idle cause's letter (kIdleCauseTable).
   std::string timeline;

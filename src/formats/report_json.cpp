@@ -94,6 +94,14 @@ json device_json(const DeviceReport& d) {
   } else {
     j["tracing_cost"] = nullptr;
   }
+  // The program's own untraced step, timed before a bounded window opened, and the window
+  // estimated from it: null where not measured.
+  if (d.untraced_step_measured_ns) {
+    j["untraced"] = {{"step_measured_us", us(*d.untraced_step_measured_ns)},
+                     {"window_est_us", d.untraced_window_est_ns ? json(us(*d.untraced_window_est_ns)) : json(nullptr)}};
+  } else {
+    j["untraced"] = nullptr;
+  }
   j["timeline"] = {{"slices", d.timeline.size()},
                    {"slice_us", d.timeline.empty() ? 0.0 : us(d.window_ns) / static_cast<double>(d.timeline.size())},
                    {"states", d.timeline},

@@ -131,6 +131,10 @@ DeviceReport device_from(const json& j) {
     d.tracing_cost = TracingCost{get<double>(*it, "plain_launch_us") * 1e3, get<double>(*it, "traced_launch_us") * 1e3};
     if (auto u = opt<double>(*it, "untraced_window_est_us")) d.untraced_window_est_ns = ns_from_us(*u);
   }
+  if (auto it = j.find("untraced"); it != j.end() && !it->is_null()) {
+    d.untraced_step_measured_ns = ns_from_us(get<double>(*it, "step_measured_us"));
+    if (auto u = opt<double>(*it, "window_est_us")) d.untraced_window_est_ns = ns_from_us(*u);
+  }
   d.timeline = get<std::string>(child(j, "timeline"), "states");
 
   const json& k = child(j, "kernels");

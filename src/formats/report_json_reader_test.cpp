@@ -43,6 +43,7 @@ Report full_report() {
   d.idle_causes = {input, sync};
   d.tracing_cost = TracingCost{2500, 9000};
   d.untraced_window_est_ns = 120'000'000;
+  d.untraced_step_measured_ns = 4'920'000;
   d.timeline = "KKKiiKsK";
   d.kernel_count = 4242;
   d.categories = {{"gemm", 50'000'000, 60.5, 1000}, {"elementwise", 20'000'000, 24.2, 3000}};
@@ -80,6 +81,7 @@ Report full_report() {
   r.devices[1].mfu_pct.reset();
   r.devices[1].tracing_cost.reset();
   r.devices[1].untraced_window_est_ns.reset();
+  r.devices[1].untraced_step_measured_ns.reset();
   CommunicationReport comm;
   comm.kernel_ns = 9'000'001;
   comm.pct = 7.3;
@@ -126,6 +128,9 @@ TEST(ReportJsonReader, RoundTripsEveryField) {
   EXPECT_EQ(d.top_kernels[0].ns, 7'000'123);
   EXPECT_FALSE(back->devices[1].mfu_pct.has_value());
   EXPECT_FALSE(back->devices[1].tracing_cost.has_value());
+  EXPECT_EQ(d.untraced_step_measured_ns, 4'920'000);
+  EXPECT_FALSE(back->devices[1].untraced_step_measured_ns.has_value());
+  EXPECT_EQ(d.untraced_window_est_ns, 120'000'000);
   EXPECT_EQ(back->ranks->findings[0].severity, Severity::kMedium);
   ASSERT_TRUE(d.communication);
   EXPECT_EQ(d.communication->exposed_ns, 4'000'002);

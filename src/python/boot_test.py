@@ -407,6 +407,29 @@ with open(os.environ["STUB_LOG"], "a") as f:
         self.assertEqual(starts.count("gpuscope.forward#Model"), 4)
         self.assertEqual([r for r in records if "hooks_left" in r][0]["hooks_left"], 0)
 
+    def test_window_marks_the_untraced_step_time(self):
+        # Each forward pass sleeps 20 ms; the window opens after 6: 5 periods, the first left out
+        # as warm-up, so the median of 4, once, in the window (after the open).
+        program = self.WINDOW_PROGRAM.replace("return x + 1", "time.sleep(0.02)\n        return x + 1")
+        program = program.replace("import json, os", "import json, os, time")
+        program = program.replace("STEPS_FWD", "10").replace("STEPS_OPT", "0")
+        self.run_program(program, env={"GPUSCOPE_STEPS": "2", "GPUSCOPE_SKIP_STEPS": "6",
+                                       "GPUSCOPE_PY_SAMPLE_HZ": "0"})
+        records = self.records()
+        marks = [(i, r["name"]) for i, r in enumerate(records)
+                 if r.get("kind") == "mark" and r["name"].startswith("gpuscope.host#untraced_step_us=")]
+        self.assertEqual(len(marks), 1, records)
+        opened = [i for i, r in enumerate(records) if r.get("control") == 1][0]
+        self.assertGreater(marks[0][0], opened)
+        fields = dict(kv.split("=") for kv in marks[0][1].split("#", 1)[1].split(","))
+        self.assertEqual(fields["steps"], "4")
+        self.assertGreaterEqual(int(fields["untraced_step_us"]), 19_000)
+        self.assertLess(int(fields["untraced_step_us"]), 200_000)
+
+    def test_window_without_enough_untraced_steps_marks_nothing(self):
+        records = self.window_records(fwd=10, opt=0, steps=4, skip=2)
+        self.assertEqual([r for r in records if r.get("kind") == "mark" and "untraced_step_us" in r["name"]], [])
+
     def test_window_never_opens_before_enough_steps(self):
         records = self.window_records(fwd=2, opt=0, steps=4, skip=5)
         self.assertEqual([r for r in records if "control" in r], [])

@@ -26,7 +26,10 @@ Bounded tracing (`gpuscope run --steps N --skip-steps K`, GPUSCOPE_STEPS / GPUSC
 steps are counted here (optimizer steps; forward passes of the outermost module while no
 optimizer has stepped, as in inference and serving). After K steps this opens the injection
 library's trace window, after N more it closes it (the library then detaches CUPTI), and from
-then on nothing more is emitted.
+then on nothing more is emitted. While waiting it times the steps (the periods between step
+ends, the first one left out as warm-up); when the window opens it adds one mark
+`gpuscope.host#untraced_step_us=S,steps=N`, the median of the last (up to 32) untraced steps, so
+the analysis knows the program's own step time beside the traced one.
 
 Contract: nothing here may change what the program does. Every hook swallows its own
 exceptions (counted in `stats`); nothing is emitted before CUDA is initialised in this process
@@ -43,6 +46,9 @@ stats = {"hook_errors": 0, "ranges": 0, "samples": 0}
 _state = {"installed": False, "pid": None, "sampler": None, "target": None, "torch": None, "undo": []}
 # Trace window: "always" (the whole run), or "waiting" -> "open" -> "done" under --steps.
 _window = {"state": "always", "skip": 0, "steps": 0, "opt": 0, "fwd": 0, "at_open": (0, 0), "detach": False}
+# perf_counter() at the latest step ends of each kind while the window waits (at most 34).
+_step_ends = {"opt": [], "fwd": []}
+_STEP_ENDS_KEPT = 34
 _local = threading.local()
 _MARK_PREFIX = "gpuscope.py#"
 _HOST_MARK_PREFIX = "gpuscope.host#"
@@ -130,9 +136,14 @@ def _step_ended(kind):
     if w["state"] == "always" or os.getpid() != _state["pid"]:
         return
     if w["state"] == "waiting":
+        ends = _step_ends[kind]
+        ends.append(time.perf_counter())
+        if len(ends) > _STEP_ENDS_KEPT:
+            del ends[0]
         done = w["opt"] if w["opt"] else w["fwd"]
         if done >= w["skip"] and _cuda_ready() and _trace_control(True):
             w.update(state="open", at_open=(w["opt"], w["fwd"]))
+            _guarded(_mark_untraced_step)(_step_ends["opt"] if w["opt"] else _step_ends["fwd"], done)
     elif w["state"] == "open":
         opt0, fwd0 = w["at_open"]
         traced = w["opt"] - opt0 if w["opt"] else w["fwd"] - fwd0
@@ -145,6 +156,21 @@ def _step_ended(kind):
                 w["detach"] = True
             else:
                 _detach()
+
+
+def _mark_untraced_step(ends, done):
+    """Once, as the window opens: the median period of the untraced steps before it. The first
+    period is left out when it is among the first steps of the run (warm-up: compilation,
+    allocator growth, cuBLAS heuristics)."""
+    periods = [b - a for a, b in zip(ends, ends[1:])]
+    if done <= len(ends):
+        periods = periods[1:]
+    if not periods:
+        return
+    periods.sort()
+    n = len(periods)
+    median = periods[n // 2] if n % 2 else (periods[n // 2 - 1] + periods[n // 2]) / 2
+    _state["torch"].cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}untraced_step_us={int(median * 1e6)},steps={n}")
 
 
 def _undo_on_detach(*handles):
