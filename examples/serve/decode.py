@@ -145,6 +145,11 @@ class StaticDecode(torch.nn.Module):
         self.tokens = torch.zeros(slots, 1, dtype=torch.long, device=device)
         self.pos = torch.zeros(slots, dtype=torch.long, device=device)
         self.key_index = torch.arange(span, device=device)
+        dtype = caches[0][0].dtype
+        # The mask is additive, built once per iteration: given a boolean mask, SDPA converts it
+        # in every layer (two more kernels each).
+        self.visible_bias = torch.zeros((), dtype=dtype, device=device)
+        self.hidden_bias = torch.full((), float("-inf"), dtype=dtype, device=device)
         self.slot_rows = torch.arange(slots, device=device)[:, None]
         self.logits = None  # [slots, vocab] after a step: a static output when captured.
         self.graph = None
@@ -158,7 +163,8 @@ class StaticDecode(torch.nn.Module):
             "slot_bt": self.slot_rows,
             "pos_bt": pos,
             "span": self.span,
-            "mask": (self.key_index[None, :] <= pos)[:, None, None, :],  # [slots, 1, 1, span]
+            "mask": torch.where(self.key_index[None, :] <= pos, self.visible_bias,
+                                self.hidden_bias)[:, None, None, :],  # [slots, 1, 1, span]
         }
         self.logits = self.model.layers(self.tokens, pos, self.caches, at)
         self.tokens.copy_(self.logits.argmax(-1, keepdim=True))
@@ -198,6 +204,39 @@ class StaticDecode(torch.nn.Module):
         return self.tokens[:, 0]
 
 
+class Readback:
+    """--overlap: an iteration's sampled tokens are copied to the host asynchronously, and read
+    after the next iteration is queued (as servers with asynchronous scheduling do), so the GPU
+    does not wait for the host's per-iteration bookkeeping. Two host buffers alternate."""
+
+    def __init__(self, slots, device):
+        cuda = device.type == "cuda"
+        self.buffers = [torch.empty(slots, dtype=torch.long, pin_memory=cuda) for _ in range(2)]
+        self.events = [torch.cuda.Event() if cuda else None for _ in range(2)]
+        self.turn = 0
+        self.pending = None  # (buffer index, the running entries it was launched for)
+
+    def launch(self, step, running):
+        """Queues one iteration of `step` and the copy of its tokens; returns its handle."""
+        i = self.turn
+        self.turn ^= 1
+        self.buffers[i].copy_(step(), non_blocking=True)
+        if self.events[i] is not None:
+            self.events[i].record()
+        return i, [(e, e[1]) for e in running]
+
+    def collect(self):
+        """The previous iteration's (entries, tokens), waiting for its copy; None if none."""
+        if self.pending is None:
+            return None
+        i, launched = self.pending
+        self.pending = None
+        if self.events[i] is not None:
+            self.events[i].synchronize()
+        by_slot = self.buffers[i].tolist()
+        return [e for e, _ in launched], [by_slot[slot] for _, slot in launched]
+
+
 def serve(args, tokens_out=None):
     """Serves the request stream that `args` describes; returns the result (the JSON line's
     fields). When `tokens_out` is a dict it receives each request id's greedy tokens: the
@@ -230,11 +269,33 @@ def serve(args, tokens_out=None):
     # paged attention kernels instead. The memory-efficient kernel takes any mask and length.
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
+    def record(entries, sampled, t):
+        """Each running entry's token of one iteration, read at time t; how many were kept."""
+        kept = 0
+        for e, token in zip(entries, sampled):
+            if e[0].done:  # Overlapped: finished one iteration earlier; this token is dropped.
+                continue
+            kept += 1
+            e[0].generated += 1
+            e[0].token_times_s.append(t)
+            e[2] += 1
+            if tokens_out is not None:
+                tokens_out[e[0].rid].append(token)
+        return kept
+
+    def retire():
+        for e in [e for e in running if e[0].done or e[2] >= MAX_POS]:
+            running.remove(e)
+            free.append(e[1])
+
+    readback = None
     backends = [SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
     with torch.inference_mode(), sdpa_kernel(backends):
         if args.graph:  # Captured before the clock starts, as a server does at start-up.
-            step = StaticDecode(model, caches, slots, min(MAX_POS, args.prompt + args.new_tokens),
-                                device, capture=device.type == "cuda")
+            # The span a multiple of 16 (within the cache): the attention kernel's aligned mask.
+            span = min(MAX_POS, -(-(args.prompt + args.new_tokens) // 16) * 16)
+            step = StaticDecode(model, caches, slots, span, device, capture=device.type == "cuda")
+            readback = Readback(slots, device) if args.overlap else None
         start = time.perf_counter()
         while pending or waiting or running:
             now = time.perf_counter() - start
@@ -262,6 +323,17 @@ def serve(args, tokens_out=None):
                 if pending:
                     time.sleep(max(0.0, pending[0].arrival_s - (time.perf_counter() - start)))
                 continue
+            if readback is not None:
+                # Overlapped: this iteration is queued before the previous one's tokens are read,
+                # so the host's bookkeeping runs while the GPU computes. A request that finished
+                # in the previous iteration runs once more in its slot; that token is dropped.
+                queued = readback.launch(step, running)
+                done = readback.collect()
+                if done is not None and record(done[0], done[1], time.perf_counter() - start):
+                    iterations += 1
+                    retire()
+                readback.pending = queued
+                continue
             # The host reads the tokens back every iteration (stop checks, streaming).
             if step is not None:
                 by_slot = step().tolist()
@@ -273,17 +345,9 @@ def serve(args, tokens_out=None):
                 chosen = logits.argmax(-1)
                 last[slot_index] = chosen
                 sampled = chosen.tolist()
-            t = time.perf_counter() - start
             iterations += 1
-            for e, token in zip(running, sampled):
-                e[0].generated += 1
-                e[0].token_times_s.append(t)
-                e[2] += 1
-                if tokens_out is not None:
-                    tokens_out[e[0].rid].append(token)
-            for e in [e for e in running if e[0].done or e[2] >= MAX_POS]:
-                running.remove(e)
-                free.append(e[1])
+            record(running, sampled, time.perf_counter() - start)
+            retire()
         elapsed = time.perf_counter() - start
     lat = token_latencies_s(requests)
     tokens = sum(r.generated for r in requests)
@@ -295,6 +359,7 @@ def serve(args, tokens_out=None):
         "vocab": args.vocab,
         "graph": bool(args.graph),
         "cuda_graph": step is not None and step.graph is not None,
+        "overlap": readback is not None,
         "requests": len(requests),
         "iterations": iterations,
         "tokens": tokens,
@@ -319,12 +384,17 @@ def main(argv=None):
     p.add_argument("--graph", action="store_true",
                    help="continuous only: a static-shape step over all --batch slots reading the "
                         "KV cache in place, replayed as a CUDA graph (eager without CUDA)")
+    p.add_argument("--overlap", action="store_true",
+                   help="with --graph: queue each iteration before reading the previous one's "
+                        "tokens (asynchronous scheduling)")
     args = p.parse_args(argv)
     if args.batch < 1 or args.rate <= 0 or args.prompt + args.new_tokens > MAX_POS:
         p.error(f"--batch >= 1, --rate > 0 and --prompt + --new-tokens <= {MAX_POS}")
     if args.graph and args.scheduler != "continuous":
         p.error(f"--graph needs --scheduler continuous (got {args.scheduler}): its static step runs "
                 "all --batch slots every iteration, which only a continuous scheduler keeps full")
+    if args.overlap and not args.graph:
+        p.error("--overlap needs --graph (it queues the static step's replays ahead)")
     print(json.dumps(serve(args)))
 
 

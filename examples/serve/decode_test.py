@@ -30,7 +30,7 @@ VOCAB = 256
 
 def args(**kw):
     base = dict(scheduler="continuous", batch=4, rate=1e9, vocab=VOCAB, requests=10, prompt=5,
-                new_tokens=9, seed=3, device="cpu", graph=False)
+                new_tokens=9, seed=3, device="cpu", graph=False, overlap=False)
     base.update(kw)
     return argparse.Namespace(**base)
 
@@ -52,9 +52,10 @@ class StaticDecodeTest(unittest.TestCase):
         result = decode.serve(args(**kw), tokens_out=out)
         return result, out
 
-    def check_same_tokens(self, **kw):
+    def check_same_tokens(self, overlap=False, **kw):
         eager, eager_tokens = self.serve_tokens(graph=False, **kw)
-        static, static_tokens = self.serve_tokens(graph=True, **kw)
+        static, static_tokens = self.serve_tokens(graph=True, overlap=overlap, **kw)
+        self.assertEqual(static["overlap"], overlap)
         self.assertEqual((eager["graph"], static["graph"]), (False, True))
         self.assertFalse(static["cuda_graph"])  # CPU: the static step runs eagerly.
         a = args(**kw)
@@ -73,6 +74,19 @@ class StaticDecodeTest(unittest.TestCase):
     def test_same_greedy_tokens_with_staggered_arrivals(self):
         # Arrivals during decoding: slots at different positions in one iteration.
         self.check_same_tokens(rate=400.0, requests=12, batch=3, new_tokens=12, seed=5)
+
+    def test_overlapped_readback_gives_the_same_tokens(self):
+        # --overlap queues each iteration before reading the previous one: a finished request
+        # runs once more in its slot and that token is dropped, so the tokens are the same.
+        self.check_same_tokens(overlap=True)
+        self.check_same_tokens(overlap=True, rate=400.0, requests=12, batch=3, new_tokens=12, seed=5)
+
+    def test_overlap_needs_graph(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as exit_:
+            decode.main(["--overlap", "--device", "cpu", "--prompt", "8", "--new-tokens", "8"])
+        self.assertEqual(exit_.exception.code, 2)
+        self.assertIn("--overlap needs --graph", err.getvalue())
 
     def test_static_step_logits_match_eager_forward_per_slot(self):
         torch.manual_seed(0)
