@@ -117,6 +117,7 @@ class Tracer {
 
   std::atomic<bool> enabled_{false};
   std::atomic<bool> initialized_{false};
+  bool graph_launched_ = false;  // A CUDA graph launch was recorded (writer thread only).
   bool forked_child_ = false;
   std::atomic<bool> warned_{false};
   std::atomic<bool> shutting_down_{false};
@@ -196,6 +197,12 @@ void Tracer::on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_rec
 void Tracer::on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t,
                                  size_t valid) {
   if (!buffer) return;
+  if (window_.load() == kDone) {
+    // Closed with CUPTI left attached (close_window): what it still holds is after the window.
+    std::lock_guard<std::mutex> lock(queue_mutex_);
+    free_buffers_.push_back(buffer);
+    return;
+  }
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS && dropped > 0)
     dropped_records_ += dropped;
@@ -206,6 +213,17 @@ void Tracer::on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer
   }
   char b = 'B';
   if (wake_pipe_[1] >= 0) (void)!write(wake_pipe_[1], &b, 1);
+}
+
+// A runtime or driver API record of a CUDA graph launch.
+bool is_graph_launch(const CUpti_Activity& r) {
+  if (r.kind != CUPTI_ACTIVITY_KIND_RUNTIME && r.kind != CUPTI_ACTIVITY_KIND_DRIVER) return false;
+  const auto& api = reinterpret_cast<const CUpti_ActivityAPI&>(r);
+  if (r.kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
+    return api.cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ||
+           api.cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000;
+  }
+  return api.cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || api.cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
 }
 
 void Tracer::process_queue() {
@@ -220,6 +238,7 @@ void Tracer::process_queue() {
     CUpti_Activity* record = nullptr;
     while (buf.valid_bytes > 0 &&
            cuptiActivityGetNextRecord(buf.data, buf.valid_bytes, &record) == CUPTI_SUCCESS) {
+      if (!graph_launched_ && is_graph_launch(*record)) graph_launched_ = true;
       decoder_->decode(*record);
     }
     std::lock_guard<std::mutex> lock(queue_mutex_);
@@ -492,6 +511,22 @@ void Tracer::close_window() {
   using SetRecordingFn = void (*)(int);
   if (auto set = reinterpret_cast<SetRecordingFn>(dlsym(RTLD_DEFAULT, "gpuscope_blas_set_recording")))
     set(0);
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  process_queue();
+  if (graph_launched_) {
+    // The window replayed CUDA graphs. Detaching CUPTI then (activity off, cuptiFinalize) made
+    // the program's next graph replay fail with "unspecified launch failure" on the H200
+    // (examples/serve/decode.py --graph under `run --steps`, two runs of two, device calls s9_c
+    // and s9_d), while whole-run tracing of the same program was fine. So CUPTI stays as it is:
+    // it is given no more buffers (its records after the window are dropped), and the program
+    // keeps paying the tracer's per-launch cost, which graph replays keep small.
+    drain_gemms();
+    enabled_ = false;
+    window_ = kDone;
+    if (std::getenv("GPUSCOPE_VERBOSE"))
+      std::fprintf(stderr, "gpuscope: window closed; CUDA graphs were launched, so CUPTI stays attached\n");
+    return;
+  }
   for (CUpti_ActivityKind kind : kinds_on_) cuptiActivityDisable(kind);
   cuptiActivityDisable(CUPTI_ACTIVITY_KIND_DRIVER);
   kinds_on_.clear();
