@@ -29,25 +29,28 @@ struct LoaderHost {
   // none is). Null without the per-batch marks.
   std::optional<double> batch_cpu_ns, batch_wall_ns;
   size_t batches = 0;  // The marks the medians are taken over.
+  // The DataLoader already runs worker processes: its multi-process iterator's batches are in
+  // the window (PyTorch's profiler and the bootstrap name it), and how many where marked.
+  bool worker_iterator = false;
+  std::optional<int64_t> workers;
 };
 
-// The value of `key=<digits>` in a mark's "k1=v1,k2=v2" text, or null.
-std::optional<int64_t> mark_field(std::string_view text, std::string_view key) {
-  for (size_t at = 0; at < text.size();) {
-    const size_t comma = std::min(text.find(',', at), text.size());
-    const std::string_view field = text.substr(at, comma - at);
-    at = comma + 1;
-    if (field.size() <= key.size() || !field.starts_with(key) || field[key.size()] != '=') continue;
-    int64_t v = 0;
-    size_t digits = 0;
-    for (char c : field.substr(key.size() + 1)) {
-      if (c < '0' || c > '9' || v > 1'000'000'000'000) break;
-      v = v * 10 + (c - '0');
-      ++digits;
+// Whether the window holds batches of a DataLoader with worker processes:
+// "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__".
+bool worker_batches_in_window(const Trace& t, int64_t window_start, int64_t window_end) {
+  std::vector<bool> multi(t.strings.size(), false);
+  bool any = false;
+  for (StringId id = 0; id < t.strings.size(); ++id) {
+    const std::string_view s = t.strings.view(id);
+    if (s.starts_with("enumerate(DataLoader)#") && s.find("_MultiProcessing") != std::string_view::npos) {
+      multi[id] = any = true;
     }
-    return digits ? std::optional<int64_t>(v) : std::nullopt;
   }
-  return std::nullopt;
+  if (!any) return false;
+  for (const HostEvent& e : t.host_events) {
+    if (multi[e.name] && e.end_ns > window_start && e.start_ns < window_end) return true;
+  }
+  return false;
 }
 
 double median(std::vector<double>& v) {
@@ -63,14 +66,16 @@ double median(std::vector<double>& v) {
 // the main process; NVTX marks, so zero-length annotations at the batch's end).
 LoaderHost loader_host(const Trace& t, int64_t window_start, int64_t window_end) {
   LoaderHost host;
+  host.worker_iterator = worker_batches_in_window(t, window_start, window_end);
   std::unordered_map<StringId, std::pair<int64_t, int64_t>> batch_marks;  // name -> (cpu, wall) us
   for (StringId id = 0; id < t.strings.size(); ++id) {
     std::string_view s = t.strings.view(id);
     if (!s.starts_with(kHostMarkPrefix)) continue;
     s.remove_prefix(kHostMarkPrefix.size());
-    if (!host.torch_threads) host.torch_threads = mark_field(s, "torch_threads");
-    if (!host.cpus) host.cpus = mark_field(s, "cpus");
-    const std::optional<int64_t> cpu = mark_field(s, "loader_cpu_us"), wall = mark_field(s, "loader_wall_us");
+    if (!host.torch_threads) host.torch_threads = host_mark_field(s, "torch_threads");
+    if (!host.cpus) host.cpus = host_mark_field(s, "cpus");
+    if (!host.workers) host.workers = host_mark_field(s, "loader_workers");
+    const std::optional<int64_t> cpu = host_mark_field(s, "loader_cpu_us"), wall = host_mark_field(s, "loader_wall_us");
     if (cpu && wall) batch_marks.emplace(id, std::make_pair(*cpu, *wall));
   }
   if (batch_marks.empty()) return host;
@@ -171,6 +176,33 @@ InputEstimate measured_estimate(const FindingContext& f, const LoaderHost& host,
   return e;
 }
 
+// The DataLoader already runs worker processes and the step still waits for its batches: the
+// workers do not keep up. Advice to add workers and pin memory would repeat what the program
+// does; more workers help only while CPUs are free (on the H200 pyzoo case, 16 workers on 16
+// CPUs did no better than 8), and the trace cannot say how much cheaper samples would be. So
+// the estimate is the bound, the input hidden entirely, and says so.
+std::optional<Finding> workers_behind(const FindingContext& f, const IdleCause& c, const LoaderHost& host,
+                                      double base, double input) {
+  const std::string workers =
+      host.workers ? fmt::format("{} worker processes", *host.workers) : std::string("worker processes");
+  std::string ev = idle_evidence(f, c);
+  ev += fmt::format("; the DataLoader already runs {} (its multi-process iterator) and the step still waits "
+                    "for its batches: the workers do not keep up. With the input hidden entirely a step would "
+                    "take about {} (an upper bound)",
+                    workers, fmt_ms(static_cast<int64_t>((base - input) / f.steps())));
+  const std::string cpus = host.cpus && host.workers
+                               ? fmt::format(" ({} workers on {} CPUs here)", *host.workers, *host.cpus)
+                               : std::string();
+  return proposal(
+      "The GPU waits for the DataLoader's workers", std::move(ev), f.speedup_removing(input),
+      fmt::format("Make each sample cheaper: time __getitem__ and the collate function in one worker, decode "
+                  "and augment on the GPU (torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI), or cache "
+                  "preprocessed data; raise num_workers only while CPUs are free{}. The estimate is a bound "
+                  "(the input hidden entirely), not a prediction: how much the workers can gain is not in the "
+                  "trace.",
+                  cpus));
+}
+
 }  // namespace
 
 // Estimate: the loading moves to worker processes, which prepare batches in parallel while the
@@ -183,6 +215,9 @@ std::optional<Finding> input_bound(const FindingContext& f) {
   const double base = static_cast<double>(f.report.untraced_window_est_ns.value_or(f.report.window_ns));
   const double input = static_cast<double>(c->ns - c->tracing_ns.value_or(0));
   const LoaderHost host = loader_host(f.device.trace, f.device.window_start, f.device.window_end);
+  if ((host.worker_iterator || host.workers.value_or(0) > 0) && !host.batch_cpu_ns) {
+    return workers_behind(f, *c, host, base, input);
+  }
   const InputEstimate e = host.batch_cpu_ns && *host.batch_wall_ns > 0 ? measured_estimate(f, host, base, input)
                                                                        : assumed_estimate(f, host, base, input);
   return proposal("The GPU waits for the host to prepare input", idle_evidence(f, *c) + e.evidence,

@@ -127,6 +127,38 @@ TEST(InputBound, MarksOutsideTheWindowAreUsedWhenNoneIsInside) {
   EXPECT_TRUE(has(f.recommendation, "give about x3.33 (est.)")) << f.recommendation;
 }
 
+// The loader already has workers (PyTorch's multi-process iterator) and the step still waits:
+// no advice to add workers or pin memory, which the program does; the estimate is the bound,
+// the input hidden entirely: 2000 / (2000 - 1600), x5.00.
+TraceBuilder worker_loader_steps(bool mark) {
+  TraceBuilder b;
+  for (int s = 0; s < 3; ++s) {
+    const double t = s * 1000.0;
+    b.annotation(t, t + 1000, fmt::format("ProfilerStep#{}", s + 1));
+    b.annotation(t, t + 800, "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__");
+    b.kernel(t + 900, t + 1000, "gemm", 1000, 0, 7, t + 850, 5);
+  }
+  if (mark) b.annotation(0, 0, "gpuscope.host#cpus=16,loader_workers=8");
+  return b;
+}
+
+TEST(InputBound, WorkersThatDoNotKeepUpAreNotToldToAddWorkers) {
+  {
+    const DeviceReport r = only(worker_loader_steps(false).build());
+    const Finding& f = input_finding(r);
+    EXPECT_NEAR(*f.est_speedup, 5.0, 1e-9);
+    EXPECT_EQ(f.title, "The GPU waits for the DataLoader's workers");
+    EXPECT_TRUE(has(f.evidence, "already runs worker processes (its multi-process iterator)")) << f.evidence;
+    EXPECT_TRUE(has(f.evidence, "about 0.20 ms (an upper bound)")) << f.evidence;
+    EXPECT_FALSE(has(f.recommendation, "num_workers=")) << f.recommendation;
+    EXPECT_FALSE(has(f.recommendation, "pin_memory")) << f.recommendation;
+  }
+  const DeviceReport r = only(worker_loader_steps(true).build());
+  const Finding& f = input_finding(r);
+  EXPECT_TRUE(has(f.evidence, "already runs 8 worker processes")) << f.evidence;
+  EXPECT_TRUE(has(f.recommendation, "(8 workers on 16 CPUs here)")) << f.recommendation;
+}
+
 // Marks without both numbers, with a zero wall time, or with the keys inside other keys are
 // not measurements: the estimate is the one without marks, x5.00.
 TEST(InputBound, MalformedLoaderMarksAreIgnored) {

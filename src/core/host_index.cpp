@@ -322,6 +322,24 @@ int64_t HostIndex::next_py_sample_after(int64_t t) const {
   return it == py_samples_.end() ? INT64_MAX : it->time_ns;
 }
 
+std::optional<int64_t> host_mark_field(std::string_view fields, std::string_view key) {
+  for (size_t at = 0; at < fields.size();) {
+    const size_t comma = std::min(fields.find(',', at), fields.size());
+    const std::string_view field = fields.substr(at, comma - at);
+    at = comma + 1;
+    if (field.size() <= key.size() || !field.starts_with(key) || field[key.size()] != '=') continue;
+    int64_t v = 0;
+    size_t digits = 0;
+    for (char c : field.substr(key.size() + 1)) {
+      if (c < '0' || c > '9' || v > 1'000'000'000'000) break;
+      v = v * 10 + (c - '0');
+      ++digits;
+    }
+    return digits ? std::optional<int64_t>(v) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
 std::string py_sample_label(std::string_view mark_name) {
   if (mark_name.starts_with(kPySamplePrefix)) mark_name.remove_prefix(kPySamplePrefix.size());
   const size_t semi = mark_name.find(';');

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -42,12 +43,19 @@ struct PySample {
   bool data = false;  // A data-loading frame (torch.utils.data) was on the stack.
 };
 inline constexpr std::string_view kPySamplePrefix = "gpuscope.py#";
-// The bootstrap's marks of data loading in the main process (num_workers=0): its CPUs and
-// torch's intra-op threads, once per process, "gpuscope.host#cpus=16,torch_threads=16"; and
-// after each batch built there, the CPU time of all the process's threads and the wall time
-// it took, "gpuscope.host#loader_cpu_us=1440000,loader_wall_us=90000". Read in one place,
-// findings_input.cpp's loader_host.
+// The bootstrap's host marks, "gpuscope.host#k1=v1,k2=v2" with integer values:
+// - data loading in the main process (num_workers=0): its CPUs and torch's intra-op threads,
+//   once per process, "cpus=16,torch_threads=16"; after each batch built there, the CPU time of
+//   all the process's threads and the wall time it took, "loader_cpu_us=1440000,
+//   loader_wall_us=90000" (read by findings_input.cpp's loader_host);
+// - a DataLoader with worker processes, once: "cpus=16,loader_workers=8" (the same);
+// - a bounded window, as it opens: the median untraced step before it,
+//   "untraced_step_us=4920,steps=8" (idle.cpp).
+// Each field is read with host_mark_field.
 inline constexpr std::string_view kHostMarkPrefix = "gpuscope.host#";
+// The value of `key=<digits>` in a host mark's text after the prefix ("k1=v1,k2=v2"), or null
+// (no such field, or no digits).
+std::optional<int64_t> host_mark_field(std::string_view fields, std::string_view key);
 // A sample describes the stack from its time until the next sample, for at most this long
 // (the bootstrap samples at 100 Hz by default).
 inline constexpr int64_t kPySampleMaxAgeNs = 50'000'000;

@@ -265,16 +265,11 @@ IdleCause idle_cause(const DeviceContext& ctx, IdleCauseId id, const CauseAccumu
 // the step periods it timed while waiting ("gpuscope.host#untraced_step_us=4920,steps=8"); empty
 // without that mark.
 std::optional<int64_t> measured_untraced_step_ns(const Trace& t) {
-  constexpr std::string_view kKey = "untraced_step_us=";
   for (StringId id = 0; id < t.strings.size(); ++id) {
-    const std::string_view s = t.strings.view(id);
-    if (!s.starts_with(kHostMarkPrefix) || s.find(kKey) == std::string_view::npos) continue;
-    int64_t us = 0;
-    for (char c : s.substr(s.find(kKey) + kKey.size())) {
-      if (c < '0' || c > '9' || us > 1'000'000'000'000) break;
-      us = us * 10 + (c - '0');
-    }
-    if (us > 0) return us * 1000;
+    std::string_view s = t.strings.view(id);
+    if (!s.starts_with(kHostMarkPrefix)) continue;
+    s.remove_prefix(kHostMarkPrefix.size());
+    if (const auto us = host_mark_field(s, "untraced_step_us"); us && *us > 0) return *us * 1000;
   }
   return std::nullopt;
 }

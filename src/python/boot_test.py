@@ -283,9 +283,12 @@ for _ in DataLoader([7, 8]):
         mark = max(i for i, n in enumerate(names) if n.startswith("gpuscope.host#loader"))
         self.assertEqual(names[mark - 1], "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")
         self.assertEqual(records[mark + 1].get("kind"), "end")
-        # The one-off threads mark comes from the worker-less loader only.
+        # The one-off threads mark comes from the worker-less loader only; the loader with
+        # workers gets its own one-off mark with their count (once for its four batches).
         hosts = [r["name"] for r in records if r.get("kind") == "mark" and r["name"].startswith("gpuscope.host#cpus=")]
-        self.assertEqual(len(hosts), 1)
+        self.assertEqual(len(hosts), 2, hosts)
+        self.assertEqual(len([h for h in hosts if "torch_threads=" in h]), 1, hosts)
+        self.assertEqual(len([h for h in hosts if h.endswith(",loader_workers=2")]), 1, hosts)
 
     def test_loader_cost_needs_cuda_in_this_process(self):
         self.run_program(self.LOADER_PROGRAM.replace("torch.cuda.init()", ""))

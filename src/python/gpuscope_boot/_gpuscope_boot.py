@@ -17,7 +17,8 @@ A sampler thread records the Python stack of the thread that issues GPU work (a 
 the program's own code, innermost first) as NVTX marks named `gpuscope.py#<tag>;<frames>`,
 where <tag> is `data` when a data-loading frame (torch.utils.data) is on the stack. The
 analysis names each idle interval's host code with them. The first batch built in the main
-process (num_workers=0) adds one mark `gpuscope.host#cpus=N,torch_threads=T`, and each batch
+process (num_workers=0) adds one mark `gpuscope.host#cpus=N,torch_threads=T` (a loader with
+workers one mark `gpuscope.host#cpus=N,loader_workers=W`), and each batch
 built there one mark `gpuscope.host#loader_cpu_us=C,loader_wall_us=W` (the process's CPU time
 and the wall time spent building it). Rate: GPUSCOPE_PY_SAMPLE_HZ (default 100, 0 turns it off,
 at most 500).
@@ -290,6 +291,8 @@ def _install_dataloader_hook(torch):
             if not _state.get("loader_mark"):
                 _guarded(_mark_loader_threads)(self)
             started = _guarded(_loader_clock)()
+        elif rid is not None and not _state.get("workers_mark"):
+            _guarded(_mark_loader_threads)(self)
         try:
             batch = original(self)
             if started is not None:
@@ -313,16 +316,26 @@ def _mark_loader_threads(it):
     """Once per process, at the first batch built in this process (num_workers=0): the CPUs this
     process may use and torch's intra-op threads. DataLoader workers run torch ops on one thread
     each, so a batch that took t here may take up to torch_threads x t in a worker; the input
-    finding states that bound (`gpuscope.host#cpus=16,torch_threads=16`)."""
-    if getattr(it, "_num_workers", 1) != 0:
+    finding states that bound (`gpuscope.host#cpus=16,torch_threads=16`). A loader with workers
+    gets its own one-off mark instead (`gpuscope.host#cpus=16,loader_workers=8`)."""
+    workers = getattr(it, "_num_workers", 0)
+    if workers != 0:
+        # Once: the loader already has worker processes (the input finding then does not advise
+        # adding them blindly): `gpuscope.host#cpus=16,loader_workers=8`.
+        if not _state.get("workers_mark"):
+            _state["workers_mark"] = True
+            _state["torch"].cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}cpus={_cpus()},loader_workers={int(workers)}")
         return
     _state["loader_mark"] = True
     torch = _state["torch"]
+    torch.cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}cpus={_cpus()},torch_threads={torch.get_num_threads()}")
+
+
+def _cpus():
     try:
-        cpus = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except Exception:
-        cpus = os.cpu_count() or 0
-    torch.cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}cpus={cpus},torch_threads={torch.get_num_threads()}")
+        return os.cpu_count() or 0
 
 
 _process_time, _perf_counter = time.process_time, time.perf_counter
