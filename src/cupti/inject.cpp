@@ -215,8 +215,12 @@ void Tracer::on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer
   if (wake_pipe_[1] >= 0) (void)!write(wake_pipe_[1], &b, 1);
 }
 
-// A runtime or driver API record of a CUDA graph launch.
+// A record of a CUDA graph launch: its runtime or driver API call, or a kernel that ran inside a
+// graph (a window that opens mid-run may lack the driver's API records: docs/tracing.md).
 bool is_graph_launch(const CUpti_Activity& r) {
+  if (r.kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || r.kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+    return reinterpret_cast<const CUpti_ActivityKernel10&>(r).graphId != 0;
+  }
   if (r.kind != CUPTI_ACTIVITY_KIND_RUNTIME && r.kind != CUPTI_ACTIVITY_KIND_DRIVER) return false;
   const auto& api = reinterpret_cast<const CUpti_ActivityAPI&>(r);
   if (r.kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
