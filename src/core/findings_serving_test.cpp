@@ -110,7 +110,8 @@ TEST(ServingFindings, UnderBatchedGrowsTheOtherKernelsInWaves) {
   EXPECT_LT(*f->est_speedup, g / 2);  // The flat estimate would say g.
   EXPECT_NE(f->evidence.find("the other kernels work per sequence"), std::string::npos) << f->evidence;
   // Without the limits (the test above) the same kernels are kept as they are.
-  const Finding* flat = FindingById(only(DecodeLoop(Loop{})), "under-batched");
+  const DeviceReport flat_report = only(DecodeLoop(Loop{}));
+  const Finding* flat = FindingById(flat_report, "under-batched");
   ASSERT_NE(flat, nullptr);
   EXPECT_NEAR(*flat->est_speedup, g, 1e-6 * g);
 }
@@ -123,7 +124,8 @@ TEST(ServingFindings, BatchGrowthKeepsKernelsWithoutAGridAsTheyAre) {
   for (Kernel& k : t.kernels) {
     if (t.strings.view(k.name).starts_with("vectorized")) k.grid = {};
   }
-  const Finding* f = FindingById(only(std::move(t)), "under-batched");
+  const DeviceReport r = only(std::move(t));
+  const Finding* f = FindingById(r, "under-batched");
   ASSERT_NE(f, nullptr);
   EXPECT_NE(f->evidence.find("100% of their time has no launch configuration"), std::string::npos) << f->evidence;
 }
