@@ -12,7 +12,9 @@ scatter per layer for the whole batch.
 
 --graph (continuous only) decodes the way production servers do: one static-shape step over
 every slot, reading the KV cache in place, captured once as a CUDA graph and replayed (see
-StaticDecode). Without CUDA the same step runs eagerly.
+StaticDecode). Without CUDA the same step runs eagerly. --overlap (with --graph) also queues
+each iteration before reading the previous one's tokens, so the host's bookkeeping runs while
+the GPU computes (asynchronous scheduling; see Readback).
 
 Prints one JSON line: tokens/s and p50/p99 per-token latency (ms; the first token counted from
 the request's arrival); "graph" says whether --graph's static step ran, "cuda_graph" whether
