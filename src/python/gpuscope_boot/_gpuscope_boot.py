@@ -348,11 +348,12 @@ def _loader_clock():
 def _mark_loader_cost(started):
     """After each batch built in this process: its CPU time and wall time in microseconds
     (`gpuscope.host#loader_cpu_us=1440000,loader_wall_us=90000`). A DataLoader worker runs
-    torch ops on one thread, so it needs about this CPU time per batch; the input finding's
-    estimate uses it. process_time() is the CPU time of all of this process's threads: torch's
-    intra-op threads (the point), but also whatever else ran meanwhile (this module's sampler,
-    CUPTI's buffer thread, the program's own threads), so the value is an upper bound of the
-    loader's own CPU time."""
+    torch ops on one thread, so it needs at most about this CPU time per batch: the input
+    finding states it as the slow end of its range. process_time() is the CPU time of all of
+    this process's threads: torch's intra-op threads (the point), but also their spin-waiting
+    (3.5x the one-thread time on the H200 pyzoo case) and whatever else ran meanwhile (this
+    module's sampler, CUPTI's buffer thread, the program's own threads), so the value is an
+    upper bound of the loader's own CPU time."""
     cpu0, wall0 = started
     cpu_us = int((_process_time() - cpu0) * 1e6)
     wall_us = int((_perf_counter() - wall0) * 1e6)
