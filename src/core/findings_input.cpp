@@ -29,28 +29,34 @@ struct LoaderHost {
   // none is). Null without the per-batch marks.
   std::optional<double> batch_cpu_ns, batch_wall_ns;
   size_t batches = 0;  // The marks the medians are taken over.
-  // The DataLoader already runs worker processes: its multi-process iterator's batches are in
-  // the window (PyTorch's profiler and the bootstrap name it), and how many where marked.
+  // The DataLoader already runs worker processes: the window's batches all come from its
+  // multi-process iterator (PyTorch's profiler and the bootstrap name it); how many, where the
+  // bootstrap marked them.
   bool worker_iterator = false;
   std::optional<int64_t> workers;
 };
 
-// Whether the window holds batches of a DataLoader with worker processes:
-// "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__".
+// Whether the window's DataLoader batches all come from loaders with worker processes:
+// "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", and none from one that builds
+// them in the main process.
 bool worker_batches_in_window(const Trace& t, int64_t window_start, int64_t window_end) {
-  std::vector<bool> multi(t.strings.size(), false);
+  enum : uint8_t { kNone, kWorkers, kMain };
+  std::vector<uint8_t> kind(t.strings.size(), kNone);
   bool any = false;
   for (StringId id = 0; id < t.strings.size(); ++id) {
     const std::string_view s = t.strings.view(id);
-    if (s.starts_with("enumerate(DataLoader)#") && s.find("_MultiProcessing") != std::string_view::npos) {
-      multi[id] = any = true;
-    }
+    if (!s.starts_with("enumerate(DataLoader)#")) continue;
+    kind[id] = s.find("_MultiProcessing") != std::string_view::npos ? kWorkers : kMain;
+    any = true;
   }
   if (!any) return false;
+  bool workers = false;
   for (const HostEvent& e : t.host_events) {
-    if (multi[e.name] && e.end_ns > window_start && e.start_ns < window_end) return true;
+    if (kind[e.name] == kNone || e.end_ns <= window_start || e.start_ns >= window_end) continue;
+    if (kind[e.name] == kMain) return false;
+    workers = true;
   }
-  return false;
+  return workers;
 }
 
 double median(std::vector<double>& v) {
@@ -215,7 +221,7 @@ std::optional<Finding> input_bound(const FindingContext& f) {
   const double base = static_cast<double>(f.report.untraced_window_est_ns.value_or(f.report.window_ns));
   const double input = static_cast<double>(c->ns - c->tracing_ns.value_or(0));
   const LoaderHost host = loader_host(f.device.trace, f.device.window_start, f.device.window_end);
-  if ((host.worker_iterator || host.workers.value_or(0) > 0) && !host.batch_cpu_ns) {
+  if (host.worker_iterator && !host.batch_cpu_ns) {
     return workers_behind(f, *c, host, base, input);
   }
   const InputEstimate e = host.batch_cpu_ns && *host.batch_wall_ns > 0 ? measured_estimate(f, host, base, input)

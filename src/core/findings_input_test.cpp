@@ -159,6 +159,17 @@ TEST(InputBound, WorkersThatDoNotKeepUpAreNotToldToAddWorkers) {
   EXPECT_TRUE(has(f.recommendation, "(8 workers on 16 CPUs here)")) << f.recommendation;
 }
 
+// A window that also builds batches in the main process (a second loader without workers) gets
+// the usual advice: the workers are not the whole story.
+TEST(InputBound, BatchesBuiltInTheMainProcessToo) {
+  TraceBuilder b = worker_loader_steps(true);
+  b.annotation(1000, 1050, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
+  const DeviceReport r = only(b.build());
+  const Finding* f = FindingById(r, "input-bound");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->title, "The GPU waits for the host to prepare input");
+}
+
 // Marks without both numbers, with a zero wall time, or with the keys inside other keys are
 // not measurements: the estimate is the one without marks, x5.00.
 TEST(InputBound, MalformedLoaderMarksAreIgnored) {
