@@ -1,7 +1,7 @@
 // The serving findings on GEMM shapes (docs/design.md, "Serving" and "Findings"): GEMMs whose
 // token dimension is too small to leave the memory-bound side of the roofline (under-batched) and
-// GEMM dimensions that do not fill tensor-core tiles (tensor-unfriendly-shape); and the serving
-// The gaps between iterations (scheduling-gap) and the serving metrics of the report are in
+// GEMM dimensions that do not fill tensor-core tiles (tensor-unfriendly-shape). The gaps between
+// iterations (scheduling-gap) and the serving metrics of the report are in
 // findings_serving_gaps.cpp.
 //
 // GEMM shapes come from the matmul record (trace.h) of the host op that launched each GEMM kernel
@@ -180,10 +180,6 @@ int64_t tile_multiple(Precision p) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // An iteration with every launch serving `growth` times the tokens (est.): the under-batched GEMMs
 // at their roofline, the other weight GEMMs scaled as their roofline scales, every other kernel
 // by waves (batch_growth.h); host time as it is.
@@ -192,17 +188,17 @@ struct GrownIteration {
   double rest_before_ns = 0, rest_after_ns = 0, rest_unknown_ns = 0;  // The per-sequence kernels.
 };
 
-GrownIteration grow_iteration(const FindingContext& f, const std::vector<GemmTime>& gemms,
-                              const std::vector<const GemmTime*>& under, const std::vector<bool>& weight,
-                              double growth) {
-  const double base = static_cast<double>(f.report.untraced_window_est_ns.value_or(f.report.window_ns));
+// `is_under` flags the under-batched ones of `gemms`; `weight` the window's kernels they launched.
+GrownIteration grow_iteration(const FindingContext& f, double base, const std::vector<GemmTime>& gemms,
+                              const std::vector<bool>& is_under, const std::vector<bool>& weight, double growth) {
   double before = 0, after = 0;
-  for (const GemmTime& g : gemms) {
+  for (size_t i = 0; i < gemms.size(); ++i) {
+    const GemmTime& g = gemms[i];
     before += g.ns;
     const auto r = roof(f, g.precision);
     if (!r) {
       after += g.ns;
-    } else if (std::find(under.begin(), under.end(), &g) != under.end()) {
+    } else if (is_under[i]) {
       after += std::max(g.ns, 1e9 * r->time_s(g.flops(growth), g.bytes(growth)));
     } else {
       after += g.ns * r->time_s(g.flops(growth), g.bytes(growth)) / r->time_s(g.flops(), g.bytes());
@@ -231,13 +227,16 @@ std::optional<Finding> under_batched(const FindingContext& f) {
   const std::vector<GemmTime> gemms = window_gemms(f, &weight);
   double all_ns = 0, under_ns = 0;
   std::vector<const GemmTime*> under;
+  std::vector<bool> is_under(gemms.size(), false);
   std::vector<Roof> roofs;
-  for (const GemmTime& g : gemms) {
+  for (size_t i = 0; i < gemms.size(); ++i) {
+    const GemmTime& g = gemms[i];
     all_ns += g.ns;
     const auto r = roof(f, g.precision);
     if (!r) continue;
     const auto m_star = ridge_m(g, *r);
     if (!m_star || double(g.g.m) >= kUnderRidgeFraction * *m_star) continue;
+    is_under[i] = true;
     under.push_back(&g);
     roofs.push_back(*r);
     under_ns += g.ns;
@@ -258,8 +257,8 @@ std::optional<Finding> under_batched(const FindingContext& f) {
   }
   if (compute_s <= token_bytes_s) return std::nullopt;
   const double growth = weight_bytes_s / (compute_s - token_bytes_s);
-  const GrownIteration grown = grow_iteration(f, gemms, under, weight, growth);
   const double base = static_cast<double>(f.report.untraced_window_est_ns.value_or(f.report.window_ns));
+  const GrownIteration grown = grow_iteration(f, base, gemms, is_under, weight, growth);
   const double gain = growth * base / std::max(1.0, grown.window_ns);
   const int64_t m = typical_m(under);
   const Roof& r0 = roofs.front();
