@@ -216,27 +216,25 @@ class Readback:
         self.buffers = [torch.empty(slots, dtype=torch.long, pin_memory=cuda) for _ in range(2)]
         self.events = [torch.cuda.Event() if cuda else None for _ in range(2)]
         self.turn = 0
-        self.pending = None  # (buffer index, the running entries it was launched for)
+        self.pending = None  # The queued iteration: (buffer index, the entries it runs for).
 
-    def launch(self, step, running):
-        """Queues one iteration of `step` and the copy of its tokens; returns its handle."""
+    def advance(self, step, running):
+        """Queues one iteration of `step` for the `running` entries and the copy of its tokens,
+        then returns the previous iteration's (entries, tokens), waiting for its copy; None for
+        the first."""
         i = self.turn
         self.turn ^= 1
         self.buffers[i].copy_(step(), non_blocking=True)
         if self.events[i] is not None:
             self.events[i].record()
-        return i, [(e, e[1]) for e in running]
-
-    def collect(self):
-        """The previous iteration's (entries, tokens), waiting for its copy; None if none."""
-        if self.pending is None:
+        previous, self.pending = self.pending, (i, list(running))
+        if previous is None:
             return None
-        i, launched = self.pending
-        self.pending = None
-        if self.events[i] is not None:
-            self.events[i].synchronize()
-        by_slot = self.buffers[i].tolist()
-        return [e for e, _ in launched], [by_slot[slot] for _, slot in launched]
+        j, entries = previous
+        if self.events[j] is not None:
+            self.events[j].synchronize()
+        by_slot = self.buffers[j].tolist()
+        return entries, [by_slot[e[1]] for e in entries]
 
 
 def serve(args, tokens_out=None):
@@ -329,12 +327,10 @@ def serve(args, tokens_out=None):
                 # Overlapped: this iteration is queued before the previous one's tokens are read,
                 # so the host's bookkeeping runs while the GPU computes. A request that finished
                 # in the previous iteration runs once more in its slot; that token is dropped.
-                queued = readback.launch(step, running)
-                done = readback.collect()
+                done = readback.advance(step, running)
                 if done is not None and record(done[0], done[1], time.perf_counter() - start):
                     iterations += 1
                     retire()
-                readback.pending = queued
                 continue
             # The host reads the tokens back every iteration (stop checks, streaming).
             if step is not None:
