@@ -1,12 +1,18 @@
 #!/usr/bin/env python3
 """A zoo of small PyTorch training programs, each with one planted cause of lost GPU time.
 
-    python3 pyzoo.py CASE [--fixed] [--steps N] [--warmup N]
+    python3 pyzoo.py CASE [--fixed] [--compile] [--graph] [--compare compile|graph] [--steps N]
 
 Plain PyTorch as users write it: no profiler, no annotations, nothing of gpuscope. `--fixed`
 applies the usual fix for the planted cause and changes nothing else. The program prints one
 JSON line: {"case", "fixed", "step_ms" (the median over --chunks chunks of the mean step
 time, wall clock, with a device sync only at the end of each chunk), "steps", "chunk_ms"}.
+
+The next fix, to measure what gpuscope says about a fixed program: `--compile` wraps the model
+in torch.compile (kernel fusion), `--graph` captures the whole step in a CUDA graph (launch
+overhead; cases whose step has static inputs and no host sync). `--compare compile|graph`
+builds the program twice, without and with that fix, and times their chunks alternately in one
+process, so the two share the host's noise; it adds "step_ms_with" and "speedup".
 
 cases (planted cause -> fix):
   dataloader  batches built in the main process (num_workers=0)  -> 8 workers, pinned memory
@@ -31,7 +37,20 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 DEV = "cuda"
-ARGS = argparse.Namespace(workers=8, attn_seq=2048, attn_heads=16, attn_dmodel=1024)  # main() sets these
+ARGS = argparse.Namespace(workers=8, attn_seq=2048, attn_heads=16, attn_dmodel=1024,
+                          compile=False, graph=False)  # main() sets these
+GRAPH_CASES = ("launch", "optimizer", "fp32", "attention", "healthy")
+
+
+def built(model):
+    """The model on the GPU, compiled under --compile."""
+    model = model.to(DEV)
+    return torch.compile(model) if ARGS.compile else model
+
+
+def adamw(params, **kw):
+    """AdamW; capturable under --graph (its step count stays on the GPU)."""
+    return torch.optim.AdamW(params, capturable=ARGS.graph, **kw)
 
 
 def mlp(d, layers, act=nn.GELU):
@@ -76,8 +95,8 @@ def concat(batch):
 
 def case_dataloader(fixed):
     d, rows, items = 4096, 256, 16  # batches of 16 chunks of 256 rows
-    model = nn.Sequential(mlp(d, 8), nn.Linear(d, 10)).to(DEV)
-    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    model = built(nn.Sequential(mlp(d, 8), nn.Linear(d, 10)))
+    opt = adamw(model.parameters(), fused=True)
     kw = dict(num_workers=ARGS.workers, pin_memory=True, prefetch_factor=4, persistent_workers=True) if fixed else {}
     it = iter(torch.utils.data.DataLoader(Chunks(rows, d), batch_size=items, collate_fn=concat, **kw))
 
@@ -100,8 +119,8 @@ def host_work(n=100_000):
 
 def case_item(fixed):
     d, batch = 4096, 4096
-    model = mlp(d, 12).to(DEV)
-    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    model = built(mlp(d, 12))
+    opt = adamw(model.parameters(), fused=True)
     x = torch.randn(batch, d, device=DEV)
     losses = []
 
@@ -117,8 +136,8 @@ def case_item(fixed):
 
 def case_pageable(fixed):
     d, batch = 4096, 4096
-    model = mlp(d, 4).to(DEV)
-    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    model = built(mlp(d, 4))
+    opt = adamw(model.parameters(), fused=True)
     host = torch.randn(64, 1024, 1024)  # 256 MiB, e.g. a large batch or a table
     x = torch.randn(batch, d, device=DEV)
     if fixed:
@@ -149,8 +168,8 @@ def case_pageable(fixed):
 
 def case_alloc(fixed):
     d, batch = 4096, 4096
-    model = mlp(d, 4).to(DEV)
-    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    model = built(mlp(d, 4))
+    opt = adamw(model.parameters(), fused=True)
 
     def step():
         x = torch.randn(batch, d, device=DEV)
@@ -163,8 +182,23 @@ def case_alloc(fixed):
     return step
 
 
+def in_graph(step):
+    """The step captured in a CUDA graph as in PyTorch's CUDA graphs documentation: warm up on a
+    side stream, capture once; the returned function replays it."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph.replay
+
+
 def case_launch(fixed):
-    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1)).to(DEV)
+    model = built(nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 1)))
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     x, y = torch.randn(1, 64, device=DEV), torch.randn(1, 1, device=DEV)
 
@@ -174,27 +208,13 @@ def case_launch(fixed):
         opt.step()
         opt.zero_grad(set_to_none=False)
 
-    if not fixed:
-        return eager
-    # Whole-step capture as in PyTorch's CUDA graphs documentation: warm up on a side stream,
-    # capture once, replay.
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            eager()
-    torch.cuda.current_stream().wait_stream(s)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        eager()
-    return graph.replay
+    return in_graph(eager) if fixed and not ARGS.graph else eager  # --graph: main() captures it
 
 
 def case_optimizer(fixed):
     d, batch = 256, 256
-    model = mlp(d, 150, act=nn.ReLU).to(DEV)
-    opt = torch.optim.AdamW(model.parameters(), fused=True) if fixed else torch.optim.AdamW(
-        model.parameters(), foreach=False)
+    model = built(mlp(d, 150, act=nn.ReLU))
+    opt = adamw(model.parameters(), fused=True) if fixed else adamw(model.parameters(), foreach=False)
     x = torch.randn(batch, d, device=DEV)
 
     return lambda: train_step(model, opt, x)
@@ -202,8 +222,8 @@ def case_optimizer(fixed):
 
 def case_fp32(fixed):
     d, batch = 4096, 8192
-    model = mlp(d, 4).to(DEV)
-    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    model = built(mlp(d, 4))
+    opt = adamw(model.parameters(), fused=True)
     x = torch.randn(batch, d, device=DEV)
 
     return lambda: train_step(model, opt, x, autocast=fixed)
@@ -229,8 +249,8 @@ class Attention(nn.Module):
 
 def case_attention(fixed):
     d, heads, seq = ARGS.attn_dmodel, ARGS.attn_heads, ARGS.attn_seq
-    model = nn.Sequential(*[Attention(d, heads, fixed) for _ in range(4)]).to(DEV)
-    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    model = built(nn.Sequential(*[Attention(d, heads, fixed) for _ in range(4)]))
+    opt = adamw(model.parameters(), fused=True)
     x = torch.randn(8 * 2048 // seq, seq, d, device=DEV)  # 16,384 tokens a step at any length
 
     return lambda: train_step(model, opt, x)
@@ -240,8 +260,8 @@ def case_healthy(fixed):
     # Large bf16 GEMMs with nothing between them: bf16 weights (no autocast casts), no
     # activations, data on the GPU, fused AdamW.
     d, batch = 8192, 8192
-    model = nn.Sequential(*[nn.Linear(d, d, bias=False) for _ in range(4)]).to(DEV, torch.bfloat16)
-    opt = torch.optim.AdamW(model.parameters(), fused=True)
+    model = built(nn.Sequential(*[nn.Linear(d, d, bias=False) for _ in range(4)]).to(torch.bfloat16))
+    opt = adamw(model.parameters(), fused=True)
     x = torch.randn(batch, d, device=DEV, dtype=torch.bfloat16)
 
     return lambda: train_step(model, opt, x, autocast=False)
@@ -261,25 +281,47 @@ def main():
     p.add_argument("--attn-seq", type=int, default=2048, help="attention: sequence length (divides 16384)")
     p.add_argument("--attn-heads", type=int, default=16, help="attention: heads")
     p.add_argument("--attn-dmodel", type=int, default=1024, help="attention: model width")
+    p.add_argument("--compile", action="store_true", help="the model in torch.compile (the next fix: fusion)")
+    p.add_argument("--graph", action="store_true", help="the step in a CUDA graph (the next fix: launches)")
+    p.add_argument("--compare", choices=("compile", "graph"),
+                   help="time the program without and with this fix, chunks alternating in one process")
     a = p.parse_args()
     ARGS.__dict__.update(vars(a))
-    torch.manual_seed(0)
-    step = CASES[a.case](a.fixed)
-    for _ in range(a.warmup):
-        step()
-    torch.cuda.synchronize()
+    if (a.graph or a.compare == "graph") and a.case not in GRAPH_CASES:
+        p.error(f"--graph: the {a.case} step has host syncs or host inputs; graph cases: {', '.join(GRAPH_CASES)}")
+    variants = [{}] if a.compare is None else [{a.compare: False}, {a.compare: True}]
+    steps = []
+    for v in variants:
+        ARGS.__dict__.update(v)
+        torch.manual_seed(0)
+        step = CASES[a.case](a.fixed)
+        if ARGS.graph:
+            step = in_graph(step)
+        for _ in range(a.warmup):
+            step()
+        torch.cuda.synchronize()
+        steps.append(step)
     # Steps are timed in chunks with a device sync only at chunk ends, so the timing adds no
     # sync inside a chunk (a sync after every step would drain the queue every step).
     chunk = max(1, a.steps // a.chunks)
-    times = []
+    times = [[] for _ in steps]
     for _ in range(a.chunks):
-        t0 = time.perf_counter()
-        for _ in range(chunk):
-            step()
-        torch.cuda.synchronize()
-        times.append((time.perf_counter() - t0) * 1e3 / chunk)
-    print(json.dumps({"case": a.case, "fixed": a.fixed, "step_ms": round(statistics.median(times), 4),
-                      "steps": chunk * a.chunks, "chunk_ms": [round(t, 4) for t in times]}), flush=True)
+        for step, t in zip(steps, times):
+            t0 = time.perf_counter()
+            for _ in range(chunk):
+                step()
+            torch.cuda.synchronize()
+            t.append((time.perf_counter() - t0) * 1e3 / chunk)
+    out = {"case": a.case, "fixed": a.fixed, "compile": a.compile, "graph": a.graph,
+           "step_ms": round(statistics.median(times[0]), 4), "steps": chunk * a.chunks,
+           "chunk_ms": [round(t, 4) for t in times[0]]}
+    if a.compare:
+        with_ms = statistics.median(times[1])
+        out.update(compare=a.compare, step_ms_with=round(with_ms, 4),
+                   chunk_ms_with=[round(t, 4) for t in times[1]],
+                   speedup=round(out["step_ms"] / with_ms, 4))
+    print(json.dumps(out), flush=True)
+
 
 if __name__ == "__main__":
     main()
