@@ -159,6 +159,21 @@ TEST(InputBound, WorkersThatDoNotKeepUpAreNotToldToAddWorkers) {
   EXPECT_TRUE(has(f.recommendation, "(8 workers on 16 CPUs here)")) << f.recommendation;
 }
 
+// A bounded window whose untraced step was measured while the workers' prefetched batches
+// lasted (0.5 ms, against 1 ms traced): that difference is not taken out of the input waits, as
+// a traced main process does not slow the workers. Only the 100 us host gap of each step takes
+// a share (all of it): untraced, 1800 us with the 1600 us of input waits, x9.00.
+TEST(InputBound, TheTracersMeasuredShareLeavesInputWaitsAlone) {
+  TraceBuilder b = worker_loader_steps(true);
+  b.annotation(0, 0, "gpuscope.host#untraced_step_us=500,steps=8");
+  const DeviceReport r = only(b.build());
+  ASSERT_TRUE(r.untraced_step_measured_ns.has_value());
+  EXPECT_EQ(cause(r, "input").tracing_ns.value_or(-1), 0);
+  EXPECT_EQ(r.untraced_window_est_ns, 1'800'000);
+  const Finding& f = input_finding(r);
+  EXPECT_NEAR(*f.est_speedup, 9.0, 1e-9);
+}
+
 // A window that also builds batches in the main process (a second loader without workers) gets
 // the usual advice: the workers are not the whole story.
 TEST(InputBound, BatchesBuiltInTheMainProcessToo) {

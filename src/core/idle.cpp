@@ -262,29 +262,37 @@ IdleCause idle_cause(const DeviceContext& ctx, IdleCauseId id, const CauseAccumu
 }
 
 // The Python bootstrap's untraced step, measured before a bounded window opened: the median of
-// the step periods it timed while waiting ("gpuscope.host#untraced_step_us=4920,steps=8"); empty
-// without that mark.
+// the step periods it timed while waiting, on the host ("gpuscope.host#untraced_step_us=4920,
+// steps=8") and on the GPU's timeline ("untraced_device_step_us=..."). A host that runs ahead of
+// the GPU ends its steps sooner than the GPU finishes them, so the program's step is the longer
+// of the two. Empty without either mark.
 std::optional<int64_t> measured_untraced_step_ns(const Trace& t) {
+  std::optional<int64_t> step;
   for (StringId id = 0; id < t.strings.size(); ++id) {
     std::string_view s = t.strings.view(id);
     if (!s.starts_with(kHostMarkPrefix)) continue;
     s.remove_prefix(kHostMarkPrefix.size());
-    if (const auto us = host_mark_field(s, "untraced_step_us"); us && *us > 0) return *us * 1000;
+    for (const std::string_view field : {"untraced_step_us", "untraced_device_step_us"}) {
+      if (const auto us = host_mark_field(s, field); us && *us > 0) step = std::max(step.value_or(0), *us * 1000);
+    }
   }
-  return std::nullopt;
+  return step;
 }
 
 // With the untraced step measured, the tracer's share of the idle is what the traced window
-// has over that many untraced steps. The tracer slows the host, so that share is in the gaps
-// where the GPU waited on the host (launch, host, input, memcpy, alloc), in proportion to them;
-// it replaces the share derived from the calibrated launch cost.
+// has over that many untraced steps. The tracer slows the host's own work and its GPU calls, so
+// that share is in the gaps where the GPU waited on them (launch, host, memcpy, alloc), in
+// proportion to them; it replaces the share derived from the calibrated launch cost. Gaps where
+// the host waited for input are not among them: a traced main process does not make the
+// DataLoader's workers slower, and an untraced step measured while the workers' prefetched
+// batches last would otherwise take real input waits for the tracer's.
 void apply_measured_untraced_step(const DeviceContext& ctx, int64_t step_ns, DeviceReport& r) {
   r.untraced_step_measured_ns = step_ns;
   const double window = static_cast<double>(r.window_ns);
   const double delta = std::max(0.0, window - static_cast<double>(step_ns) * static_cast<double>(ctx.steps.size()));
   const auto host_late = [](IdleCauseId id) {
-    return id == IdleCauseId::kLaunch || id == IdleCauseId::kHost || id == IdleCauseId::kInput ||
-           id == IdleCauseId::kMemcpy || id == IdleCauseId::kAlloc;
+    return id == IdleCauseId::kLaunch || id == IdleCauseId::kHost || id == IdleCauseId::kMemcpy ||
+           id == IdleCauseId::kAlloc;
   };
   double late = 0;
   for (const IdleCause& c : r.idle_causes) late += host_late(c.cause) ? static_cast<double>(c.ns) : 0.0;

@@ -227,6 +227,18 @@ TEST(Analysis, MeasuredUntracedStepSetsTheTracersShare) {
             std::string::npos) << f.evidence;
 }
 
+// A host that runs ahead of the GPU ended its untraced steps every 1 ms while the GPU's events
+// came 3 ms apart: the program's step is the GPU's 3 ms, not the host's 1 ms.
+TEST(Analysis, MeasuredUntracedStepIsTheLongerOfHostAndDevice) {
+  Trace t = launch_bound_steps();
+  t.strings.intern("gpuscope.host#untraced_step_us=1000,steps=8");
+  t.strings.intern("gpuscope.host#untraced_device_step_us=3000,steps=8");
+  const auto r = only(t);
+  ASSERT_TRUE(r.untraced_step_measured_ns.has_value());
+  EXPECT_EQ(*r.untraced_step_measured_ns, 3'000'000);
+  EXPECT_NEAR(static_cast<double>(*r.untraced_window_est_ns) / r.step_count, 3.0e6, 0.01e6);
+}
+
 // A measured untraced step longer than the traced one (noise on the host) takes nothing out.
 TEST(Analysis, MeasuredUntracedStepAboveTheTracedOneTakesNothingOut) {
   Trace t = launch_bound_steps();

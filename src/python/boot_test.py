@@ -32,8 +32,23 @@ STUB = {
             return False
     """,
     "torch/cuda/__init__.py": """
+        import os, time
         from . import nvtx
         _init = False
+        _device_clock = [0.0]
+        class Event:
+            # A timing event on a stub GPU that runs each step in STUB_DEVICE_STEP_MS (0: as
+            # fast as the host), queued behind the previous step as a real stream would be.
+            def __init__(self, enable_timing=False):
+                self.t = None
+            def record(self):
+                step = float(os.environ.get("STUB_DEVICE_STEP_MS", "0")) / 1e3
+                _device_clock[0] = max(time.perf_counter(), _device_clock[0] + step)
+                self.t = _device_clock[0]
+            def query(self):
+                return self.t is not None
+            def elapsed_time(self, end):
+                return (end.t - self.t) * 1e3
         def init():
             global _init
             _init = True
@@ -428,6 +443,24 @@ with open(os.environ["STUB_LOG"], "a") as f:
         self.assertEqual(fields["steps"], "4")
         self.assertGreaterEqual(int(fields["untraced_step_us"]), 19_000)
         self.assertLess(int(fields["untraced_step_us"]), 200_000)
+
+    def test_window_marks_the_untraced_step_on_the_gpu_timeline(self):
+        # A host that runs ahead: its steps end every ~0 ms, the GPU's every 40 ms. The host mark
+        # says what the host saw as the window opened; the device mark, as it closes, the GPU's.
+        self.run_program(self.WINDOW_PROGRAM.replace("STEPS_FWD", "12").replace("STEPS_OPT", "0"),
+                         env={"GPUSCOPE_STEPS": "2", "GPUSCOPE_SKIP_STEPS": "8", "GPUSCOPE_PY_SAMPLE_HZ": "0",
+                              "STUB_DEVICE_STEP_MS": "40"})
+        records = self.records()
+        marks = {r["name"].split("#", 1)[1].split("=", 1)[0]: (i, r["name"]) for i, r in enumerate(records)
+                 if r.get("kind") == "mark" and r["name"].startswith("gpuscope.host#untraced")}
+        self.assertEqual(set(marks), {"untraced_step_us", "untraced_device_step_us"}, records)
+        host = dict(kv.split("=") for kv in marks["untraced_step_us"][1].split("#", 1)[1].split(","))
+        device = dict(kv.split("=") for kv in marks["untraced_device_step_us"][1].split("#", 1)[1].split(","))
+        self.assertLess(int(host["untraced_step_us"]), 20_000)
+        self.assertAlmostEqual(int(device["untraced_device_step_us"]), 40_000, delta=5)
+        self.assertEqual(device["steps"], "6")
+        closed = [i for i, r in enumerate(records) if r.get("control") == 0][0]
+        self.assertLess(marks["untraced_device_step_us"][0], closed)
 
     def test_window_without_enough_untraced_steps_marks_nothing(self):
         records = self.window_records(fwd=10, opt=0, steps=4, skip=2)

@@ -30,7 +30,10 @@ library's trace window, after N more it closes it (the library then detaches CUP
 then on nothing more is emitted. While waiting it times the steps (the periods between step
 ends, the first one left out as warm-up); when the window opens it adds one mark
 `gpuscope.host#untraced_step_us=S,steps=N`, the median of the last (up to 32) untraced steps, so
-the analysis knows the program's own step time beside the traced one.
+the analysis knows the program's own step time beside the traced one. A host that runs ahead of
+the GPU ends its steps faster than the GPU does, so each untraced step end also records a CUDA
+event on the current stream (no sync); as the window closes, those events are long complete and
+one more mark gives the same median on the GPU's timeline, `untraced_device_step_us=D,steps=N`.
 
 Contract: nothing here may change what the program does. Every hook swallows its own
 exceptions (counted in `stats`); nothing is emitted before CUDA is initialised in this process
@@ -46,9 +49,12 @@ import time
 stats = {"hook_errors": 0, "ranges": 0, "samples": 0}
 _state = {"installed": False, "pid": None, "sampler": None, "target": None, "torch": None, "undo": []}
 # Trace window: "always" (the whole run), or "waiting" -> "open" -> "done" under --steps.
-_window = {"state": "always", "skip": 0, "steps": 0, "opt": 0, "fwd": 0, "at_open": (0, 0), "detach": False}
+_window = {"state": "always", "skip": 0, "steps": 0, "opt": 0, "fwd": 0, "at_open": (0, 0), "detach": False,
+           "kind": "opt", "done": 0}
 # perf_counter() at the latest step ends of each kind while the window waits (at most 34).
 _step_ends = {"opt": [], "fwd": []}
+# CUDA events recorded at the same step ends (the GPU's timeline), as many.
+_step_events = {"opt": [], "fwd": []}
 _STEP_ENDS_KEPT = 34
 _local = threading.local()
 _MARK_PREFIX = "gpuscope.py#"
@@ -141,15 +147,18 @@ def _step_ended(kind):
         ends.append(time.perf_counter())
         if len(ends) > _STEP_ENDS_KEPT:
             del ends[0]
+        if _cuda_ready():
+            _guarded(_record_step_event)(kind)
         done = w["opt"] if w["opt"] else w["fwd"]
         if done >= w["skip"] and _cuda_ready() and _trace_control(True):
-            w.update(state="open", at_open=(w["opt"], w["fwd"]))
-            _guarded(_mark_untraced_step)(_step_ends["opt"] if w["opt"] else _step_ends["fwd"], done)
+            w.update(state="open", at_open=(w["opt"], w["fwd"]), kind="opt" if w["opt"] else "fwd", done=done)
+            _guarded(_mark_untraced_step)(_step_ends[w["kind"]], done)
     elif w["state"] == "open":
         opt0, fwd0 = w["at_open"]
         traced = w["opt"] - opt0 if w["opt"] else w["fwd"] - fwd0
         if traced >= w["steps"]:
             w["state"] = "done"
+            _guarded(_mark_untraced_device_step)(_step_events[w["kind"]], w["done"])
             _trace_control(False)
             # The hooks go too; torch iterates the optimizer's hooks live, so from there the
             # removal waits for the next module call (whose hooks torch iterates as a copy).
@@ -159,19 +168,48 @@ def _step_ended(kind):
                 _detach()
 
 
-def _mark_untraced_step(ends, done):
-    """Once, as the window opens: the median period of the untraced steps before it. The first
-    period is left out when it is among the first steps of the run (warm-up: compilation,
-    allocator growth, cuBLAS heuristics)."""
-    periods = [b - a for a, b in zip(ends, ends[1:])]
-    if done <= len(ends):
+def _median_period(periods, done, kept):
+    """The median of the periods between step ends, the first one left out when it is among the
+    first steps of the run (warm-up: compilation, allocator growth, cuBLAS heuristics); with it
+    the count, or None without periods."""
+    if done <= kept:
         periods = periods[1:]
     if not periods:
-        return
-    periods.sort()
+        return None
+    periods = sorted(periods)
     n = len(periods)
-    median = periods[n // 2] if n % 2 else (periods[n // 2 - 1] + periods[n // 2]) / 2
-    _state["torch"].cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}untraced_step_us={int(median * 1e6)},steps={n}")
+    return (periods[n // 2] if n % 2 else (periods[n // 2 - 1] + periods[n // 2]) / 2), n
+
+
+def _mark_untraced_step(ends, done):
+    """Once, as the window opens: the median period of the untraced steps before it."""
+    got = _median_period([b - a for a, b in zip(ends, ends[1:])], done, len(ends))
+    if got:
+        _state["torch"].cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}untraced_step_us={int(got[0] * 1e6)},steps={got[1]}")
+
+
+def _record_step_event(kind):
+    """A timing event on the current stream at an untraced step end (recorded, never waited on)."""
+    ev = _state["torch"].cuda.Event(enable_timing=True)
+    ev.record()
+    events = _step_events[kind]
+    events.append(ev)
+    if len(events) > _STEP_ENDS_KEPT:
+        del events[0]
+
+
+def _mark_untraced_device_step(events, done):
+    """Once, as the window closes: the median period of the untraced steps on the GPU's
+    timeline, from the events that have completed (query() never waits)."""
+    complete = []
+    for ev in events:
+        if not ev.query():
+            break
+        complete.append(ev)
+    got = _median_period([a.elapsed_time(b) / 1e3 for a, b in zip(complete, complete[1:])], done, len(events))
+    if got:
+        _state["torch"].cuda.nvtx.mark(
+            f"{_HOST_MARK_PREFIX}untraced_device_step_us={int(got[0] * 1e6)},steps={got[1]}")
 
 
 def _undo_on_detach(*handles):
