@@ -1,6 +1,7 @@
 #include "core/findings.h"
 
 #include "core/host_index.h"
+#include "core/intervals.h"
 
 #include <algorithm>
 #include <utility>
@@ -219,6 +220,12 @@ std::string idle_evidence(const FindingContext& f, const IdleCause& c) {
 double FindingContext::speedup_removing(double saved_ns) const {
   const double base = static_cast<double>(report.untraced_window_est_ns.value_or(report.window_ns));
   return base / std::max(1.0, base - saved_ns);
+}
+
+double FindingContext::speedup_removing_gpu_time(double saved_ns) const {
+  const double base = static_cast<double>(report.untraced_window_est_ns.value_or(report.window_ns));
+  const double copies = static_cast<double>(covered(device.copy_union, device.window_start, device.window_end));
+  return base / std::max(1.0, std::max(base - saved_ns, std::min(base, copies)));
 }
 
 const IdleCause& FindingContext::idle(IdleCauseId cause) const {

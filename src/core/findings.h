@@ -33,6 +33,10 @@ struct FindingContext {
   // Speedups are ratios to the window the program would take untraced, where the tracer's
   // measured launch cost is known (idle it explains is neither in the base nor saved by a fix).
   double speedup_removing(double saved_ns) const;
+  // The same for GPU work a fix makes shorter (fusion, precision, fuller grids): the step
+  // cannot get shorter than the time the copy engines are busy in it (a copy on a side stream
+  // can be what paces the loop).
+  double speedup_removing_gpu_time(double saved_ns) const;
   // The idle cause's entry of the report.
   const IdleCause& idle(IdleCauseId cause) const;
 };

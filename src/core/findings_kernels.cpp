@@ -123,7 +123,7 @@ std::optional<Finding> precision_fp32(const FindingContext& f) {
                   fmt_ms(static_cast<int64_t>(static_cast<double>(slow_ns) / f.steps())),
                   fmt_ms(static_cast<int64_t>(static_cast<double>(gemm_ns) / f.steps())), pct(slow_ns, gemm_ns),
                   any_tf32 ? "fp32 or tf32" : "fp32"),
-      f.speedup_removing(saved), std::move(advice));
+      f.speedup_removing_gpu_time(saved), std::move(advice));
 }
 
 namespace {
@@ -213,7 +213,7 @@ std::optional<Finding> kernel_fusion(const FindingContext& f) {
                   fmt::format("{} recurring chains of elementwise/normalisation kernels; the largest: {} ({} times, "
                               "{:.1f}% of the window)",
                               chains.size(), chain, top.occurrences, top.pct),
-                  f.speedup_removing(static_cast<double>(fusion_saving)),
+                  f.speedup_removing_gpu_time(static_cast<double>(fusion_saving)),
                   advice + " Estimate assumes a fused chain of k kernels costs one kernel's time.");
 }
 
@@ -257,7 +257,7 @@ std::optional<Finding> small_grid(const FindingContext& f) {
                               "(SM-active estimate {:.1f}% vs busy {:.1f}%)",
                               pct(lost, busy), sms_word.substr(0, 2), *dev->num_sms, sms_word,
                               f.report.sm_active_est_pct, f.report.busy_pct),
-                  f.speedup_removing(saved),
+                  f.speedup_removing_gpu_time(saved),
                   fmt::format("Give each kernel more parallel work: a larger batch or sequence, fewer but larger "
                               "tensors, more blocks per kernel (split the work){}. Estimate: the same work spread "
                               "over every {}, throughput growing with resident warps up to 50% occupancy.",
@@ -290,7 +290,7 @@ std::optional<Finding> low_occupancy(const FindingContext& f) {
                               "launches by registers, {} by shared memory)",
                               pct(starved_ns, kernel_ns), by_regs >= by_smem ? "registers" : "shared memory",
                               by_regs, by_smem),
-                  f.speedup_removing(saved_ns),
+                  f.speedup_removing_gpu_time(saved_ns),
                   is_amd_device(f.report.name)
                       ? "Cut registers per thread (__launch_bounds__, simpler per-thread state) or LDS per block so "
                         "more wavefronts fit per CU; in PyTorch this usually means a custom or Triton kernel: tune "
