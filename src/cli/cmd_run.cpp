@@ -95,7 +95,8 @@ std::string window_environment(const RunOptions& options, bool python,
     env->emplace_back("GPUSCOPE_SKIP_STEPS", std::to_string(options.skip_steps));
     if (!python)
       fmt::print(stderr, "gpuscope run: --steps counts the steps of a PyTorch program (optimizer steps, else "
-                 "forward passes) through the Python bootstrap; for other programs use --after/--for\n");
+                 "forward passes, or CUDA-graph replays) through the Python bootstrap; for other programs use "
+                 "--after/--for\n");
   }
   if (after_ms > 0) env->emplace_back("GPUSCOPE_TRACE_AFTER_MS", std::to_string(after_ms));
   if (for_ms > 0) env->emplace_back("GPUSCOPE_TRACE_FOR_MS", std::to_string(for_ms));
@@ -219,7 +220,8 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   if (!sampling.note().empty()) fmt::print(stderr, "gpuscope run: {}\n", sampling.note());
   if (child.signal) fmt::print(stderr, "gpuscope run: '{}' was killed by signal {}\n", command[0], *child.signal);
 
-  if (options.no_report) return child.exit_code;
+  // A bounded run says whether its window opened, report or not (the captures are small).
+  if (options.no_report && !bounded) return child.exit_code;
   std::vector<Trace> traces;
   for (const auto& path : written) {
     auto trace = read_capture_file(path);
@@ -229,25 +231,30 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
     }
     traces.push_back(std::move(trace).value());
   }
-  if (traces.empty()) return child.exit_code != 0 ? child.exit_code : 2;
-  // The processes of a launcher (torchrun, mpirun, srun) name their rank: report them in rank
-  // order, not pid order; processes without one follow, in the order they were written.
-  std::stable_sort(traces.begin(), traces.end(), [](const Trace& a, const Trace& b) {
-    return a.rank.value_or(INT32_MAX) < b.rank.value_or(INT32_MAX);
-  });
   if (bounded) {
     size_t kernels = 0;
     for (const auto& t : traces) kernels += t.kernels.size();
     if (kernels == 0)
       fmt::print(stderr, "gpuscope run: the trace window never opened ({}); nothing was traced\n",
-                 options.steps > 0 ? fmt::format("fewer than {} steps seen", options.skip_steps)
-                                   : "the program ended first");
+                 options.steps > 0
+                     ? fmt::format("fewer than {} steps seen: steps are optimizer steps, else forward passes of "
+                                   "the outermost module, or CUDA-graph replays; --after and --for bound the "
+                                   "window by time instead",
+                                   options.skip_steps)
+                     : "the program ended first");
     else
       fmt::print(stderr, "gpuscope run: traced a bounded window ({}); CUPTI was detached after it\n",
                  options.steps > 0 ? fmt::format("{} steps after {} warm-up", options.steps, options.skip_steps)
                                    : fmt::format("{}{}", options.after.empty() ? "" : "after " + options.after,
                                                  options.for_.empty() ? "" : " for " + options.for_));
   }
+  if (options.no_report) return child.exit_code;
+  if (traces.empty()) return child.exit_code != 0 ? child.exit_code : 2;
+  // The processes of a launcher (torchrun, mpirun, srun) name their rank: report them in rank
+  // order, not pid order; processes without one follow, in the order they were written.
+  std::stable_sort(traces.begin(), traces.end(), [](const Trace& a, const Trace& b) {
+    return a.rank.value_or(INT32_MAX) < b.rank.value_or(INT32_MAX);
+  });
   int report_code = report_traces(traces, options.analysis);
   return child.exit_code != 0 ? child.exit_code : report_code;
 }
@@ -272,7 +279,7 @@ CommandRegistration kRun({
                    "ratios to the slower traced step");
       app.add_option("--steps", options->steps,
                      "Trace only N steps, then detach CUPTI so the rest of the run pays nothing for "
-                     "tracing (PyTorch programs: optimizer steps, else forward passes)");
+                     "tracing (PyTorch programs: optimizer steps, else forward passes, or CUDA-graph replays)");
       app.add_option("--skip-steps", options->skip_steps, "Warm-up steps run untraced before --steps")
           ->capture_default_str();
       app.add_option("--after", options->after, "Start tracing this long after CUDA starts (e.g. 30s, 2m)");

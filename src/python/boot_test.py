@@ -49,6 +49,9 @@ STUB = {
                 return self.t is not None
             def elapsed_time(self, end):
                 return (end.t - self.t) * 1e3
+        class CUDAGraph:
+            def replay(self):
+                pass
         def init():
             global _init
             _init = True
@@ -461,6 +464,35 @@ with open(os.environ["STUB_LOG"], "a") as f:
         self.assertEqual(device["steps"], "6")
         closed = [i for i, r in enumerate(records) if r.get("control") == 0][0]
         self.assertLess(marks["untraced_device_step_us"][0], closed)
+
+    def test_window_counts_cuda_graph_replays_that_are_whole_steps(self):
+        # A training step captured in one CUDA graph: 4 optimizer steps (warm-up and capture),
+        # then replays that call neither the optimizer nor a module. From the second replay on,
+        # each is a step: the window opens within the fourth replay (4 + 3 = 7 steps; the
+        # program logs each replay after it returns) and closes within the sixth.
+        program = self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "4")
+        program = program.replace("import torch.nn.modules.module as m", """graph = torch.cuda.CUDAGraph()
+for _ in range(10):
+    graph.replay()
+    with open(os.environ["STUB_LOG"], "a") as f:
+        f.write(json.dumps({"replay": 1}) + "\\n")
+import torch.nn.modules.module as m""")
+        self.run_program(program, env={"GPUSCOPE_STEPS": "2", "GPUSCOPE_SKIP_STEPS": "7", "GPUSCOPE_PY_SAMPLE_HZ": "0"})
+        records = self.records()
+        events = [("replay" if "replay" in r else r["control"]) for r in records if "replay" in r or "control" in r]
+        self.assertEqual(events, ["replay"] * 3 + [1] + ["replay"] * 2 + [0] + ["replay"] * 5, events)
+        self.assertIn("untraced_step_us=", " ".join(r.get("name", "") for r in records if r.get("kind") == "mark"))
+        # Replays interleaved with forward passes (a decode loop) are not steps by themselves.
+        program = self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "0")
+        program = program.replace("import torch.nn.modules.module as m", """graph = torch.cuda.CUDAGraph()
+for x in range(10):
+    model(x)
+    graph.replay()
+import torch.nn.modules.module as m""")
+        os.remove(self.log)
+        self.run_program(program, env={"GPUSCOPE_STEPS": "3", "GPUSCOPE_SKIP_STEPS": "4", "GPUSCOPE_PY_SAMPLE_HZ": "0"})
+        starts = [r["name"] for r in self.records() if r.get("kind") == "start"]
+        self.assertEqual(starts.count("gpuscope.forward#Model"), 3)
 
     def test_window_without_enough_untraced_steps_marks_nothing(self):
         records = self.window_records(fwd=10, opt=0, steps=4, skip=2)

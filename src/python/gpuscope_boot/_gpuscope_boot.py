@@ -25,7 +25,8 @@ at most 500).
 
 Bounded tracing (`gpuscope run --steps N --skip-steps K`, GPUSCOPE_STEPS / GPUSCOPE_SKIP_STEPS):
 steps are counted here (optimizer steps; forward passes of the outermost module while no
-optimizer has stepped, as in inference and serving). After K steps this opens the injection
+optimizer has stepped, as in inference and serving; and CUDA-graph replays with neither between
+them, a whole step captured in one graph). After K steps this opens the injection
 library's trace window, after N more it closes it (the library then detaches CUPTI), and from
 then on nothing more is emitted. While waiting it times the steps (the periods between step
 ends, the first one left out as warm-up); when the window opens it adds one mark
@@ -49,12 +50,12 @@ import time
 stats = {"hook_errors": 0, "ranges": 0, "samples": 0}
 _state = {"installed": False, "pid": None, "sampler": None, "target": None, "torch": None, "undo": []}
 # Trace window: "always" (the whole run), or "waiting" -> "open" -> "done" under --steps.
-_window = {"state": "always", "skip": 0, "steps": 0, "opt": 0, "fwd": 0, "at_open": (0, 0), "detach": False,
-           "kind": "opt", "done": 0}
+_window = {"state": "always", "skip": 0, "steps": 0, "opt": 0, "fwd": 0, "graph": 0, "at_open": 0,
+           "detach": False, "kind": "opt", "done": 0, "at_replay": None}
 # perf_counter() at the latest step ends of each kind while the window waits (at most 34).
-_step_ends = {"opt": [], "fwd": []}
+_step_ends = {"opt": [], "fwd": [], "graph": []}
 # CUDA events recorded at the same step ends (the GPU's timeline), as many.
-_step_events = {"opt": [], "fwd": []}
+_step_events = {"opt": [], "fwd": [], "graph": []}
 _STEP_ENDS_KEPT = 34
 _local = threading.local()
 _MARK_PREFIX = "gpuscope.py#"
@@ -136,8 +137,14 @@ def _trace_control(open_window):
     return bool(lib.gpuscope_trace_control(1 if open_window else 0))
 
 
+def _steps_done(w):
+    """Steps so far: optimizer steps (else forward passes of the outermost module), plus CUDA-graph
+    replays that are steps by themselves."""
+    return (w["opt"] if w["opt"] else w["fwd"]) + w["graph"]
+
+
 def _step_ended(kind):
-    """Counts a step boundary ("opt" or "fwd") and opens or closes the trace window."""
+    """Counts a step boundary ("opt", "fwd" or "graph") and opens or closes the trace window."""
     w = _window
     w[kind] += 1
     if w["state"] == "always" or os.getpid() != _state["pid"]:
@@ -149,13 +156,15 @@ def _step_ended(kind):
             del ends[0]
         if _cuda_ready():
             _guarded(_record_step_event)(kind)
-        done = w["opt"] if w["opt"] else w["fwd"]
+        done = _steps_done(w)
         if done >= w["skip"] and _cuda_ready() and _trace_control(True):
-            w.update(state="open", at_open=(w["opt"], w["fwd"]), kind="opt" if w["opt"] else "fwd", done=done)
-            _guarded(_mark_untraced_step)(_step_ends[w["kind"]], done)
+            # The window's step kind, and how many of those steps ended before it (were all kept,
+            # the first of them is warm-up).
+            kind = kind if kind == "graph" else "opt" if w["opt"] else "fwd"
+            w.update(state="open", at_open=done, kind=kind, done=w[kind])
+            _guarded(_mark_untraced_step)(_step_ends[kind], w[kind])
     elif w["state"] == "open":
-        opt0, fwd0 = w["at_open"]
-        traced = w["opt"] - opt0 if w["opt"] else w["fwd"] - fwd0
+        traced = _steps_done(w) - w["at_open"]
         if traced >= w["steps"]:
             w["state"] = "done"
             _guarded(_mark_untraced_device_step)(_step_events[w["kind"]], w["done"])
@@ -286,7 +295,8 @@ def install(torch):
         return
     _state.update(installed=True, pid=os.getpid(), torch=torch, target=threading.main_thread().ident)
     _configure_window()
-    for step in (_install_optimizer_hooks, _install_dataloader_hook, _install_module_hooks, _install_backward_hook):
+    for step in (_install_optimizer_hooks, _install_dataloader_hook, _install_module_hooks, _install_backward_hook,
+                 _install_graph_hook):
         try:
             step(torch)
         except Exception:
@@ -438,6 +448,38 @@ def _install_module_hooks(torch):
 
     _undo_on_detach(nn_module.register_module_forward_pre_hook(pre),
                     nn_module.register_module_forward_hook(post, always_call=True))
+
+
+def _install_graph_hook(torch):
+    """CUDA-graph replays count as steps where they are the program's steps: a replay with no
+    optimizer step or forward pass since the previous replay (a whole training or decode step
+    captured in one graph calls neither)."""
+    graph_class = getattr(torch.cuda, "CUDAGraph", None)
+    original = getattr(graph_class, "replay", None)
+    if original is None or getattr(original, "_gpuscope", False):
+        return
+
+    @_guarded
+    def replayed():
+        w = _window
+        if w["at_replay"] == (w["opt"], w["fwd"]):
+            _step_ended("graph")
+        w["at_replay"] = (w["opt"], w["fwd"])
+
+    @functools.wraps(original)
+    def replay(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        replayed()
+        return result
+
+    replay._gpuscope = True
+    graph_class.replay = replay
+
+    def restore():
+        if graph_class.replay is replay:
+            graph_class.replay = original
+
+    _state["undo"].append(restore)
 
 
 def _install_backward_hook(torch):
