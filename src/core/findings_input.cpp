@@ -1,6 +1,7 @@
 // The input-bound finding: the GPU waits while the host prepares input (docs/design.md,
 // "Findings"), and what the Python bootstrap's host marks say about the main process's loader.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -126,34 +127,48 @@ std::string workers_evidence(const FindingContext& f, int64_t workers, double fi
                      fmt_ms(static_cast<int64_t>(fixed / f.steps())));
 }
 
+// A worker's cost per batch lies between two true bounds, so the window with the fix lies
+// between `fast` and `slow`. The headline is the middle of that range in ratio (the geometric
+// mean of the two speedups): of all single numbers it has the smallest worst-case error, the
+// square root of the range's width, whatever the worker's cost turns out to be. Returns the
+// window for that headline and sets *range to "xS to xF" for the evidence.
+double middle_of_range(const FindingContext& f, double base, double fast, double slow, std::string* range) {
+  const double s_fast = f.speedup_removing(base - fast);
+  const double s_slow = slow >= base ? 1.0 : f.speedup_removing(base - slow);
+  *range = fmt::format("x{:.2f} to x{:.2f}", s_slow, s_fast);
+  const double headline = std::sqrt(s_fast * s_slow);
+  return base / headline;
+}
+
 // Without the per-batch marks: kLoaderWorkers workers, each as fast as the main process. Workers
 // run torch ops on one thread each: where the main process had T intra-op threads, a batch may
 // take up to T times longer in a worker, stated as the other end of the range.
 InputEstimate assumed_estimate(const FindingContext& f, const LoaderHost& host, double base, double input) {
   InputEstimate e;
   e.fixed_ns = std::max(base - input, input / static_cast<double>(kLoaderWorkers));
-  e.evidence = workers_evidence(f, kLoaderWorkers, e.fixed_ns, base - input);
   e.assumes = "each as fast as the main process";
   const int64_t threads = host.torch_threads.value_or(0);
   if (threads > 1) {
     const double slow = std::max(base - input, input * static_cast<double>(threads) / kLoaderWorkers);
+    std::string range;
+    e.fixed_ns = middle_of_range(f, base, e.fixed_ns, slow, &range);
     e.assumes = fmt::format(
-        "each as fast as the main process; that is an upper bound here: the main process built batches "
-        "with {} torch threads and workers use one each, so a worker may take up to {}x as long, and then "
-        "8 workers give {} (est.). Time one batch with torch.set_num_threads(1) to know which",
-        threads, threads,
-        slow >= base ? std::string("no gain") : fmt::format("about x{:.2f}", f.speedup_removing(base - slow)));
+        "a worker somewhere between as fast as the main process and {}x slower: the main process built batches "
+        "with {} torch threads and workers use one each ({}; the estimate is the middle of that range in "
+        "ratio). Time one batch with torch.set_num_threads(1) to know where",
+        threads, threads, range);
   }
+  e.evidence = workers_evidence(f, kLoaderWorkers, e.fixed_ns, base - input);
   return e;
 }
 
 // With the per-batch marks. A worker runs torch ops on one thread: it needs at least the main
 // process's wall time per batch and at most the CPU time the main process spent on it (all its
 // threads' time, which also counts threads that spin-wait: on the H200 pyzoo dataloader case the
-// CPU time was 3.5x the measured one-thread time, 1.5 s against 0.44 s). The headline is the
-// fast end, as without the marks (a finding that drops because of the slow end would hide a
-// real input bottleneck); the slow end is stated beside it, and where the two meet (loading on
-// one thread) the estimate is as good as the measurement.
+// CPU time was 3.5x the measured one-thread time, 1.5 s against 0.44 s, and the main process's
+// wall time 4.9x shorter). The headline is the middle of that range (middle_of_range), never
+// "no gain" (a finding that drops because of the slow end would hide a real input bottleneck);
+// where the two ends meet (loading on one thread) the estimate is as good as the measurement.
 InputEstimate measured_estimate(const FindingContext& f, const LoaderHost& host, double base, double input) {
   InputEstimate e;
   if (host.cpus && *host.cpus >= 1) e.workers = std::clamp<int64_t>(*host.cpus - 1, 1, kLoaderWorkers);
@@ -164,17 +179,19 @@ InputEstimate measured_estimate(const FindingContext& f, const LoaderHost& host,
                            "median of {} batch{})",
                            fmt_ms(static_cast<int64_t>(cpu)), fmt_ms(static_cast<int64_t>(wall)), cpu / wall,
                            host.batches, host.batches == 1 ? "" : "es");
-  e.evidence += workers_evidence(f, e.workers, e.fixed_ns, base - input);
   e.assumes = "each as fast as the main process";
   if (cpu > 1.1 * wall) {
     const double slow = std::max(base - input, input * (cpu / wall) / workers);
-    e.assumes += fmt::format(
-        "; that is the fast end: on one thread a worker may need up to the {} of CPU the main process spent "
-        "per batch (more than one thread's worth ran; spin-waiting threads count too), and then {} workers give "
-        "{} (est.). Time one batch with torch.set_num_threads(1) to know where in that range",
-        fmt_ms(static_cast<int64_t>(cpu)), e.workers,
-        slow >= base ? std::string("no gain") : fmt::format("about x{:.2f}", f.speedup_removing(base - slow)));
+    std::string range;
+    e.fixed_ns = middle_of_range(f, base, e.fixed_ns, slow, &range);
+    e.assumes = fmt::format(
+        "a worker on its one thread somewhere between as fast as the main process and needing all the {} of "
+        "CPU the main process spent per batch (more than one thread's worth ran; spin-waiting threads count "
+        "too): {}, the estimate the middle of that range in ratio. Time one batch with "
+        "torch.set_num_threads(1) to know where",
+        fmt_ms(static_cast<int64_t>(cpu)), range);
   }
+  e.evidence += workers_evidence(f, e.workers, e.fixed_ns, base - input);
   if (e.workers < kLoaderWorkers) {
     e.assumes += fmt::format("; {} workers: as many as the {} CPUs here leave beside the main process", e.workers,
                              *host.cpus);

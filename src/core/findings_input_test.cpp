@@ -2,6 +2,7 @@
 // bootstrap's per-batch loader marks.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 
 #include <fmt/core.h>
@@ -60,9 +61,10 @@ TEST(InputBound, WithoutLoaderMarksWorkersAreAsFastAsTheMainProcess) {
   EXPECT_TRUE(has(f.recommendation, "Estimate assumes 8 workers, each as fast as the main process.")) << f.recommendation;
 }
 
-// The main process spent 3200 us of CPU per 800 us batch (4 threads' worth). The headline is
-// the fast end, workers as fast as the main process: max(400, 1600 / 8) = 400 us, x5.00. The slow
-// end, a worker needing all 3200 us on its one thread: max(400, 1600 * 4 / 8) = 800 us, x2.50.
+// The main process spent 3200 us of CPU per 800 us batch (4 threads' worth). The fast end,
+// workers as fast as the main process: max(400, 1600 / 8) = 400 us, x5.00. The slow end, a
+// worker needing all 3200 us on its one thread: max(400, 1600 * 4 / 8) = 800 us, x2.50. The
+// headline is the middle in ratio, sqrt(5.00 * 2.50) = x3.54 (a step of 566 us).
 // The medians are of the marks inside the window, (3000, 3200, 9000) us of CPU over (700, 800,
 // 900) us; the one before it (the first batch, at 800 us, before the first kernel) is left out.
 TEST(InputBound, LoaderMarksStateTheSlowEndFromTheCpuTime) {
@@ -73,17 +75,20 @@ TEST(InputBound, LoaderMarksStateTheSlowEndFromTheCpuTime) {
   batch_mark(b, 2799, 3200, 800);
   const DeviceReport r = only(b.build());
   const Finding& f = input_finding(r);
-  EXPECT_NEAR(*f.est_speedup, 5.0, 1e-9);
+  EXPECT_NEAR(*f.est_speedup, std::sqrt(5.0 * 2.5), 1e-9);
   EXPECT_TRUE(has(f.evidence, "; the main process spent 3.20 ms of CPU per batch over 0.80 ms (4.0 threads' "
-                              "worth; median of 3 batches); 8 loader workers would hide the input entirely"))
+                              "worth; median of 3 batches); with 8 loader workers the step would take about 0.28 ms "
+                              "(est.), hiding the input entirely about 0.20 ms"))
       << f.evidence;
   EXPECT_TRUE(has(f.recommendation, "num_workers=8 ")) << f.recommendation;
-  EXPECT_TRUE(has(f.recommendation, "up to the 3.20 ms of CPU the main process spent per batch")) << f.recommendation;
-  EXPECT_TRUE(has(f.recommendation, "and then 8 workers give about x2.50 (est.)")) << f.recommendation;
+  EXPECT_TRUE(has(f.recommendation, "needing all the 3.20 ms of CPU the main process spent per batch"))
+      << f.recommendation;
+  EXPECT_TRUE(has(f.recommendation, ": x2.50 to x5.00, the estimate the middle of that range in ratio"))
+      << f.recommendation;
 }
 
 // With 5 CPUs, 4 workers beside the main process: max(400, 1600 / 4) = 400 us, x5.00; the slow
-// end max(400, 1600 * 4 / 4) = 1600 us, x1.25.
+// end max(400, 1600 * 4 / 4) = 1600 us, x1.25; the headline sqrt(5.00 * 1.25) = x2.50.
 TEST(InputBound, WorkersAreCappedByTheCpusBesideTheMainProcess) {
   TraceBuilder b = loader_steps();
   b.annotation(0, 0, "gpuscope.host#cpus=5,torch_threads=4");
@@ -91,10 +96,10 @@ TEST(InputBound, WorkersAreCappedByTheCpusBesideTheMainProcess) {
   batch_mark(b, 2799, 3200, 800);
   const DeviceReport r = only(b.build());
   const Finding& f = input_finding(r);
-  EXPECT_NEAR(*f.est_speedup, 5.0, 1e-9);
-  EXPECT_TRUE(has(f.evidence, "4 loader workers would hide the input entirely")) << f.evidence;
+  EXPECT_NEAR(*f.est_speedup, 2.5, 1e-9);
+  EXPECT_TRUE(has(f.evidence, "with 4 loader workers the step would take about 0.40 ms")) << f.evidence;
   EXPECT_TRUE(has(f.recommendation, "num_workers=4 ")) << f.recommendation;
-  EXPECT_TRUE(has(f.recommendation, "and then 4 workers give about x1.25 (est.)")) << f.recommendation;
+  EXPECT_TRUE(has(f.recommendation, ": x1.25 to x5.00, the estimate")) << f.recommendation;
   EXPECT_TRUE(has(f.recommendation, "as many as the 5 CPUs here leave beside the main process")) << f.recommendation;
   // The measured CPU time replaces the torch-threads range.
   EXPECT_FALSE(has(f.recommendation, "upper bound here")) << f.recommendation;
@@ -116,15 +121,16 @@ TEST(InputBound, AWorkerIsNeverFasterThanTheMainProcess) {
 }
 
 // No mark inside the window: all of them are used (here the first batch's, before the window,
-// 3 threads' worth): the slow end max(400, 1600 * 3 / 8) = 600 us of the 2000, x3.33.
+// 3 threads' worth): the slow end max(400, 1600 * 3 / 8) = 600 us of the 2000, x3.33; the
+// headline sqrt(5.00 * 3.33) = x4.08.
 TEST(InputBound, MarksOutsideTheWindowAreUsedWhenNoneIsInside) {
   TraceBuilder b = loader_steps();
   batch_mark(b, 800, 2400, 800);
   const DeviceReport r = only(b.build());
   const Finding& f = input_finding(r);
-  EXPECT_NEAR(*f.est_speedup, 5.0, 1e-9);
+  EXPECT_NEAR(*f.est_speedup, std::sqrt(5.0 * 2000.0 / 600.0), 1e-9);
   EXPECT_TRUE(has(f.evidence, "(3.0 threads' worth; median of 1 batch)")) << f.evidence;
-  EXPECT_TRUE(has(f.recommendation, "give about x3.33 (est.)")) << f.recommendation;
+  EXPECT_TRUE(has(f.recommendation, ": x3.33 to x5.00")) << f.recommendation;
 }
 
 // The loader already has workers (PyTorch's multi-process iterator) and the step still waits:
