@@ -8,11 +8,12 @@ applies the usual fix for the planted cause and changes nothing else. The progra
 JSON line: {"case", "fixed", "step_ms" (the median over --chunks chunks of the mean step
 time, wall clock, with a device sync only at the end of each chunk), "steps", "chunk_ms"}.
 
-The next fix, to measure what gpuscope says about a fixed program: `--compile` wraps the model
-in torch.compile (kernel fusion), `--graph` captures the whole step in a CUDA graph (launch
-overhead; cases whose step has static inputs and no host sync). `--compare compile|graph`
-builds the program twice, without and with that fix, and times their chunks alternately in one
-process, so the two share the host's noise; it adds "step_ms_with" and "speedup".
+The next fix, to measure what gpuscope says about a fixed program: `--compile` compiles forward,
+loss and backward with torch.compile (kernel fusion), `--graph` captures the whole step in a CUDA graph (launch
+overhead; cases whose step has static inputs and no host sync). `--compare FIX` (compile,
+graph, no_host_work, no_input) builds the program twice, without and with that fix, and times
+their chunks alternately in one process, so the two share the host's noise; it adds
+"step_ms_with" and "speedup".
 
 cases (planted cause -> fix):
   dataloader  batches built in the main process (num_workers=0)  -> 8 workers, pinned memory
@@ -38,7 +39,7 @@ import torch.nn.functional as F
 
 DEV = "cuda"
 ARGS = argparse.Namespace(workers=8, attn_seq=2048, attn_heads=16, attn_dmodel=1024,
-                          compile=False, graph=False)  # main() sets these
+                          compile=False, graph=False, no_host_work=False, no_input=False)  # main() sets these
 GRAPH_CASES = ("launch", "optimizer", "fp32", "attention", "healthy")
 
 
@@ -122,9 +123,15 @@ def case_dataloader(fixed):
 
     loss_fn = loss_of(cross_entropy)
 
+    first, no_input = [], ARGS.no_input
+
     def step():
-        x, y = next(it)
-        x, y = x.to(DEV, non_blocking=fixed), y.to(DEV, non_blocking=fixed)
+        if no_input and first:
+            x, y = first[0]  # --compare no-input: the first batch again, already on the GPU
+        else:
+            x, y = next(it)
+            x, y = x.to(DEV, non_blocking=fixed), y.to(DEV, non_blocking=fixed)
+            first[:] = [(x, y)]
         loss = loss_fn(model, x, y)
         loss.backward()
         opt.step()
@@ -145,8 +152,11 @@ def case_item(fixed):
     x = torch.randn(batch, d, device=DEV)
     losses = []
 
+    no_host_work = ARGS.no_host_work
+
     def step():
-        host_work()
+        if not no_host_work:
+            host_work()
         loss = train_step(model, opt, x)
         # Logging the loss every step: .item() waits for the step to finish, so the next step's
         # host work cannot overlap this step's GPU work. Fixed: keep it on the GPU.
@@ -306,10 +316,14 @@ def main():
     p.add_argument("--attn-dmodel", type=int, default=1024, help="attention: model width")
     p.add_argument("--compile", action="store_true", help="the model in torch.compile (the next fix: fusion)")
     p.add_argument("--graph", action="store_true", help="the step in a CUDA graph (the next fix: launches)")
-    p.add_argument("--compare", choices=("compile", "graph"),
-                   help="time the program without and with this fix, chunks alternating in one process")
+    p.add_argument("--compare", choices=("compile", "graph", "no_host_work", "no_input"),
+                   help="time the program without and with this fix, chunks alternating in one process "
+                        "(no_host_work: item without its per-step host work; no_input: dataloader reusing its "
+                        "first batch, the input hidden entirely)")
     a = p.parse_args()
     ARGS.__dict__.update(vars(a))
+    if a.compare in ("no_host_work", "no_input") and a.case != {"no_host_work": "item", "no_input": "dataloader"}[a.compare]:
+        p.error(f"--compare {a.compare}: only the " + {"no_host_work": "item", "no_input": "dataloader"}[a.compare] + " case")
     if (a.graph or a.compare == "graph") and a.case not in GRAPH_CASES:
         p.error(f"--graph: the {a.case} step has host syncs or host inputs; graph cases: {', '.join(GRAPH_CASES)}")
     variants = [{}] if a.compare is None else [{a.compare: False}, {a.compare: True}]
