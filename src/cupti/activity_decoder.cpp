@@ -107,6 +107,7 @@ void ActivityDecoder::decode(const CUpti_Activity& record) {
 }
 
 void ActivityDecoder::decode_kernel(const CUpti_ActivityKernel10& k) {
+  if (k.start == 0 || k.end == 0) return untimed();
   capture::KernelRecord r;
   r.start_ns = ts(k.start);
   r.end_ns = ts(k.end);
@@ -127,6 +128,7 @@ void ActivityDecoder::decode_kernel(const CUpti_ActivityKernel10& k) {
 }
 
 void ActivityDecoder::decode_memcpy(const CUpti_ActivityMemcpy6& m) {
+  if (m.start == 0 || m.end == 0) return untimed();
   capture::MemcpyRecord r;
   r.start_ns = ts(m.start);
   r.end_ns = ts(m.end);
@@ -143,6 +145,7 @@ void ActivityDecoder::decode_memcpy(const CUpti_ActivityMemcpy6& m) {
 }
 
 void ActivityDecoder::decode_memset(const CUpti_ActivityMemset4& m) {
+  if (m.start == 0 || m.end == 0) return untimed();
   capture::MemsetRecord r;
   r.start_ns = ts(m.start);
   r.end_ns = ts(m.end);

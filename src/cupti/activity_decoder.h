@@ -32,6 +32,9 @@ struct DecoderStats {
   uint64_t decoded = 0;
   uint64_t unknown_kinds = 0;
   uint64_t unmatched_marker_ends = 0;
+  // GPU work with zero timestamps (in flight when a bounded window enabled the activity kinds):
+  // not written.
+  uint64_t untimed = 0;
 };
 
 class ActivityDecoder {
@@ -50,6 +53,7 @@ class ActivityDecoder {
  private:
   int64_t ts(uint64_t cupti_ns) const { return static_cast<int64_t>(cupti_ns) + clock_offset_ns_; }
   uint32_t api_name_id(bool driver, uint32_t cbid);
+  void untimed() { ++stats_.untimed; }
   void decode_kernel(const CUpti_ActivityKernel10& k);
   void decode_memcpy(const CUpti_ActivityMemcpy6& m);
   void decode_memset(const CUpti_ActivityMemset4& m);

@@ -95,6 +95,21 @@ TEST_F(DecoderTest, KernelFieldsAndGraphKernels) {
   EXPECT_FALSE(t.kernels[1].correlation.has_value());
 }
 
+// Work in flight when a bounded window enabled the activity kinds comes with zero timestamps
+// (seen on the H200 in windows of CUDA-graph programs): it is not written, or the report's
+// start-up would span the whole clock.
+TEST_F(DecoderTest, UntimedGpuWorkIsNotWritten) {
+  ActivityDecoder d(writer_, api_name);
+  auto timed = kernel(1'000, 3'000, "timed");
+  auto untimed = kernel(0, 0, "untimed");
+  d.decode(as_activity(&untimed));
+  d.decode(as_activity(&timed));
+  EXPECT_EQ(d.stats().untimed, 1u);
+  Trace t = finish();
+  ASSERT_EQ(t.kernels.size(), 1u);
+  EXPECT_EQ(t.strings.view(t.kernels[0].name), "timed");
+}
+
 TEST_F(DecoderTest, ClockOffsetIsApplied) {
   ActivityDecoder d(writer_, api_name, /*clock_offset_ns=*/-500);
   auto k = kernel(1'000, 3'000, "k");

@@ -372,6 +372,7 @@ class CaptureDecoder {
         const StringId name = str(k.name);
         if (!ok) return false;
         if (!times_ok) return bad_time();
+        if (untimed(k.end_ns)) return true;
         trace_.kernels.push_back({k.start_ns, k.end_ns, k.device, k.stream, name,
                                   {k.grid[0], k.grid[1], k.grid[2]}, {k.block[0], k.block[1], k.block[2]},
                                   k.registers_per_thread, k.shared_memory_bytes, k.correlation});
@@ -381,6 +382,7 @@ class CaptureDecoder {
         capture::MemcpyRecord m;
         if (!decode(r, m, &times_ok)) return false;
         if (!times_ok) return bad_time();
+        if (untimed(m.end_ns)) return true;
         const CopyKind kind = m.copy_kind <= static_cast<uint8_t>(CopyKind::kPtoP)
                                   ? static_cast<CopyKind>(m.copy_kind) : CopyKind::kUnknown;
         const HostMemory host = m.host_memory <= static_cast<uint8_t>(HostMemory::kPinned)
@@ -392,6 +394,7 @@ class CaptureDecoder {
         capture::MemsetRecord m;
         if (!decode(r, m, &times_ok)) return false;
         if (!times_ok) return bad_time();
+        if (untimed(m.end_ns)) return true;
         trace_.memsets.push_back({m.start_ns, m.end_ns, m.device, m.stream, m.bytes, m.correlation});
         return true;
       }
@@ -486,6 +489,10 @@ class CaptureDecoder {
     ++gemms_;
     return true;
   }
+
+  // GPU work CUPTI could not time (its start and end are 0: work already in flight when a
+  // bounded window enabled the activity kinds): dropped, as it happened at no known time.
+  static bool untimed(int64_t end_ns) { return end_ns <= 0; }
 
   // A well-formed record whose times are out of range: dropped, counted, the first one named.
   bool bad_time() {
