@@ -20,6 +20,7 @@
 
 #include "core/batch_growth.h"
 #include "core/findings.h"
+#include "core/host_index.h"
 #include "core/findings_serving_detail.h"
 #include "core/intervals.h"
 #include "core/steps.h"
@@ -30,6 +31,15 @@ namespace serving_detail {
 // Inference: the steps are forward passes, or nothing in the trace trains (no optimizer kernels,
 // no optimizer step, no autograd backward).
 bool is_inference(const FindingContext& f) {
+  // The bootstrap counted optimizer steps before a bounded window: training, even where the
+  // window's steps replay a CUDA graph with the optimizer inside.
+  for (StringId id = 0; id < f.device.trace.strings.size(); ++id) {
+    std::string_view s = f.device.trace.strings.view(id);
+    if (!s.starts_with(kHostMarkPrefix)) continue;
+    if (const auto n = host_mark_field(s.substr(kHostMarkPrefix.size()), "optimizer_steps"); n && *n > 0) {
+      return false;
+    }
+  }
   if (f.report.step_source == step_source_name(StepSource::kForwardPass)) return true;
   for (KernelCategory c : f.categories) {
     if (c == KernelCategory::kOptimizer) return false;

@@ -168,6 +168,19 @@ TEST(ServingFindings, SchedulingGapPerIterationStatistics) {
   EXPECT_NEAR(*f->est_speedup, 100.0 / 60.0, 1e-6);
 }
 
+// The bootstrap marked optimizer steps before the window: a training program (its step in a
+// CUDA graph calls no optimizer in the window), so no serving finding.
+TEST(ServingFindings, OptimizerStepsBeforeTheWindowMeanTraining) {
+  Trace t = DecodeLoop(Loop{});
+  t.strings.intern("gpuscope.host#optimizer_steps=4");
+  const DeviceReport r = only(std::move(t));
+  EXPECT_EQ(FindingById(r, "scheduling-gap"), nullptr);
+  EXPECT_EQ(FindingById(r, "under-batched"), nullptr);
+  Trace serving = DecodeLoop(Loop{});
+  serving.strings.intern("gpuscope.host#optimizer_steps=0");
+  EXPECT_NE(FindingById(only(std::move(serving)), "scheduling-gap"), nullptr);
+}
+
 TEST(ServingFindings, NoSchedulingGapWhenTheNextIterationFollowsAtOnce) {
   TraceBuilder b;
   for (int i = 0; i < 6; ++i) {

@@ -481,7 +481,9 @@ import torch.nn.modules.module as m""")
         records = self.records()
         events = [("replay" if "replay" in r else r["control"]) for r in records if "replay" in r or "control" in r]
         self.assertEqual(events, ["replay"] * 3 + [1] + ["replay"] * 2 + [0] + ["replay"] * 5, events)
-        self.assertIn("untraced_step_us=", " ".join(r.get("name", "") for r in records if r.get("kind") == "mark"))
+        marks = " ".join(r.get("name", "") for r in records if r.get("kind") == "mark")
+        self.assertIn("untraced_step_us=", marks)
+        self.assertIn("gpuscope.host#optimizer_steps=4", marks)
         # Replays interleaved with forward passes (a decode loop) are not steps by themselves.
         program = self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "0")
         program = program.replace("import torch.nn.modules.module as m", """graph = torch.cuda.CUDAGraph()

@@ -31,7 +31,9 @@ library's trace window, after N more it closes it (the library then detaches CUP
 then on nothing more is emitted. While waiting it times the steps (the periods between step
 ends, the first one left out as warm-up); when the window opens it adds one mark
 `gpuscope.host#untraced_step_us=S,steps=N`, the median of the last (up to 32) untraced steps, so
-the analysis knows the program's own step time beside the traced one. A host that runs ahead of
+the analysis knows the program's own step time beside the traced one, and one more,
+`gpuscope.host#optimizer_steps=N`, the optimizer steps before it (training or inference, where
+the window's steps replay a CUDA graph and call no optimizer). A host that runs ahead of
 the GPU ends its steps faster than the GPU does, so each untraced step end also records a CUDA
 event on the current stream (no sync); as the window closes, those events are long complete and
 one more mark gives the same median on the GPU's timeline, `untraced_device_step_us=D,steps=N`.
@@ -163,6 +165,9 @@ def _step_ended(kind):
             kind = kind if kind == "graph" else "opt" if w["opt"] else "fwd"
             w.update(state="open", at_open=done, kind=kind, done=w[kind])
             _guarded(_mark_untraced_step)(_step_ends[kind], w[kind])
+            # Training or inference, for a window whose steps run in a CUDA graph (no optimizer
+            # call inside it to tell).
+            _guarded(_state["torch"].cuda.nvtx.mark)(f"{_HOST_MARK_PREFIX}optimizer_steps={w['opt']}")
     elif w["state"] == "open":
         traced = _steps_done(w) - w["at_open"]
         if traced >= w["steps"]:
