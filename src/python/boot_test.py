@@ -42,6 +42,8 @@ STUB = {
             def __init__(self, enable_timing=False):
                 self.t = None
             def record(self):
+                with open(os.environ["STUB_LOG"], "a") as f:
+                    f.write('{"event_record": 1}\\n')
                 step = float(os.environ.get("STUB_DEVICE_STEP_MS", "0")) / 1e3
                 _device_clock[0] = max(time.perf_counter(), _device_clock[0] + step)
                 self.t = _device_clock[0]
@@ -52,6 +54,9 @@ STUB = {
         class CUDAGraph:
             def replay(self):
                 pass
+        _capturing = [False]
+        def is_current_stream_capturing():
+            return _capturing[0]
         def init():
             global _init
             _init = True
@@ -495,6 +500,17 @@ import torch.nn.modules.module as m""")
         self.run_program(program, env={"GPUSCOPE_STEPS": "3", "GPUSCOPE_SKIP_STEPS": "4", "GPUSCOPE_PY_SAMPLE_HZ": "0"})
         starts = [r["name"] for r in self.records() if r.get("kind") == "start"]
         self.assertEqual(starts.count("gpuscope.forward#Model"), 3)
+
+    def test_no_timing_event_while_a_graph_is_captured(self):
+        # Steps 3-5 end while the stream is being captured (a step captured whole): no event is
+        # recorded then, so the program's graph gains no node. Steps 1-2 and 6-8 record one each.
+        program = self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "0")
+        program = program.replace("import torch.nn.modules.module as m", """for x in range(10):
+    torch.cuda._capturing[0] = 3 <= x + 1 <= 5
+    model(x)
+import torch.nn.modules.module as m""")
+        self.run_program(program, env={"GPUSCOPE_STEPS": "1", "GPUSCOPE_SKIP_STEPS": "8", "GPUSCOPE_PY_SAMPLE_HZ": "0"})
+        self.assertEqual(len([r for r in self.records() if "event_record" in r]), 5)
 
     def test_window_without_enough_untraced_steps_marks_nothing(self):
         records = self.window_records(fwd=10, opt=0, steps=4, skip=2)

@@ -203,8 +203,14 @@ def _mark_untraced_step(ends, done):
 
 
 def _record_step_event(kind):
-    """A timing event on the current stream at an untraced step end (recorded, never waited on)."""
-    ev = _state["torch"].cuda.Event(enable_timing=True)
+    """A timing event on the current stream at an untraced step end (recorded, never waited on);
+    none while the stream is being captured into a CUDA graph (a step captured whole ends inside
+    the capture, and the program's graph must not gain a node)."""
+    cuda = _state["torch"].cuda
+    capturing = getattr(cuda, "is_current_stream_capturing", None)
+    if capturing is None or capturing():
+        return
+    ev = cuda.Event(enable_timing=True)
     ev.record()
     events = _step_events[kind]
     events.append(ev)
