@@ -20,16 +20,17 @@
 
 #include "core/batch_growth.h"
 #include "core/findings.h"
-#include "core/host_index.h"
 #include "core/findings_serving_detail.h"
+#include "core/host_index.h"
 #include "core/intervals.h"
 #include "core/steps.h"
 
 namespace gpuscope {
 namespace serving_detail {
 
-// Inference: the steps are forward passes, or nothing in the trace trains (no optimizer kernels,
-// no optimizer step, no autograd backward).
+// Inference: no optimizer step counted by the Python bootstrap before a bounded window, and the
+// steps are forward passes, or nothing in the trace trains (no optimizer kernels, no optimizer
+// step, no autograd backward).
 bool is_inference(const FindingContext& f) {
   // The bootstrap counted optimizer steps before a bounded window: training, even where the
   // window's steps replay a CUDA graph with the optimizer inside.
