@@ -607,12 +607,15 @@ class PyZooBounded(unittest.TestCase):
     def test_a_step_in_one_cuda_graph_opens_the_window_and_is_training(self):
         # Replays counted as steps; the optimizer steps before the window mark it as training
         # (it got scheduling-gap x1.40 as a "server" before); no zero-timestamp work spans the
-        # clock. Its kernel-fusion x1.58 is the one miss: torch.compile gave x1.21 (s10_b).
+        # clock. Its kernel-fusion (x1.48; foreach kernels end chains) against torch.compile's
+        # x1.21 (s10_b) is the loosest estimate of the fixed programs.
         d = self.report("launch_fixed")
         self.assertGreaterEqual(d["steps"]["count"], 10)
         self.assertLess(d["steps"]["excluded_before_ms"], 1000)
         self.assertIsNone(self.finding(d, "scheduling-gap"))
         self.assertIsNone(self.finding(d, "launch-bound"))
+        fusion = self.finding(d, "kernel-fusion")
+        self.assertLess(abs(fusion["est_speedup"] / 1.21 - 1), 0.25, fusion)
 
     def test_the_untraced_step_is_the_gpus_where_the_host_runs_ahead(self):
         # fp32 --fixed: the host ends its untraced steps every ~1.8 ms (call s10_a) while the GPU

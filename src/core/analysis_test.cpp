@@ -148,6 +148,29 @@ TEST(Analysis, RecurringElementwiseChainsAreFusionCandidates) {
   EXPECT_EQ(r.fusion[0].est_saving_ns, 60'000);  // (k-1)/k of the chain.
 }
 
+// A foreach kernel (the optimizer's multi_tensor_apply_kernel) ends a chain: torch.compile of
+// the model does not fuse it with the backward's elementwise kernels. GELU -> foreach -> Add
+// -> LayerNorm leaves the chain Add -> LayerNorm.
+TEST(Analysis, ForeachKernelsEndFusionChains) {
+  TraceBuilder b;
+  b.annotation(0, 300, "ProfilerStep#1");
+  double t = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    b.kernel(t, t + 50, "nvjet_gemm", 1000);
+    t += 50;
+    for (const char* k : {"vectorized_elementwise_kernel<GeluFunctor>",
+                          "void at::native::multi_tensor_apply_kernel<TensorListMetadata<2>, BinaryOpListAlphaFunctor>",
+                          "vectorized_elementwise_kernel<AddFunctor>", "vectorized_layer_norm_kernel"}) {
+      b.kernel(t, t + 10, k, 1000);
+      t += 10;
+    }
+  }
+  const auto r = only(b.build());
+  ASSERT_EQ(r.fusion.size(), 1u);
+  EXPECT_EQ(r.fusion[0].kernels.size(), 2u);
+  EXPECT_EQ(r.fusion[0].occurrences, 3);
+}
+
 // The chains of the test above save 60 us of the window (over x1.3), but a copy on a side stream
 // lasts the whole step: the step cannot get shorter than its copies, so fusing gains nothing and
 // makes no finding.

@@ -44,6 +44,13 @@ void add_run(const DeviceContext& ctx, const std::vector<size_t>& idx, size_t be
   g.est_saving_ns += ns * static_cast<int64_t>(n - 1) / static_cast<int64_t>(n);
 }
 
+// Foreach kernels (multi_tensor_apply_kernel: _foreach_* arithmetic, the optimizers' foreach
+// paths) already batch many tensors per launch and run in the optimizer step, which
+// torch.compile(model) leaves eager: they end a chain instead of joining it.
+bool joins_chains(const DeviceContext& ctx, const Kernel& k) {
+  return !ctx.short_name_of(k.name).starts_with("multi_tensor_apply_kernel");
+}
+
 }  // namespace
 
 std::vector<FusionCandidate> fusion_candidates(const DeviceContext& ctx, const std::vector<KernelCategory>& categories,
@@ -58,7 +65,10 @@ std::vector<FusionCandidate> fusion_candidates(const DeviceContext& ctx, const s
     size_t i = 0;
     while (i < idx.size()) {
       size_t j = i;
-      while (j < idx.size() && is_memory_bound(categories[idx[j]]) && step_of[idx[j]] == step_of[idx[i]]) ++j;
+      while (j < idx.size() && is_memory_bound(categories[idx[j]]) && joins_chains(ctx, *ctx.kernels[idx[j]]) &&
+             step_of[idx[j]] == step_of[idx[i]]) {
+        ++j;
+      }
       if (j - i >= 2) add_run(ctx, idx, i, j, groups);
       i = std::max(j, i + 1);
     }
