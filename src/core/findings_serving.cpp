@@ -34,13 +34,7 @@ namespace serving_detail {
 bool is_inference(const FindingContext& f) {
   // The bootstrap counted optimizer steps before a bounded window: training, even where the
   // window's steps replay a CUDA graph with the optimizer inside.
-  for (StringId id = 0; id < f.device.trace.strings.size(); ++id) {
-    std::string_view s = f.device.trace.strings.view(id);
-    if (!s.starts_with(kHostMarkPrefix)) continue;
-    if (const auto n = host_mark_field(s.substr(kHostMarkPrefix.size()), "optimizer_steps"); n && *n > 0) {
-      return false;
-    }
-  }
+  if (host_mark_max(f.device.trace, "optimizer_steps").value_or(0) > 0) return false;
   if (f.report.step_source == step_source_name(StepSource::kForwardPass)) return true;
   for (KernelCategory c : f.categories) {
     if (c == KernelCategory::kOptimizer) return false;

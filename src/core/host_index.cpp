@@ -340,6 +340,16 @@ std::optional<int64_t> host_mark_field(std::string_view fields, std::string_view
   return std::nullopt;
 }
 
+std::optional<int64_t> host_mark_max(const Trace& trace, std::string_view key) {
+  std::optional<int64_t> most;
+  for (StringId id = 0; id < trace.strings.size(); ++id) {
+    std::string_view s = trace.strings.view(id);
+    if (!s.starts_with(kHostMarkPrefix)) continue;
+    if (const auto v = host_mark_field(s.substr(kHostMarkPrefix.size()), key)) most = std::max(most.value_or(*v), *v);
+  }
+  return most;
+}
+
 std::string py_sample_label(std::string_view mark_name) {
   if (mark_name.starts_with(kPySamplePrefix)) mark_name.remove_prefix(kPySamplePrefix.size());
   const size_t semi = mark_name.find(';');

@@ -50,12 +50,16 @@ inline constexpr std::string_view kPySamplePrefix = "gpuscope.py#";
 //   loader_wall_us=90000" (read by findings_input.cpp's loader_host);
 // - a DataLoader with worker processes, once: "cpus=16,loader_workers=8" (the same);
 // - a bounded window, as it opens: the median untraced step before it,
-//   "untraced_step_us=4920,steps=8" (idle.cpp).
-// Each field is read with host_mark_field.
+//   "untraced_step_us=4920,steps=8", and the optimizer steps before it, "optimizer_steps=4"
+//   (findings_serving.cpp); as it closes, the same median on the GPU's timeline,
+//   "untraced_device_step_us=5100,steps=8" (idle.cpp).
+// Each field is read with host_mark_field (host_mark_max over the whole trace).
 inline constexpr std::string_view kHostMarkPrefix = "gpuscope.host#";
 // The value of `key=<digits>` in a host mark's text after the prefix ("k1=v1,k2=v2"), or null
 // (no such field, or no digits).
 std::optional<int64_t> host_mark_field(std::string_view fields, std::string_view key);
+// The largest value of `key` in any host mark of the trace, or null where none has it.
+std::optional<int64_t> host_mark_max(const Trace& trace, std::string_view key);
 // A sample describes the stack from its time until the next sample, for at most this long
 // (the bootstrap samples at 100 Hz by default).
 inline constexpr int64_t kPySampleMaxAgeNs = 50'000'000;

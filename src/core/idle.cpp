@@ -267,16 +267,9 @@ IdleCause idle_cause(const DeviceContext& ctx, IdleCauseId id, const CauseAccumu
 // the GPU ends its steps sooner than the GPU finishes them, so the program's step is the longer
 // of the two. Empty without either mark.
 std::optional<int64_t> measured_untraced_step_ns(const Trace& t) {
-  std::optional<int64_t> step;
-  for (StringId id = 0; id < t.strings.size(); ++id) {
-    std::string_view s = t.strings.view(id);
-    if (!s.starts_with(kHostMarkPrefix)) continue;
-    s.remove_prefix(kHostMarkPrefix.size());
-    for (const std::string_view field : {"untraced_step_us", "untraced_device_step_us"}) {
-      if (const auto us = host_mark_field(s, field); us && *us > 0) step = std::max(step.value_or(0), *us * 1000);
-    }
-  }
-  return step;
+  const int64_t us = std::max(host_mark_max(t, "untraced_step_us").value_or(0),
+                              host_mark_max(t, "untraced_device_step_us").value_or(0));
+  return us > 0 ? std::optional<int64_t>(us * 1000) : std::nullopt;
 }
 
 // With the untraced step measured, the tracer's share of the idle is what the traced window
