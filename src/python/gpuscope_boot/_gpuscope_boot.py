@@ -317,6 +317,20 @@ def install(torch):
     atexit.register(_at_exit)
 
 
+def _replace_attr(owner, name, original, wrapper):
+    """Puts `wrapper` (of `original`) in place of owner.<name>, marked as gpuscope's; detaching
+    puts the original back unless something else replaced the wrapper since."""
+    wrapper._gpuscope = True
+    wrapper.__wrapped__ = original
+    setattr(owner, name, wrapper)
+
+    def restore():
+        if getattr(owner, name) is wrapper:
+            setattr(owner, name, original)
+
+    _state["undo"].append(restore)
+
+
 def _install_optimizer_hooks(torch):
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
@@ -360,15 +374,7 @@ def _install_dataloader_hook(torch):
         finally:
             _guarded(_end)(rid)
 
-    __next__._gpuscope = True
-    __next__.__wrapped__ = original
-    cls.__next__ = __next__
-
-    def restore():
-        if cls.__next__ is __next__:
-            cls.__next__ = original
-
-    _state["undo"].append(restore)
+    _replace_attr(cls, "__next__", original, __next__)
 
 
 def _mark_loader_threads(it):
@@ -483,14 +489,7 @@ def _install_graph_hook(torch):
         replayed()
         return result
 
-    replay._gpuscope = True
-    graph_class.replay = replay
-
-    def restore():
-        if graph_class.replay is replay:
-            graph_class.replay = original
-
-    _state["undo"].append(restore)
+    _replace_attr(graph_class, "replay", original, replay)
 
 
 def _install_backward_hook(torch):
@@ -506,16 +505,8 @@ def _install_backward_hook(torch):
         finally:
             _guarded(_end)(rid)
 
-    backward._gpuscope = True
-    backward.__wrapped__ = original
     backward.__doc__ = original.__doc__
-    autograd.backward = backward
-
-    def restore():
-        if autograd.backward is backward:
-            autograd.backward = original
-
-    _state["undo"].append(restore)
+    _replace_attr(autograd, "backward", original, backward)
 
 
 # --- Python stack sampler -------------------------------------------------------------------
