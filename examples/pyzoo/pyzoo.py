@@ -41,6 +41,7 @@ DEV = "cuda"
 ARGS = argparse.Namespace(workers=8, attn_seq=2048, attn_heads=16, attn_dmodel=1024,
                           compile=False, graph=False, no_host_work=False, no_input=False)  # main() sets these
 GRAPH_CASES = ("launch", "optimizer", "fp32", "attention", "healthy")
+ONLY_CASE = {"no_host_work": "item", "no_input": "dataloader"}  # --compare fixes of one case
 
 
 def built(model):
@@ -316,14 +317,14 @@ def main():
     p.add_argument("--attn-dmodel", type=int, default=1024, help="attention: model width")
     p.add_argument("--compile", action="store_true", help="the model in torch.compile (the next fix: fusion)")
     p.add_argument("--graph", action="store_true", help="the step in a CUDA graph (the next fix: launches)")
-    p.add_argument("--compare", choices=("compile", "graph", "no_host_work", "no_input"),
+    p.add_argument("--compare", choices=("compile", "graph", *ONLY_CASE),
                    help="time the program without and with this fix, chunks alternating in one process "
                         "(no_host_work: item without its per-step host work; no_input: dataloader reusing its "
                         "first batch, the input hidden entirely)")
     a = p.parse_args()
     ARGS.__dict__.update(vars(a))
-    if a.compare in ("no_host_work", "no_input") and a.case != {"no_host_work": "item", "no_input": "dataloader"}[a.compare]:
-        p.error(f"--compare {a.compare}: only the " + {"no_host_work": "item", "no_input": "dataloader"}[a.compare] + " case")
+    if a.compare in ONLY_CASE and a.case != ONLY_CASE[a.compare]:
+        p.error(f"--compare {a.compare}: only the {ONLY_CASE[a.compare]} case")
     if (a.graph or a.compare == "graph") and a.case not in GRAPH_CASES:
         p.error(f"--graph: the {a.case} step has host syncs or host inputs; graph cases: {', '.join(GRAPH_CASES)}")
     variants = [{}] if a.compare is None else [{a.compare: False}, {a.compare: True}]
