@@ -23,8 +23,11 @@ STUB = {
         import os
         from . import cuda, optim, nn, autograd, compiler, utils
         os.environ.setdefault("STUB_TORCH_IMPORTED", "1")
+        _threads = [4]
         def get_num_threads():
-            return 4
+            return _threads[0]
+        def set_num_threads(n):
+            _threads[0] = n
         open(os.environ["STUB_LOG"], "a").write('{"import": "torch"}\\n')
     """,
     "torch/compiler.py": """
@@ -151,6 +154,10 @@ STUB = {
         class _BaseDataLoaderIter:
             def __init__(self, items):
                 self._items = iter(items)
+                # Map-style (0) for a sized sequence, iterable (1) for a generator, as torch's
+                # _DatasetKind; pin_memory as the loader was asked.
+                self._dataset_kind = 0 if hasattr(items, "__len__") else 1
+                self._pin_memory = True
             def __next__(self):
                 return next(self._items)
         class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
@@ -316,6 +323,78 @@ for _ in DataLoader([7, 8]):
     def test_loader_cost_needs_cuda_in_this_process(self):
         self.run_program(self.LOADER_PROGRAM.replace("torch.cuda.init()", ""))
         self.assertEqual(self.loader_costs(self.records()), [])
+
+    PROBE_PROGRAM = """
+import os, sys, time
+import torch
+from torch.optim.optimizer import AdamW
+from torch.utils.data import DataLoader
+
+class Items:
+    # Map-style: each item takes 40 ms on one thread and 5 ms on the program's four, and says
+    # so on stdout (which a forked copy must not repeat).
+    def __len__(self):
+        return 8
+    def __getitem__(self, i):
+        if i >= 8:
+            raise IndexError(i)
+        time.sleep(0.04 if torch.get_num_threads() == 1 else 0.005)
+        print("item", i, flush=True)
+        return i
+
+if os.environ.get("STEP_FIRST"):
+    torch.cuda.init()
+    AdamW().step()
+if os.environ.get("LOAD_BEFORE_CUDA"):
+    seen = [next(iter(DataLoader([0])))]
+torch.cuda.init()
+opt = AdamW()
+seen = []
+for x in DataLoader(Items()):
+    seen.append(x)
+    opt.step()
+print("seen", seen, torch.get_num_threads())
+"""
+
+    def probe_marks(self):
+        return [r["name"] for r in self.records()
+                if r.get("kind") == "mark" and r["name"].startswith("gpuscope.host#loader_one_thread")]
+
+    def test_loader_probe_times_a_worker_in_a_forked_copy(self):
+        proc = self.run_program(self.PROBE_PROGRAM, env={"GPUSCOPE_PY_SAMPLE_HZ": "0"})
+        # The program saw every batch in order, printed each item once and kept its threads.
+        lines = proc.stdout.split("\n")
+        self.assertIn("seen [0, 1, 2, 3, 4, 5, 6, 7] 4", lines)
+        self.assertEqual([l for l in lines if l.startswith("item")], [f"item {i}" for i in range(8)])
+        marks = self.probe_marks()
+        self.assertEqual(len(marks), 1, marks)
+        m = re.fullmatch(r"gpuscope\.host#loader_one_thread_us=(\d+),batches=(\d+)", marks[0])
+        self.assertIsNotNone(m, marks)
+        # The copy ran on one thread: 40 ms a batch, not the program's 5 ms.
+        self.assertGreaterEqual(int(m.group(1)), 38_000)
+        self.assertLess(int(m.group(1)), 200_000)
+        self.assertEqual(int(m.group(2)), 3)
+        # Marked in the trace once, inside a batch built here.
+        records = self.records()
+        at = [str(r.get("name")) for r in records].index(marks[0])
+        opened = [r["name"] for r in records[:at] if r.get("kind") == "start"]
+        self.assertEqual(opened[-1], "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")
+
+    def test_loader_probe_off_switch_iterable_and_after_a_step(self):
+        self.run_program(self.PROBE_PROGRAM, env={"GPUSCOPE_LOADER_PROBE": "0"})
+        self.assertEqual(self.probe_marks(), [])
+        os.remove(self.log)
+        # A step before the first batch: a stall would fall inside what is analysed.
+        self.run_program(self.PROBE_PROGRAM, env={"STEP_FIRST": "1"})
+        self.assertEqual(self.probe_marks(), [])
+        os.remove(self.log)
+        # A first batch before CUDA is initialised is not probed; the next loader's is.
+        self.run_program(self.PROBE_PROGRAM, env={"LOAD_BEFORE_CUDA": "1"})
+        self.assertEqual(len(self.probe_marks()), 1)
+        os.remove(self.log)
+        # An iterable dataset (a generator here) is never probed.
+        self.run_program(self.PROBE_PROGRAM.replace("DataLoader(Items())", "DataLoader(iter(range(3)))"))
+        self.assertEqual(self.probe_marks(), [])
 
     def test_sampler_marks_user_frames(self):
         self.run_program(PROGRAM)

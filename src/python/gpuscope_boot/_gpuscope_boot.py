@@ -21,7 +21,9 @@ process (num_workers=0) adds one mark `gpuscope.host#cpus=N,torch_threads=T` (a 
 workers one mark `gpuscope.host#cpus=N,loader_workers=W`), and each batch
 built there one mark `gpuscope.host#loader_cpu_us=C,loader_wall_us=W` (the process's CPU time
 and the wall time spent building it). Rate: GPUSCOPE_PY_SAMPLE_HZ (default 100, 0 turns it off,
-at most 500).
+at most 500). What a DataLoader worker would need per batch is measured once, before the first
+step, in a forked copy that builds the next batches on one thread, as a worker does (map-style
+datasets; GPUSCOPE_LOADER_PROBE=0 turns it off): `gpuscope.host#loader_one_thread_us=U,batches=N`.
 
 Bounded tracing (`gpuscope run --steps N --skip-steps K`, GPUSCOPE_STEPS / GPUSCOPE_SKIP_STEPS):
 steps are counted here (optimizer steps; forward passes of the outermost module while no
@@ -360,9 +362,14 @@ def _install_dataloader_hook(torch):
         # Batches built here, in this process (num_workers=0), are timed; with workers this
         # process only waits for them. rid is None outside the tracing process (no workers).
         started = None
-        if rid is not None and getattr(self, "_num_workers", 1) == 0:
+        here = getattr(self, "_num_workers", 1) == 0
+        if here and "probe" not in _state:
+            _guarded(_probe_one_thread)(self, original)
+        if rid is not None and here:
             if not _state.get("loader_mark"):
                 _guarded(_mark_loader_threads)(self)
+            if _state.get("probe") and not _state.get("probe_marked"):
+                _guarded(_mark_probe)()
             started = _guarded(_loader_clock)()
         elif rid is not None and not _state.get("workers_mark"):
             _guarded(_mark_loader_threads)(self)
@@ -394,6 +401,96 @@ def _mark_loader_threads(it):
     _state["loader_mark"] = True
     torch = _state["torch"]
     torch.cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}cpus={_cpus()},torch_threads={torch.get_num_threads()}")
+
+
+_PROBE_BUDGET_S = 1.0   # the probe's batches stop once they have taken this long (at least two)
+_PROBE_TIMEOUT_S = 20.0  # and a probe still running then is killed
+
+
+def _probe_one_thread(it, next_batch):
+    """Once per process, at the first batch built in it from a map-style dataset (num_workers=0),
+    after CUDA is initialised: what a DataLoader worker would need per batch, measured. A forked
+    copy of the process (what a worker is) sets torch to one intra-op thread (what a worker
+    does), turns pinning off (no CUDA in a fork) and builds up to three of the batches that come
+    next, timed; the program waits for it (at most _PROBE_TIMEOUT_S, before its first step or
+    while a bounded window waits, never inside what is analysed) and
+    then carries on untouched: the copy's memory, iterator and random state are its own, its
+    output goes nowhere and it leaves by os._exit. Map-style datasets only: an iterable one may
+    read a file whose offset parent and copy share. GPUSCOPE_LOADER_PROBE=0 turns it off.
+    Sets _state["probe"] to (microseconds per batch, batches timed, timed out) or None."""
+    w = _window
+    if w["state"] != "waiting" and (w["opt"] or w["fwd"] or w["graph"]):
+        _state["probe"] = None  # a step has run: a stall now would be inside what is analysed
+        return
+    if not _cuda_ready():
+        return  # not yet: a program that loads its first batch before it touches the GPU
+    _state["probe"] = None
+    if (os.environ.get("GPUSCOPE_LOADER_PROBE", "1") == "0" or os.getpid() != _state["pid"]
+            or getattr(it, "_dataset_kind", None) != 0 or not hasattr(os, "fork")):
+        return
+    import select
+    import signal
+    import warnings
+
+    r, w = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "use of fork() may lead to deadlocks": the copy is killed if so
+        pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(r)
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)
+            os.dup2(null, 2)
+            _state["torch"].set_num_threads(1)
+            if hasattr(it, "_pin_memory"):
+                it._pin_memory = False
+            times, start = [], time.perf_counter()
+            while len(times) < 3 and (len(times) < 2 or time.perf_counter() - start < _PROBE_BUDGET_S):
+                t0 = time.perf_counter()
+                next_batch(it)
+                times.append(time.perf_counter() - t0)
+                os.write(w, f"{int(times[-1] * 1e6)}\n".encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    data, deadline = b"", time.monotonic() + _PROBE_TIMEOUT_S
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([r], [], [], left)[0]:
+                break
+            chunk = os.read(r, 4096)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        os.close(r)
+        timed_out = time.monotonic() >= deadline
+        if timed_out:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        os.waitpid(pid, 0)
+    times = [int(v) for v in data.split()]
+    if timed_out:
+        # The batch under way took longer than what was left: a lower bound.
+        started = sum(times)
+        _state["probe"] = (max([int(_PROBE_TIMEOUT_S * 1e6) - started] + times[1:]), len(times), True)
+    elif times:
+        # The first batch of a fresh worker may warm caches up; the rest are its steady cost.
+        steady = sorted(times[1:] or times)
+        _state["probe"] = (steady[len(steady) // 2], len(times), False)
+
+
+def _mark_probe():
+    """`gpuscope.host#loader_one_thread_us=440000,batches=3` (`loader_one_thread_over_us` where the
+    probe was stopped: a lower bound), once, in the trace."""
+    us, n, timed_out = _state["probe"]
+    _state["probe_marked"] = True
+    key = "loader_one_thread_over_us" if timed_out else "loader_one_thread_us"
+    _state["torch"].cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}{key}={us},batches={n}")
 
 
 def _cpus():
