@@ -14,7 +14,8 @@ scatter per layer for the whole batch.
 every slot, reading the KV cache in place, captured once as a CUDA graph and replayed (see
 StaticDecode). Without CUDA the same step runs eagerly. --overlap (with --graph) also queues
 each iteration before reading the previous one's tokens, so the host's bookkeeping runs while
-the GPU computes (asynchronous scheduling; see Readback).
+the GPU computes (asynchronous scheduling; see Readback). --compile (with --graph) compiles
+the static step with torch.compile before it is captured: its elementwise chains fused.
 
 Prints one JSON line: tokens/s and p50/p99 per-token latency (ms; the first token counted from
 the request's arrival); "graph" says whether --graph's static step ran, "cuda_graph" whether
@@ -141,9 +142,13 @@ class StaticDecode(torch.nn.Module):
     serving steps.
     """
 
-    def __init__(self, model, caches, slots, span, device, capture):
+    def __init__(self, model, caches, slots, span, device, capture, compile=False):
         super().__init__()
         self.model, self.caches, self.span = model, caches, span
+        if compile:
+            # --compile: the step's elementwise chains fused by torch.compile (Inductor) before
+            # the capture; CUDA graphs stay this class's own (no mode="reduce-overhead").
+            self._step = torch.compile(self._step, dynamic=False)
         self.tokens = torch.zeros(slots, 1, dtype=torch.long, device=device)
         self.pos = torch.zeros(slots, dtype=torch.long, device=device)
         self.key_index = torch.arange(span, device=device)
@@ -294,7 +299,8 @@ def serve(args, tokens_out=None):
         if args.graph:  # Captured before the clock starts, as a server does at start-up.
             # The span a multiple of 16 (within the cache): the attention kernel's aligned mask.
             span = min(MAX_POS, -(-(args.prompt + args.new_tokens) // 16) * 16)
-            step = StaticDecode(model, caches, slots, span, device, capture=device.type == "cuda")
+            step = StaticDecode(model, caches, slots, span, device, capture=device.type == "cuda",
+                                compile=args.compile)
             readback = Readback(slots, device) if args.overlap else None
         start = time.perf_counter()
         while pending or waiting or running:
@@ -356,6 +362,7 @@ def serve(args, tokens_out=None):
         "rate": args.rate,
         "vocab": args.vocab,
         "graph": bool(args.graph),
+        "compile": bool(args.compile),
         "cuda_graph": step is not None and step.graph is not None,
         "overlap": readback is not None,
         "requests": len(requests),
@@ -382,6 +389,9 @@ def main(argv=None):
     p.add_argument("--graph", action="store_true",
                    help="continuous only: a static-shape step over all --batch slots reading the "
                         "KV cache in place, replayed as a CUDA graph (eager without CUDA)")
+    p.add_argument("--compile", action="store_true",
+                   help="with --graph: the static step compiled with torch.compile before it is captured "
+                        "(its elementwise chains fused)")
     p.add_argument("--overlap", action="store_true",
                    help="with --graph: queue each iteration before reading the previous one's "
                         "tokens (asynchronous scheduling)")
@@ -391,6 +401,8 @@ def main(argv=None):
     if args.graph and args.scheduler != "continuous":
         p.error(f"--graph needs --scheduler continuous (got {args.scheduler}): its static step runs "
                 "all --batch slots every iteration, which only a continuous scheduler keeps full")
+    if args.compile and not args.graph:
+        p.error("--compile needs --graph (it compiles the static step)")
     if args.overlap and not args.graph:
         p.error("--overlap needs --graph (it queues the static step's replays ahead)")
     print(json.dumps(serve(args)))

@@ -30,7 +30,7 @@ VOCAB = 256
 
 def args(**kw):
     base = dict(scheduler="continuous", batch=4, rate=1e9, vocab=VOCAB, requests=10, prompt=5,
-                new_tokens=9, seed=3, device="cpu", graph=False, overlap=False)
+                new_tokens=9, seed=3, device="cpu", graph=False, overlap=False, compile=False)
     base.update(kw)
     return argparse.Namespace(**base)
 
@@ -87,6 +87,13 @@ class StaticDecodeTest(unittest.TestCase):
             decode.main(["--overlap", "--device", "cpu", "--prompt", "8", "--new-tokens", "8"])
         self.assertEqual(exit_.exception.code, 2)
         self.assertIn("--overlap needs --graph", err.getvalue())
+
+    def test_compile_needs_graph(self):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), self.assertRaises(SystemExit) as exit_:
+            decode.main(["--compile", "--device", "cpu", "--prompt", "8", "--new-tokens", "8"])
+        self.assertEqual(exit_.exception.code, 2)
+        self.assertIn("--compile needs --graph", err.getvalue())
 
     def test_static_step_logits_match_eager_forward_per_slot(self):
         torch.manual_seed(0)
