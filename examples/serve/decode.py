@@ -242,10 +242,11 @@ class Readback:
         return entries, [by_slot[e[1]] for e in entries]
 
 
-def serve(args, tokens_out=None):
+def serve(args, tokens_out=None, ends_out=None):
     """Serves the request stream that `args` describes; returns the result (the JSON line's
     fields). When `tokens_out` is a dict it receives each request id's greedy tokens: the
-    prefill's, then one per decode iteration (for tests)."""
+    prefill's, then one per decode iteration (for tests). When `ends_out` is a list it receives
+    each decode iteration's end, in seconds from the start of serving."""
     device = torch.device(args.device)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     torch.manual_seed(args.seed)
@@ -336,6 +337,8 @@ def serve(args, tokens_out=None):
                 done = readback.advance(step, running)
                 if done is not None and record(done[0], done[1], time.perf_counter() - start):
                     iterations += 1
+                    if ends_out is not None:
+                        ends_out.append(time.perf_counter() - start)
                     retire()
                 continue
             # The host reads the tokens back every iteration (stop checks, streaming).
@@ -350,6 +353,8 @@ def serve(args, tokens_out=None):
                 last[slot_index] = chosen
                 sampled = chosen.tolist()
             iterations += 1
+            if ends_out is not None:
+                ends_out.append(time.perf_counter() - start)
             record(running, sampled, time.perf_counter() - start)
             retire()
         elapsed = time.perf_counter() - start
@@ -395,6 +400,10 @@ def main(argv=None):
     p.add_argument("--overlap", action="store_true",
                    help="with --graph: queue each iteration before reading the previous one's "
                         "tokens (asynchronous scheduling)")
+    p.add_argument("--iteration-ends", metavar="PATH",
+                   help="write each decode iteration's end (seconds from the start of serving) to PATH as "
+                        "a JSON list: the pace of each part of a run, e.g. before, in and after a bounded "
+                        "gpuscope window")
     args = p.parse_args(argv)
     if args.batch < 1 or args.rate <= 0 or args.prompt + args.new_tokens > MAX_POS:
         p.error(f"--batch >= 1, --rate > 0 and --prompt + --new-tokens <= {MAX_POS}")
@@ -405,7 +414,11 @@ def main(argv=None):
         p.error("--compile needs --graph (it compiles the static step)")
     if args.overlap and not args.graph:
         p.error("--overlap needs --graph (it queues the static step's replays ahead)")
-    print(json.dumps(serve(args)))
+    ends = [] if args.iteration_ends else None
+    print(json.dumps(serve(args, ends_out=ends)))
+    if ends is not None:
+        with open(args.iteration_ends, "w") as f:
+            json.dump([round(t, 6) for t in ends], f)
 
 
 if __name__ == "__main__":
