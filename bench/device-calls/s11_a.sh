@@ -55,7 +55,7 @@ done
 echo "t=${SECONDS}s"
 # 4.
 if [ $SECONDS -le 520 ]; then
-  timeout 70 $B/gpuscope run --no-report -o $OUT/caps/gloo -- torchrun --nproc_per_node 2 examples/ddp/train_ddp.py \
+  timeout 70 $B/gpuscope run -o $OUT/caps/gloo.gpuscope -- torchrun --nproc_per_node 2 examples/ddp/train_ddp.py \
     --backend gloo --steps 10 --warmup 2 --layers 2 > $OUT/gloo.txt 2>&1
   j gloo "$(grep '^{' $OUT/gloo.txt | tail -1)" $?
   timeout 50 torchrun --nproc_per_node 2 examples/ddp/train_ddp.py --backend gloo --steps 10 --warmup 2 --layers 2 \
