@@ -83,9 +83,31 @@ std::optional<Finding> host_bound(const FindingContext& f) {
                   "or do it on the GPU. The host lines above are where the time went.");
 }
 
+// Whether the trace's CUDA collectives run on gloo: PyTorch's profiler names ProcessGroupGloo's
+// work "gloo:all_reduce" (and so on), and the Python bootstrap marks a process whose default
+// process group sends CUDA tensors through gloo (`gpuscope.host#dist_gloo=1`).
+bool collectives_on_gloo(const Trace& t) {
+  if (host_mark_max(t, "dist_gloo").value_or(0) > 0) return true;
+  for (StringId id = 0; id < t.strings.size(); ++id) {
+    if (t.strings.view(id).starts_with("gloo:")) return true;
+  }
+  return false;
+}
+
 std::optional<Finding> collective_wait(const FindingContext& f) {
   const IdleCause* c = idle_trigger(f, IdleCauseId::kCollective);
   if (!c) return std::nullopt;
+  if (collectives_on_gloo(f.device.trace)) {
+    return proposal(
+        "The GPU waits for collectives that gloo runs on the CPU",
+        idle_evidence(f, *c) + "; the process group is gloo: each bucket is copied to host memory, reduced by the "
+                               "CPU over TCP and copied back while the GPU waits",
+        speedup_removing_idle(f, *c),
+        "Use the NCCL backend for CUDA tensors (init_process_group(\"nccl\"), or "
+        "\"cpu:gloo,cuda:nccl\" to keep gloo for CPU tensors): NCCL reduces on the GPUs over NVLink or PCIe, "
+        "and DDP overlaps it with the backward pass. The estimate, the waits removed, is an upper bound: "
+        "NCCL's own time, mostly hidden behind the backward pass, is not in this trace.");
+  }
   return proposal("Communication stalls the GPU", idle_evidence(f, *c), speedup_removing_idle(f, *c),
                   "Overlap communication with compute (DDP bucket sizes, FSDP prefetch), and balance work across "
                   "ranks.");

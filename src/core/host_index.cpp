@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <limits>
 #include <array>
 #include <string>
 #include <utility>
@@ -229,6 +230,41 @@ HostIndex::HostIndex(const Trace& trace)
     if (c.correlation) api_by_correlation_.emplace(*c.correlation, i);
   }
   for (size_t t = 0; t < threads_.size(); ++t) build_thread(trace, threads_[t], items_by_thread[t]);
+  build_collectives(trace);
+}
+
+void HostIndex::build_collectives(const Trace& trace) {
+  // ProcessGroupGloo with CUDA tensors (traced on the H200, examples/ddp/train_ddp.py --backend
+  // gloo): a worker thread copies the gradient bucket to the host, synchronises on the copy,
+  // all-reduces it over TCP on the CPU (30-85 ms there, no CUDA call), then copies it back.
+  const bool gloo = host_mark_max(trace, "dist_gloo").value_or(0) > 0;
+  for (const ThreadTimeline& th : threads_) {
+    std::vector<Interval>& out = collectives_[th.pid];
+    for (size_t i = 0; i < th.segments.size(); ++i) {
+      const HostSegment& s = th.segments[i];
+      if (s.flags & kHostCollective) out.push_back({s.start_ns, s.end_ns});
+      if (gloo && th.kernel_launches == 0 && (s.flags & kHostBlocking) && i + 1 < th.segments.size() &&
+          (th.segments[i + 1].flags & kHostMemcpy)) {
+        out.push_back({s.end_ns, th.segments[i + 1].start_ns});
+      }
+    }
+  }
+  for (auto& [pid, v] : collectives_) v = merge(std::move(v));
+}
+
+bool HostIndex::collective_at(int32_t pid, int64_t t, int64_t* boundary) const {
+  *boundary = std::numeric_limits<int64_t>::max();
+  const auto found = collectives_.find(pid);
+  if (found == collectives_.end()) return false;
+  const std::vector<Interval>& v = found->second;
+  auto it = std::upper_bound(v.begin(), v.end(), t, [](int64_t x, const Interval& i) { return x < i.end_ns; });
+  if (it == v.end()) return false;
+  if (it->start_ns <= t) {
+    *boundary = it->end_ns;
+    return true;
+  }
+  *boundary = it->start_ns;
+  return false;
 }
 
 void HostIndex::build_thread(const Trace& trace, ThreadTimeline& timeline, std::vector<HostItem>& items) {
@@ -253,6 +289,7 @@ void HostIndex::build_thread(const Trace& trace, ThreadTimeline& timeline, std::
       }
       if (cls == ApiClass::kLaunch || cls == ApiClass::kMemcpy) {
         ++timeline.launches;
+        if (cls == ApiClass::kLaunch) ++timeline.kernel_launches;
         open.mark_launch();
       }
     }

@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/intervals.h"
 #include "core/trace.h"
 
 namespace gpuscope {
@@ -79,7 +80,8 @@ struct ThreadTimeline {
   int32_t tid = 0;
   int64_t first_ns = 0;  // Host information covers [first_ns, last_ns).
   int64_t last_ns = 0;
-  int64_t launches = 0;
+  int64_t launches = 0;          // Kernel launches and copies issued.
+  int64_t kernel_launches = 0;   // Of them, kernel launches.
   std::vector<HostSegment> segments;  // Sorted, non-overlapping; gaps have no events at all.
   // The segment covering t, or nullptr.
   const HostSegment* at(int64_t t) const;
@@ -108,16 +110,24 @@ class HostIndex {
   const PySample* py_sample_at(int64_t t) const;
   // The time of the first sample after t, or INT64_MAX.
   int64_t next_py_sample_after(int64_t t) const;
+  // Whether some thread of process `pid` is inside a host-side collective at t (a collective
+  // range, such as gloo's "gloo:all_reduce" on its worker thread; or, in a process the Python
+  // bootstrap marked as running CUDA tensors' collectives on gloo, a thread that launches no
+  // kernels between a synchronisation and the copy back that follows it: the all-reduce on the
+  // CPU). *boundary is where that answer next changes.
+  bool collective_at(int32_t pid, int64_t t, int64_t* boundary) const;
 
  private:
   void build_thread(const Trace& trace, ThreadTimeline& timeline,
                     std::vector<struct HostItem>& items);
+  void build_collectives(const Trace& trace);
   std::vector<ThreadTimeline> threads_;
   std::unordered_map<uint64_t, size_t> thread_by_key_;
   std::unordered_map<uint64_t, uint32_t> api_by_correlation_;
   std::vector<int64_t> api_owner_op_;
   std::vector<uint16_t> api_context_flags_;
   std::vector<PySample> py_samples_;  // Sorted by time.
+  std::unordered_map<int32_t, std::vector<Interval>> collectives_;  // By pid: merged, sorted.
 };
 
 }  // namespace gpuscope

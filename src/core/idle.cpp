@@ -81,12 +81,16 @@ GapStart gap_start(const ThreadTimeline* thread, const Interval& gap) {
 // `sample` is the Python stack sample of the moment, if any: a data-loading frame on it is
 // evidence of input; otherwise host code with no evidence of data loading is `host`, never
 // `input`.
+// `collective` is true while another thread of the process is inside a host-side collective
+// (HostIndex::collective_at): the thread that launches next waits on it (inside backward, on a
+// synchronisation, or with its next kernel queued behind the collective's event), so it explains
+// the gap before anything that thread shows of its own but copies, allocations and input.
 IdleCauseId idle_cause_at(bool copying, uint16_t flags, const GapStart& start, bool host_known,
-                          const PySample* sample) {
+                          const PySample* sample, bool collective) {
   if (copying || (flags & kHostMemcpy)) return IdleCauseId::kMemcpy;
   if (flags & kHostAlloc) return IdleCauseId::kAlloc;
   if (flags & kHostInput) return IdleCauseId::kInput;
-  if (flags & kHostCollective) return IdleCauseId::kCollective;
+  if ((flags & kHostCollective) || collective) return IdleCauseId::kCollective;
   if (start.in_alloc) return IdleCauseId::kAlloc;
   if (start.in_sync) return IdleCauseId::kSync;
   if (flags & kHostLaunch) return IdleCauseId::kLaunch;
@@ -192,9 +196,12 @@ void attribute_gap(const DeviceContext& ctx, const Interval& gap, const ThreadTi
   for (int64_t t = gap.start_ns; t < gap.end_ns;) {
     Piece p = piece_at(ctx, thread, t, gap.end_ns);
     if (t < queued_from) p.end_ns = std::min(p.end_ns, queued_from);
+    int64_t collective_boundary = std::numeric_limits<int64_t>::max();
+    const bool collective = thread && ctx.host.collective_at(thread->pid, t, &collective_boundary);
+    p.end_ns = std::min(p.end_ns, collective_boundary);
     const uint16_t flags = p.segment ? p.segment->flags : 0;
     const bool host_known = thread && t >= thread->first_ns && t < thread->last_ns;
-    IdleCauseId cause = idle_cause_at(p.copying, flags, start, host_known, p.sample);
+    IdleCauseId cause = idle_cause_at(p.copying, flags, start, host_known, p.sample, collective);
     if (t >= queued_from && cause != IdleCauseId::kMemcpy && cause != IdleCauseId::kCollective) {
       cause = IdleCauseId::kQueued;
     } else if (cause == IdleCauseId::kHost && !(flags & kHostAnnotationOnly) && issuing_elsewhere(ctx, thread, t)) {

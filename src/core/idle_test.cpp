@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
 
 #include <fmt/core.h>
@@ -27,6 +28,58 @@ void add_loader_steps(TraceBuilder& b, int steps) {
     b.annotation(t, t + 1000, fmt::format("ProfilerStep#{}", s + 1));
     b.annotation(t, t + 800, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__");
     b.kernel(t + 900, t + 1000, "gemm", 1000, 0, 7, t + 850, 5);
+  }
+}
+
+// Two steps of a data-parallel program on gloo: backward's kernels, then 800 us while the
+// collective runs on the CPU, then the optimizer's kernel. Step ranges 0-1000 and 1000-2000.
+// The launching thread (tid 1) shows only the step range; `side` adds what another thread of
+// the process shows for each gap (tid 2).
+TraceBuilder gloo_steps(const std::function<void(TraceBuilder&, double)>& side) {
+  TraceBuilder b;
+  for (int s = 0; s < 3; ++s) {
+    const double t = s * 1000.0;
+    b.annotation(t, t + 1000, fmt::format("ProfilerStep#{}", s + 1));
+    b.kernel(t + 10, t + 100, "gemm", 1000, 0, 7, t + 5, 5);
+    b.kernel(t + 900, t + 1000, "multi_tensor_apply_kernel", 1000, 0, 7, t + 895, 5);
+    side(b, t);
+  }
+  return b;
+}
+
+// PyTorch's profiler names ProcessGroupGloo's work on its worker thread: the GPU idle while it
+// runs is the collective's, and the advice is NCCL, not launch or host work.
+TEST(Analysis, IdleWhileAnotherThreadRunsAGlooCollectiveIsCollective) {
+  const auto r = only(gloo_steps([](TraceBuilder& b, double t) {
+                        b.annotation(t + 110, t + 880, "gloo:all_reduce", 2);
+                      }).build());
+  EXPECT_NEAR(static_cast<double>(cause(r, "collective").ns), 2 * 770'000.0, 1.0);
+  const Finding* f = FindingById(r, "collective-wait");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->title, "The GPU waits for collectives that gloo runs on the CPU");
+  EXPECT_NE(f->recommendation.find("Use the NCCL backend for CUDA tensors"), std::string::npos) << f->recommendation;
+  EXPECT_EQ(r.findings.front().id, "collective-wait");
+  EXPECT_EQ(FindingById(r, "launch-bound"), nullptr);
+}
+
+// A capture has no gloo ranges; the bootstrap's mark says the CUDA collectives run on gloo, and
+// gloo's worker thread (no kernel launches) shows the CPU all-reduce as the time between its
+// synchronisation on the copy out and its copy back. Without the mark that is not evidence.
+TEST(Analysis, GloosCpuAllReduceInACaptureIsCollective) {
+  for (const bool marked : {true, false}) {
+    TraceBuilder b = gloo_steps([](TraceBuilder& b, double t) {
+      b.api(t + 105, t + 120, "cudaStreamSynchronize", 2);
+      b.api(t + 860, t + 870, "cudaMemcpyAsync", 2);
+    });
+    if (marked) b.annotation(1, 1, "gpuscope.host#dist_world_size=2,dist_gloo=1");
+    const auto r = only(b.build());
+    if (marked) {
+      EXPECT_NEAR(static_cast<double>(cause(r, "collective").ns), 2 * 740'000.0, 1.0);
+      ASSERT_NE(FindingById(r, "collective-wait"), nullptr);
+    } else {
+      EXPECT_EQ(cause(r, "collective").ns, 0);
+      EXPECT_EQ(FindingById(r, "collective-wait"), nullptr);
+    }
   }
 }
 

@@ -21,7 +21,7 @@ BOOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpuscope_boot")
 STUB = {
     "torch/__init__.py": """
         import os
-        from . import cuda, optim, nn, autograd, compiler, utils
+        from . import cuda, optim, nn, autograd, compiler, utils, distributed
         os.environ.setdefault("STUB_TORCH_IMPORTED", "1")
         _threads = [4]
         def get_num_threads():
@@ -29,6 +29,18 @@ STUB = {
         def set_num_threads(n):
             _threads[0] = n
         open(os.environ["STUB_LOG"], "a").write('{"import": "torch"}\\n')
+    """,
+    "torch/distributed.py": """
+        import os
+        # STUB_DIST: the default process group's backend config ("cpu:gloo,cuda:gloo"), unset: none.
+        def is_available():
+            return True
+        def is_initialized():
+            return bool(os.environ.get("STUB_DIST"))
+        def get_backend_config():
+            return os.environ["STUB_DIST"]
+        def get_world_size():
+            return 2
     """,
     "torch/compiler.py": """
         def is_compiling():
@@ -395,6 +407,20 @@ print("seen", seen, torch.get_num_threads())
         # An iterable dataset (a generator here) is never probed.
         self.run_program(self.PROBE_PROGRAM.replace("DataLoader(Items())", "DataLoader(iter(range(3)))"))
         self.assertEqual(self.probe_marks(), [])
+
+    def dist_marks(self):
+        return [r["name"] for r in self.records()
+                if r.get("kind") == "mark" and r["name"].startswith("gpuscope.host#dist_")]
+
+    def test_distributed_backend_marked_once(self):
+        self.run_program(PROGRAM, env={"STUB_DIST": "cpu:gloo,cuda:gloo"})
+        self.assertEqual(self.dist_marks(), ["gpuscope.host#dist_world_size=2,dist_gloo=1"])
+        os.remove(self.log)
+        self.run_program(PROGRAM, env={"STUB_DIST": "cpu:gloo,cuda:nccl"})
+        self.assertEqual(self.dist_marks(), ["gpuscope.host#dist_world_size=2,dist_gloo=0"])
+        os.remove(self.log)
+        self.run_program(PROGRAM)
+        self.assertEqual(self.dist_marks(), [])
 
     def test_sampler_marks_user_frames(self):
         self.run_program(PROGRAM)

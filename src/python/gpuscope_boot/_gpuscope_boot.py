@@ -24,6 +24,8 @@ and the wall time spent building it). Rate: GPUSCOPE_PY_SAMPLE_HZ (default 100, 
 at most 500). What a DataLoader worker would need per batch is measured once, before the first
 step, in a forked copy that builds the next batches on one thread, as a worker does (map-style
 datasets; GPUSCOPE_LOADER_PROBE=0 turns it off): `gpuscope.host#loader_one_thread_us=U,batches=N`.
+A process with an initialised process group marks its backend for CUDA tensors once, at the
+first optimizer step: `gpuscope.host#dist_world_size=W,dist_gloo=G`.
 
 Bounded tracing (`gpuscope run --steps N --skip-steps K`, GPUSCOPE_STEPS / GPUSCOPE_SKIP_STEPS):
 steps are counted here (optimizer steps; forward passes of the outermost module while no
@@ -344,9 +346,27 @@ def _install_optimizer_hooks(torch):
     @_guarded
     def post(optimizer, args, kwargs):
         _end(_open_ranges().pop(("opt", id(optimizer)), None))
+        if not _state.get("dist_marked") and _active():
+            _guarded(_mark_distributed)()
         _step_ended("opt")
 
     _undo_on_detach(register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post))
+
+
+def _mark_distributed():
+    """Once, at the first optimizer step in the trace: where the default process group sends CUDA
+    tensors' collectives, `gpuscope.host#dist_world_size=2,dist_gloo=1` (gloo copies them to host
+    memory and reduces them on the CPU while the GPU waits: the analysis then names those waits),
+    `dist_gloo=0` otherwise. Nothing without an initialised process group."""
+    _state["dist_marked"] = True
+    dist = getattr(_state["torch"], "distributed", None)
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return
+    config = dist.get_backend_config() if hasattr(dist, "get_backend_config") else dist.get_backend()
+    config = str(config).lower()
+    gloo = "cuda:gloo" in config or config == "gloo"
+    _state["torch"].cuda.nvtx.mark(
+        f"{_HOST_MARK_PREFIX}dist_world_size={int(dist.get_world_size())},dist_gloo={int(gloo)}")
 
 
 def _install_dataloader_hook(torch):
