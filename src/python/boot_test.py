@@ -142,12 +142,16 @@ STUB = {
         def register_module_forward_hook(h, always_call=False):
             return Handle(_post, h)
         class Module:
+            def register_forward_pre_hook(self, h):
+                return Handle(self.__dict__.setdefault("_pre_here", {}), h)
+            def register_forward_hook(self, h, always_call=False):
+                return Handle(self.__dict__.setdefault("_post_here", {}), h)
             def __call__(self, *args):
-                # As torch does: copies of the hook dicts.
-                for h in tuple(_pre.values()):
+                # As torch does: copies of the global and the module's own hook dicts.
+                for h in (*_pre.values(), *self.__dict__.get("_pre_here", {}).values()):
                     h(self, args)
                 out = self.forward(*args)
-                for h in tuple(_post.values()):
+                for h in (*_post.values(), *self.__dict__.get("_post_here", {}).values()):
                     h(self, args, out)
                 return out
     """,
@@ -421,6 +425,46 @@ print("seen", seen, torch.get_num_threads())
         os.remove(self.log)
         self.run_program(PROGRAM)
         self.assertEqual(self.dist_marks(), [])
+
+    ROOTS_PROGRAM = """
+import os
+import torch
+import torch.nn as nn
+from torch.nn.modules import module as nn_module
+
+class Inner(nn.Module):
+    def forward(self, x):
+        return x + 1
+
+class Model(nn.Module):
+    def __init__(self):
+        self.a, self.b = Inner(), Inner()
+    def forward(self, x):
+        return self.b(self.a(x))
+
+torch.cuda.init()
+models = [Model() for _ in range(int(os.environ.get("MODELS", "1")))]
+for i in range(40):
+    models[i % len(models)](i)
+print(len(nn_module._pre), len(nn_module._post))
+"""
+
+    def test_module_hooks_move_onto_the_outermost_modules(self):
+        # 32 outermost calls from one model: the global hooks (every module call on torch's
+        # slow path) go, the model keeps them; all 40 forward passes are still ranges.
+        proc = self.run_program(self.ROOTS_PROGRAM, env={"GPUSCOPE_PY_SAMPLE_HZ": "0"})
+        self.assertEqual(proc.stdout.split(), ["0", "0"])
+        starts = [r["name"] for r in self.records() if r.get("kind") == "start"]
+        self.assertEqual(starts.count("gpuscope.forward#Model"), 40)
+        self.assertNotIn("gpuscope.forward#Inner", starts)
+        ends = [r for r in self.records() if r.get("kind") == "end"]
+        self.assertEqual(len(ends), 40)
+
+    def test_module_hooks_stay_global_with_many_outermost_modules(self):
+        proc = self.run_program(self.ROOTS_PROGRAM, env={"GPUSCOPE_PY_SAMPLE_HZ": "0", "MODELS": "10"})
+        self.assertEqual(proc.stdout.split(), ["1", "1"])
+        starts = [r["name"] for r in self.records() if r.get("kind") == "start"]
+        self.assertEqual(starts.count("gpuscope.forward#Model"), 40)
 
     def test_sampler_marks_user_frames(self):
         self.run_program(PROGRAM)
