@@ -680,8 +680,15 @@ class DdpGloo(unittest.TestCase):
         for folder in ("gloo_capture", "gloo_profiler"):
             r = run("analyze", "--json", os.path.join(ROOT, "testdata", "ddp", folder))
             self.assertEqual(r.returncode, 0, r.stderr)
-            devices = json.loads(r.stdout)["devices"]
+            report = json.loads(r.stdout)
+            devices = report["devices"]
             self.assertEqual(len(devices), 2, folder)
+            if folder == "gloo_capture":
+                # torchrun's launcher loaded CUDA (its capture holds GPU counter samples) and
+                # launched nothing: left out as a helper, not told to record GPU activity.
+                self.assertEqual(len(report["rejected"]), 1, report["rejected"])
+                self.assertIn("no GPU work in this process of the program", report["rejected"][0])
+                self.assertNotIn("ProfilerActivity", report["rejected"][0])
             for d in devices:
                 f = d["findings"][0]
                 self.assertEqual(f["id"], "collective-wait", (folder, [x["id"] for x in d["findings"]]))

@@ -61,6 +61,14 @@ std::string describe_without_gpu_work(const Trace& t) {
       t.devices.empty() ? std::string("no GPU")
                         : fmt::format("{} GPU{} ({})", t.devices.size(), t.devices.size() == 1 ? "" : "s",
                                       t.devices.front().name.empty() ? "unnamed" : t.devices.front().name);
+  if (!t.device_samples.empty() && !t.command_line.empty() && launches == 0) {
+    // A `gpuscope run` capture (only captures record the command line) of a process that loaded
+    // CUDA and launched nothing: torchrun's launcher, torch.compile's compile workers.
+    return fmt::format("no GPU work in this process of the program (only {} hardware counter samples of the GPU): "
+                       "a helper such as a launcher or a compiler worker; its GPU work, if any, is in the other "
+                       "processes' captures",
+                       t.device_samples.size());
+  }
   if (!t.device_samples.empty()) {
     return fmt::format("no GPU kernels, copies or sets, only {} hardware counter samples: counters alone do not "
                        "say what ran or when; record GPU activity too (ProfilerActivity.CUDA, or gpuscope run)",
