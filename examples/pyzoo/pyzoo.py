@@ -17,6 +17,7 @@ their chunks alternately in one process, so the two share the host's noise; it a
 
 cases (planted cause -> fix):
   dataloader  batches built in the main process (num_workers=0)  -> 8 workers, pinned memory
+              (--loader-width 128: items an eighth as costly, which 8 workers keep up with)
   item        loss.item() every step, host work before the next   -> the loss kept on the GPU
   pageable    256 MiB copied from pageable memory every step      -> pinned, copied a step ahead on
                                                                      a side stream
@@ -38,7 +39,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 DEV = "cuda"
-ARGS = argparse.Namespace(workers=8, attn_seq=2048, attn_heads=16, attn_dmodel=1024,
+ARGS = argparse.Namespace(workers=8, loader_width=1024, attn_seq=2048, attn_heads=16, attn_dmodel=1024,
                           compile=False, graph=False, no_host_work=False, no_input=False)  # main() sets these
 GRAPH_CASES = ("launch", "optimizer", "fp32", "attention", "healthy")
 ONLY_CASE = {"no_host_work": "item", "no_input": "dataloader"}  # --compare fixes of one case
@@ -93,18 +94,19 @@ class Chunks(torch.utils.data.Dataset):
     """Each item is a chunk of rows that costs CPU time to build (decoding and augmentation
     stand-in: random generation, a sort and a normalisation on the CPU)."""
 
-    def __init__(self, rows, d):
-        self.rows, self.d = rows, d
+    def __init__(self, rows, d, width=None):
+        # width: the columns built on the CPU (then repeated to d); less width, cheaper items.
+        self.rows, self.d, self.width = rows, d, width or d // 4
 
     def __len__(self):
         return 10**6
 
     def __getitem__(self, i):
         g = torch.Generator().manual_seed(i)
-        x = torch.rand(self.rows, self.d // 4, generator=g)
+        x = torch.rand(self.rows, self.width, generator=g)
         x = x.sort(dim=1).values
         x = (x - x.mean(dim=1, keepdim=True)) / (x.std(dim=1, keepdim=True) + 1e-6)
-        return x.repeat(1, 4), torch.randint(0, 10, (self.rows,), generator=g)
+        return x.repeat(1, self.d // self.width), torch.randint(0, 10, (self.rows,), generator=g)
 
 
 def concat(batch):
@@ -116,7 +118,8 @@ def case_dataloader(fixed):
     model = built(nn.Sequential(mlp(d, 8), nn.Linear(d, 10)))
     opt = adamw(model.parameters(), fused=True)
     kw = dict(num_workers=ARGS.workers, pin_memory=True, prefetch_factor=4, persistent_workers=True) if fixed else {}
-    it = iter(torch.utils.data.DataLoader(Chunks(rows, d), batch_size=items, collate_fn=concat, **kw))
+    it = iter(torch.utils.data.DataLoader(Chunks(rows, d, ARGS.loader_width), batch_size=items, collate_fn=concat,
+                                          **kw))
 
     def cross_entropy(model, x, y):
         with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -312,6 +315,9 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--chunks", type=int, default=3, help="timing chunks (median of their mean step)")
     p.add_argument("--workers", type=int, default=8, help="dataloader --fixed: loader worker processes")
+    p.add_argument("--loader-width", type=int, choices=(128, 256, 512, 1024), default=1024,
+                   help="dataloader: columns each item builds on the CPU (the default 1024: 8 workers do "
+                        "not keep up on 16 CPUs; 128: an eighth of the CPU work, they do)")
     p.add_argument("--attn-seq", type=int, default=2048, help="attention: sequence length (divides 16384)")
     p.add_argument("--attn-heads", type=int, default=16, help="attention: heads")
     p.add_argument("--attn-dmodel", type=int, default=1024, help="attention: model width")

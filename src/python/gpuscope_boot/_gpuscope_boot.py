@@ -438,8 +438,8 @@ def _probe_one_thread(it, next_batch):
     output goes nowhere and it leaves by os._exit. Map-style datasets only: an iterable one may
     read a file whose offset parent and copy share. GPUSCOPE_LOADER_PROBE=0 turns it off.
     Sets _state["probe"] to (microseconds per batch, batches timed, timed out) or None."""
-    w = _window
-    if w["state"] != "waiting" and (w["opt"] or w["fwd"] or w["graph"]):
+    win = _window
+    if win["state"] != "waiting" and (win["opt"] or win["fwd"] or win["graph"]):
         _state["probe"] = None  # a step has run: a stall now would be inside what is analysed
         return
     if not _cuda_ready():
