@@ -207,8 +207,15 @@ InputEstimate measured_estimate(const FindingContext& f, const LoaderHost& host,
                               "does; {} batch{} timed before the first step)",
                               host.one_thread_at_least ? "over " : "", fmt_ms(static_cast<int64_t>(one)),
                               host.one_thread_batches, host.one_thread_batches == 1 ? "" : "es");
-    e.assumes = fmt::format("each building a batch in the {}{} measured on one thread", host.one_thread_at_least ? "over " : "",
-                            fmt_ms(static_cast<int64_t>(one)));
+    // Measured alone: workers running together share cores and memory bandwidth, and each
+    // batch still has to reach the main process (shared memory) and be pinned there. On the H200
+    // pyzoo dataloader case that cost nothing visible with 312-387 ms items (x2.05-x2.28 predicted,
+    // x2.16 measured); with items an eighth as costly but as large (--loader-width 128), 8 workers
+    // delivered a batch every ~30 ms against 137/8 = 17 ms predicted (x3.30 against x2.25).
+    e.assumes = fmt::format("each building a batch in the {}{} measured on one thread, alone (workers running "
+                            "together, and the batches' way to the main process, can make that longer: the "
+                            "estimate is then an upper bound)",
+                            host.one_thread_at_least ? "over " : "", fmt_ms(static_cast<int64_t>(one)));
   } else if (cpu > 1.1 * wall) {
     // Only bounded: at least the main process's wall time (or what a stopped one-thread copy
     // took), at most all the CPU it spent.

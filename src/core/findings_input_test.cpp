@@ -103,7 +103,7 @@ TEST(InputBound, AOneThreadCopyMeasuresTheWorkersCost) {
                               "take about 0.25 ms (est.)"))
       << f.evidence;
   EXPECT_TRUE(has(f.recommendation, "Estimate assumes 8 workers, each building a batch in the 2.00 ms measured on "
-                                    "one thread."))
+                                    "one thread, alone ("))
       << f.recommendation;
   EXPECT_FALSE(has(f.recommendation, "middle of that range")) << f.recommendation;
 }
