@@ -36,10 +36,8 @@ struct LoaderHost {
   bool worker_iterator = false;
   std::optional<int64_t> workers;
   // What a worker needs per batch, measured by the bootstrap before the first step in a forked
-  // copy of the process on one thread (`loader_one_thread_us`), or a lower bound where the copy
-  // was stopped (`loader_one_thread_over_us`); with the batches it timed.
+  // copy of the process on one thread (`loader_one_thread_us`), with the batches it timed.
   std::optional<double> one_thread_ns;
-  bool one_thread_at_least = false;
   int64_t one_thread_batches = 0;
 };
 
@@ -89,11 +87,8 @@ LoaderHost loader_host(const Trace& t, int64_t window_start, int64_t window_end)
     if (!host.cpus) host.cpus = host_mark_field(s, "cpus");
     if (!host.workers) host.workers = host_mark_field(s, "loader_workers");
     if (!host.one_thread_ns) {
-      std::optional<int64_t> us = host_mark_field(s, "loader_one_thread_us");
-      const std::optional<int64_t> over = us ? std::nullopt : host_mark_field(s, "loader_one_thread_over_us");
-      if (us || over) {
-        host.one_thread_ns = static_cast<double>(us ? *us : *over) * 1e3;
-        host.one_thread_at_least = !us;
+      if (const std::optional<int64_t> us = host_mark_field(s, "loader_one_thread_us"); us && *us > 0) {
+        host.one_thread_ns = static_cast<double>(*us) * 1e3;
         host.one_thread_batches = host_mark_field(s, "batches").value_or(0);
       }
     }
@@ -200,41 +195,32 @@ InputEstimate measured_estimate(const FindingContext& f, const LoaderHost& host,
   // The bootstrap's forked copy built batches on one thread, as a worker does: the worker's cost
   // is measured, not bounded (pyzoo dataloader on the H200: 441 ms a batch on one thread
   // against 90 ms wall and 1,419 ms CPU on sixteen).
-  if (host.one_thread_ns && (!host.one_thread_at_least || *host.one_thread_ns >= cpu)) {
+  if (host.one_thread_ns) {
     const double one = *host.one_thread_ns;
     e.fixed_ns = std::max(base - input, input * (one / wall) / workers);
-    e.evidence += fmt::format("; a batch took {}{} on one thread in a forked copy of the process (what a worker "
+    e.evidence += fmt::format("; a batch took {} on one thread in a forked copy of the process (what a worker "
                               "does; {} batch{} timed before the first step)",
-                              host.one_thread_at_least ? "over " : "", fmt_ms(static_cast<int64_t>(one)),
-                              host.one_thread_batches, host.one_thread_batches == 1 ? "" : "es");
+                              fmt_ms(static_cast<int64_t>(one)), host.one_thread_batches,
+                              host.one_thread_batches == 1 ? "" : "es");
     // Measured alone: workers running together share cores and memory bandwidth, and each
     // batch still has to reach the main process (shared memory) and be pinned there. On the H200
     // pyzoo dataloader case that cost nothing visible with 312-387 ms items (x2.05-x2.28 predicted,
     // x2.16 measured); with items an eighth as costly but as large (--loader-width 128), 8 workers
     // delivered a batch every ~30 ms against 137/8 = 17 ms predicted (x3.30 against x2.25).
-    e.assumes = fmt::format("each building a batch in the {}{} measured on one thread, alone (workers running "
+    e.assumes = fmt::format("each building a batch in the {} measured on one thread, alone (workers running "
                             "together, and the batches' way to the main process, can make that longer: the "
                             "estimate is then an upper bound)",
-                            host.one_thread_at_least ? "over " : "", fmt_ms(static_cast<int64_t>(one)));
+                            fmt_ms(static_cast<int64_t>(one)));
   } else if (cpu > 1.1 * wall) {
-    // Only bounded: at least the main process's wall time (or what a stopped one-thread copy
-    // took), at most all the CPU it spent.
-    const double least = host.one_thread_ns ? std::max(wall, *host.one_thread_ns) : wall;
-    e.fixed_ns = std::max(base - input, input * (least / wall) / workers);
     const double slow = std::max(base - input, input * (cpu / wall) / workers);
     std::string range;
     e.fixed_ns = middle_of_range(f, base, e.fixed_ns, slow, &range);
-    const std::string fast_end =
-        host.one_thread_ns && *host.one_thread_ns > wall
-            ? fmt::format("needing over the {} a one-thread copy took before it was stopped",
-                          fmt_ms(static_cast<int64_t>(*host.one_thread_ns)))
-            : std::string("as fast as the main process");
     e.assumes = fmt::format(
-        "a worker on its one thread somewhere between {} and needing all the {} of "
+        "a worker on its one thread somewhere between as fast as the main process and needing all the {} of "
         "CPU the main process spent per batch (more than one thread's worth ran; spin-waiting threads count "
         "too): {}, the estimate the middle of that range in ratio. Time one batch with "
         "torch.set_num_threads(1) to know where",
-        fast_end, fmt_ms(static_cast<int64_t>(cpu)), range);
+        fmt_ms(static_cast<int64_t>(cpu)), range);
   }
   e.evidence += workers_evidence(f, e.workers, e.fixed_ns, base - input);
   if (e.workers < kLoaderWorkers) {

@@ -108,30 +108,6 @@ TEST(InputBound, AOneThreadCopyMeasuresTheWorkersCost) {
   EXPECT_FALSE(has(f.recommendation, "middle of that range")) << f.recommendation;
 }
 
-// A copy stopped before it finished gives a lower bound. Below the CPU time it moves the fast
-// end: max(400, 1600 * 3 / 8) = 600 us, x3.33, the slow end still x2.50, the headline
-// sqrt(3.33 * 2.50) = x2.89. At or above the CPU time it is the estimate: max(400, 1600 * 5 /
-// 8) = 1000 us, x2.00.
-TEST(InputBound, AStoppedOneThreadCopyIsALowerBound) {
-  for (const int over_us : {2400, 4000}) {
-    TraceBuilder b = loader_steps();
-    b.annotation(0, 0, fmt::format("gpuscope.host#loader_one_thread_over_us={},batches=1", over_us));
-    batch_mark(b, 1799, 3200, 800);
-    batch_mark(b, 2799, 3200, 800);
-    const DeviceReport r = only(b.build());
-    const Finding& f = input_finding(r);
-    if (over_us == 2400) {
-      EXPECT_NEAR(*f.est_speedup, std::sqrt(2000.0 / 600 * 2.5), 1e-9);
-      EXPECT_TRUE(has(f.recommendation, "between needing over the 2.40 ms a one-thread copy took before it was "
-                                        "stopped and needing all the 3.20 ms"))
-          << f.recommendation;
-    } else {
-      EXPECT_NEAR(*f.est_speedup, 2.0, 1e-9);
-      EXPECT_TRUE(has(f.evidence, "; a batch took over 4.00 ms on one thread in a forked copy")) << f.evidence;
-    }
-  }
-}
-
 // With 5 CPUs, 4 workers beside the main process: max(400, 1600 / 4) = 400 us, x5.00; the slow
 // end max(400, 1600 * 4 / 4) = 1600 us, x1.25; the headline sqrt(5.00 * 1.25) = x2.50.
 TEST(InputBound, WorkersAreCappedByTheCpusBesideTheMainProcess) {

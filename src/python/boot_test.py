@@ -356,7 +356,11 @@ class Items:
             raise IndexError(i)
         time.sleep(0.04 if torch.get_num_threads() == 1 else 0.005)
         print("item", i, flush=True)
-        return i
+        return [Cuda(i)] if os.environ.get("CUDA_ITEMS") else i
+
+class Cuda(int):
+    # A stand-in for a CUDA tensor: what a forked copy (or a worker) cannot build.
+    is_cuda = True
 
 if os.environ.get("STEP_FIRST"):
     torch.cuda.init()
@@ -407,6 +411,11 @@ print("seen", seen, torch.get_num_threads())
         # A first batch before CUDA is initialised is not probed; the next loader's is.
         self.run_program(self.PROBE_PROGRAM, env={"LOAD_BEFORE_CUDA": "1"})
         self.assertEqual(len(self.probe_marks()), 1)
+        os.remove(self.log)
+        # Batches of CUDA tensors: the copy measures nothing (no worker could build them).
+        proc = self.run_program(self.PROBE_PROGRAM, env={"CUDA_ITEMS": "1"})
+        self.assertEqual(self.probe_marks(), [])
+        self.assertEqual(len([l for l in proc.stdout.split("\n") if l.startswith("item")]), 8)
         os.remove(self.log)
         # An iterable dataset (a generator here) is never probed.
         self.run_program(self.PROBE_PROGRAM.replace("DataLoader(Items())", "DataLoader(iter(range(3)))"))

@@ -424,7 +424,7 @@ def _mark_loader_threads(it):
 
 
 _PROBE_BUDGET_S = 1.0   # the probe's batches stop once they have taken this long (at least two)
-_PROBE_TIMEOUT_S = 20.0  # and a probe still running then is killed
+_PROBE_TIMEOUT_S = 20.0  # and a probe still running then is killed (it measured nothing)
 
 
 def _probe_one_thread(it, next_batch):
@@ -437,7 +437,9 @@ def _probe_one_thread(it, next_batch):
     then carries on untouched: the copy's memory, iterator and random state are its own, its
     output goes nowhere and it leaves by os._exit. Map-style datasets only: an iterable one may
     read a file whose offset parent and copy share. GPUSCOPE_LOADER_PROBE=0 turns it off.
-    Sets _state["probe"] to (microseconds per batch, batches timed, timed out) or None."""
+    A copy that fails (a dataset that hands out CUDA tensors cannot run in a fork, nor in a
+    worker) or runs out of time measures nothing: no mark, the estimate stays a range.
+    Sets _state["probe"] to (microseconds per batch, batches timed) or None."""
     win = _window
     if win["state"] != "waiting" and (win["opt"] or win["fwd"] or win["graph"]):
         _state["probe"] = None  # a step has run: a stall now would be inside what is analysed
@@ -468,8 +470,10 @@ def _probe_one_thread(it, next_batch):
             times, start = [], time.perf_counter()
             while len(times) < 3 and (len(times) < 2 or time.perf_counter() - start < _PROBE_BUDGET_S):
                 t0 = time.perf_counter()
-                next_batch(it)
+                batch = next_batch(it)
                 times.append(time.perf_counter() - t0)
+                if _holds_cuda_tensors(batch):
+                    break
                 os.write(w, f"{int(times[-1] * 1e6)}\n".encode())
         finally:
             os._exit(0)
@@ -494,23 +498,28 @@ def _probe_one_thread(it, next_batch):
                 pass
         os.waitpid(pid, 0)
     times = [int(v) for v in data.split()]
-    if timed_out:
-        # The batch under way took longer than what was left: a lower bound.
-        started = sum(times)
-        _state["probe"] = (max([int(_PROBE_TIMEOUT_S * 1e6) - started] + times[1:]), len(times), True)
-    elif times:
+    if times and not timed_out:
         # The first batch of a fresh worker may warm caches up; the rest are its steady cost.
         steady = sorted(times[1:] or times)
-        _state["probe"] = (steady[len(steady) // 2], len(times), False)
+        _state["probe"] = (steady[len(steady) // 2], len(times))
+
+
+def _holds_cuda_tensors(batch):
+    """Whether a batch (tensors in tuples, lists and dicts) holds a CUDA tensor."""
+    if getattr(batch, "is_cuda", False) is True:
+        return True
+    if isinstance(batch, dict):
+        batch = list(batch.values())
+    if isinstance(batch, (list, tuple)):
+        return any(_holds_cuda_tensors(b) for b in batch)
+    return False
 
 
 def _mark_probe():
-    """`gpuscope.host#loader_one_thread_us=440000,batches=3` (`loader_one_thread_over_us` where the
-    probe was stopped: a lower bound), once, in the trace."""
-    us, n, timed_out = _state["probe"]
+    """`gpuscope.host#loader_one_thread_us=440000,batches=3`, once, in the trace."""
+    us, n = _state["probe"]
     _state["probe_marked"] = True
-    key = "loader_one_thread_over_us" if timed_out else "loader_one_thread_us"
-    _state["torch"].cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}{key}={us},batches={n}")
+    _state["torch"].cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}loader_one_thread_us={us},batches={n}")
 
 
 def _cpus():
