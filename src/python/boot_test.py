@@ -190,12 +190,9 @@ STUB = {
     """,
 }
 
-PROGRAM = """
-import os, sys, time
-import torch
+# A model of two inner modules: only Model is outermost.
+MODEL = """
 import torch.nn as nn
-from torch.optim.optimizer import AdamW
-from torch.utils.data import DataLoader
 
 class Inner(nn.Module):
     def forward(self, x):
@@ -206,6 +203,13 @@ class Model(nn.Module):
         self.a, self.b = Inner(), Inner()
     def forward(self, x):
         return self.b(self.a(x))
+"""
+
+PROGRAM = MODEL + """
+import os, sys, time
+import torch
+from torch.optim.optimizer import AdamW
+from torch.utils.data import DataLoader
 
 def load_batches():
     return list(DataLoader([1, 2, 3]))
@@ -435,21 +439,10 @@ print("seen", seen, torch.get_num_threads())
         self.run_program(PROGRAM)
         self.assertEqual(self.dist_marks(), [])
 
-    ROOTS_PROGRAM = """
+    ROOTS_PROGRAM = MODEL + """
 import os
 import torch
-import torch.nn as nn
 from torch.nn.modules import module as nn_module
-
-class Inner(nn.Module):
-    def forward(self, x):
-        return x + 1
-
-class Model(nn.Module):
-    def __init__(self):
-        self.a, self.b = Inner(), Inner()
-    def forward(self, x):
-        return self.b(self.a(x))
 
 torch.cuda.init()
 models = [Model() for _ in range(int(os.environ.get("MODELS", "1")))]
