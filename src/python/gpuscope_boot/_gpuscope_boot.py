@@ -558,9 +558,9 @@ def _compiling(torch):
         return False
 
 
-# Global module hooks put every module call of the program on torch's slow path: ~3 us each
-# with the hooks doing nothing (measured with torch 2.15 on this machine's CPU; 90 module calls
-# a decode iteration). Only the outermost calls matter, so once _ROOT_CALLS of them came from at
+# Global module hooks put every module call of the program on torch's slow path: 3-5 us each,
+# ~3 of them with hooks that do nothing (bench/module_hooks.py, torch 2.15 on a CPU; 90 module
+# calls a decode iteration). Only the outermost calls matter, so once _ROOT_CALLS of them came from at
 # most _ROOT_MAX modules, the hooks move onto those modules and inner calls are fast again.
 _ROOT_CALLS = 32
 _ROOT_MAX = 8
