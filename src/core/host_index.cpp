@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <limits>
 #include <array>
 #include <string>
 #include <utility>
@@ -252,19 +251,10 @@ void HostIndex::build_collectives(const Trace& trace) {
   for (auto& [pid, v] : collectives_) v = merge(std::move(v));
 }
 
-bool HostIndex::collective_at(int32_t pid, int64_t t, int64_t* boundary) const {
-  *boundary = std::numeric_limits<int64_t>::max();
+const std::vector<Interval>& HostIndex::collectives(int32_t pid) const {
+  static const std::vector<Interval> kNone;
   const auto found = collectives_.find(pid);
-  if (found == collectives_.end()) return false;
-  const std::vector<Interval>& v = found->second;
-  auto it = std::upper_bound(v.begin(), v.end(), t, [](int64_t x, const Interval& i) { return x < i.end_ns; });
-  if (it == v.end()) return false;
-  if (it->start_ns <= t) {
-    *boundary = it->end_ns;
-    return true;
-  }
-  *boundary = it->start_ns;
-  return false;
+  return found == collectives_.end() ? kNone : found->second;
 }
 
 void HostIndex::build_thread(const Trace& trace, ThreadTimeline& timeline, std::vector<HostItem>& items) {

@@ -110,12 +110,12 @@ class HostIndex {
   const PySample* py_sample_at(int64_t t) const;
   // The time of the first sample after t, or INT64_MAX.
   int64_t next_py_sample_after(int64_t t) const;
-  // Whether some thread of process `pid` is inside a host-side collective at t (a collective
-  // range, such as gloo's "gloo:all_reduce" on its worker thread; or, in a process the Python
-  // bootstrap marked as running CUDA tensors' collectives on gloo, a thread that launches no
-  // kernels between a synchronisation and the copy back that follows it: the all-reduce on the
-  // CPU). *boundary is where that answer next changes.
-  bool collective_at(int32_t pid, int64_t t, int64_t* boundary) const;
+  // When some thread of process `pid` is inside a host-side collective (merged, sorted; empty
+  // for an unknown pid): a collective range, such as gloo's "gloo:all_reduce" on its worker
+  // thread; or, in a process the Python bootstrap marked as running CUDA tensors' collectives on
+  // gloo, a thread that launches no kernels between a synchronisation and the copy back that
+  // follows it (the all-reduce on the CPU).
+  const std::vector<Interval>& collectives(int32_t pid) const;
 
  private:
   void build_thread(const Trace& trace, ThreadTimeline& timeline,

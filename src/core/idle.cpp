@@ -82,7 +82,7 @@ GapStart gap_start(const ThreadTimeline* thread, const Interval& gap) {
 // evidence of input; otherwise host code with no evidence of data loading is `host`, never
 // `input`.
 // `collective` is true while another thread of the process is inside a host-side collective
-// (HostIndex::collective_at): the thread that launches next waits on it (inside backward, on a
+// (HostIndex::collectives): the thread that launches next waits on it (inside backward, on a
 // synchronisation, or with its next kernel queued behind the collective's event), so it explains
 // the gap before anything that thread shows of its own but copies, allocations and input.
 IdleCauseId idle_cause_at(bool copying, uint16_t flags, const GapStart& start, bool host_known,
@@ -155,16 +155,9 @@ Piece piece_at(const DeviceContext& ctx, const ThreadTimeline* thread, int64_t t
                                 [](int64_t v, const HostSegment& s) { return v < s.start_ns; });
     if (nxt != thread->segments.end()) p.end_ns = std::min(p.end_ns, nxt->start_ns);
   }
-  auto cit = std::lower_bound(ctx.copy_union.begin(), ctx.copy_union.end(), t,
-                              [](const Interval& i, int64_t v) { return i.end_ns <= v; });
-  if (cit != ctx.copy_union.end()) {
-    if (cit->start_ns <= t) {
-      p.copying = true;
-      p.end_ns = std::min(p.end_ns, cit->end_ns);
-    } else {
-      p.end_ns = std::min(p.end_ns, cit->start_ns);
-    }
-  }
+  int64_t copy_boundary = 0;
+  p.copying = inside(ctx.copy_union, t, &copy_boundary);
+  p.end_ns = std::min(p.end_ns, copy_boundary);
   return p;
 }
 
@@ -192,12 +185,14 @@ void attribute_gap(const DeviceContext& ctx, const Interval& gap, const ThreadTi
   double tracing_ns = gap_tracing_ns(ctx, gap, api);
   const GapStart start = gap_start(thread, gap);
   const int64_t queued_from = queued_since(ctx, api);
+  // Host-side collectives of the launching thread's process (HostIndex::collectives).
+  const std::vector<Interval>& collectives = ctx.host.collectives(thread ? thread->pid : -1);
   std::vector<std::pair<IdleCauseId, int64_t>> pieces;
   for (int64_t t = gap.start_ns; t < gap.end_ns;) {
     Piece p = piece_at(ctx, thread, t, gap.end_ns);
     if (t < queued_from) p.end_ns = std::min(p.end_ns, queued_from);
-    int64_t collective_boundary = std::numeric_limits<int64_t>::max();
-    const bool collective = thread && ctx.host.collective_at(thread->pid, t, &collective_boundary);
+    int64_t collective_boundary = 0;
+    const bool collective = inside(collectives, t, &collective_boundary);
     p.end_ns = std::min(p.end_ns, collective_boundary);
     const uint16_t flags = p.segment ? p.segment->flags : 0;
     const bool host_known = thread && t >= thread->first_ns && t < thread->last_ns;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <limits>
 
 namespace gpuscope {
 
@@ -17,6 +18,17 @@ std::vector<Interval> merge(std::vector<Interval> v) {
     }
   }
   return out;
+}
+
+bool inside(const std::vector<Interval>& merged, int64_t t, int64_t* boundary) {
+  const auto it = std::upper_bound(merged.begin(), merged.end(), t,
+                                   [](int64_t v, const Interval& i) { return v < i.end_ns; });
+  if (it == merged.end()) {
+    *boundary = std::numeric_limits<int64_t>::max();
+    return false;
+  }
+  *boundary = it->start_ns <= t ? it->end_ns : it->start_ns;
+  return it->start_ns <= t;
 }
 
 int64_t covered(const std::vector<Interval>& merged, int64_t a, int64_t b) {

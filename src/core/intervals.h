@@ -17,6 +17,10 @@ std::vector<Interval> merge(std::vector<Interval> v);
 // Total length of `merged` (sorted, disjoint) within [a, b).
 int64_t covered(const std::vector<Interval>& merged, int64_t a, int64_t b);
 
+// Whether t lies inside one of `merged` (sorted, disjoint). *boundary is where that answer next
+// changes: the end of that interval, else the start of the next one (INT64_MAX after the last).
+bool inside(const std::vector<Interval>& merged, int64_t t, int64_t* boundary);
+
 // The parts of [a, b) not covered by `merged` (sorted, disjoint).
 std::vector<Interval> gaps(const std::vector<Interval>& merged, int64_t a, int64_t b);
 
