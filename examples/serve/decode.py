@@ -142,10 +142,10 @@ class StaticDecode(torch.nn.Module):
     serving steps.
     """
 
-    def __init__(self, model, caches, slots, span, device, capture, compile=False):
+    def __init__(self, model, caches, slots, span, device, capture, compile_step=False):
         super().__init__()
         self.model, self.caches, self.span = model, caches, span
-        if compile:
+        if compile_step:
             # --compile: the step's elementwise chains fused by torch.compile (Inductor) before
             # the capture; CUDA graphs stay this class's own (no mode="reduce-overhead").
             self._step = torch.compile(self._step, dynamic=False)
@@ -301,7 +301,7 @@ def serve(args, tokens_out=None, ends_out=None):
             # The span a multiple of 16 (within the cache): the attention kernel's aligned mask.
             span = min(MAX_POS, -(-(args.prompt + args.new_tokens) // 16) * 16)
             step = StaticDecode(model, caches, slots, span, device, capture=device.type == "cuda",
-                                compile=args.compile)
+                                compile_step=args.compile)
             readback = Readback(slots, device) if args.overlap else None
         start = time.perf_counter()
         while pending or waiting or running:
