@@ -108,6 +108,32 @@ TEST(InputBound, AOneThreadCopyMeasuresTheWorkersCost) {
   EXPECT_FALSE(has(f.recommendation, "middle of that range")) << f.recommendation;
 }
 
+// Then the copy ran a DataLoader with 6 workers: a batch every 600 us, not the 2000 / 6 = 333 us
+// one worker's time alone would give (workers share the CPUs; each batch goes through shared
+// memory and is copied as pinning would). The step: max(400, 1600 * 600 / 800) = 1200 us of
+// the 2000, x1.67; the pool's worker count is the advice's.
+TEST(InputBound, WorkersTimedTogetherReplaceOneWorkersCost) {
+  TraceBuilder b = loader_steps();
+  b.annotation(0, 0, "gpuscope.host#cpus=7,torch_threads=6");
+  b.annotation(0, 0, "gpuscope.host#loader_one_thread_us=2000,batches=3");
+  b.annotation(0, 0, "gpuscope.host#loader_pool_us=600,pool_workers=6,batches=18");
+  batch_mark(b, 1799, 3200, 800);
+  batch_mark(b, 2799, 3200, 800);
+  const DeviceReport r = only(b.build());
+  const Finding& f = input_finding(r);
+  EXPECT_NEAR(*f.est_speedup, 2000.0 / 1200.0, 1e-9);
+  EXPECT_TRUE(has(f.evidence, "a batch took 2.00 ms on one thread, and a DataLoader with 6 workers over the same "
+                              "data delivered one every 0.60 ms (18 batches, each copied as pinning would); with 6 "
+                              "loader workers the step would take about 0.60 ms (est.), hiding the input entirely "
+                              "about 0.20 ms"))
+      << f.evidence;
+  EXPECT_TRUE(has(f.recommendation, "num_workers=6 ")) << f.recommendation;
+  EXPECT_TRUE(has(f.recommendation, "Estimate assumes 6 workers, delivering a batch every 0.60 ms as they did in "
+                                    "the copy"))
+      << f.recommendation;
+  EXPECT_FALSE(has(f.recommendation, "upper bound")) << f.recommendation;
+}
+
 // With 5 CPUs, 4 workers beside the main process: max(400, 1600 / 4) = 400 us, x5.00; the slow
 // end max(400, 1600 * 4 / 4) = 1600 us, x1.25; the headline sqrt(5.00 * 1.25) = x2.50.
 TEST(InputBound, WorkersAreCappedByTheCpusBesideTheMainProcess) {

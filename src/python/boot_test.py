@@ -168,25 +168,40 @@ STUB = {
     """,
     "torch/utils/data/dataloader.py": """
         class _BaseDataLoaderIter:
-            def __init__(self, items):
-                self._items = iter(items)
+            def __init__(self, loader):
+                items = self._dataset = loader.items
                 # Map-style (0) for a sized sequence, iterable (1) for a generator, as torch's
-                # _DatasetKind; pin_memory as the loader was asked.
+                # _DatasetKind; pin_memory as the loader was asked; one item a batch.
                 self._dataset_kind = 0 if hasattr(items, "__len__") else 1
                 self._pin_memory = True
+                self._auto_collation = False
+                self._collate_fn = loader.collate_fn
+                self._num_workers = loader.num_workers
+                if self._dataset_kind == 0:
+                    self._sampler_iter = iter(loader.sampler if loader.sampler is not None else range(len(items)))
+                else:
+                    self._items = iter(items)
+            def __iter__(self):
+                return self
             def __next__(self):
-                return next(self._items)
+                if self._dataset_kind == 1:
+                    return next(self._items)
+                return self._dataset[next(self._sampler_iter)]
         class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
-            _num_workers = 0
+            pass
         class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
-            _num_workers = 2
+            # Its "workers" build in this process, one after another.
+            def _shutdown_workers(self):
+                pass
         class DataLoader:
-            def __init__(self, items, num_workers=0):
-                self.items, self.num_workers = items, num_workers
+            def __init__(self, items, num_workers=0, sampler=None, batch_size=1, collate_fn=None,
+                         multiprocessing_context=None, prefetch_factor=None):
+                self.items, self.num_workers, self.sampler = items, num_workers, sampler
+                self.collate_fn, self.multiprocessing_context = collate_fn, multiprocessing_context
             def __iter__(self):
                 if self.num_workers:
-                    return _MultiProcessingDataLoaderIter(self.items)
-                return _SingleProcessDataLoaderIter(self.items)
+                    return _MultiProcessingDataLoaderIter(self)
+                return _SingleProcessDataLoaderIter(self)
     """,
 }
 
@@ -384,6 +399,10 @@ print("seen", seen, torch.get_num_threads())
         return [r["name"] for r in self.records()
                 if r.get("kind") == "mark" and r["name"].startswith("gpuscope.host#loader_one_thread")]
 
+    def pool_marks(self):
+        return [r["name"] for r in self.records()
+                if r.get("kind") == "mark" and r["name"].startswith("gpuscope.host#loader_pool")]
+
     def test_loader_probe_times_a_worker_in_a_forked_copy(self):
         proc = self.run_program(self.PROBE_PROGRAM, env={"GPUSCOPE_PY_SAMPLE_HZ": "0"})
         # The program saw every batch in order, printed each item once and kept its threads.
@@ -398,6 +417,18 @@ print("seen", seen, torch.get_num_threads())
         self.assertGreaterEqual(int(m.group(1)), 38_000)
         self.assertLess(int(m.group(1)), 200_000)
         self.assertEqual(int(m.group(2)), 3)
+        # Then it ran a loader with the advised workers (one per CPU beside this process, at most
+        # 8; the stub's build one after another, 40 ms a batch) and timed the batches after the
+        # first round: three rounds.
+        pool = self.pool_marks()
+        self.assertEqual(len(pool), 1, pool)
+        m = re.fullmatch(r"gpuscope\.host#loader_pool_us=(\d+),pool_workers=(\d+),batches=(\d+)", pool[0])
+        self.assertIsNotNone(m, pool)
+        workers = max(1, min(8, len(os.sched_getaffinity(0)) - 1))
+        self.assertEqual(int(m.group(2)), workers)
+        self.assertEqual(int(m.group(3)), 3 * workers)
+        self.assertGreaterEqual(int(m.group(1)), 38_000)
+        self.assertLess(int(m.group(1)), 200_000)
         # Marked in the trace once, inside a batch built here.
         records = self.records()
         at = [str(r.get("name")) for r in records].index(marks[0])

@@ -23,7 +23,9 @@ built there one mark `gpuscope.host#loader_cpu_us=C,loader_wall_us=W` (the proce
 and the wall time spent building it). Rate: GPUSCOPE_PY_SAMPLE_HZ (default 100, 0 turns it off,
 at most 500). What a DataLoader worker would need per batch is measured once, before the first
 step, in a forked copy that builds the next batches on one thread, as a worker does (map-style
-datasets; GPUSCOPE_LOADER_PROBE=0 turns it off): `gpuscope.host#loader_one_thread_us=U,batches=N`.
+datasets; GPUSCOPE_LOADER_PROBE=0 turns it off): `gpuscope.host#loader_one_thread_us=U,batches=N`;
+the same copy then runs the fix, a DataLoader with the advised workers over the same data, and
+times what they deliver together: `gpuscope.host#loader_pool_us=I,pool_workers=W,batches=N`.
 A process with an initialised process group marks its backend for CUDA tensors once, at the
 first optimizer step: `gpuscope.host#dist_world_size=W,dist_gloo=G`.
 
@@ -384,7 +386,7 @@ def _install_dataloader_hook(torch):
         started = None
         here = getattr(self, "_num_workers", 1) == 0
         if here and "probe" not in _state:
-            _guarded(_probe_one_thread)(self, original)
+            _guarded(_probe_loader)(self, original)
         if rid is not None and here:
             if not _state.get("loader_mark"):
                 _guarded(_mark_loader_threads)(self)
@@ -423,23 +425,32 @@ def _mark_loader_threads(it):
     torch.cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}cpus={_cpus()},torch_threads={torch.get_num_threads()}")
 
 
-_PROBE_BUDGET_S = 1.0   # the probe's batches stop once they have taken this long (at least two)
-_PROBE_TIMEOUT_S = 20.0  # and a probe still running then is killed (it measured nothing)
+_PROBE_BUDGET_S = 1.0    # the one-thread batches stop once they have taken this long (at least two)
+_PROBE_POOL_S = 12.0     # the copy gives up timing its workers once it has run this long
+_PROBE_TIMEOUT_S = 20.0  # and a copy still running then is killed (what it reported before stays)
+_PROBE_MAX_WORKERS = 8   # the workers the input finding advises: one per CPU beside this process, at most 8
 
 
-def _probe_one_thread(it, next_batch):
+def _probe_loader(it, next_batch):
     """Once per process, at the first batch built in it from a map-style dataset (num_workers=0),
-    after CUDA is initialised: what a DataLoader worker would need per batch, measured. A forked
-    copy of the process (what a worker is) sets torch to one intra-op thread (what a worker
-    does), turns pinning off (no CUDA in a fork) and builds up to three of the batches that come
-    next, timed; the program waits for it (at most _PROBE_TIMEOUT_S, before its first step or
-    while a bounded window waits, never inside what is analysed) and
-    then carries on untouched: the copy's memory, iterator and random state are its own, its
-    output goes nowhere and it leaves by os._exit. Map-style datasets only: an iterable one may
-    read a file whose offset parent and copy share. GPUSCOPE_LOADER_PROBE=0 turns it off.
-    A copy that fails (a dataset that hands out CUDA tensors cannot run in a fork, nor in a
-    worker) or runs out of time measures nothing: no mark, the estimate stays a range.
-    Sets _state["probe"] to (microseconds per batch, batches timed) or None."""
+    after CUDA is initialised: what DataLoader workers would deliver, measured. A forked copy of
+    the process (what a worker is) first sets torch to one intra-op thread (what a worker does),
+    turns pinning off (no CUDA in a fork) and builds up to three of the batches that come next,
+    timed: one worker's cost alone. Then it runs the fix itself: a DataLoader over the same
+    dataset, sampler order and collate function with as many workers as the input finding
+    advises (forked from the copy), and receives its next batches as this process would, each
+    copied once as pinning would copy it; the time between batches once the first round has
+    arrived is what the workers deliver together, sharing the CPUs, with each batch's way
+    through shared memory. The program waits for the copy (at most _PROBE_TIMEOUT_S, before its
+    first step or while a bounded window waits, never inside what is analysed) and then carries
+    on untouched: the copy's memory, iterator and random state are its own, its output and its
+    workers' go nowhere, and it leaves by os._exit with its workers stopped (its process group is
+    killed if it runs out of time). Map-style datasets only: an iterable one may read a file
+    whose offset parent and copy share. GPUSCOPE_LOADER_PROBE=0 turns it off. A copy that fails
+    (a dataset that hands out CUDA tensors cannot run in a fork, nor in a worker) measures
+    nothing: no mark, the estimate stays a range.
+    Sets _state["probe"] to (microseconds per batch on one thread, batches timed) or None, and
+    _state["probe_pool"] to (microseconds between batches, workers, batches received) or None."""
     win = _window
     if win["state"] != "waiting" and (win["opt"] or win["fwd"] or win["graph"]):
         _state["probe"] = None  # a step has run: a stall now would be inside what is analysed
@@ -460,27 +471,36 @@ def _probe_one_thread(it, next_batch):
         pid = os.fork()
     if pid == 0:
         try:
+            os.setpgid(0, 0)  # its workers join its group, which the program kills if it must
             os.close(r)
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, 1)
             os.dup2(null, 2)
+            started = time.perf_counter()
             _state["torch"].set_num_threads(1)
             if hasattr(it, "_pin_memory"):
                 it._pin_memory = False
-            times, start = [], time.perf_counter()
-            while len(times) < 3 and (len(times) < 2 or time.perf_counter() - start < _PROBE_BUDGET_S):
+            times = []
+            while len(times) < 3 and (len(times) < 2 or time.perf_counter() - started < _PROBE_BUDGET_S):
                 t0 = time.perf_counter()
                 batch = next_batch(it)
                 times.append(time.perf_counter() - t0)
                 if _holds_cuda_tensors(batch):
                     break
-                os.write(w, f"{int(times[-1] * 1e6)}\n".encode())
+                os.write(w, f"t {int(times[-1] * 1e6)}\n".encode())
+            else:
+                _probe_pool(it, w, started)
+            os.write(w, b"end\n")
         finally:
             os._exit(0)
+    try:
+        os.setpgid(pid, pid)  # as the copy does: whichever runs first
+    except OSError:
+        pass
     os.close(w)
     data, deadline = b"", time.monotonic() + _PROBE_TIMEOUT_S
     try:
-        while True:
+        while not data.endswith(b"end\n"):
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([r], [], [], left)[0]:
                 break
@@ -490,18 +510,86 @@ def _probe_one_thread(it, next_batch):
             data += chunk
     finally:
         os.close(r)
-        timed_out = time.monotonic() >= deadline
-        if timed_out:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
+        try:
+            os.killpg(pid, signal.SIGKILL)  # a copy out of time, or a worker of its that lingers
+        except OSError:
+            pass
         os.waitpid(pid, 0)
-    times = [int(v) for v in data.split()]
-    if times and not timed_out:
+    times, pool = [], None
+    for line in data.decode().split("\n"):
+        fields = line.split()
+        if len(fields) == 2 and fields[0] == "t":
+            times.append(int(fields[1]))
+        elif len(fields) == 4 and fields[0] == "w":
+            pool = tuple(int(v) for v in fields[1:])
+    if times:
         # The first batch of a fresh worker may warm caches up; the rest are its steady cost.
         steady = sorted(times[1:] or times)
         _state["probe"] = (steady[len(steady) // 2], len(times))
+        _state["probe_pool"] = pool
+
+
+def _probe_pool(it, out, started):
+    """In the probe's copy: the next batches from a DataLoader with workers, as the fix would run
+    it. Writes `w <us between batches> <workers> <batches>` to out, or nothing when the dataset's
+    sampler is not reachable or the workers are too slow to time within _PROBE_POOL_S."""
+    sampler = getattr(it, "_sampler_iter", None)
+    if sampler is None or not hasattr(it, "_dataset") or not hasattr(it, "_collate_fn"):
+        return
+    from torch.utils.data import DataLoader
+
+    workers = max(1, min(_PROBE_MAX_WORKERS, _cpus() - 1))
+    want = 3 * workers
+    indices = []
+    for index in sampler:
+        indices.append(index)
+        if len(indices) == want:
+            break
+    if not indices:
+        return
+    indices = (indices * (want // len(indices) + 1))[:want]  # a small dataset: its batches again
+    common = {"num_workers": workers, "collate_fn": it._collate_fn, "multiprocessing_context": "fork",
+              "prefetch_factor": 2}
+    if getattr(it, "_auto_collation", True):
+        loader = DataLoader(it._dataset, batch_sampler=indices, **common)
+    else:
+        loader = DataLoader(it._dataset, sampler=indices, batch_size=None, **common)
+    buffers, arrivals = {}, []
+    batches = iter(loader)
+    try:
+        for batch in batches:
+            _copy_as_pinning(batch, buffers, [0])
+            arrivals.append(time.perf_counter())
+            if time.perf_counter() - started > _PROBE_POOL_S:
+                break
+    finally:
+        stop = getattr(batches, "_shutdown_workers", None)
+        if stop is not None:
+            stop()
+    # The first round (one batch per worker) carries the workers' start; after it, batches come
+    # at the pace the workers keep up together.
+    if len(arrivals) < 2 * workers:
+        return
+    between = (arrivals[-1] - arrivals[workers - 1]) / (len(arrivals) - workers)
+    os.write(out, f"w {int(between * 1e6)} {workers} {len(arrivals)}\n".encode())
+
+
+def _copy_as_pinning(batch, buffers, slot):
+    """Copies each tensor of a batch (in tuples, lists and dicts) into a buffer kept for its place
+    in the batch, as pin_memory copies a batch into page-locked memory the allocator reuses."""
+    tensor = getattr(_state["torch"], "Tensor", None)
+    if tensor is not None and isinstance(batch, tensor):
+        slot[0] += 1
+        buf = buffers.get(slot[0])
+        if buf is None or buf.shape != batch.shape or buf.dtype != batch.dtype:
+            buf = buffers[slot[0]] = _state["torch"].empty_like(batch)
+        buf.copy_(batch)
+        return
+    if isinstance(batch, dict):
+        batch = list(batch.values())
+    if isinstance(batch, (list, tuple)):
+        for b in batch:
+            _copy_as_pinning(b, buffers, slot)
 
 
 def _holds_cuda_tensors(batch):
@@ -516,10 +604,15 @@ def _holds_cuda_tensors(batch):
 
 
 def _mark_probe():
-    """`gpuscope.host#loader_one_thread_us=440000,batches=3`, once, in the trace."""
+    """`gpuscope.host#loader_one_thread_us=440000,batches=3`, once, in the trace, and where the
+    copy timed its workers together `gpuscope.host#loader_pool_us=52000,pool_workers=8,batches=24`."""
     us, n = _state["probe"]
     _state["probe_marked"] = True
-    _state["torch"].cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}loader_one_thread_us={us},batches={n}")
+    mark = _state["torch"].cuda.nvtx.mark
+    mark(f"{_HOST_MARK_PREFIX}loader_one_thread_us={us},batches={n}")
+    if _state.get("probe_pool"):
+        us, workers, n = _state["probe_pool"]
+        mark(f"{_HOST_MARK_PREFIX}loader_pool_us={us},pool_workers={workers},batches={n}")
 
 
 def _cpus():
