@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import unittest
 
 BOOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpuscope_boot")
@@ -190,9 +191,7 @@ STUB = {
         class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
             pass
         class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
-            # Its "workers" build in this process, one after another.
-            def _shutdown_workers(self):
-                pass
+            pass  # its "workers" build in this process, one after another
         class DataLoader:
             def __init__(self, items, num_workers=0, sampler=None, batch_size=1, collate_fn=None,
                          multiprocessing_context=None, prefetch_factor=None):
@@ -434,6 +433,24 @@ print("seen", seen, torch.get_num_threads())
         at = [str(r.get("name")) for r in records].index(marks[0])
         opened = [r["name"] for r in records[:at] if r.get("kind") == "start"]
         self.assertEqual(opened[-1], "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__")
+
+    def test_loader_probe_out_of_time_keeps_what_it_measured(self):
+        # The copy's workers never deliver (items past the third hang on one thread): the
+        # program kills the copy's process group at the deadline (shortened here), keeps the
+        # one-thread times, marks no pool and goes on with every batch; nothing is left running.
+        program = self.PROBE_PROGRAM.replace(
+            "        time.sleep(0.04 if", "        if i >= 3 and torch.get_num_threads() == 1:\n"
+            "            time.sleep(600)\n        time.sleep(0.04 if").replace(
+            "import torch\n", "import torch\nimport _gpuscope_boot\n_gpuscope_boot._PROBE_TIMEOUT_S = 1.5\n", 1)
+        started = time.monotonic()
+        proc = self.run_program(program, env={"GPUSCOPE_PY_SAMPLE_HZ": "0"})
+        self.assertLess(time.monotonic() - started, 30)
+        self.assertIn("seen [0, 1, 2, 3, 4, 5, 6, 7] 4", proc.stdout.split("\n"))
+        self.assertEqual(len(self.probe_marks()), 1)
+        self.assertEqual(self.pool_marks(), [])
+        left = subprocess.run(["pgrep", "-f", os.path.join(self.root, "prog.py")],
+                              capture_output=True, text=True).stdout.split()
+        self.assertEqual(left, [])
 
     def test_loader_probe_off_switch_iterable_and_after_a_step(self):
         self.run_program(self.PROBE_PROGRAM, env={"GPUSCOPE_LOADER_PROBE": "0"})

@@ -554,18 +554,14 @@ def _probe_pool(it, out, started):
         loader = DataLoader(it._dataset, batch_sampler=indices, **common)
     else:
         loader = DataLoader(it._dataset, sampler=indices, batch_size=None, **common)
+    # The workers are not shut down here: the program kills the copy's process group as soon as
+    # it has read the result (a graceful shutdown would wait for batches nobody needs).
     buffers, arrivals = {}, []
-    batches = iter(loader)
-    try:
-        for batch in batches:
-            _copy_as_pinning(batch, buffers, [0])
-            arrivals.append(time.perf_counter())
-            if time.perf_counter() - started > _PROBE_POOL_S:
-                break
-    finally:
-        stop = getattr(batches, "_shutdown_workers", None)
-        if stop is not None:
-            stop()
+    for batch in loader:
+        _copy_as_pinning(batch, buffers, [0])
+        arrivals.append(time.perf_counter())
+        if time.perf_counter() - started > _PROBE_POOL_S:
+            break
     # The first round (one batch per worker) carries the workers' start; after it, batches come
     # at the pace the workers keep up together.
     if len(arrivals) < 2 * workers:
