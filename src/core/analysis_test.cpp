@@ -57,6 +57,26 @@ TEST(Analysis, StepTimeFollowsTheGpuWhenTheHostRunsAhead) {
   EXPECT_NEAR(*r.mfu_pct, 100.0 * 1e12 / (1e-3 * 989.4e12), 1e-9);
 }
 
+// Steps found from the kernel pattern are already on the device timeline. A program that
+// replays a CUDA graph launches each replay long before the GPU runs it (here all six launch
+// calls within the first 60 us, the replays 100 us apart from 1 ms on): mapping the pattern's
+// steps through their launches, as host ranges, gave steps of zero length (pyzoo launch
+// --fixed on the H200: 2 of 14).
+TEST(Analysis, KernelPatternStepsKeepTheirDeviceSpans) {
+  TraceBuilder b(132, "NVIDIA H200");
+  for (int i = 0; i < 6; ++i) {
+    const double at = 1000 + i * 100.0;
+    b.kernel(at, at + 20, "gemm", 4, 0, 7, i * 10.0, 2);
+    b.kernel(at + 25, at + 40, "relu", 4, 0, 7, i * 10.0 + 1, 2);
+    b.kernel(at + 45, at + 60, "sgd", 4, 0, 7, i * 10.0 + 2, 2);
+  }
+  const auto r = only(b.build());
+  ASSERT_EQ(r.steps.size(), 5u);
+  for (const auto& s : r.steps) EXPECT_EQ(s.duration_ns, 100000);
+  EXPECT_EQ(r.steps_dropped_last, 0);
+  EXPECT_NEAR(*r.step_mean_ms, 0.1, 1e-9);
+}
+
 TEST(Analysis, SeveralDevicesGetSeparateReports) {
   TraceBuilder b;
   b.device(1, 132, "NVIDIA H200");

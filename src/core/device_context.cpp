@@ -71,7 +71,15 @@ DeviceContext::DeviceContext(const Trace& trace_in, const HostIndex& host_in, in
   kernel_union = merge(std::move(kernel_iv));
   copy_union = merge(copy_iv);
 
-  if (!steps.steps.empty()) {
+  if (!steps.steps.empty() && steps.source == StepSource::kKernelPattern) {
+    // Already on the device timeline: each step runs from one occurrence of the step's first
+    // kernel to the next, a whole period (mapping them through their launches as host ranges
+    // would mix the two clocks: a CUDA graph launched ahead gave steps of zero length).
+    this->steps = steps.steps;
+    analysed_host_steps = steps.steps;
+    window_start = this->steps.front().start_ns;
+    window_end = this->steps.back().end_ns;
+  } else if (!steps.steps.empty()) {
     device_steps_from(steps.steps);
   } else {
     window_start = first;
