@@ -374,11 +374,19 @@ class Items:
             raise IndexError(i)
         time.sleep(0.04 if torch.get_num_threads() == 1 else 0.005)
         print("item", i, flush=True)
+        if os.environ.get("FAIL_IN_COPY") and i >= 3 and torch.get_num_threads() == 1:
+            raise ValueError(i)  # what the copy's workers build fails
+        if os.environ.get("BIG_ITEMS"):
+            return Big(i)
         return [Cuda(i)] if os.environ.get("CUDA_ITEMS") else i
 
 class Cuda(int):
     # A stand-in for a CUDA tensor: what a forked copy (or a worker) cannot build.
     is_cuda = True
+
+class Big(int):
+    # A stand-in for a tensor of 1 PiB: no room for workers' batches in flight.
+    nbytes = 1 << 50
 
 if os.environ.get("STEP_FIRST"):
     torch.cuda.init()
@@ -451,6 +459,18 @@ print("seen", seen, torch.get_num_threads())
         left = subprocess.run(["pgrep", "-f", os.path.join(self.root, "prog.py")],
                               capture_output=True, text=True).stdout.split()
         self.assertEqual(left, [])
+
+    def test_loader_probe_pool_skipped_without_room_or_when_it_fails(self):
+        # Batches too large for the memory free (24 + 1 in flight), or a batch the workers fail
+        # to build: no pool mark, the one-thread times stand, the program sees every batch.
+        for env in ({"BIG_ITEMS": "1"}, {"FAIL_IN_COPY": "1"}):
+            started = time.monotonic()
+            proc = self.run_program(self.PROBE_PROGRAM, env={"GPUSCOPE_PY_SAMPLE_HZ": "0", **env})
+            self.assertLess(time.monotonic() - started, 15, env)
+            self.assertIn("seen [0, 1, 2, 3, 4, 5, 6, 7] 4", proc.stdout.split("\n"), env)
+            self.assertEqual(len(self.probe_marks()), 1, env)
+            self.assertEqual(self.pool_marks(), [], env)
+            os.remove(self.log)
 
     def test_loader_probe_off_switch_iterable_and_after_a_step(self):
         self.run_program(self.PROBE_PROGRAM, env={"GPUSCOPE_LOADER_PROBE": "0"})

@@ -480,7 +480,7 @@ def _probe_loader(it, next_batch):
             _state["torch"].set_num_threads(1)
             if hasattr(it, "_pin_memory"):
                 it._pin_memory = False
-            times = []
+            times, size = [], 0
             while len(times) < 3 and (len(times) < 2 or time.perf_counter() - started < _PROBE_BUDGET_S):
                 t0 = time.perf_counter()
                 batch = next_batch(it)
@@ -488,11 +488,18 @@ def _probe_loader(it, next_batch):
                 if _holds_cuda_tensors(batch):
                     break
                 os.write(w, f"t {int(times[-1] * 1e6)}\n".encode())
+                size = max(size, _tensor_bytes(batch))
             else:
-                _probe_pool(it, w, started)
-            os.write(w, b"end\n")
+                try:
+                    _probe_pool(it, w, started, size)
+                except BaseException:
+                    pass  # a batch the workers could not build: the one-thread times stand
         finally:
-            os._exit(0)
+            try:
+                # Its workers hold the pipe too: "end" tells the program the copy is done.
+                os.write(w, b"end\n")
+            finally:
+                os._exit(0)
     try:
         os.setpgid(pid, pid)  # as the copy does: whichever runs first
     except OSError:
@@ -529,16 +536,21 @@ def _probe_loader(it, next_batch):
         _state["probe_pool"] = pool
 
 
-def _probe_pool(it, out, started):
+def _probe_pool(it, out, started, batch_bytes):
     """In the probe's copy: the next batches from a DataLoader with workers, as the fix would run
     it. Writes `w <us between batches> <workers> <batches>` to out, or nothing when the dataset's
-    sampler is not reachable or the workers are too slow to time within _PROBE_POOL_S."""
+    sampler is not reachable, the batches in flight would take over a quarter of the free memory
+    or shared memory (batch_bytes each), or the workers are too slow to time within
+    _PROBE_POOL_S."""
     sampler = getattr(it, "_sampler_iter", None)
     if sampler is None or not hasattr(it, "_dataset") or not hasattr(it, "_collate_fn"):
         return
+    workers = max(1, min(_PROBE_MAX_WORKERS, _cpus() - 1))
+    # In flight at once: two per worker queued, one being built by each, one being received.
+    if (3 * workers + 1) * batch_bytes * 4 > _free_memory_bytes():
+        return
     from torch.utils.data import DataLoader
 
-    workers = max(1, min(_PROBE_MAX_WORKERS, _cpus() - 1))
     want = 3 * workers
     indices = []
     for index in sampler:
@@ -568,6 +580,37 @@ def _probe_pool(it, out, started):
         return
     between = (arrivals[-1] - arrivals[workers - 1]) / (len(arrivals) - workers)
     os.write(out, f"w {int(between * 1e6)} {workers} {len(arrivals)}\n".encode())
+
+
+def _tensor_bytes(batch):
+    """The bytes of the tensors in a batch (in tuples, lists and dicts)."""
+    nbytes = getattr(batch, "nbytes", None)
+    if isinstance(nbytes, int):
+        return nbytes
+    if isinstance(batch, dict):
+        batch = list(batch.values())
+    if isinstance(batch, (list, tuple)):
+        return sum(_tensor_bytes(b) for b in batch)
+    return 0
+
+
+def _free_memory_bytes():
+    """The smaller of the memory available (MemAvailable) and the free shared memory (/dev/shm,
+    where workers put their batches); 0 when neither can be read."""
+    free = []
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    free.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        st = os.statvfs("/dev/shm")
+        free.append(st.f_bavail * st.f_frsize)
+    except OSError:
+        pass
+    return min(free) if free else 0
 
 
 def _copy_as_pinning(batch, buffers, slot):
