@@ -288,6 +288,15 @@ class BootTest(unittest.TestCase):
         self.assertEqual(len(hosts), 1)
         self.assertRegex(hosts[0], r"^gpuscope\.host#cpus=[1-9][0-9]*,torch_threads=4$")
 
+    def test_cpus_are_shared_among_a_launchers_processes(self):
+        # torchrun with four processes on the node, none pinned: each has a quarter of the CPUs
+        # for its loader workers (at least one).
+        self.run_program(PROGRAM, env={"LOCAL_WORLD_SIZE": "4"})
+        hosts = [r["name"] for r in self.records() if r.get("kind") == "mark" and r["name"].startswith("gpuscope.host#cpus=")]
+        mine = len(os.sched_getaffinity(0))
+        share = max(1, mine // 4) if mine == os.cpu_count() else mine
+        self.assertEqual(hosts, [f"gpuscope.host#cpus={share},torch_threads=4"])
+
     LOADER_PROGRAM = """
 import os, time
 import torch

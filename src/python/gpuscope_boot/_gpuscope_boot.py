@@ -655,10 +655,20 @@ def _mark_probe():
 
 
 def _cpus():
+    """The CPUs this process may use. Where a launcher runs several processes on the node
+    (torchrun's LOCAL_WORLD_SIZE) and none is pinned to its own CPUs, its share of them: eight
+    ranks on 128 CPUs each have 16 for their loader workers, not 128."""
     try:
-        return len(os.sched_getaffinity(0))
+        cpus = len(os.sched_getaffinity(0))
     except Exception:
-        return os.cpu_count() or 0
+        cpus = os.cpu_count() or 0
+    try:
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    except ValueError:
+        local = 1
+    if local > 1 and cpus == (os.cpu_count() or 0):
+        cpus = max(1, cpus // local)
+    return cpus
 
 
 _process_time, _perf_counter = time.process_time, time.perf_counter
