@@ -679,12 +679,15 @@ class PyZooBounded(unittest.TestCase):
         # The probe's copy then ran the fix (8 workers over the same data, each batch copied as
         # pinning would) and timed what they delivered together: 22-60 ms a batch where one
         # worker's time alone gave 11-60 ms. Three item costs (--loader-width 128, 512, 1024;
-        # s12_a, s12_b); measured untraced with the fix, median of seven interleaved pairs each:
-        # x2.14, x2.77, x2.09 (testdata/validate/session12).
-        for name, measured in (("dataloader_pool_w128", 2.14), ("dataloader_pool_w512", 2.77),
-                               ("dataloader_pool2_w512", 2.77), ("dataloader_pool_w1024", 2.09),
-                               ("dataloader_pool2_w1024", 2.09)):
-            f = self.report(name)["findings"][0]
+        # s12_a, s12_b in bounded windows; s12_c traced whole); measured untraced with the fix,
+        # median of seven interleaved pairs each: x2.14, x2.77, x2.09 (testdata/validate/session12).
+        for name, measured in (("bounded/dataloader_pool_w128", 2.14), ("bounded/dataloader_pool_w512", 2.77),
+                               ("bounded/dataloader_pool2_w512", 2.77), ("bounded/dataloader_pool_w1024", 2.09),
+                               ("bounded/dataloader_pool2_w1024", 2.09), ("dataloader_pool_w128", 2.14),
+                               ("dataloader_pool_w1024", 2.09)):
+            r = run("analyze", "--json", os.path.join(ROOT, "testdata", "pyzoo", *name.split("/")) + ".gpuscope")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            f = json.loads(r.stdout)["devices"][0]["findings"][0]
             self.assertEqual(f["id"], "input-bound", name)
             self.assertIn("a DataLoader with 8 workers over the same data delivered one every", f["evidence"])
             self.assertNotIn("upper bound", f["recommendation"])
