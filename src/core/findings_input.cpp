@@ -34,6 +34,7 @@ struct LoaderHost {
   // multi-process iterator (PyTorch's profiler and the bootstrap name it); how many, where the
   // bootstrap marked them.
   bool worker_iterator = false;
+  int64_t worker_batches = 0;  // The window's batches from multi-process iterators.
   std::optional<int64_t> workers;
   // What a worker needs per batch, measured by the bootstrap before the first step in a forked
   // copy of the process on one thread (`loader_one_thread_us`), with the batches it timed.
@@ -50,7 +51,7 @@ struct LoaderHost {
 // Whether the window's DataLoader batches all come from loaders with worker processes:
 // "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", and none from one that builds
 // them in the main process.
-bool worker_batches_in_window(const Trace& t, int64_t window_start, int64_t window_end) {
+bool worker_batches_in_window(const Trace& t, int64_t window_start, int64_t window_end, int64_t* batches) {
   enum : uint8_t { kNone, kWorkers, kMain };
   std::vector<uint8_t> kind(t.strings.size(), kNone);
   bool any = false;
@@ -66,6 +67,7 @@ bool worker_batches_in_window(const Trace& t, int64_t window_start, int64_t wind
     if (kind[e.name] == kNone || e.end_ns <= window_start || e.start_ns >= window_end) continue;
     if (kind[e.name] == kMain) return false;
     workers = true;
+    ++*batches;
   }
   return workers;
 }
@@ -83,7 +85,7 @@ double median(std::vector<double>& v) {
 // the main process; NVTX marks, so zero-length annotations at the batch's end).
 LoaderHost loader_host(const Trace& t, int64_t window_start, int64_t window_end) {
   LoaderHost host;
-  host.worker_iterator = worker_batches_in_window(t, window_start, window_end);
+  host.worker_iterator = worker_batches_in_window(t, window_start, window_end, &host.worker_batches);
   std::unordered_map<StringId, std::pair<int64_t, int64_t>> batch_marks;  // name -> (cpu, wall) us
   for (StringId id = 0; id < t.strings.size(); ++id) {
     std::string_view s = t.strings.view(id);
@@ -260,6 +262,33 @@ InputEstimate measured_estimate(const FindingContext& f, const LoaderHost& host,
   return e;
 }
 
+// The DataLoader runs fewer workers than advised, and the bootstrap's copy timed the advised
+// number together over the same data (`loader_pool_us`): a batch every I. The window's B
+// batches then need at least B x I; the step becomes the longer of that and the rest of the
+// step (the input hidden), a prediction from the measured pace, not a bound.
+std::optional<Finding> too_few_workers(const FindingContext& f, const IdleCause& c, const LoaderHost& host,
+                                       double base, double input) {
+  const double pool = *host.pool_ns;
+  const double fixed = std::max(base - input, static_cast<double>(host.worker_batches) * pool);
+  std::string ev = idle_evidence(f, c);
+  ev += fmt::format("; the DataLoader runs {} worker processes and the step still waits for its batches. In a forked "
+                    "copy of the process (before the first step) a DataLoader with {} workers over the same data "
+                    "delivered a batch every {} ({} batches, each copied as pinning would); with {} workers the "
+                    "step would take about {} (est.), hiding the input entirely about {}",
+                    *host.workers, host.pool_workers, fmt_ms(static_cast<int64_t>(pool)), host.pool_batches,
+                    host.pool_workers, fmt_ms(static_cast<int64_t>(fixed / f.steps())),
+                    fmt_ms(static_cast<int64_t>((base - input) / f.steps())));
+  return proposal(
+      "The GPU waits for the DataLoader's workers: too few of them", std::move(ev), f.speedup_removing(base - fixed),
+      fmt::format("Raise the DataLoader's num_workers from {} to {} (one per CPU beside the main process{}, at most "
+                  "8), with pin_memory=True and persistent_workers=True. Estimate assumes {} workers delivering a "
+                  "batch every {} as they did in the copy (the training loop's own CPU use beside them is not in "
+                  "that measurement).",
+                  *host.workers, host.pool_workers,
+                  host.cpus ? fmt::format(": {} CPUs here", *host.cpus) : std::string(), host.pool_workers,
+                  fmt_ms(static_cast<int64_t>(pool))));
+}
+
 // The DataLoader already runs worker processes and the step still waits for its batches: the
 // workers do not keep up. Advice to add workers and pin memory would repeat what the program
 // does; more workers help only while CPUs are free (on the H200 pyzoo case, 16 workers on 16
@@ -267,6 +296,9 @@ InputEstimate measured_estimate(const FindingContext& f, const LoaderHost& host,
 // the estimate is the bound, the input hidden entirely, and says so.
 std::optional<Finding> workers_behind(const FindingContext& f, const IdleCause& c, const LoaderHost& host,
                                       double base, double input) {
+  if (host.pool_ns && host.workers && host.pool_workers > *host.workers && host.worker_batches > 0) {
+    return too_few_workers(f, c, host, base, input);
+  }
   const std::string workers =
       host.workers ? fmt::format("{} worker processes", *host.workers) : std::string("worker processes");
   std::string ev = idle_evidence(f, c);

@@ -212,6 +212,36 @@ TEST(InputBound, WorkersThatDoNotKeepUpAreNotToldToAddWorkers) {
   EXPECT_TRUE(has(f.recommendation, "(8 workers on 16 CPUs here)")) << f.recommendation;
 }
 
+// Two workers where 8 would be advised (9 CPUs), and the bootstrap's copy timed 8 together: a
+// batch every 300 us. The window's two batches need 600 us at least: max(400, 2 x 300) = 600
+// us of the 2000, x3.33, a prediction; the advice names the workers to add.
+TEST(InputBound, TooFewWorkersGetThePaceTheAdvisedOnesKept) {
+  TraceBuilder b = worker_loader_steps(false);
+  b.annotation(0, 0, "gpuscope.host#cpus=9,loader_workers=2");
+  b.annotation(0, 0, "gpuscope.host#loader_pool_us=300,pool_workers=8,batches=24");
+  const DeviceReport r = only(b.build());
+  const Finding& f = input_finding(r);
+  EXPECT_NEAR(*f.est_speedup, 2000.0 / 600.0, 1e-9);
+  EXPECT_EQ(f.title, "The GPU waits for the DataLoader's workers: too few of them");
+  EXPECT_TRUE(has(f.evidence, "the DataLoader runs 2 worker processes and the step still waits for its batches. In "
+                              "a forked copy of the process (before the first step) a DataLoader with 8 workers over "
+                              "the same data delivered a batch every 0.30 ms (24 batches, each copied as pinning "
+                              "would); with 8 workers the step would take about 0.30 ms (est.), hiding the input "
+                              "entirely about 0.20 ms"))
+      << f.evidence;
+  EXPECT_TRUE(has(f.recommendation, "Raise the DataLoader's num_workers from 2 to 8 (one per CPU beside the main "
+                                    "process: 9 CPUs here, at most 8)"))
+      << f.recommendation;
+  // As many workers as the copy timed already: the bound, as before.
+  TraceBuilder enough = worker_loader_steps(false);
+  enough.annotation(0, 0, "gpuscope.host#cpus=9,loader_workers=8");
+  enough.annotation(0, 0, "gpuscope.host#loader_pool_us=300,pool_workers=8,batches=24");
+  const DeviceReport r8 = only(enough.build());
+  const Finding& f8 = input_finding(r8);
+  EXPECT_EQ(f8.title, "The GPU waits for the DataLoader's workers");
+  EXPECT_NEAR(*f8.est_speedup, 5.0, 1e-9);
+}
+
 // A bounded window whose untraced step was measured while the workers' prefetched batches
 // lasted (0.5 ms, against 1 ms traced): that difference is not taken out of the input waits, as
 // a traced main process does not slow the workers. Only the 100 us host gap of each step takes

@@ -481,6 +481,25 @@ print("seen", seen, torch.get_num_threads())
             self.assertEqual(self.pool_marks(), [], env)
             os.remove(self.log)
 
+    def test_loader_probe_with_too_few_workers_times_the_advised_ones(self):
+        # A loader with 2 workers where 8 would be advised (9 CPUs): the copy times 8 workers
+        # together; nothing is built on one thread (the program's iterator and its workers'
+        # queues are not touched in the copy). With 8 workers already, no probe.
+        program = self.PROBE_PROGRAM.replace("DataLoader(Items())", "DataLoader(Items(), num_workers=WORKERS)").replace(
+            "import torch\n", "import torch\nimport _gpuscope_boot\n_gpuscope_boot._cpus = lambda: 9\n"
+            "WORKERS = int(os.environ['WORKERS'])\n", 1)
+        proc = self.run_program(program, env={"GPUSCOPE_PY_SAMPLE_HZ": "0", "WORKERS": "2"})
+        self.assertIn("seen [0, 1, 2, 3, 4, 5, 6, 7] 4", proc.stdout.split("\n"))
+        self.assertEqual(self.probe_marks(), [])
+        pool = self.pool_marks()
+        self.assertEqual(len(pool), 1, pool)
+        m = re.fullmatch(r"gpuscope\.host#loader_pool_us=(\d+),pool_workers=8,batches=24", pool[0])
+        self.assertIsNotNone(m, pool)
+        self.assertGreaterEqual(int(m.group(1)), 38_000)  # the stub's workers: 40 ms each in turn
+        os.remove(self.log)
+        self.run_program(program, env={"GPUSCOPE_PY_SAMPLE_HZ": "0", "WORKERS": "8"})
+        self.assertEqual(self.pool_marks(), [])
+
     def test_loader_probe_off_switch_iterable_and_after_a_step(self):
         self.run_program(self.PROBE_PROGRAM, env={"GPUSCOPE_LOADER_PROBE": "0"})
         self.assertEqual(self.probe_marks(), [])

@@ -385,13 +385,16 @@ def _install_dataloader_hook(torch):
         # process only waits for them. rid is None outside the tracing process (no workers).
         started = None
         here = getattr(self, "_num_workers", 1) == 0
-        if here and "probe" not in _state:
-            _guarded(_probe_loader)(self, original)
+        if "probe" not in _state:
+            # Batches built here are timed on one thread too; a loader with fewer workers than
+            # the finding would advise gets only the workers' timing (its iterator is never
+            # touched in the copy: its batches come through queues the program shares).
+            _guarded(_probe_loader)(self, original if here else None)
+        if rid is not None and (_state.get("probe") or _state.get("probe_pool")) and not _state.get("probe_marked"):
+            _guarded(_mark_probe)()
         if rid is not None and here:
             if not _state.get("loader_mark"):
                 _guarded(_mark_loader_threads)(self)
-            if _state.get("probe") and not _state.get("probe_marked"):
-                _guarded(_mark_probe)()
             started = _guarded(_loader_clock)()
         elif rid is not None and not _state.get("workers_mark"):
             _guarded(_mark_loader_threads)(self)
@@ -433,7 +436,9 @@ _PROBE_MAX_WORKERS = 8   # the workers the input finding advises: one per CPU be
 
 def _probe_loader(it, next_batch):
     """Once per process, at the first batch built in it from a map-style dataset (num_workers=0),
-    after CUDA is initialised: what DataLoader workers would deliver, measured. A forked copy of
+    after CUDA is initialised: what DataLoader workers would deliver, measured. (A loader that
+    already has workers, fewer than advised, gets the second half only: next_batch is None.) A
+    forked copy of
     the process (what a worker is) first sets torch to one intra-op thread (what a worker does),
     turns pinning off (no CUDA in a fork) and builds up to three of the batches that come next,
     timed: one worker's cost alone. Then it runs the fix itself: a DataLoader over the same
@@ -461,6 +466,8 @@ def _probe_loader(it, next_batch):
     if (os.environ.get("GPUSCOPE_LOADER_PROBE", "1") == "0" or os.getpid() != _state["pid"]
             or getattr(it, "_dataset_kind", None) != 0 or not hasattr(os, "fork")):
         return
+    if next_batch is None and getattr(it, "_num_workers", 0) >= _advised_workers():
+        return  # as many workers as advised already: nothing to predict
     import select
     import signal
     import warnings
@@ -481,7 +488,8 @@ def _probe_loader(it, next_batch):
             if hasattr(it, "_pin_memory"):
                 it._pin_memory = False
             times, size = [], 0
-            while len(times) < 3 and (len(times) < 2 or time.perf_counter() - started < _PROBE_BUDGET_S):
+            while next_batch is not None and len(times) < 3 and (
+                    len(times) < 2 or time.perf_counter() - started < _PROBE_BUDGET_S):
                 t0 = time.perf_counter()
                 batch = next_batch(it)
                 times.append(time.perf_counter() - t0)
@@ -533,7 +541,7 @@ def _probe_loader(it, next_batch):
         # The first batch of a fresh worker may warm caches up; the rest are its steady cost.
         steady = sorted(times[1:] or times)
         _state["probe"] = (steady[len(steady) // 2], len(times))
-        _state["probe_pool"] = pool
+    _state["probe_pool"] = pool
 
 
 def _probe_pool(it, out, started, batch_bytes):
@@ -545,9 +553,10 @@ def _probe_pool(it, out, started, batch_bytes):
     sampler = getattr(it, "_sampler_iter", None)
     if sampler is None or not hasattr(it, "_dataset") or not hasattr(it, "_collate_fn"):
         return
-    workers = max(1, min(_PROBE_MAX_WORKERS, _cpus() - 1))
+    workers = _advised_workers()
     # In flight at once: two per worker queued, one being built by each, one being received.
-    if (3 * workers + 1) * batch_bytes * 4 > _free_memory_bytes():
+    free = _free_memory_bytes()
+    if (3 * workers + 1) * batch_bytes * 4 > free:
         return
     from torch.utils.data import DataLoader
 
@@ -570,6 +579,8 @@ def _probe_pool(it, out, started, batch_bytes):
     # it has read the result (a graceful shutdown would wait for batches nobody needs).
     buffers, arrivals = {}, []
     for batch in loader:
+        if not arrivals and (3 * workers + 1) * _tensor_bytes(batch) * 4 > free:
+            return  # (batch_bytes was not known: no batch was built on one thread)
         _copy_as_pinning(batch, buffers, [0])
         arrivals.append(time.perf_counter())
         if time.perf_counter() - started > _PROBE_POOL_S:
@@ -580,6 +591,11 @@ def _probe_pool(it, out, started, batch_bytes):
         return
     between = (arrivals[-1] - arrivals[workers - 1]) / (len(arrivals) - workers)
     os.write(out, f"w {int(between * 1e6)} {workers} {len(arrivals)}\n".encode())
+
+
+def _advised_workers():
+    """The loader workers the input finding advises: one per CPU beside this process, at most 8."""
+    return max(1, min(_PROBE_MAX_WORKERS, _cpus() - 1))
 
 
 def _tensor_bytes(batch):
@@ -645,23 +661,32 @@ def _holds_cuda_tensors(batch):
 def _mark_probe():
     """`gpuscope.host#loader_one_thread_us=440000,batches=3`, once, in the trace, and where the
     copy timed its workers together `gpuscope.host#loader_pool_us=52000,pool_workers=8,batches=24`."""
-    us, n = _state["probe"]
     _state["probe_marked"] = True
     mark = _state["torch"].cuda.nvtx.mark
-    mark(f"{_HOST_MARK_PREFIX}loader_one_thread_us={us},batches={n}")
+    if _state.get("probe"):
+        us, n = _state["probe"]
+        mark(f"{_HOST_MARK_PREFIX}loader_one_thread_us={us},batches={n}")
     if _state.get("probe_pool"):
         us, workers, n = _state["probe_pool"]
         mark(f"{_HOST_MARK_PREFIX}loader_pool_us={us},pool_workers={workers},batches={n}")
 
 
 def _cpus():
-    """The CPUs this process may use. Where a launcher runs several processes on the node
-    (torchrun's LOCAL_WORLD_SIZE) and none is pinned to its own CPUs, its share of them: eight
-    ranks on 128 CPUs each have 16 for their loader workers, not 128."""
+    """The CPUs this process may use: its affinity, capped by its cgroup's CPU quota (a container
+    limited to 8 CPUs on a 128-CPU host sees all 128 in its affinity). Where a launcher runs
+    several processes on the node (torchrun's LOCAL_WORLD_SIZE) and none is pinned to its own
+    CPUs, its share of them: eight ranks on 128 CPUs each have 16 for their loader workers."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except Exception:
         cpus = os.cpu_count() or 0
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as f:
+            quota, period = f.read().split()[:2]
+        if quota != "max" and int(period) > 0:
+            cpus = min(cpus, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass
     try:
         local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
     except ValueError:
