@@ -437,9 +437,9 @@ _PROBE_MAX_WORKERS = 8   # the workers the input finding advises: one per CPU be
 def _probe_loader(it, next_batch):
     """Once per process, at the first batch built in it from a map-style dataset (num_workers=0),
     after CUDA is initialised: what DataLoader workers would deliver, measured. (A loader that
-    already has workers, fewer than advised, gets the second half only: next_batch is None.) A
-    forked copy of
-    the process (what a worker is) first sets torch to one intra-op thread (what a worker does),
+    already has workers, fewer than advised, gets the second half only: next_batch is None.)
+    A forked copy of the process (what a worker is) first sets torch to one intra-op thread (what
+    a worker does),
     turns pinning off (no CUDA in a fork) and builds up to three of the batches that come next,
     timed: one worker's cost alone. Then it runs the fix itself: a DataLoader over the same
     dataset, sampler order and collate function with as many workers as the input finding
@@ -449,9 +449,9 @@ def _probe_loader(it, next_batch):
     through shared memory. The program waits for the copy (at most _PROBE_TIMEOUT_S, before its
     first step or while a bounded window waits, never inside what is analysed) and then carries
     on untouched: the copy's memory, iterator and random state are its own, its output and its
-    workers' go nowhere, and it leaves by os._exit with its workers stopped (its process group is
-    killed if it runs out of time). Map-style datasets only: an iterable one may read a file
-    whose offset parent and copy share. GPUSCOPE_LOADER_PROBE=0 turns it off. A copy that fails
+    workers' go nowhere, and its process group (the copy and its workers) is killed once the
+    program has read the result, or at the deadline. Map-style datasets only: an iterable one
+    may read a file whose offset parent and copy share. GPUSCOPE_LOADER_PROBE=0 turns it off. A copy that fails
     (a dataset that hands out CUDA tensors cannot run in a fork, nor in a worker) measures
     nothing: no mark, the estimate stays a range.
     Sets _state["probe"] to (microseconds per batch on one thread, batches timed) or None, and
@@ -680,13 +680,20 @@ def _cpus():
         cpus = len(os.sched_getaffinity(0))
     except Exception:
         cpus = os.cpu_count() or 0
-    try:
-        with open("/sys/fs/cgroup/cpu.max") as f:
-            quota, period = f.read().split()[:2]
-        if quota != "max" and int(period) > 0:
-            cpus = min(cpus, max(1, int(quota) // int(period)))
-    except (OSError, ValueError):
-        pass
+    for path_quota, path_period in (("/sys/fs/cgroup/cpu.max", None),  # cgroup v2: "quota period"
+                                     ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us")):
+        try:
+            with open(path_quota) as f:
+                fields = f.read().split()
+            if path_period:
+                with open(path_period) as f:
+                    fields = fields[:1] + f.read().split()[:1]
+            quota, period = fields[0], int(fields[1])
+            if quota not in ("max", "-1") and period > 0:
+                cpus = min(cpus, max(1, int(quota) // period))
+            break
+        except (OSError, ValueError, IndexError):
+            continue
     try:
         local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
     except ValueError:
