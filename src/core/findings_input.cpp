@@ -31,10 +31,9 @@ struct LoaderHost {
   std::optional<double> batch_cpu_ns, batch_wall_ns;
   size_t batches = 0;  // The marks the medians are taken over.
   // The DataLoader already runs worker processes: the window's batches all come from its
-  // multi-process iterator (PyTorch's profiler and the bootstrap name it); how many, where the
-  // bootstrap marked them.
-  bool worker_iterator = false;
-  int64_t worker_batches = 0;  // The window's batches from multi-process iterators.
+  // multi-process iterator (PyTorch's profiler and the bootstrap name it), this many (0 when
+  // not); how many workers, where the bootstrap marked them.
+  int64_t worker_batches = 0;
   std::optional<int64_t> workers;
   // What a worker needs per batch, measured by the bootstrap before the first step in a forked
   // copy of the process on one thread (`loader_one_thread_us`), with the batches it timed.
@@ -48,10 +47,10 @@ struct LoaderHost {
   int64_t pool_workers = 0, pool_batches = 0;
 };
 
-// Whether the window's DataLoader batches all come from loaders with worker processes:
-// "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", and none from one that builds
-// them in the main process.
-bool worker_batches_in_window(const Trace& t, int64_t window_start, int64_t window_end, int64_t* batches) {
+// The window's DataLoader batches when they all come from loaders with worker processes
+// ("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"); 0 when there are none or
+// some come from a loader that builds them in the main process.
+int64_t worker_batches_in_window(const Trace& t, int64_t window_start, int64_t window_end) {
   enum : uint8_t { kNone, kWorkers, kMain };
   std::vector<uint8_t> kind(t.strings.size(), kNone);
   bool any = false;
@@ -61,15 +60,14 @@ bool worker_batches_in_window(const Trace& t, int64_t window_start, int64_t wind
     kind[id] = s.find("_MultiProcessing") != std::string_view::npos ? kWorkers : kMain;
     any = true;
   }
-  if (!any) return false;
-  bool workers = false;
+  if (!any) return 0;
+  int64_t batches = 0;
   for (const HostEvent& e : t.host_events) {
     if (kind[e.name] == kNone || e.end_ns <= window_start || e.start_ns >= window_end) continue;
-    if (kind[e.name] == kMain) return false;
-    workers = true;
-    ++*batches;
+    if (kind[e.name] == kMain) return 0;
+    ++batches;
   }
-  return workers;
+  return batches;
 }
 
 double median(std::vector<double>& v) {
@@ -85,7 +83,7 @@ double median(std::vector<double>& v) {
 // the main process; NVTX marks, so zero-length annotations at the batch's end).
 LoaderHost loader_host(const Trace& t, int64_t window_start, int64_t window_end) {
   LoaderHost host;
-  host.worker_iterator = worker_batches_in_window(t, window_start, window_end, &host.worker_batches);
+  host.worker_batches = worker_batches_in_window(t, window_start, window_end);
   std::unordered_map<StringId, std::pair<int64_t, int64_t>> batch_marks;  // name -> (cpu, wall) us
   for (StringId id = 0; id < t.strings.size(); ++id) {
     std::string_view s = t.strings.view(id);
@@ -131,6 +129,22 @@ LoaderHost loader_host(const Trace& t, int64_t window_start, int64_t window_end)
   host.batch_cpu_ns = median(cpu);
   host.batch_wall_ns = median(wall);
   return host;
+}
+
+// "a DataLoader with 8 workers over the same data delivered one every 22.48 ms (24 batches, each
+// copied as pinning would)": the bootstrap copy's timing of the workers together; `per` names
+// the batch ("one", "a batch") as the sentence around it needs.
+std::string pool_delivery(const LoaderHost& host, std::string_view per) {
+  return fmt::format("a DataLoader with {} workers over the same data delivered {} every {} ({} batches, each copied "
+                     "as pinning would)",
+                     host.pool_workers, per, fmt_ms(static_cast<int64_t>(*host.pool_ns)), host.pool_batches);
+}
+
+// What an estimate from that timing assumes.
+std::string pool_assumption(const LoaderHost& host) {
+  return fmt::format("delivering a batch every {} as they did in the copy (the training loop's own CPU use beside "
+                     "them is not in that measurement)",
+                     fmt_ms(static_cast<int64_t>(*host.pool_ns)));
 }
 
 // The estimate's result: the window with the fix, its evidence and what it assumes.
@@ -217,16 +231,11 @@ InputEstimate measured_estimate(const FindingContext& f, const LoaderHost& host,
     // worker's time alone, which predicted x3.30 for a measured x2.25; timed together, three
     // item costs came within +5% to +14% of the measured medians).
     e.workers = host.pool_workers;
-    const double pool = *host.pool_ns;
-    e.fixed_ns = std::max(base - input, input * (pool / wall));
+    e.fixed_ns = std::max(base - input, input * (*host.pool_ns / wall));
     e.evidence += fmt::format("; in a forked copy of the process (before the first step) a batch took {} on one "
-                              "thread, and a DataLoader with {} workers over the same data delivered one every "
-                              "{} ({} batches, each copied as pinning would)",
-                              fmt_ms(static_cast<int64_t>(*host.one_thread_ns)), host.pool_workers,
-                              fmt_ms(static_cast<int64_t>(pool)), host.pool_batches);
-    e.assumes = fmt::format("delivering a batch every {} as they did in the copy (the training loop's own CPU "
-                            "use beside them is not in that measurement)",
-                            fmt_ms(static_cast<int64_t>(pool)));
+                              "thread, and {}",
+                              fmt_ms(static_cast<int64_t>(*host.one_thread_ns)), pool_delivery(host, "one"));
+    e.assumes = pool_assumption(host);
   } else if (host.one_thread_ns) {
     const double one = *host.one_thread_ns;
     e.fixed_ns = std::max(base - input, input * (one / wall) / workers);
@@ -268,25 +277,21 @@ InputEstimate measured_estimate(const FindingContext& f, const LoaderHost& host,
 // step (the input hidden), a prediction from the measured pace, not a bound.
 std::optional<Finding> too_few_workers(const FindingContext& f, const IdleCause& c, const LoaderHost& host,
                                        double base, double input) {
-  const double pool = *host.pool_ns;
-  const double fixed = std::max(base - input, static_cast<double>(host.worker_batches) * pool);
+  const double fixed = std::max(base - input, static_cast<double>(host.worker_batches) * *host.pool_ns);
   std::string ev = idle_evidence(f, c);
   ev += fmt::format("; the DataLoader runs {} worker processes and the step still waits for its batches. In a forked "
-                    "copy of the process (before the first step) a DataLoader with {} workers over the same data "
-                    "delivered a batch every {} ({} batches, each copied as pinning would); with {} workers the "
-                    "step would take about {} (est.), hiding the input entirely about {}",
-                    *host.workers, host.pool_workers, fmt_ms(static_cast<int64_t>(pool)), host.pool_batches,
-                    host.pool_workers, fmt_ms(static_cast<int64_t>(fixed / f.steps())),
+                    "copy of the process (before the first step) {}; with {} workers the step would take about {} "
+                    "(est.), hiding the input entirely about {}",
+                    *host.workers, pool_delivery(host, "a batch"), host.pool_workers,
+                    fmt_ms(static_cast<int64_t>(fixed / f.steps())),
                     fmt_ms(static_cast<int64_t>((base - input) / f.steps())));
   return proposal(
       "The GPU waits for the DataLoader's workers: too few of them", std::move(ev), f.speedup_removing(base - fixed),
       fmt::format("Raise the DataLoader's num_workers from {} to {} (one per CPU beside the main process{}, at most "
-                  "8), with pin_memory=True and persistent_workers=True. Estimate assumes {} workers delivering a "
-                  "batch every {} as they did in the copy (the training loop's own CPU use beside them is not in "
-                  "that measurement).",
+                  "8), with pin_memory=True and persistent_workers=True. Estimate assumes {} workers {}.",
                   *host.workers, host.pool_workers,
                   host.cpus ? fmt::format(": {} CPUs here", *host.cpus) : std::string(), host.pool_workers,
-                  fmt_ms(static_cast<int64_t>(pool))));
+                  pool_assumption(host)));
 }
 
 // The DataLoader already runs worker processes and the step still waits for its batches: the
@@ -296,7 +301,7 @@ std::optional<Finding> too_few_workers(const FindingContext& f, const IdleCause&
 // the estimate is the bound, the input hidden entirely, and says so.
 std::optional<Finding> workers_behind(const FindingContext& f, const IdleCause& c, const LoaderHost& host,
                                       double base, double input) {
-  if (host.pool_ns && host.workers && host.pool_workers > *host.workers && host.worker_batches > 0) {
+  if (host.pool_ns && host.workers && host.pool_workers > *host.workers) {
     return too_few_workers(f, c, host, base, input);
   }
   const std::string workers =
@@ -331,7 +336,7 @@ std::optional<Finding> input_bound(const FindingContext& f) {
   const double base = static_cast<double>(f.report.untraced_window_est_ns.value_or(f.report.window_ns));
   const double input = static_cast<double>(c->ns - c->tracing_ns.value_or(0));
   const LoaderHost host = loader_host(f.device.trace, f.device.window_start, f.device.window_end);
-  if (host.worker_iterator && !host.batch_cpu_ns) {
+  if (host.worker_batches > 0 && !host.batch_cpu_ns) {
     return workers_behind(f, *c, host, base, input);
   }
   const InputEstimate e = host.batch_cpu_ns && *host.batch_wall_ns > 0 ? measured_estimate(f, host, base, input)

@@ -493,10 +493,10 @@ def _probe_loader(it, next_batch):
                 t0 = time.perf_counter()
                 batch = next_batch(it)
                 times.append(time.perf_counter() - t0)
-                if _holds_cuda_tensors(batch):
-                    break
+                if any(getattr(t, "is_cuda", False) is True for t in _leaves(batch)):
+                    break  # CUDA tensors: no worker could build them
                 os.write(w, f"t {int(times[-1] * 1e6)}\n".encode())
-                size = max(size, _tensor_bytes(batch))
+                size = max(size, _batch_bytes(batch))
             else:
                 try:
                     _probe_pool(it, w, started, size)
@@ -554,9 +554,10 @@ def _probe_pool(it, out, started, batch_bytes):
     if sampler is None or not hasattr(it, "_dataset") or not hasattr(it, "_collate_fn"):
         return
     workers = _advised_workers()
-    # In flight at once: two per worker queued, one being built by each, one being received.
-    free = _free_memory_bytes()
-    if (3 * workers + 1) * batch_bytes * 4 > free:
+    # In flight at once: two per worker queued, one being built by each, one being received;
+    # together at most a quarter of the memory free.
+    most_bytes = _free_memory_bytes() // (4 * (3 * workers + 1))
+    if batch_bytes > most_bytes:
         return
     from torch.utils.data import DataLoader
 
@@ -579,9 +580,9 @@ def _probe_pool(it, out, started, batch_bytes):
     # it has read the result (a graceful shutdown would wait for batches nobody needs).
     buffers, arrivals = {}, []
     for batch in loader:
-        if not arrivals and (3 * workers + 1) * _tensor_bytes(batch) * 4 > free:
+        if not arrivals and _batch_bytes(batch) > most_bytes:
             return  # (batch_bytes was not known: no batch was built on one thread)
-        _copy_as_pinning(batch, buffers, [0])
+        _copy_as_pinning(batch, buffers)
         arrivals.append(time.perf_counter())
         if time.perf_counter() - started > _PROBE_POOL_S:
             break
@@ -598,16 +599,20 @@ def _advised_workers():
     return max(1, min(_PROBE_MAX_WORKERS, _cpus() - 1))
 
 
-def _tensor_bytes(batch):
-    """The bytes of the tensors in a batch (in tuples, lists and dicts)."""
-    nbytes = getattr(batch, "nbytes", None)
-    if isinstance(nbytes, int):
-        return nbytes
+def _leaves(batch):
+    """What a batch holds, through tuples, lists and dicts: its tensors (and other values)."""
     if isinstance(batch, dict):
         batch = list(batch.values())
     if isinstance(batch, (list, tuple)):
-        return sum(_tensor_bytes(b) for b in batch)
-    return 0
+        for b in batch:
+            yield from _leaves(b)
+    else:
+        yield batch
+
+
+def _batch_bytes(batch):
+    """The bytes of the tensors (anything with an integer nbytes) in a batch."""
+    return sum(n for n in (getattr(t, "nbytes", None) for t in _leaves(batch)) if isinstance(n, int))
 
 
 def _free_memory_bytes():
@@ -629,33 +634,17 @@ def _free_memory_bytes():
     return min(free) if free else 0
 
 
-def _copy_as_pinning(batch, buffers, slot):
-    """Copies each tensor of a batch (in tuples, lists and dicts) into a buffer kept for its place
-    in the batch, as pin_memory copies a batch into page-locked memory the allocator reuses."""
+def _copy_as_pinning(batch, buffers):
+    """Copies each tensor of a batch into a buffer kept for its place in the batch, as pin_memory
+    copies a batch into page-locked memory the allocator reuses."""
     tensor = getattr(_state["torch"], "Tensor", None)
-    if tensor is not None and isinstance(batch, tensor):
-        slot[0] += 1
-        buf = buffers.get(slot[0])
-        if buf is None or buf.shape != batch.shape or buf.dtype != batch.dtype:
-            buf = buffers[slot[0]] = _state["torch"].empty_like(batch)
-        buf.copy_(batch)
+    if tensor is None:
         return
-    if isinstance(batch, dict):
-        batch = list(batch.values())
-    if isinstance(batch, (list, tuple)):
-        for b in batch:
-            _copy_as_pinning(b, buffers, slot)
-
-
-def _holds_cuda_tensors(batch):
-    """Whether a batch (tensors in tuples, lists and dicts) holds a CUDA tensor."""
-    if getattr(batch, "is_cuda", False) is True:
-        return True
-    if isinstance(batch, dict):
-        batch = list(batch.values())
-    if isinstance(batch, (list, tuple)):
-        return any(_holds_cuda_tensors(b) for b in batch)
-    return False
+    for slot, t in enumerate(t for t in _leaves(batch) if isinstance(t, tensor)):
+        buf = buffers.get(slot)
+        if buf is None or buf.shape != t.shape or buf.dtype != t.dtype:
+            buf = buffers[slot] = _state["torch"].empty_like(t)
+        buf.copy_(t)
 
 
 def _mark_probe():
