@@ -2,10 +2,13 @@
 """Tests of gpuscope's Python bootstrap (src/python/gpuscope_boot) against a stub `torch`.
 
 PyTorch is not installed on the development and CI machines, so each test writes a small
-package named `torch` with just the API the bootstrap touches (global optimizer and module hooks,
-DataLoader iterators, autograd.backward, cuda.is_initialized, cuda.nvtx) whose NVTX functions
-append to a log file, runs a program under `python3` with the bootstrap first on PYTHONPATH,
-and reads the log back. usage: boot_test.py [unittest args]
+package named `torch` with just the API the bootstrap touches (global optimizer hooks,
+DataLoader iterators, CUDA graphs, cuda.is_initialized, cuda.nvtx; module hooks and
+autograd.backward too, to show they are left alone) whose NVTX functions append to a log file,
+runs a program under `python3` with the bootstrap first on PYTHONPATH, and reads the log back.
+The step loop's search needs sys.monitoring (Python 3.12+): its tests run under the newest
+Python 3.12+ found (GPUSCOPE_TEST_PYTHON312, PATH, pyenv) and are skipped, saying so, without
+one. usage: boot_test.py [unittest args]
 """
 import json
 import os
@@ -18,6 +21,26 @@ import time
 import unittest
 
 BOOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpuscope_boot")
+
+
+def find_python312():
+    """An interpreter with sys.monitoring, or None."""
+    import glob
+    import shutil
+
+    candidates = [os.environ.get("GPUSCOPE_TEST_PYTHON312", ""), sys.executable]
+    candidates += [shutil.which(f"python3.{minor}") or "" for minor in range(20, 11, -1)]
+    candidates += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python3")), reverse=True)
+    for exe in candidates:
+        if exe and os.path.exists(exe):
+            probe = subprocess.run([exe, "-c", "import sys; print(hasattr(sys, 'monitoring'))"],
+                                   capture_output=True, text=True)
+            if probe.stdout.strip() == "True":
+                return exe
+    return None
+
+
+PYTHON312 = find_python312()
 
 STUB = {
     "torch/__init__.py": """
@@ -238,7 +261,7 @@ for x in load_batches():
 """
 
 
-class BootTest(unittest.TestCase):
+class Harness(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory(prefix="gpuscope-boot-test-")
         self.root = self.dir.name
@@ -252,7 +275,7 @@ class BootTest(unittest.TestCase):
     def tearDown(self):
         self.dir.cleanup()
 
-    def run_program(self, program, extra_path=(), env=None):
+    def run_program(self, program, extra_path=(), env=None, python=None):
         path = os.path.join(self.root, "prog.py")
         with open(path, "w") as f:
             f.write(textwrap.dedent(program))
@@ -261,7 +284,7 @@ class BootTest(unittest.TestCase):
         e.update({"STUB_LOG": self.log, "GPUSCOPE_PY_SAMPLE_HZ": "200",
                   "PYTHONPATH": os.pathsep.join([BOOT, *extra_path, os.path.join(self.root, "stub")])})
         e.update(env or {})
-        proc = subprocess.run([sys.executable, path], env=e, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run([python or sys.executable, path], env=e, capture_output=True, text=True, timeout=60)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         return proc
 
@@ -271,14 +294,19 @@ class BootTest(unittest.TestCase):
         with open(self.log) as f:
             return [json.loads(line) for line in f]
 
-    def test_ranges_name_steps_input_forward_backward(self):
-        self.run_program(PROGRAM)
+
+
+class BootTest(Harness):
+    def test_ranges_name_steps_and_input_and_touch_no_module(self):
+        proc = self.run_program(PROGRAM + textwrap.dedent("""
+            import torch.nn.modules.module as m
+            print(len(m._pre) + len(m._post), torch.autograd.backward.__module__)
+        """))
+        # No module hook (dynamo guards on them) and no wrapped backward.
+        self.assertEqual(proc.stdout.split(), ["0", "torch.autograd"])
         starts = [r["name"] for r in self.records() if r.get("kind") == "start"]
         self.assertEqual(starts.count("Optimizer.step#AdamW.step"), 3)
-        self.assertEqual(starts.count("gpuscope.backward"), 3)
-        # The outermost module only: Inner's forwards run inside Model's.
-        self.assertEqual(starts.count("gpuscope.forward#Model"), 3)
-        self.assertNotIn("gpuscope.forward#Inner", starts)
+        self.assertFalse([n for n in starts if "forward" in n or "backward" in n], starts)
         # DataLoader batches are fetched before the loop, three plus the StopIteration call.
         self.assertEqual(starts.count("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"), 4)
         ends = [r for r in self.records() if r.get("kind") == "end"]
@@ -535,35 +563,6 @@ print("seen", seen, torch.get_num_threads())
         self.run_program(PROGRAM)
         self.assertEqual(self.dist_marks(), [])
 
-    ROOTS_PROGRAM = MODEL + """
-import os
-import torch
-from torch.nn.modules import module as nn_module
-
-torch.cuda.init()
-models = [Model() for _ in range(int(os.environ.get("MODELS", "1")))]
-for i in range(40):
-    models[i % len(models)](i)
-print(len(nn_module._pre), len(nn_module._post))
-"""
-
-    def test_module_hooks_move_onto_the_outermost_modules(self):
-        # 32 outermost calls from one model: the global hooks (every module call on torch's
-        # slow path) go, the model keeps them; all 40 forward passes are still ranges.
-        proc = self.run_program(self.ROOTS_PROGRAM, env={"GPUSCOPE_PY_SAMPLE_HZ": "0"})
-        self.assertEqual(proc.stdout.split(), ["0", "0"])
-        starts = [r["name"] for r in self.records() if r.get("kind") == "start"]
-        self.assertEqual(starts.count("gpuscope.forward#Model"), 40)
-        self.assertNotIn("gpuscope.forward#Inner", starts)
-        ends = [r for r in self.records() if r.get("kind") == "end"]
-        self.assertEqual(len(ends), 40)
-
-    def test_module_hooks_stay_global_with_many_outermost_modules(self):
-        proc = self.run_program(self.ROOTS_PROGRAM, env={"GPUSCOPE_PY_SAMPLE_HZ": "0", "MODELS": "10"})
-        self.assertEqual(proc.stdout.split(), ["1", "1"])
-        starts = [r["name"] for r in self.records() if r.get("kind") == "start"]
-        self.assertEqual(starts.count("gpuscope.forward#Model"), 40)
-
     def test_sampler_marks_user_frames(self):
         self.run_program(PROGRAM)
         marks = [r for r in self.records() if r.get("kind") == "mark" and r["name"].startswith("gpuscope.py#")]
@@ -653,7 +652,7 @@ with open(os.environ["STUB_LOG"], "a") as f:
     def window_records(self, fwd, opt, steps, skip):
         program = self.WINDOW_PROGRAM.replace("STEPS_FWD", str(fwd)).replace("STEPS_OPT", str(opt))
         self.run_program(program, env={"GPUSCOPE_STEPS": str(steps), "GPUSCOPE_SKIP_STEPS": str(skip),
-                                       "GPUSCOPE_PY_SAMPLE_HZ": "0"})
+                                       "GPUSCOPE_PY_SAMPLE_HZ": "0", "GPUSCOPE_LOOP": "0"})
         return self.records()
 
     def test_window_counts_optimizer_steps(self):
@@ -664,28 +663,19 @@ with open(os.environ["STUB_LOG"], "a") as f:
         self.assertEqual([c for _, c in controls], [1, 0])
         starts = [r["name"] for r in records if r.get("kind") == "start"]
         self.assertEqual(starts.count("Optimizer.step#AdamW.step"), 3)
-        self.assertEqual(starts.count("gpuscope.forward#Model"), 3)
-        # Nothing is emitted after the window closed, and every hook is gone (a forward pass
-        # followed the close), so the rest of the run pays nothing.
+        # Nothing is emitted after the window closed. The two optimizer hooks stay, inert (a
+        # dict that dynamo may guard on never changes); no module hook, no wrapped backward.
         after = records[controls[1][0] + 1:]
         self.assertFalse([r for r in after if r.get("kind") == "start"])
         left = [r for r in records if "hooks_left" in r][0]
-        self.assertEqual(left, {"hooks_left": 0, "backward_wrapped": False})
-
-    def test_window_counts_forward_passes_without_optimizer(self):
-        # Inference / serving: forward passes of the outermost module are the steps.
-        records = self.window_records(fwd=10, opt=0, steps=4, skip=3)
-        self.assertEqual([r["control"] for r in records if "control" in r], [1, 0])
-        starts = [r["name"] for r in records if r.get("kind") == "start"]
-        self.assertEqual(starts.count("gpuscope.forward#Model"), 4)
-        self.assertEqual([r for r in records if "hooks_left" in r][0]["hooks_left"], 0)
+        self.assertEqual(left, {"hooks_left": 2, "backward_wrapped": False})
 
     def test_window_marks_the_untraced_step_time(self):
-        # Each forward pass sleeps 20 ms; the window opens after 6: 5 periods, the first left out
+        # Each training step sleeps 20 ms; the window opens after 6: 5 periods, the first left out
         # as warm-up, so the median of 4, once, in the window (after the open).
         program = self.WINDOW_PROGRAM.replace("return x + 1", "time.sleep(0.02)\n        return x + 1")
         program = program.replace("import json, os", "import json, os, time")
-        program = program.replace("STEPS_FWD", "10").replace("STEPS_OPT", "0")
+        program = program.replace("STEPS_FWD", "0").replace("STEPS_OPT", "10")
         self.run_program(program, env={"GPUSCOPE_STEPS": "2", "GPUSCOPE_SKIP_STEPS": "6",
                                        "GPUSCOPE_PY_SAMPLE_HZ": "0"})
         records = self.records()
@@ -702,7 +692,7 @@ with open(os.environ["STUB_LOG"], "a") as f:
     def test_window_marks_the_untraced_step_on_the_gpu_timeline(self):
         # A host that runs ahead: its steps end every ~0 ms, the GPU's every 40 ms. The host mark
         # says what the host saw as the window opened; the device mark, as it closes, the GPU's.
-        self.run_program(self.WINDOW_PROGRAM.replace("STEPS_FWD", "12").replace("STEPS_OPT", "0"),
+        self.run_program(self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "12"),
                          env={"GPUSCOPE_STEPS": "2", "GPUSCOPE_SKIP_STEPS": "8", "GPUSCOPE_PY_SAMPLE_HZ": "0",
                               "STUB_DEVICE_STEP_MS": "40"})
         records = self.records()
@@ -736,17 +726,18 @@ import torch.nn.modules.module as m""")
         marks = " ".join(r.get("name", "") for r in records if r.get("kind") == "mark")
         self.assertIn("untraced_step_us=", marks)
         self.assertIn("gpuscope.host#optimizer_steps=4", marks)
-        # Replays interleaved with forward passes (a decode loop) are not steps by themselves.
+        # Replays interleaved with optimizer steps (a graphed forward and backward) are not steps
+        # by themselves.
         program = self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "0")
         program = program.replace("import torch.nn.modules.module as m", """graph = torch.cuda.CUDAGraph()
 for x in range(10):
-    model(x)
+    opt.step()
     graph.replay()
 import torch.nn.modules.module as m""")
         os.remove(self.log)
         self.run_program(program, env={"GPUSCOPE_STEPS": "3", "GPUSCOPE_SKIP_STEPS": "4", "GPUSCOPE_PY_SAMPLE_HZ": "0"})
         starts = [r["name"] for r in self.records() if r.get("kind") == "start"]
-        self.assertEqual(starts.count("gpuscope.forward#Model"), 3)
+        self.assertEqual(starts.count("Optimizer.step#AdamW.step"), 3)
 
     def test_no_timing_event_while_a_graph_is_captured(self):
         # Steps 3-5 end while the stream is being captured (a step captured whole): no event is
@@ -754,19 +745,136 @@ import torch.nn.modules.module as m""")
         program = self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "0")
         program = program.replace("import torch.nn.modules.module as m", """for x in range(10):
     torch.cuda._capturing[0] = 3 <= x + 1 <= 5
-    model(x)
+    opt.step()
 import torch.nn.modules.module as m""")
         self.run_program(program, env={"GPUSCOPE_STEPS": "1", "GPUSCOPE_SKIP_STEPS": "8", "GPUSCOPE_PY_SAMPLE_HZ": "0"})
         self.assertEqual(len([r for r in self.records() if "event_record" in r]), 5)
 
     def test_window_without_enough_untraced_steps_marks_nothing(self):
-        records = self.window_records(fwd=10, opt=0, steps=4, skip=2)
+        records = self.window_records(fwd=0, opt=10, steps=4, skip=2)
         self.assertEqual([r for r in records if r.get("kind") == "mark" and "untraced_step_us" in r["name"]], [])
 
     def test_window_never_opens_before_enough_steps(self):
-        records = self.window_records(fwd=2, opt=0, steps=4, skip=5)
+        records = self.window_records(fwd=0, opt=2, steps=4, skip=5)
         self.assertEqual([r for r in records if "control" in r], [])
         self.assertEqual([r for r in records if r.get("kind") == "start"], [])
+
+
+@unittest.skipIf(PYTHON312 is None, "no Python 3.12+ here (sys.monitoring): the step loop's search is not tested")
+class LoopTest(Harness):
+    """The step loop, found with no hook: programs of plain functions, layers called one by one,
+    generators; under Python 3.12+."""
+
+    # A decode-like loop of plain functions (no nn.Module, no optimizer): each iteration calls
+    # `layer` LAYERS times in an inner loop, then reads a statistic (a host sync's stand-in).
+    PLAIN = """
+import json, os, time
+import torch
+import _gpuscope_boot
+
+def control(open_window):
+    with open(os.environ["STUB_LOG"], "a") as f:
+        f.write(json.dumps({"control": int(open_window)}) + "\\n")
+    return True
+
+_gpuscope_boot._trace_control = control
+
+def layer(h):
+    time.sleep(0.001)
+    return h + 1
+
+def read_stats(h):
+    time.sleep(0.002)
+    return [h]
+
+def main():
+    torch.cuda.init()
+    h = 0
+    for step in range(int(os.environ.get("ITERS", "60"))):   # the step loop
+        for i in range(int(os.environ.get("LAYERS", "4"))):
+            h = layer(h)
+        read_stats(h)
+    print("done")
+
+main()
+"""
+
+    def run_loop(self, program=None, env=None):
+        e = {"GPUSCOPE_PY_SAMPLE_HZ": "200"}
+        e.update(env or {})
+        return self.run_program(program or self.PLAIN, env=e, python=PYTHON312)
+
+    def iter_starts(self):
+        return [r["name"] for r in self.records() if r.get("kind") == "start" and r["name"].startswith("gpuscope.iter#")]
+
+    def test_iterations_of_the_outer_loop_are_steps(self):
+        self.run_loop()
+        starts = self.iter_starts()
+        # The outer loop (line of `for step`), not the loop over layers inside it; found within
+        # a few iterations, then every one of them.
+        line = textwrap.dedent(self.PLAIN).splitlines().index("    for step in range(int(os.environ.get(\"ITERS\", \"60\"))):   # the step loop") + 1
+        self.assertEqual(set(starts), {f"gpuscope.iter#prog.py:{line}"}, starts[:3])
+        self.assertGreaterEqual(len(starts), 30)
+        self.assertLessEqual(len(starts), 60)
+        ends = [r for r in self.records() if r.get("kind") == "end"]
+        self.assertGreaterEqual(len(ends), len(starts) - 1)
+
+    def test_window_counts_loop_iterations(self):
+        self.run_loop(env={"GPUSCOPE_STEPS": "5", "GPUSCOPE_SKIP_STEPS": "3"})
+        records = self.records()
+        self.assertEqual([r["control"] for r in records if "control" in r], [1, 0])
+        self.assertEqual(len(self.iter_starts()), 5)
+        marks = " ".join(r.get("name", "") for r in records if r.get("kind") == "mark")
+        self.assertIn("gpuscope.host#optimizer_steps=0", marks)
+        self.assertIn("untraced_step_us=", marks)
+
+    def test_generator_loop(self):
+        program = self.PLAIN.replace("def main():", """def tokens(n, h):
+    for step in range(n):
+        for i in range(4):
+            h = layer(h)
+        yield read_stats(h)
+
+def main():""").replace("""    for step in range(int(os.environ.get("ITERS", "60"))):   # the step loop
+        for i in range(int(os.environ.get("LAYERS", "4"))):
+            h = layer(h)
+        read_stats(h)""", """    for t in tokens(60, h):
+        pass""")
+        self.run_loop(program)
+        starts = self.iter_starts()
+        self.assertGreaterEqual(len(starts), 30)
+        self.assertEqual(len(set(starts)), 1, starts[:3])
+
+    def test_loop_too_fine_to_mark_opens_a_time_window(self):
+        program = self.PLAIN.replace("""    for step in range(int(os.environ.get("ITERS", "60"))):   # the step loop
+        for i in range(int(os.environ.get("LAYERS", "4"))):
+            h = layer(h)
+        read_stats(h)""", """    end = time.perf_counter() + 2.5
+    while time.perf_counter() < end:
+        h = h + 1""")
+        self.run_loop(program, env={"GPUSCOPE_STEPS": "50", "GPUSCOPE_SKIP_STEPS": "5"})
+        records = self.records()
+        self.assertEqual(self.iter_starts(), [])
+        marks = [r["name"] for r in records if r.get("kind") == "mark" and "window=time" in r["name"]]
+        self.assertEqual(len(marks), 1, marks)
+        self.assertRegex(marks[0], r"reason=fine_loop,loop_period_ns=\d+,window_us=500000$")
+        self.assertEqual([r["control"] for r in records if "control" in r], [1, 0])
+
+    def test_no_step_source_opens_a_time_window(self):
+        program = self.PLAIN.replace("""    for step in range(int(os.environ.get("ITERS", "60"))):   # the step loop
+        for i in range(int(os.environ.get("LAYERS", "4"))):
+            h = layer(h)
+        read_stats(h)""", """    time.sleep(1.0)""")
+        self.run_loop(program, env={"GPUSCOPE_STEPS": "50", "GPUSCOPE_STEP_WAIT_S": "0.2",
+                                    "GPUSCOPE_FALLBACK_S": "0.3"})
+        records = self.records()
+        marks = [r["name"] for r in records if r.get("kind") == "mark" and "window=time" in r["name"]]
+        self.assertEqual(marks, ["gpuscope.host#window=time,reason=no_steps,window_us=300000"])
+        self.assertEqual([r["control"] for r in records if "control" in r], [1, 0])
+
+    def test_program_output_and_result_unchanged(self):
+        proc = self.run_loop()
+        self.assertEqual(proc.stdout, "done\n")
 
 
 if __name__ == "__main__":

@@ -1,17 +1,26 @@
 """PyTorch context for `gpuscope run`, with no change to the traced program.
 
-Once the program imports torch, this installs PyTorch's public global hooks and emits NVTX
-ranges that gpuscope's injection library records with the CUDA activity:
+Once the program imports torch, this installs PyTorch's public global optimizer-step hooks and
+two wrappers at boundaries that compiled code never traces (DataLoader iterators, CUDA-graph
+replays), and emits NVTX ranges that gpuscope's injection library records with the CUDA
+activity:
 
   Optimizer.step#<Class>.step             each optimizer step (global optimizer step hooks);
                                           also what marks step boundaries
   enumerate(DataLoader)#<Iter>.__next__   each batch fetched from a DataLoader
-  gpuscope.forward#<Class>                forward of the outermost module (global module hooks)
-  gpuscope.backward                       torch.autograd.backward (Tensor.backward)
+  gpuscope.iter#<file>:<line>             each iteration of the program's step loop, found by
+                                          _gpuscope_loop (Python 3.12+), whatever the program's
+                                          shape (no nn.Module, no optimizer needed)
 
 The first two carry the names PyTorch's own profiler gives the same work, so one set of rules
 in the analysis serves profiler traces and captures. torch's NVTX binding has no domains, so
 gpuscope's ranges are told from the program's own by these names.
+
+Nothing here is visible to dynamo, autograd or CUDA-graph capture: no module hooks (global
+module hooks put every module call on torch's slow path and make dynamo guard on them and
+recompile when they change), no wrapped forward or backward. The optimizer hooks, once
+installed, stay until the process ends (a dict that dynamo may guard on never changes); after a
+bounded window they return at once.
 
 A sampler thread records the Python stack of the thread that issues GPU work (a few frames of
 the program's own code, innermost first) as NVTX marks named `gpuscope.py#<tag>;<frames>`,
@@ -30,9 +39,9 @@ A process with an initialised process group marks its backend for CUDA tensors o
 first optimizer step: `gpuscope.host#dist_world_size=W,dist_gloo=G`.
 
 Bounded tracing (`gpuscope run --steps N --skip-steps K`, GPUSCOPE_STEPS / GPUSCOPE_SKIP_STEPS):
-steps are counted here (optimizer steps; forward passes of the outermost module while no
-optimizer has stepped, as in inference and serving; and CUDA-graph replays with neither between
-them, a whole step captured in one graph). After K steps this opens the injection
+steps are counted here, from the first source that has any: optimizer steps; else iterations
+of the step loop (inference, serving, programs of plain tensor functions); else CUDA-graph
+replays (a whole step captured in one graph). After K steps this opens the injection
 library's trace window, after N more it closes it (the library then detaches CUPTI), and from
 then on nothing more is emitted. While waiting it times the steps (the periods between step
 ends, the first one left out as warm-up); when the window opens it adds one mark
@@ -43,6 +52,11 @@ the window's steps replay a CUDA graph and call no optimizer). A host that runs 
 the GPU ends its steps faster than the GPU does, so each untraced step end also records a CUDA
 event on the current stream (no sync); as the window closes, those events are long complete and
 one more mark gives the same median on the GPU's timeline, `untraced_device_step_us=D,steps=N`.
+
+When no step source has appeared GPUSCOPE_STEP_WAIT_S seconds (default 20) after CUDA started,
+the window opens anyway for a time (the step loop's period x N when one was found too fine to
+mark, else GPUSCOPE_FALLBACK_S, default 10 s) and says so:
+`gpuscope.host#window=time,reason=no_steps` (or `reason=fine_loop,loop_period_ns=P`).
 
 Contract: nothing here may change what the program does. Every hook swallows its own
 exceptions (counted in `stats`); nothing is emitted before CUDA is initialised in this process
@@ -58,12 +72,12 @@ import time
 stats = {"hook_errors": 0, "ranges": 0, "samples": 0}
 _state = {"installed": False, "pid": None, "sampler": None, "target": None, "torch": None, "undo": []}
 # Trace window: "always" (the whole run), or "waiting" -> "open" -> "done" under --steps.
-_window = {"state": "always", "skip": 0, "steps": 0, "opt": 0, "fwd": 0, "graph": 0, "at_open": 0,
-           "detach": False, "kind": "opt", "done": 0, "at_replay": None}
+_window = {"state": "always", "skip": 0, "steps": 0, "opt": 0, "loop": 0, "graph": 0, "at_open": 0, "kind": "opt",
+           "done": 0, "close_at": None, "at_replay": None}
 # perf_counter() at the latest step ends of each kind while the window waits (at most 34).
-_step_ends = {"opt": [], "fwd": [], "graph": []}
+_step_ends = {"opt": [], "loop": [], "graph": []}
 # CUDA events recorded at the same step ends (the GPU's timeline), as many.
-_step_events = {"opt": [], "fwd": [], "graph": []}
+_step_events = {"opt": [], "loop": [], "graph": []}
 _STEP_ENDS_KEPT = 34
 _local = threading.local()
 _MARK_PREFIX = "gpuscope.py#"
@@ -146,13 +160,13 @@ def _trace_control(open_window):
 
 
 def _steps_done(w):
-    """Steps so far: optimizer steps (else forward passes of the outermost module), plus CUDA-graph
-    replays that are steps by themselves."""
-    return (w["opt"] if w["opt"] else w["fwd"]) + w["graph"]
+    """Steps so far: optimizer steps (else iterations of the step loop), plus CUDA-graph replays
+    that are steps by themselves."""
+    return (w["opt"] if w["opt"] else w["loop"]) + w["graph"]
 
 
 def _step_ended(kind):
-    """Counts a step boundary ("opt", "fwd" or "graph") and opens or closes the trace window."""
+    """Counts a step boundary ("opt", "loop" or "graph") and opens or closes the trace window."""
     w = _window
     w[kind] += 1
     if w["state"] == "always" or os.getpid() != _state["pid"]:
@@ -168,24 +182,23 @@ def _step_ended(kind):
         if done >= w["skip"] and _cuda_ready() and _trace_control(True):
             # The window's step kind, and how many of those steps ended before it (were all kept,
             # the first of them is warm-up).
-            kind = kind if kind == "graph" else "opt" if w["opt"] else "fwd"
+            kind = kind if kind == "graph" else "opt" if w["opt"] else "loop"
             w.update(state="open", at_open=done, kind=kind, done=w[kind])
             _guarded(_mark_untraced_step)(_step_ends[kind], w[kind])
             # Training or inference, for a window whose steps run in a CUDA graph (no optimizer
             # call inside it to tell).
             _guarded(_state["torch"].cuda.nvtx.mark)(f"{_HOST_MARK_PREFIX}optimizer_steps={w['opt']}")
-    elif w["state"] == "open":
-        traced = _steps_done(w) - w["at_open"]
-        if traced >= w["steps"]:
-            w["state"] = "done"
-            _guarded(_mark_untraced_device_step)(_step_events[w["kind"]], w["done"])
-            _trace_control(False)
-            # The hooks go too; torch iterates the optimizer's hooks live, so from there the
-            # removal waits for the next module call (whose hooks torch iterates as a copy).
-            if kind == "opt":
-                w["detach"] = True
-            else:
-                _detach()
+    elif w["state"] == "open" and w["kind"] != "time" and _steps_done(w) - w["at_open"] >= w["steps"]:
+        _close_window()
+
+
+def _close_window():
+    w = _window
+    w["state"] = "done"
+    if w["kind"] in _step_events:
+        _guarded(_mark_untraced_device_step)(_step_events[w["kind"]], w["done"])
+    _trace_control(False)
+    _detach()
 
 
 def _median_period(periods, done, kept):
@@ -245,8 +258,9 @@ def _undo_on_detach(*handles):
 
 
 def _detach():
-    """Removes every hook and wrapper: after a bounded window the program runs as if untraced."""
-    _window["detach"] = False
+    """Removes every wrapper and the loop's events: after a bounded window the program runs as if
+    untraced. The optimizer hooks stay (torch iterates them live inside the step that closes the
+    window, and dynamo may guard on them); they return at once from now on."""
     undo, _state["undo"] = _state["undo"], []
     for fn in undo:
         try:
@@ -279,8 +293,6 @@ def _start(name):
         return None
     rid = _state["torch"].cuda.nvtx.range_start(name)
     stats["ranges"] += 1
-    if _state["sampler"] is None:
-        _start_sampler()
     return rid
 
 
@@ -312,8 +324,7 @@ def install(torch):
         return
     _state.update(installed=True, pid=os.getpid(), torch=torch, target=threading.main_thread().ident)
     _configure_window()
-    for step in (_install_optimizer_hooks, _install_dataloader_hook, _install_module_hooks, _install_backward_hook,
-                 _install_graph_hook):
+    for step in (_install_optimizer_hooks, _install_dataloader_hook, _install_graph_hook, _start_sampler):
         try:
             step(torch)
         except Exception:
@@ -342,17 +353,22 @@ def _install_optimizer_hooks(torch):
 
     @_guarded
     def pre(optimizer, args, kwargs):
+        if _window["state"] == "done":
+            return
         _state["target"] = threading.get_ident()
         _open_ranges()[("opt", id(optimizer))] = _start(f"Optimizer.step#{type(optimizer).__name__}.step")
 
     @_guarded
     def post(optimizer, args, kwargs):
+        if _window["state"] == "done":
+            return
         _end(_open_ranges().pop(("opt", id(optimizer)), None))
         if not _state.get("dist_marked") and _active():
             _guarded(_mark_distributed)()
         _step_ended("opt")
 
-    _undo_on_detach(register_optimizer_step_pre_hook(pre), register_optimizer_step_post_hook(post))
+    register_optimizer_step_pre_hook(pre)
+    register_optimizer_step_post_hook(post)
 
 
 def _mark_distributed():
@@ -457,7 +473,7 @@ def _probe_loader(it, next_batch):
     Sets _state["probe"] to (microseconds per batch on one thread, batches timed) or None, and
     _state["probe_pool"] to (microseconds between batches, workers, batches received) or None."""
     win = _window
-    if win["state"] != "waiting" and (win["opt"] or win["fwd"] or win["graph"]):
+    if win["state"] != "waiting" and _steps_done(win):
         _state["probe"] = None  # a step has run: a stall now would be inside what is analysed
         return
     if not _cuda_ready():
@@ -714,123 +730,26 @@ def _mark_loader_cost(started):
     _state["torch"].cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}loader_cpu_us={cpu_us},loader_wall_us={wall_us}")
 
 
-def _compiling(torch):
-    try:
-        return torch.compiler.is_compiling()
-    except Exception:
-        return False
-
-
-# Global module hooks put every module call of the program on torch's slow path: 3-5 us each,
-# ~3 of them with hooks that do nothing (bench/module_hooks.py, torch 2.15 on a CPU; 90 module
-# calls a decode iteration). Only the outermost calls matter, so once _ROOT_CALLS of them came from at
-# most _ROOT_MAX modules, the hooks move onto those modules and inner calls are fast again.
-_ROOT_CALLS = 32
-_ROOT_MAX = 8
-
-
-def _install_module_hooks(torch):
-    import weakref
-
-    from torch.nn.modules import module as nn_module
-
-    roots = {}  # id -> weakref of the modules called outermost, while the hooks are global
-    seen = [0]  # outermost calls seen through the global hooks
-    handles = []  # the global hooks' handles, empty once moved
-
-    @_guarded
-    def pre(mod, args):
-        if _window["detach"]:
-            _detach()
-            return None
-        if _compiling(torch):
-            return None
-        depth = getattr(_local, "depth", 0)
-        _local.depth = depth + 1
-        if depth == 0:
-            _state["target"] = threading.get_ident()
-            _local.forward = _start(f"gpuscope.forward#{type(mod).__name__}")
-            if handles and len(roots) <= _ROOT_MAX and id(mod) not in roots:
-                roots[id(mod)] = weakref.ref(mod)
-        return None
-
-    @_guarded
-    def post(mod, args, output):
-        if _compiling(torch):
-            return None
-        depth = getattr(_local, "depth", 0)
-        if depth <= 0:
-            return None
-        _local.depth = depth - 1
-        if depth == 1:
-            _end(getattr(_local, "forward", None))
-            _local.forward = None
-            _step_ended("fwd")
-            if handles:
-                seen[0] += 1
-                if seen[0] >= _ROOT_CALLS and len(roots) <= _ROOT_MAX and not _window["detach"]:
-                    move_to_roots()
-        return None
-
-    def move_to_roots():
-        """After an outermost call has returned (torch has copied its hook lists): the global
-        hooks go, each root module gets the same two. A module first called outermost after
-        this is not seen."""
-        live = [m for m in (r() for r in roots.values()) if m is not None]
-        if not live:
-            return
-        for h in handles:
-            h.remove()
-        handles.clear()
-        for m in live:
-            _undo_on_detach(m.register_forward_pre_hook(pre), m.register_forward_hook(post, always_call=True))
-        roots.clear()
-
-    handles.extend((nn_module.register_module_forward_pre_hook(pre),
-                    nn_module.register_module_forward_hook(post, always_call=True)))
-    _undo_on_detach(*handles)
-
-
 def _install_graph_hook(torch):
     """CUDA-graph replays count as steps where they are the program's steps: a replay with no
-    optimizer step or forward pass since the previous replay (a whole training or decode step
-    captured in one graph calls neither)."""
+    optimizer step or step-loop iteration since the previous replay (a whole training or decode
+    step captured in one graph calls no optimizer; a loop of replays may turn too fast to mark)."""
     graph_class = getattr(torch.cuda, "CUDAGraph", None)
     original = getattr(graph_class, "replay", None)
     if original is None or getattr(original, "_gpuscope", False):
         return
 
-    @_guarded
-    def replayed():
-        w = _window
-        if w["at_replay"] == (w["opt"], w["fwd"]):
-            _step_ended("graph")
-        w["at_replay"] = (w["opt"], w["fwd"])
-
     @functools.wraps(original)
     def replay(self, *args, **kwargs):
         result = original(self, *args, **kwargs)
-        replayed()
+        w = _window
+        if w["state"] != "done":
+            if w["at_replay"] == (w["opt"], w["loop"]):
+                _guarded(_step_ended)("graph")
+            w["at_replay"] = (w["opt"], w["loop"])
         return result
 
     _replace_attr(graph_class, "replay", original, replay)
-
-
-def _install_backward_hook(torch):
-    autograd = torch.autograd
-    original = autograd.backward
-    if getattr(original, "_gpuscope", False):
-        return
-
-    def backward(*args, **kwargs):
-        rid = _guarded(_start)("gpuscope.backward")
-        try:
-            return original(*args, **kwargs)
-        finally:
-            _guarded(_end)(rid)
-
-    backward.__doc__ = original.__doc__
-    _replace_attr(autograd, "backward", original, backward)
 
 
 # --- Python stack sampler -------------------------------------------------------------------
@@ -875,34 +794,108 @@ def _sample_rate_hz():
     return min(max(hz, 0.0), 500.0)
 
 
-def _start_sampler():
-    hz = _sample_rate_hz()
-    if hz <= 0:
-        _state["sampler"] = False
+def _env_seconds(name, default):
+    try:
+        return max(0.0, float(os.environ.get(name, default)))
+    except ValueError:
+        return float(default)
+
+
+def _loop_iteration(label):
+    """One iteration of the step loop (on the program's thread, inside its loop): the previous
+    iteration's range ends, the step is counted (which may open or close the window), the next
+    range starts."""
+    if _window["state"] == "done" or os.getpid() != _state["pid"]:
         return
-    thread = threading.Thread(target=_sample_loop, args=(1.0 / hz,), name="gpuscope-py-sampler", daemon=True)
+    rid = _state.get("iter_rid")
+    if rid is not None:
+        _end(rid)
+    _step_ended("loop")
+    _state["iter_rid"] = _start(f"gpuscope.iter#{label}")
+
+
+def _loop_finder():
+    if os.environ.get("GPUSCOPE_LOOP", "1") == "0":
+        return None
+    import _gpuscope_loop
+
+    if not _gpuscope_loop.supported():
+        return None
+    finder = _gpuscope_loop.LoopFinder(_guarded(_loop_iteration), skip_prefix=_HERE)
+    return finder if finder.tool is not None else None
+
+
+def _fall_back(finder, since_cuda_s):
+    """While a --steps window waits: with no step source GPUSCOPE_STEP_WAIT_S after CUDA started,
+    or a step loop too fast to mark, the window opens for a time instead, and says why."""
+    w = _window
+    if _steps_done(w):
+        return
+    fine = finder.fine_period_s if finder is not None else None
+    if fine is None and since_cuda_s < _env_seconds("GPUSCOPE_STEP_WAIT_S", 20):
+        return
+    if fine is not None:
+        duration = max(w["steps"] * fine, 0.5)
+        reason = f"fine_loop,loop_period_ns={int(fine * 1e9)}"
+    else:
+        duration = _env_seconds("GPUSCOPE_FALLBACK_S", 10)
+        reason = "no_steps"
+    if not _trace_control(True):
+        return
+    w.update(state="open", kind="time", close_at=time.perf_counter() + duration)
+    _state["torch"].cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}window=time,reason={reason},window_us={int(duration * 1e6)}")
+
+
+def _start_sampler(torch=None):
+    thread = threading.Thread(target=_guarded(_sample_loop), name="gpuscope-py-sampler", daemon=True)
     _state["sampler"] = thread
     thread.start()
 
 
-def _sample_loop(period_s):
+def _sample_loop():
+    """Waits for CUDA in this process (many never start it: compile workers, CPU jobs), then
+    samples the stack of the thread that issues GPU work: for the step loop's search, and as
+    marks naming the program's own lines (GPUSCOPE_PY_SAMPLE_HZ, 0: no marks)."""
+    while not _cuda_ready():
+        time.sleep(0.02)
+        if os.getpid() != _state["pid"]:
+            return
+    hz = _sample_rate_hz()
+    period_s = 1.0 / hz if hz > 0 else 0.02
+    started = time.perf_counter()
+    finder = _guarded(_loop_finder)()
+    _state["finder"] = finder
     mark = _state["torch"].cuda.nvtx.mark
     while True:
         time.sleep(period_s)
-        if os.getpid() != _state["pid"] or _window["state"] == "done":
+        w = _window
+        if os.getpid() != _state["pid"]:
             return
-        if _window["state"] == "waiting":
-            continue
+        if w["state"] == "done":
+            if finder is not None:
+                finder.stop()
+            return
+        searching = finder is not None and finder.chosen is None and not finder.stopped
+        if hz <= 0 and not searching and w["state"] == "always":
+            return
+        frame = None
         try:
+            now = time.perf_counter()
             frame = sys._current_frames().get(_state["target"])
-            if frame is None:
-                continue
-            text = describe_stack(frame)
-            del frame
-            mark(_MARK_PREFIX + text)
-            stats["samples"] += 1
+            if searching and frame is not None:
+                finder.target = _state["target"]
+                finder.observe(frame, now)
+            if w["state"] == "waiting":
+                _fall_back(finder, now - started)
+            elif w["state"] == "open" and w["close_at"] is not None and now >= w["close_at"]:
+                _close_window()
+            elif hz > 0 and frame is not None and _active():
+                mark(_MARK_PREFIX + describe_stack(frame))
+                stats["samples"] += 1
         except Exception:
             stats["hook_errors"] += 1
+        finally:
+            del frame
 
 
 def _at_exit():

@@ -1,0 +1,234 @@
+"""Finds the loop that runs a program's steps and reports each of its iterations, without a hook
+that dynamo, autograd or CUDA graphs can see.
+
+Every program that does GPU work in steps runs a loop; it need not have an nn.Module, an
+optimizer or a DataLoader. The bootstrap's sampler hands each stack sample of the thread that
+issues GPU work to `LoopFinder.observe`. A frame that stays on that stack (the same frame
+object, sample after sample) with its sampled positions inside a loop of its code is a
+candidate; the loops of its code object then get sys.monitoring JUMP events (Python 3.12+),
+local to that one code object, so no other code pays anything and nothing changes in code that
+dynamo compiles (a loop's frame is the long-lived caller of the model, never a compiled frame).
+A backward jump to a loop's head is one iteration.
+
+Which loop is the step loop: the loops around the current work are those of each long-lived
+frame that hold almost every position sampled in it (a loop run before or after, such as a
+warm-up, holds none), outermost frame first and, within a frame, outermost loop first. The
+first of them that repeats (3 iterations) is chosen, so a loop over layers inside the step
+loses to the step loop around it; an outer loop that has not repeated in `patience_s` seconds
+(an epoch loop) gives way to the next one inward. Once
+chosen, every other jump is disabled where it fires (sys.monitoring.DISABLE) and the other code
+objects lose their events; a loop that turns faster than `min_period_s` is too fine to mark
+each iteration (the marking would cost more than the iteration): the finder stops and records
+its period.
+
+The finder never calls into torch; the bootstrap receives each iteration through `on_iteration`
+(called on the program's thread, inside the loop) with a label `<file>:<line>` of the loop head.
+"""
+import dis
+import os
+import sys
+import threading
+import time
+
+_CONTAIN_SHARE = 0.97  # share of a frame's recent positions a loop must hold to be its loop
+_RECENT = 64  # positions kept per frame
+_MIN_SAMPLES = 8  # samples of a frame before it is a candidate
+_MIN_ITERATIONS = 3  # iterations of a loop before it is chosen
+_MAX_CODES = 8  # code objects instrumented at once while searching
+_TIMED = 8  # periods of the chosen loop timed before its iterations are reported
+
+
+def supported():
+    return hasattr(sys, "monitoring")
+
+
+def loops_of(code):
+    """The loops of a code object, as (head, end) byte offsets: a backward jump at `end` to
+    `head` (several jumps to one head, `continue` for one, give one loop), innermost last among
+    nested ones."""
+    ends = {}
+    for ins in dis.get_instructions(code):
+        if ins.opname == "JUMP_BACKWARD" and isinstance(ins.argval, int):
+            ends[ins.argval] = max(ends.get(ins.argval, -1), ins.offset)
+    return sorted(ends.items())
+
+
+def enclosing_loops(loops, positions):
+    """The loops holding at least _CONTAIN_SHARE of `positions`, outermost first (nested loops
+    around where the frame spends its time; a sibling loop, run before or after, holds none)."""
+    if not positions:
+        return []
+    need = _CONTAIN_SHARE * len(positions)
+    held = [(head, end) for head, end in loops if sum(1 for p in positions if head <= p <= end) >= need]
+    return sorted(held, key=lambda loop: loop[0] - loop[1])
+
+
+class _Frame:
+    __slots__ = ("code", "samples", "positions", "since")
+
+    def __init__(self, code, now):
+        self.code, self.samples, self.positions, self.since = code, 0, [], now
+
+
+class LoopFinder:
+    """Searches while `chosen` is None; see the module's docstring. `observe` runs on the
+    sampler thread, `_on_jump` on whichever thread runs an instrumented loop."""
+
+    def __init__(self, on_iteration, skip_prefix="\0", patience_s=10.0, min_period_s=100e-6, clock=time.perf_counter):
+        self.on_iteration = on_iteration
+        self.skip_prefix = skip_prefix  # frames of files under it (the bootstrap's own) are not the program's
+        self.patience_s = patience_s
+        self.min_period_s = min_period_s
+        self.clock = clock
+        self.target = threading.main_thread().ident
+        self.frames = {}  # id(frame) -> _Frame, the frames of the latest sample
+        self.codes = {}  # code -> (loops, time instrumented)
+        self.counts = {}  # (code, head) -> iterations seen while searching
+        self.chosen = None  # (code, head, label)
+        self.periods = []  # the chosen loop's first periods, in seconds
+        self.last = None
+        self.fine_period_s = None  # set when the chosen loop turns too fast to mark
+        self.stopped = False
+        self.tool = None
+        if supported():
+            self._claim_tool()
+
+    # --- sys.monitoring ---------------------------------------------------------------------
+
+    def _claim_tool(self):
+        mon = sys.monitoring
+        for tool in (4, 3, 5, 2, 1):
+            if mon.get_tool(tool) is None:
+                mon.use_tool_id(tool, "gpuscope")
+                mon.register_callback(tool, mon.events.JUMP, self._on_jump)
+                self.tool = tool
+                return
+
+    def _instrument(self, code, on):
+        sys.monitoring.set_local_events(self.tool, code, sys.monitoring.events.JUMP if on else 0)
+
+    def stop(self):
+        """Removes every event and gives the tool id back (from any thread)."""
+        self.stopped = True
+        if self.tool is None:
+            return
+        for code in list(self.codes):
+            try:
+                self._instrument(code, False)
+            except Exception:
+                pass
+        self.codes.clear()
+        try:
+            sys.monitoring.register_callback(self.tool, sys.monitoring.events.JUMP, None)
+            sys.monitoring.free_tool_id(self.tool)
+        except Exception:
+            pass
+        self.tool = None
+
+    def _on_jump(self, code, src, dst):
+        # Runs inside the program's own loop: nothing may escape into it.
+        try:
+            return self._jumped(code, src, dst)
+        except Exception:
+            return None
+
+    def _jumped(self, code, src, dst):
+        if dst >= src or self.stopped:
+            return sys.monitoring.DISABLE
+        chosen = self.chosen
+        if chosen is not None:
+            if code is not chosen[0] or dst != chosen[1]:
+                return sys.monitoring.DISABLE
+            if threading.get_ident() != self.target:
+                return None
+            self._iteration(chosen)
+            return None
+        if threading.get_ident() == self.target:
+            key = (code, dst)
+            self.counts[key] = self.counts.get(key, 0) + 1
+        return None
+
+    def _iteration(self, chosen):
+        """The first _TIMED iterations are only timed: a loop faster than min_period_s is too
+        fine to mark, and the finder stops; the others are reported from then on."""
+        if len(self.periods) < _TIMED:
+            now = self.clock()
+            if self.last is not None:
+                self.periods.append(now - self.last)
+            self.last = now
+            if len(self.periods) < _TIMED:
+                return
+            period = sorted(self.periods)[_TIMED // 2]
+            if period < self.min_period_s:
+                self.fine_period_s = period
+                self.stopped = True
+            return
+        self.on_iteration(chosen[2])
+
+    # --- the search, on the sampler thread --------------------------------------------------
+
+    def observe(self, frame, now=None):
+        """One stack sample of the target thread (its innermost frame)."""
+        if self.tool is None or self.chosen is not None or self.stopped:
+            return
+        now = self.clock() if now is None else now
+        chain = []
+        while frame is not None:
+            code = frame.f_code
+            name = code.co_filename
+            if not name.startswith(self.skip_prefix) and not name.endswith("threading.py"):
+                chain.append(frame)
+            frame = frame.f_back
+        chain.reverse()  # outermost first
+        frames = {}
+        for f in chain:
+            info = self.frames.get(id(f))
+            if info is None or info.code is not f.f_code:
+                info = _Frame(f.f_code, now)
+            info.samples += 1
+            info.positions.append(f.f_lasti)
+            if len(info.positions) > _RECENT:
+                del info.positions[0]
+            frames[id(f)] = info
+        self.frames = frames
+        self._search([frames[id(f)] for f in chain], now)
+
+    def _search(self, chain, now):
+        """Walks the loops around the current work, outermost first: the first that has repeated
+        is chosen; one that has not, while younger than patience_s, is waited for (an outer
+        loop's iteration can be long); an older one (an epoch loop) gives way inward."""
+        for info in chain:
+            if info.samples < _MIN_SAMPLES:
+                return  # frames further in are younger still
+            entry = self.codes.get(info.code)
+            loops = entry[0] if entry else loops_of(info.code)
+            around = enclosing_loops(loops, info.positions)
+            if not around:
+                continue
+            if entry is None:
+                if len(self.codes) >= _MAX_CODES:
+                    return
+                self._instrument(info.code, True)
+                entry = self.codes[info.code] = (loops, now)
+            for head, _ in around:
+                if self.counts.get((info.code, head), 0) >= _MIN_ITERATIONS:
+                    self._choose(info.code, head)
+                    return
+                if now - entry[1] < self.patience_s:
+                    return
+
+    def _choose(self, code, head):
+        line = code.co_firstlineno
+        for ins in dis.get_instructions(code):
+            if ins.offset > head:
+                break
+            if ins.positions is not None and ins.positions.lineno is not None:
+                line = ins.positions.lineno
+        label = f"{os.path.basename(code.co_filename)}:{line}"
+        self.chosen = (code, head, label)
+        for other in list(self.codes):
+            if other is not code:
+                self._instrument(other, False)
+                del self.codes[other]
+        self.frames = {}
+        self.counts = {}
