@@ -95,8 +95,8 @@ std::string window_environment(const RunOptions& options, bool python,
     env->emplace_back("GPUSCOPE_SKIP_STEPS", std::to_string(options.skip_steps));
     if (!python)
       fmt::print(stderr, "gpuscope run: --steps counts the steps of a PyTorch program (optimizer steps, else "
-                 "forward passes, or CUDA-graph replays) through the Python bootstrap; for other programs use "
-                 "--after/--for\n");
+                 "iterations of its step loop, else CUDA-graph replays) through the Python bootstrap; for other "
+                 "programs use --after/--for\n");
   }
   if (after_ms > 0) env->emplace_back("GPUSCOPE_TRACE_AFTER_MS", std::to_string(after_ms));
   if (for_ms > 0) env->emplace_back("GPUSCOPE_TRACE_FOR_MS", std::to_string(for_ms));
@@ -237,8 +237,9 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
     if (kernels == 0)
       fmt::print(stderr, "gpuscope run: the trace window never opened ({}); nothing was traced\n",
                  options.steps > 0
-                     ? fmt::format("fewer than {} steps seen: steps are optimizer steps, else forward passes of "
-                                   "the outermost module, or CUDA-graph replays; --after and --for bound the "
+                     ? fmt::format("fewer than {} steps seen: steps are optimizer steps, else iterations of "
+                                   "the step loop (Python 3.12+), else CUDA-graph replays; with none of them 20 s "
+                                   "after CUDA started the window opens for 10 s; --after and --for bound the "
                                    "window by time instead",
                                    options.skip_steps)
                      : "the program ended first");
@@ -279,7 +280,8 @@ CommandRegistration kRun({
                    "ratios to the slower traced step");
       app.add_option("--steps", options->steps,
                      "Trace only N steps, then detach CUPTI so the rest of the run pays nothing for "
-                     "tracing (PyTorch programs: optimizer steps, else forward passes, or CUDA-graph replays)");
+                     "tracing (PyTorch programs: optimizer steps, else iterations of the step loop, else CUDA-graph "
+                     "replays; with none of them 20 s after CUDA started, a 10 s window)");
       app.add_option("--skip-steps", options->skip_steps, "Warm-up steps run untraced before --steps")
           ->capture_default_str();
       app.add_option("--after", options->after, "Start tracing this long after CUDA starts (e.g. 30s, 2m)");

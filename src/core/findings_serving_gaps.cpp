@@ -104,7 +104,10 @@ std::optional<Finding> scheduling_gap(const FindingContext& f) {
 }
 
 void add_serving_metrics(const DeviceContext& ctx, DeviceReport& r) {
-  if (r.step_source != step_source_name(StepSource::kForwardPass) || r.window_ns <= 0) return;
+  if ((r.step_source != step_source_name(StepSource::kForwardPass) &&
+       r.step_source != step_source_name(StepSource::kPythonLoop)) ||
+      r.window_ns <= 0)
+    return;
   const double steps = static_cast<double>(std::max<int64_t>(1, r.step_count));
   ServingStats s;
   s.iterations_per_s = steps / (static_cast<double>(r.window_ns) / 1e9);

@@ -134,9 +134,11 @@ std::pair<uint16_t, StringId> segment_label(const Trace& trace, const OpenRanges
   // Launch calls inside an op mark only their own time; the op's flags carry the rest.
   if (named >= 0) return {flags, open.at(named).name};
   // Only annotations cover the moment: name the innermost, unless it is just the step
-  // marker (then the host runs code outside any profiled op).
+  // marker, the profiler's or gpuscope's step loop (then the host runs code outside any
+  // profiled op).
   StringId name = open.top().item->name;
-  if (trace.strings.view(name).starts_with("ProfilerStep#")) name = 0;
+  if (const std::string_view v = trace.strings.view(name); v.starts_with("ProfilerStep#") || v.starts_with("gpuscope.iter#"))
+    name = 0;
   flags &= static_cast<uint16_t>(~kHostLaunch);
   flags |= kHostAnnotationOnly;
   if (duration_ns <= kDispatchGapNs || (flags & kHostIssuing)) flags |= kHostLaunch;

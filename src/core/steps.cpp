@@ -14,6 +14,7 @@ std::string_view step_source_name(StepSource s) {
     case StepSource::kProfilerStep: return "profiler_step";
     case StepSource::kNvtxRange: return "nvtx_range";
     case StepSource::kOptimizerStep: return "optimizer_step";
+    case StepSource::kPythonLoop: return "python_loop";
     case StepSource::kForwardPass: return "forward_pass";
     case StepSource::kKernelPattern: return "kernel_pattern";
     case StepSource::kWholeWindow: return "whole_window";
@@ -142,7 +143,7 @@ bool spans_most_gpu_work(const Trace& trace, const std::vector<Step>& marks) {
 StepDetection detect_steps(const Trace& trace, std::string_view step_range) {
   StepDetection d;
   std::vector<Step> profiler, named, optimizer;
-  std::unordered_map<StringId, std::vector<Step>> forwards;
+  std::unordered_map<StringId, std::vector<Step>> forwards, loops;
   for (const HostEvent& e : trace.host_events) {
     if (e.kind != HostEventKind::kAnnotation || e.end_ns <= e.start_ns) continue;
     const std::string_view name = trace.strings.view(e.name);
@@ -160,9 +161,17 @@ StepDetection detect_steps(const Trace& trace, std::string_view step_range) {
       named.push_back({e.start_ns, e.end_ns, n});
     } else if (name.starts_with("Optimizer.step#")) {
       optimizer.push_back({e.start_ns, e.end_ns, 0});
+    } else if (name.starts_with("gpuscope.iter#")) {
+      loops[e.name].push_back({e.start_ns, e.end_ns, 0});
     } else if (name.starts_with("gpuscope.forward#")) {
       forwards[e.name].push_back({e.start_ns, e.end_ns, 0});
     }
+  }
+  // The loop whose iterations are most numerous (a process marks one loop; several processes'
+  // host events may share a trace).
+  std::vector<Step>* loop = nullptr;
+  for (auto& [name, v] : loops) {
+    if (!loop || v.size() > loop->size()) loop = &v;
   }
   // The module class whose outermost forwards are most numerous (the model, not a helper).
   std::vector<Step>* forward = nullptr;
@@ -182,6 +191,11 @@ StepDetection detect_steps(const Trace& trace, std::string_view step_range) {
     for (size_t i = 1; i < optimizer.size(); ++i) {
       d.steps.push_back({optimizer[i - 1].end_ns, optimizer[i].end_ns, static_cast<int64_t>(i)});
     }
+  } else if (loop && loop->size() >= 2 && spans_most_gpu_work(trace, *loop)) {
+    // Each range is one whole iteration, from one jump back to the loop's head to the next.
+    d.source = StepSource::kPythonLoop;
+    d.steps = outermost(std::move(*loop));
+    for (size_t i = 0; i < d.steps.size(); ++i) d.steps[i].number = static_cast<int64_t>(i + 1);
   } else if (forward && forward->size() >= 3 && spans_most_gpu_work(trace, *forward)) {
     // One step runs from the start of one forward to the start of the next.
     std::vector<Step> f = outermost(std::move(*forward));

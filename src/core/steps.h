@@ -24,8 +24,10 @@ void drop_warmup_steps(StepDetection& d);
 // 2. annotations named `step_range` (or, when empty, a default step name: see
 //    step_range_name_matches);
 // 3. repeated optimizer-step annotations ("Optimizer.step#..."): a step ends where one ends;
-// 4. repeated outermost forward passes ("gpuscope.forward#<Module>", from gpuscope's Python
-//    hooks) of one module class, with no optimizer (inference, serving): each starts a step;
+// 4. iterations of the program's step loop ("gpuscope.iter#<file>:<line>" ranges, from gpuscope's
+//    Python bootstrap), with no optimizer (inference, serving, plain tensor code): each range is a
+//    step; captures of older gpuscope: repeated outermost forward passes ("gpuscope.forward#"),
+//    each starting a step;
 // 5. the periodic kernel pattern: the rarest kernel name that recurs at regular intervals
 //    (at least 3 times, spanning half the GPU activity; 80% of the gaps between its
 //    occurrences, counted in kernels, within 10% of their median, and the kernel sequence

@@ -40,6 +40,27 @@ TEST(Steps, OptimizerStepsBoundIterations) {
   EXPECT_EQ(d.steps[0].end_ns, 200'000);
 }
 
+TEST(Steps, PythonLoopIterationsAreSteps) {
+  // The bootstrap's step-loop ranges, one per iteration, back to back; a range of another loop
+  // with fewer iterations (another process, an earlier phase) does not compete.
+  TraceBuilder b;
+  for (int i = 0; i < 5; ++i) b.annotation(i * 100, i * 100 + 100, "gpuscope.iter#decode.py:41");
+  b.annotation(600, 700, "gpuscope.iter#warmup.py:3");
+  for (int i = 0; i < 6; ++i) b.kernel(i * 100 + 10, i * 100 + 60, "gemm");
+  const auto d = detect_steps(b.build(), "");
+  EXPECT_EQ(d.source, StepSource::kPythonLoop);
+  ASSERT_EQ(d.steps.size(), 5u);
+  EXPECT_EQ(d.steps[0].start_ns, 0);
+  EXPECT_EQ(d.steps[4].end_ns, 500'000);
+  EXPECT_EQ(d.steps[4].number, 5);
+  EXPECT_EQ(step_source_name(d.source), "python_loop");
+  // Optimizer steps win: with gradient accumulation a training step is several iterations.
+  TraceBuilder c;
+  for (int i = 0; i < 8; ++i) c.annotation(i * 100, i * 100 + 100, "gpuscope.iter#train.py:9");
+  for (int i = 0; i < 4; ++i) c.annotation(i * 200 + 190, i * 200 + 199, "Optimizer.step#AdamW.step");
+  EXPECT_EQ(detect_steps(c.build(), "").source, StepSource::kOptimizerStep);
+}
+
 TEST(Steps, NoneMeansWholeWindow) {
   TraceBuilder b;
   b.op(0, 10, "aten::mm");

@@ -171,7 +171,8 @@ enum class StepSource : uint8_t {
   kProfilerStep,   // ProfilerStep#N annotations.
   kNvtxRange,      // Named NVTX / user ranges (e.g. "train_step").
   kOptimizerStep,  // Bounded by repeated optimizer.step annotations.
-  kForwardPass,    // No optimizer: each outermost forward (gpuscope's Python hooks) starts one.
+  kPythonLoop,     // No optimizer: iterations of the program's step loop (gpuscope.iter# ranges).
+  kForwardPass,    // Captures of older gpuscope: each outermost forward starts one.
   kKernelPattern,  // No markers: the period of a kernel that recurs once per iteration.
   kWholeWindow,    // No step markers: the whole trace is one step.
 };

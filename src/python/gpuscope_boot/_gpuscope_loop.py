@@ -74,7 +74,7 @@ class LoopFinder:
     """Searches while `chosen` is None; see the module's docstring. `observe` runs on the
     sampler thread, `_on_jump` on whichever thread runs an instrumented loop."""
 
-    def __init__(self, on_iteration, skip_prefix="\0", patience_s=10.0, min_period_s=100e-6, clock=time.perf_counter):
+    def __init__(self, on_iteration, skip_prefix="\0", patience_s=5.0, min_period_s=100e-6, clock=time.perf_counter):
         self.on_iteration = on_iteration
         self.skip_prefix = skip_prefix  # frames of files under it (the bootstrap's own) are not the program's
         self.patience_s = patience_s

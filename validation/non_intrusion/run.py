@@ -1,0 +1,128 @@
+#!/usr/bin/env python3
+"""Non-intrusion matrix: does `gpuscope run` leave a program exactly as fast as it was, and
+find its steps? Run on any machine with a GPU and PyTorch; prints the table docs/validation.md
+shows.
+
+usage: validation/non_intrusion/run.py [--rows eager,compile,...] [--pairs 5] [--steps 40]
+                                       [--budget-s 3600] [--gpuscope PATH] [--work DIR]
+
+For every row of programs.py, interleaved pairs of runs (untraced then traced, the order
+swapped every other pair) of the same program; each run's step time is the median of its own
+step times after 5 warm-up steps, and a row's is the median over its pairs. Columns:
+  untraced / traced    ms per step, medians over the pairs; delta, traced against untraced
+  dynamo               graphs compiled + graph breaks + recompiles, untraced -> traced
+  same losses          the first 20 losses (or outputs) identical in every traced run
+  steps found          what `gpuscope analyze` found in the last traced run's capture: source,
+                       count and ms per step, beside the program's own median
+Pairs are taken pair-major (pair 1 of every row, then pair 2, ...): when --budget-s runs out,
+every row has the same number of pairs, and the table says how many.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+RUN_ARGS = []  # extra options of `gpuscope run` (--run-args)
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROGRAMS = os.path.join(HERE, "programs.py")
+sys.path.insert(0, HERE)
+
+
+def run_once(row, steps, traced, gpuscope, work, tag):
+    result = os.path.join(work, f"{row}-{tag}.json")
+    cmd = [sys.executable, PROGRAMS, row, "--steps", str(steps), "--result", result]
+    if traced:
+        cap = os.path.join(work, f"{row}-{tag}.gpuscope")
+        cmd = [gpuscope, "run", "--no-report", "--no-calibrate", "-o", cap, *RUN_ARGS, "--"] + cmd
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0 or not os.path.exists(result):
+        return {"error": (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["exit %d" % proc.returncode]}
+    with open(result) as f:
+        out = json.load(f)
+    out["run_ms"] = statistics.median(out["step_ms"][5:] or out["step_ms"])
+    out["tail_ms"] = statistics.median(out["step_ms"][-max(1, len(out["step_ms"]) // 3):])
+    if traced:
+        out["capture"] = cap
+    return out
+
+
+def steps_found(gpuscope, capture):
+    proc = subprocess.run([gpuscope, "analyze", "--json", capture], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        return "analyze failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1]
+    dev = json.loads(proc.stdout)["devices"][0]
+    s = dev.get("steps", {})
+    top = dev.get("findings", [])
+    top = f"; top: {top[0]['id']} x{top[0].get('est_speedup') or 0:.2f}" if top else ""
+    return f"{s.get('source')} {s.get('count')} x {s.get('mean_ms') or 0:.2f} ms{top}"
+
+
+def dynamo_text(runs):
+    d = [r.get("dynamo", {}) for r in runs if "dynamo" in r]
+    if not d or "error" in d[0]:
+        return "-"
+    return "/".join(str(max(x.get(k, 0) for x in d)) for k in ("unique_graphs", "graph_breaks", "recompiles"))
+
+
+def main():
+    import programs
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", default=None, help="comma-separated rows of programs.py (default: all)")
+    ap.add_argument("--pairs", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--budget-s", type=float, default=3600)
+    ap.add_argument("--gpuscope", default="gpuscope")
+    ap.add_argument("--work", default=None)
+    ap.add_argument("--run-args", default="", help="options for `gpuscope run`, e.g. '--steps 50': the table "
+                    "then also gives the last third of the steps (after a bounded window) traced and untraced")
+    a = ap.parse_args()
+    RUN_ARGS.extend(a.run_args.split())
+    rows = a.rows.split(",") if a.rows else programs.ROWS
+    work = a.work or tempfile.mkdtemp(prefix="gpuscope-nonintrusion-")
+    deadline = time.monotonic() + a.budget_s
+    runs = {row: {"untraced": [], "traced": []} for row in rows}
+    pairs_done = 0
+    for p in range(a.pairs):
+        if time.monotonic() > deadline:
+            break
+        for row in rows:
+            order = (False, True) if p % 2 == 0 else (True, False)
+            for traced in order:
+                r = run_once(row, a.steps, traced, a.gpuscope, work, f"{'t' if traced else 'u'}{p}")
+                runs[row]["traced" if traced else "untraced"].append(r)
+            print(f"pair {p + 1} {row}: " + " ".join(
+                f"{k} {v[-1].get('run_ms', float('nan')):.2f}ms" for k, v in runs[row].items()), file=sys.stderr, flush=True)
+        pairs_done += 1
+    print(f"{pairs_done} interleaved pairs per row, {a.steps} steps per run, median step time after 5 warm-up steps"
+          + (f"; traced with `gpuscope run {a.run_args}`" if a.run_args else ""))
+    print("| program | untraced ms | traced ms | delta | dynamo graphs/breaks/recompiles | same losses | steps found (program's own) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for row in rows:
+        u = [r for r in runs[row]["untraced"] if "run_ms" in r]
+        t = [r for r in runs[row]["traced"] if "run_ms" in r]
+        errors = [r["error"] for r in runs[row]["untraced"] + runs[row]["traced"] if "error" in r]
+        if not u or not t:
+            print(f"| {row} | failed: {errors[:1]} | | | | | |")
+            continue
+        um = statistics.median(r["run_ms"] for r in u)
+        tm = statistics.median(r["run_ms"] for r in t)
+        same = all(r["losses"][:20] == u[0]["losses"][:20] for r in t)
+        if a.run_args:
+            ut = statistics.median(r["tail_ms"] for r in u)
+            tt = statistics.median(r["tail_ms"] for r in t)
+            found = f"last third {ut:.2f} -> {tt:.2f} ms ({100 * (tt / ut - 1):+.1f}%); "
+        else:
+            found = ""
+        found += steps_found(a.gpuscope, t[-1]["capture"])
+        print(f"| {row} | {um:.2f} | {tm:.2f} | {100 * (tm / um - 1):+.1f}% | {dynamo_text(u)} -> {dynamo_text(t)} | "
+              f"{'yes' if same else 'NO'} | {found} ({len(u[0]['step_ms'])} x {um:.2f} ms) |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
