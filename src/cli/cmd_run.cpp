@@ -9,9 +9,11 @@
 // together (one trace per process), and gpuscope exits with CMD's exit code (128+N if CMD died
 // of signal N) unless CMD succeeded and the analysis failed.
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +27,7 @@
 #include "cli/run_libraries.h"
 #include "cli/run_process.h"
 #include "cli/run_sampler.h"
+#include "core/host_index.h"
 #include "formats/capture.h"
 
 namespace gpuscope::cli {
@@ -39,6 +42,7 @@ struct RunOptions {
   int skip_steps = 5;  // Warm-up steps before the window opens.
   std::string after;   // Bounded tracing by time: open the window after this long...
   std::string for_;    // ...and close it after this long.
+  bool whole = false;  // Trace the whole run: no default cap.
   AnalyzeCliOptions analysis;
   std::vector<std::string> command;
 };
@@ -78,6 +82,13 @@ int64_t parse_window_ms(const std::string& text) {
   return static_cast<int64_t>(v * scale);
 }
 
+// A plain run (no --steps, --after, --for or --whole) traces from the start and stops after
+// this many steps (the Python bootstrap counts them) or this long after CUDA started, whichever
+// comes first: a job of hours pays for its first minutes only. The time is long enough for
+// torch.compile's compilation and autotuning to pass before the steps it is there to see.
+constexpr int kDefaultMaxSteps = 300;
+constexpr int64_t kDefaultTraceMs = 300'000;
+
 // The environment that bounds the trace window, or an error message.
 std::string window_environment(const RunOptions& options, bool python,
                                std::vector<std::pair<std::string, std::string>>* env) {
@@ -98,9 +109,18 @@ std::string window_environment(const RunOptions& options, bool python,
                  "iterations of its step loop, else CUDA-graph replays) through the Python bootstrap; for other "
                  "programs use --after/--for\n");
   }
+  if (options.whole && (options.steps > 0 || after_ms > 0 || for_ms > 0))
+    return "--whole traces the whole run; --steps, --after and --for bound it: use one or the other";
   if (after_ms > 0) env->emplace_back("GPUSCOPE_TRACE_AFTER_MS", std::to_string(after_ms));
   if (for_ms > 0) env->emplace_back("GPUSCOPE_TRACE_FOR_MS", std::to_string(for_ms));
   return "";
+}
+
+// The default cap of a plain run (see kDefaultMaxSteps); none with --whole or a bounded window.
+std::vector<std::pair<std::string, std::string>> default_cap_environment(const RunOptions& options, bool bounded) {
+  if (options.whole || bounded) return {};
+  return {{"GPUSCOPE_MAX_STEPS", std::to_string(kDefaultMaxSteps)},
+          {"GPUSCOPE_TRACE_FOR_MS", std::to_string(kDefaultTraceMs)}};
 }
 
 bool looks_like_python(const std::string& program) {
@@ -167,7 +187,10 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
     spec.env.emplace_back("LD_PRELOAD", preload);
   }
   const bool bounded = !window_env.empty();
+  const auto cap_env = default_cap_environment(options, bounded);
+  const bool capped = !cap_env.empty();
   for (auto& kv : window_env) spec.env.push_back(std::move(kv));
+  for (const auto& kv : cap_env) spec.env.push_back(kv);
   const std::string bootstrap = find_python_bootstrap();
   for (auto& kv : python_environment(bootstrap, std::getenv("GPUSCOPE_PYTHON"), std::getenv("PYTHONPATH")))
     spec.env.push_back(std::move(kv));
@@ -179,7 +202,9 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
 
   RunSampler sampling;
   sampling.start(interval_ms);
+  const auto child_started = std::chrono::steady_clock::now();
   ChildResult child = run_child(spec, RunSampler::run_thread_of, &sampling);
+  const double child_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - child_started).count();
   sampling.stop();
   if (!child.error.empty()) {
     captures.discard();
@@ -249,6 +274,21 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
                                    : fmt::format("{}{}", options.after.empty() ? "" : "after " + options.after,
                                                  options.for_.empty() ? "" : " for " + options.for_));
   }
+  if (capped) {
+    // What a plain run left untraced, and why: the bootstrap marks a stop after its steps; the
+    // time cap shows in how long the program ran.
+    std::optional<int64_t> steps;
+    for (const auto& t : traces) {
+      if (auto s = host_mark_max(t, "capped_after_steps")) steps = std::max(steps.value_or(0), *s);
+    }
+    if (steps)
+      fmt::print(stderr, "gpuscope run: traced the first {} steps, then detached CUPTI: the rest of the run ran "
+                 "untraced so that a long job keeps its speed (--whole traces it all)\n", *steps);
+    else if (child_s * 1000 > static_cast<double>(kDefaultTraceMs))
+      fmt::print(stderr, "gpuscope run: traced the first {} s after CUDA started, then detached CUPTI: the "
+                 "remaining {:.0f} s ran untraced so that a long job keeps its speed (--whole traces it all)\n",
+                 kDefaultTraceMs / 1000, child_s - static_cast<double>(kDefaultTraceMs) / 1000);
+  }
   if (options.no_report) return child.exit_code;
   if (traces.empty()) return child.exit_code != 0 ? child.exit_code : 2;
   // The processes of a launcher (torchrun, mpirun, srun) name their rank: report them in rank
@@ -286,13 +326,18 @@ CommandRegistration kRun({
           ->capture_default_str();
       app.add_option("--after", options->after, "Start tracing this long after CUDA starts (e.g. 30s, 2m)");
       app.add_option("--for", options->for_, "Stop tracing (detach CUPTI) this long after it started (e.g. 10s)");
+      app.add_flag("--whole", options->whole,
+                   "Trace the whole run. Without it, and without --steps/--after/--for, tracing stops after "
+                   "the first 300 steps or 5 minutes after CUDA started, whichever comes first, and the rest "
+                   "of a long job runs untraced");
       add_analysis_options(app, options->analysis);
       // Everything after `--` is the command, options included.
       app.add_option("command", options->command, "The program to trace and its arguments, after --")
           ->take_all();
       app.footer(
           "Examples:\n"
-          "  gpuscope run -- python train.py --epochs 1\n"
+          "  gpuscope run -- python train.py --epochs 1     # the first 300 steps or 5 min\n"
+          "  gpuscope run --whole -- python train.py        # every step, however long\n"
           "  gpuscope run --steps 20 -- python serve.py      # 20 steps, after 5 warm-up\n"
           "  gpuscope run --after 60s --for 10s -- ./server  # a 10s window of a long run\n\n"
           "Every process of the program that uses CUDA is traced (CUPTI kernels, copies, API "

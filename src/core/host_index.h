@@ -53,7 +53,11 @@ inline constexpr std::string_view kPySamplePrefix = "gpuscope.py#";
 // - a bounded window, as it opens: the median untraced step before it,
 //   "untraced_step_us=4920,steps=8", and the optimizer steps before it, "optimizer_steps=4"
 //   (findings_serving.cpp); as it closes, the same median on the GPU's timeline,
-//   "untraced_device_step_us=5100,steps=8" (idle.cpp).
+//   "untraced_device_step_us=5100,steps=8" (idle.cpp);
+// - a --steps window opened by time, no step source having appeared: "time_window_us=10000000,
+//   no_steps=1", or the step loop turning too fast to mark: "time_window_us=500000,
+//   loop_period_ns=4100";
+// - a whole run whose tracing stopped after its first steps: "capped_after_steps=300" (run).
 // Each field is read with host_mark_field (host_mark_max over the whole trace).
 inline constexpr std::string_view kHostMarkPrefix = "gpuscope.host#";
 // The value of `key=<digits>` in a host mark's text after the prefix ("k1=v1,k2=v2"), or null

@@ -670,6 +670,18 @@ with open(os.environ["STUB_LOG"], "a") as f:
         left = [r for r in records if "hooks_left" in r][0]
         self.assertEqual(left, {"hooks_left": 2, "backward_wrapped": False})
 
+    def test_whole_run_stops_after_max_steps(self):
+        program = self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "8")
+        self.run_program(program, env={"GPUSCOPE_MAX_STEPS": "5", "GPUSCOPE_PY_SAMPLE_HZ": "0", "GPUSCOPE_LOOP": "0"})
+        records = self.records()
+        controls = [(i, r["control"]) for i, r in enumerate(records) if "control" in r]
+        self.assertEqual([c for _, c in controls], [0])
+        marks = [(i, r["name"]) for i, r in enumerate(records) if r.get("kind") == "mark" and "capped_after" in r["name"]]
+        self.assertEqual([m for _, m in marks], ["gpuscope.host#capped_after_steps=5"])
+        self.assertLess(marks[0][0], controls[0][0])
+        starts = [r["name"] for r in records if r.get("kind") == "start"]
+        self.assertEqual(starts.count("Optimizer.step#AdamW.step"), 5)
+
     def test_window_marks_the_untraced_step_time(self):
         # Each training step sleeps 20 ms; the window opens after 6: 5 periods, the first left out
         # as warm-up, so the median of 4, once, in the window (after the open).
@@ -855,9 +867,9 @@ def main():""").replace("""    for step in range(int(os.environ.get("ITERS", "60
         self.run_loop(program, env={"GPUSCOPE_STEPS": "50", "GPUSCOPE_SKIP_STEPS": "5"})
         records = self.records()
         self.assertEqual(self.iter_starts(), [])
-        marks = [r["name"] for r in records if r.get("kind") == "mark" and "window=time" in r["name"]]
+        marks = [r["name"] for r in records if r.get("kind") == "mark" and "time_window_us" in r["name"]]
         self.assertEqual(len(marks), 1, marks)
-        self.assertRegex(marks[0], r"reason=fine_loop,loop_period_ns=\d+,window_us=500000$")
+        self.assertRegex(marks[0], r"^gpuscope\.host#time_window_us=500000,loop_period_ns=\d+$")
         self.assertEqual([r["control"] for r in records if "control" in r], [1, 0])
 
     def test_no_step_source_opens_a_time_window(self):
@@ -868,8 +880,8 @@ def main():""").replace("""    for step in range(int(os.environ.get("ITERS", "60
         self.run_loop(program, env={"GPUSCOPE_STEPS": "50", "GPUSCOPE_STEP_WAIT_S": "0.2",
                                     "GPUSCOPE_FALLBACK_S": "0.3"})
         records = self.records()
-        marks = [r["name"] for r in records if r.get("kind") == "mark" and "window=time" in r["name"]]
-        self.assertEqual(marks, ["gpuscope.host#window=time,reason=no_steps,window_us=300000"])
+        marks = [r["name"] for r in records if r.get("kind") == "mark" and "time_window_us" in r["name"]]
+        self.assertEqual(marks, ["gpuscope.host#time_window_us=300000,no_steps=1"])
         self.assertEqual([r["control"] for r in records if "control" in r], [1, 0])
 
     def test_program_output_and_result_unchanged(self):

@@ -53,10 +53,14 @@ the GPU ends its steps faster than the GPU does, so each untraced step end also 
 event on the current stream (no sync); as the window closes, those events are long complete and
 one more mark gives the same median on the GPU's timeline, `untraced_device_step_us=D,steps=N`.
 
+A whole run (no --steps) stops tracing after GPUSCOPE_MAX_STEPS steps (`gpuscope run` sets 300;
+0: never), marking `gpuscope.host#capped_after_steps=N` first, so a job of hours pays for its
+first steps only.
+
 When no step source has appeared GPUSCOPE_STEP_WAIT_S seconds (default 20) after CUDA started,
 the window opens anyway for a time (the step loop's period x N when one was found too fine to
 mark, else GPUSCOPE_FALLBACK_S, default 10 s) and says so:
-`gpuscope.host#window=time,reason=no_steps` (or `reason=fine_loop,loop_period_ns=P`).
+`gpuscope.host#time_window_us=D,no_steps=1` (or `time_window_us=D,loop_period_ns=P`).
 
 Contract: nothing here may change what the program does. Every hook swallows its own
 exceptions (counted in `stats`); nothing is emitted before CUDA is initialised in this process
@@ -73,7 +77,7 @@ stats = {"hook_errors": 0, "ranges": 0, "samples": 0}
 _state = {"installed": False, "pid": None, "sampler": None, "target": None, "torch": None, "undo": []}
 # Trace window: "always" (the whole run), or "waiting" -> "open" -> "done" under --steps.
 _window = {"state": "always", "skip": 0, "steps": 0, "opt": 0, "loop": 0, "graph": 0, "at_open": 0, "kind": "opt",
-           "done": 0, "close_at": None, "at_replay": None}
+           "done": 0, "close_at": None, "at_replay": None, "max_steps": 0}
 # perf_counter() at the latest step ends of each kind while the window waits (at most 34).
 _step_ends = {"opt": [], "loop": [], "graph": []}
 # CUDA events recorded at the same step ends (the GPU's timeline), as many.
@@ -145,6 +149,8 @@ def _configure_window():
     steps = _env_int("GPUSCOPE_STEPS")
     if steps > 0:
         _window.update(state="waiting", steps=steps, skip=_env_int("GPUSCOPE_SKIP_STEPS"))
+    else:
+        _window["max_steps"] = _env_int("GPUSCOPE_MAX_STEPS")
 
 
 def _trace_control(open_window):
@@ -169,7 +175,17 @@ def _step_ended(kind):
     """Counts a step boundary ("opt", "loop" or "graph") and opens or closes the trace window."""
     w = _window
     w[kind] += 1
-    if w["state"] == "always" or os.getpid() != _state["pid"]:
+    if os.getpid() != _state["pid"]:
+        return
+    if w["state"] == "always":
+        if w["max_steps"] and _steps_done(w) >= w["max_steps"]:
+            # A whole run's trace ends after GPUSCOPE_MAX_STEPS steps: the rest of a long job
+            # runs untraced. The mark says so before the window closes.
+            _guarded(_state["torch"].cuda.nvtx.mark)(
+                f"{_HOST_MARK_PREFIX}capped_after_steps={_steps_done(w)}")
+            w["state"] = "done"
+            _trace_control(False)
+            _detach()
         return
     if w["state"] == "waiting":
         ends = _step_ends[kind]
@@ -836,14 +852,14 @@ def _fall_back(finder, since_cuda_s):
         return
     if fine is not None:
         duration = max(w["steps"] * fine, 0.5)
-        reason = f"fine_loop,loop_period_ns={int(fine * 1e9)}"
+        reason = f"loop_period_ns={int(fine * 1e9)}"
     else:
         duration = _env_seconds("GPUSCOPE_FALLBACK_S", 10)
-        reason = "no_steps"
+        reason = "no_steps=1"
     if not _trace_control(True):
         return
     w.update(state="open", kind="time", close_at=time.perf_counter() + duration)
-    _state["torch"].cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}window=time,reason={reason},window_us={int(duration * 1e6)}")
+    _state["torch"].cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}time_window_us={int(duration * 1e6)},{reason}")
 
 
 def _start_sampler(torch=None):
