@@ -921,13 +921,22 @@ class RunOptions(unittest.TestCase):
         marker = os.path.join(tempfile.gettempdir(), "gpuscope-window-test-%d" % os.getpid())
         cases = [(["--after", "5x"], "--after '5x'"), (["--for", "2d"], "--for '2d'"),
                  (["--steps", "3", "--after", "1s"], "use one of them"),
-                 (["--steps", "-1"], "take counts")]
+                 (["--steps", "-1"], "take counts"),
+                 (["--whole", "--steps", "3"], "--whole traces the whole run")]
         for args, message in cases:
             r = run("run", "--no-calibrate", *args, "--", "touch", marker)
             self.assertEqual(r.returncode, 2, args)
             self.assertIn(message, r.stderr)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
             self.assertFalse(os.path.exists(marker), args)
+
+    def test_a_plain_run_is_capped_and_whole_is_not(self):
+        # A plain run stops tracing after 300 steps or 5 minutes (the bootstrap and the injection
+        # library read these); --whole and a bounded window set neither.
+        show = ["--", "sh", "-c", "echo \"[$GPUSCOPE_MAX_STEPS] [$GPUSCOPE_TRACE_FOR_MS]\""]
+        for args, expected in [([], "[300] [300000]"), (["--whole"], "[] []"), (["--for", "10s"], "[] [10000]")]:
+            r = run("run", "--no-calibrate", "--sample-interval", "0", *args, *show)
+            self.assertIn(expected, r.stdout, (args, r.stdout, r.stderr))
 
 
 class ExportAndCsv(unittest.TestCase):

@@ -100,6 +100,8 @@ std::string window_environment(const RunOptions& options, bool python,
   if (options.steps < 0 || options.skip_steps < 0) return "--steps and --skip-steps take counts (0 or more)";
   if (options.steps > 0 && after_ms > 0)
     return "--steps opens the window after --skip-steps steps and --after after a time; use one of them";
+  if (options.whole && (options.steps > 0 || after_ms > 0 || for_ms > 0))
+    return "--whole traces the whole run; --steps, --after and --for bound it: use one or the other";
   if (options.steps > 0) {
     env->emplace_back("GPUSCOPE_TRACE_DEFERRED", "1");
     env->emplace_back("GPUSCOPE_STEPS", std::to_string(options.steps));
@@ -109,8 +111,6 @@ std::string window_environment(const RunOptions& options, bool python,
                  "iterations of its step loop, else CUDA-graph replays) through the Python bootstrap; for other "
                  "programs use --after/--for\n");
   }
-  if (options.whole && (options.steps > 0 || after_ms > 0 || for_ms > 0))
-    return "--whole traces the whole run; --steps, --after and --for bound it: use one or the other";
   if (after_ms > 0) env->emplace_back("GPUSCOPE_TRACE_AFTER_MS", std::to_string(after_ms));
   if (for_ms > 0) env->emplace_back("GPUSCOPE_TRACE_FOR_MS", std::to_string(for_ms));
   return "";

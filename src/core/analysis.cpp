@@ -118,6 +118,16 @@ TraceAnalysis analyze_one_trace(const Trace& trace, const AnalysisOptions& optio
   TraceAnalysis a;
   for (const auto& w : trace.warnings) a.warnings.push_back(fmt::format("{}: {}", trace.source, w));
   a.devices = analyze_trace(trace, options);
+  for (const DeviceReport& d : a.devices) {
+    // No step source at all: what is analysed is every moment of the device's activity, so
+    // start-up, compilation and warm-up weigh as much as the steps. Said, never hidden.
+    if (d.step_source == step_source_name(StepSource::kWholeWindow))
+      a.warnings.push_back(fmt::format(
+          "{}: no steady state found on device {} (no step markers, no step loop, no repeating kernel "
+          "pattern): its {:.1f} ms of GPU activity are analysed as one window, start-up and warm-up included; "
+          "trace more steps (a longer run, or --steps) for findings about the steady state",
+          trace.source, d.device, static_cast<double>(d.window_ns) / 1e6));
+  }
   if (a.devices.empty()) {
     a.rejected = fmt::format("{}: {}", trace.source, describe_without_gpu_work(trace));
   } else {

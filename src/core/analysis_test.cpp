@@ -29,6 +29,25 @@ TEST(Analysis, BusyIsUnionOfKernelsAcrossStreams) {
   EXPECT_NEAR(idle_sum_pct(r), r.idle_pct, 1e-9);
 }
 
+TEST(Analysis, NoSteadyStateIsSaid) {
+  // Three different kernels, no markers: no step source, so the whole activity is one window
+  // and the analysis says so; a trace with steps says nothing of the kind.
+  TraceBuilder b;
+  b.kernel(0, 10, "init");
+  b.kernel(1000, 1010, "gemm");
+  b.kernel(5000, 5010, "reduce");
+  const TraceAnalysis a = analyze_one_trace(b.build(), {});
+  ASSERT_EQ(a.devices.size(), 1u);
+  EXPECT_EQ(a.devices[0].step_source, "whole_window");
+  ASSERT_EQ(a.warnings.size(), 1u);
+  EXPECT_NE(a.warnings[0].find("no steady state found on device 0"), std::string::npos) << a.warnings[0];
+  TraceBuilder c;
+  c.annotation(0, 100, "ProfilerStep#1").annotation(100, 200, "ProfilerStep#2");
+  c.kernel(10, 50, "gemm");
+  c.kernel(110, 150, "gemm");
+  EXPECT_TRUE(analyze_one_trace(c.build(), {}).warnings.empty());
+}
+
 TEST(Analysis, SmActiveEstimateWeighsGridAndCapsAtOne) {
   TraceBuilder b(100);
   b.kernel(0, 100, "half_grid", 50);

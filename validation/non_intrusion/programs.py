@@ -34,8 +34,8 @@ def batch(width=1024, rows=256):
     return (torch.randn(rows, width, device="cuda", generator=g), torch.randn(rows, width, device="cuda", generator=g))
 
 
-def train(model, steps, out, opt=None, step_fn=None):
-    x, y = batch()
+def train(model, steps, out, opt=None, step_fn=None, width=1024):
+    x, y = batch(width)
     opt = opt or torch.optim.AdamW(model.parameters(), lr=1e-4)
 
     def default_step():
@@ -256,7 +256,7 @@ def run_row(row, steps, out):
     if row == "short":
         # A 6-layer MLP with SGD: well under a second of GPU work.
         model = nn.Sequential(*[m for _ in range(6) for m in (nn.Linear(512, 512), nn.ReLU())]).cuda()
-        return train(model, steps, out, torch.optim.SGD(model.parameters(), lr=1e-3))
+        return train(model, steps, out, torch.optim.SGD(model.parameters(), lr=1e-3), width=512)
     if row == "launch_heavy":
         # About 250k tiny launches a second: a step is 1000 in-place adds on a small tensor.
         x = torch.zeros(16, device="cuda")

@@ -40,21 +40,33 @@ def run_once(row, steps, traced, gpuscope, work, tag):
         cmd = [gpuscope, "run", "--no-report", "--no-calibrate", "-o", cap, *RUN_ARGS, "--"] + cmd
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0 or not os.path.exists(result):
-        return {"error": (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["exit %d" % proc.returncode]}
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:] or ["exit %d" % proc.returncode]
+        print(f"{row} ({'traced' if traced else 'untraced'}) failed: " + " / ".join(tail), file=sys.stderr, flush=True)
+        return {"error": tail[-1]}
     with open(result) as f:
         out = json.load(f)
     out["run_ms"] = statistics.median(out["step_ms"][5:] or out["step_ms"])
     out["tail_ms"] = statistics.median(out["step_ms"][-max(1, len(out["step_ms"]) // 3):])
     if traced:
-        out["capture"] = cap
+        # One capture, or one per CUDA process (FILE-stem.<pid>.gpuscope) where helpers such as
+        # compile workers started CUDA too.
+        stem = os.path.splitext(cap)[0]
+        out["captures"] = sorted(os.path.join(work, f) for f in os.listdir(work)
+                                 if os.path.join(work, f).startswith(stem) and f.endswith(".gpuscope"))
     return out
 
 
-def steps_found(gpuscope, capture):
-    proc = subprocess.run([gpuscope, "analyze", "--json", capture], capture_output=True, text=True, timeout=600)
-    if proc.returncode != 0:
-        return "analyze failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1]
-    dev = json.loads(proc.stdout)["devices"][0]
+def steps_found(gpuscope, captures):
+    """Source, count and ms per step of the device report with the most GPU time, and the top
+    finding, in the captures of one traced run."""
+    if not captures:
+        return "no capture"
+    proc = subprocess.run([gpuscope, "analyze", "--json", *captures], capture_output=True, text=True, timeout=600)
+    try:
+        devices = json.loads(proc.stdout)["devices"]
+        dev = max(devices, key=lambda d: d.get("window_us") or 0)
+    except (ValueError, KeyError):
+        return "analyze: " + (proc.stderr.strip().splitlines() or ["no report"])[-1][:80]
     s = dev.get("steps", {})
     top = dev.get("findings", [])
     top = f"; top: {top[0]['id']} x{top[0].get('est_speedup') or 0:.2f}" if top else ""
@@ -84,6 +96,7 @@ def main():
     RUN_ARGS.extend(a.run_args.split())
     rows = a.rows.split(",") if a.rows else programs.ROWS
     work = a.work or tempfile.mkdtemp(prefix="gpuscope-nonintrusion-")
+    os.makedirs(work, exist_ok=True)
     deadline = time.monotonic() + a.budget_s
     runs = {row: {"untraced": [], "traced": []} for row in rows}
     pairs_done = 0
@@ -91,6 +104,8 @@ def main():
         if time.monotonic() > deadline:
             break
         for row in rows:
+            if any("error" in r for r in runs[row]["untraced"] + runs[row]["traced"]):
+                continue  # a row that failed once is not run again
             order = (False, True) if p % 2 == 0 else (True, False)
             for traced in order:
                 r = run_once(row, a.steps, traced, a.gpuscope, work, f"{'t' if traced else 'u'}{p}")
@@ -118,7 +133,7 @@ def main():
             found = f"last third {ut:.2f} -> {tt:.2f} ms ({100 * (tt / ut - 1):+.1f}%); "
         else:
             found = ""
-        found += steps_found(a.gpuscope, t[-1]["capture"])
+        found += steps_found(a.gpuscope, t[-1]["captures"])
         print(f"| {row} | {um:.2f} | {tm:.2f} | {100 * (tm / um - 1):+.1f}% | {dynamo_text(u)} -> {dynamo_text(t)} | "
               f"{'yes' if same else 'NO'} | {found} ({len(u[0]['step_ms'])} x {um:.2f} ms) |")
     return 0
