@@ -277,11 +277,18 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   if (capped) {
     // What a plain run left untraced, and why: the bootstrap marks a stop after its steps; the
     // time cap shows in how long the program ran.
-    std::optional<int64_t> steps;
+    std::optional<int64_t> steps, fine_us, period_ns;
     for (const auto& t : traces) {
       if (auto s = host_mark_max(t, "capped_after_steps")) steps = std::max(steps.value_or(0), *s);
+      if (auto s = host_mark_max(t, "capped_after_us")) fine_us = std::max(fine_us.value_or(0), *s);
+      if (auto s = host_mark_max(t, "loop_period_ns")) period_ns = std::max(period_ns.value_or(0), *s);
     }
-    if (steps)
+    if (fine_us)
+      fmt::print(stderr, "gpuscope run: the step loop turns every {:.1f} us, too fast for each turn to be worth "
+                 "tracing: traced {:.1f} s of it, then detached CUPTI; the rest of the run ran untraced "
+                 "(--whole traces it all)\n", static_cast<double>(period_ns.value_or(0)) / 1e3,
+                 static_cast<double>(*fine_us) / 1e6);
+    else if (steps)
       fmt::print(stderr, "gpuscope run: traced the first {} steps, then detached CUPTI: the rest of the run ran "
                  "untraced so that a long job keeps its speed (--whole traces it all)\n", *steps);
     else if (child_s * 1000 > static_cast<double>(kDefaultTraceMs))

@@ -872,6 +872,20 @@ def main():""").replace("""    for step in range(int(os.environ.get("ITERS", "60
         self.assertRegex(marks[0], r"^gpuscope\.host#time_window_us=500000,loop_period_ns=\d+$")
         self.assertEqual([r["control"] for r in records if "control" in r], [1, 0])
 
+    def test_capped_whole_run_of_a_fine_loop_ends_its_trace(self):
+        program = self.PLAIN.replace("""    for step in range(int(os.environ.get("ITERS", "60"))):   # the step loop
+        for i in range(int(os.environ.get("LAYERS", "4"))):
+            h = layer(h)
+        read_stats(h)""", """    end = time.perf_counter() + 1.5
+    while time.perf_counter() < end:
+        h = h + 1""")
+        self.run_loop(program, env={"GPUSCOPE_MAX_STEPS": "300", "GPUSCOPE_FINE_LOOP_S": "0.3"})
+        records = self.records()
+        marks = [r["name"] for r in records if r.get("kind") == "mark" and "capped_after_us" in r["name"]]
+        self.assertEqual(len(marks), 1, marks)
+        self.assertRegex(marks[0], r"^gpuscope\.host#capped_after_us=\d+,loop_period_ns=\d+$")
+        self.assertEqual([r["control"] for r in records if "control" in r], [0])
+
     def test_no_step_source_opens_a_time_window(self):
         program = self.PLAIN.replace("""    for step in range(int(os.environ.get("ITERS", "60"))):   # the step loop
         for i in range(int(os.environ.get("LAYERS", "4"))):

@@ -55,7 +55,8 @@ one more mark gives the same median on the GPU's timeline, `untraced_device_step
 
 A whole run (no --steps) stops tracing after GPUSCOPE_MAX_STEPS steps (`gpuscope run` sets 300;
 0: never), marking `gpuscope.host#capped_after_steps=N` first, so a job of hours pays for its
-first steps only.
+first steps only; where the step loop turns too fast to mark, GPUSCOPE_FINE_LOOP_S (default 5)
+after it was found (`gpuscope.host#capped_after_us=T,loop_period_ns=P`).
 
 When no step source has appeared GPUSCOPE_STEP_WAIT_S seconds (default 20) after CUDA started,
 the window opens anyway for a time (the step loop's period x N when one was found too fine to
@@ -862,6 +863,20 @@ def _fall_back(finder, since_cuda_s):
     _state["torch"].cuda.nvtx.mark(f"{_HOST_MARK_PREFIX}time_window_us={int(duration * 1e6)},{reason}")
 
 
+def _cap_fine_loop(finder, now):
+    """A capped whole run whose step loop turns too fast to mark: each iteration costs the
+    tracer about as much as the iteration itself, and no step count will end the trace. It ends
+    GPUSCOPE_FINE_LOOP_S (default 5) after the loop was found, marked first."""
+    found = _state.setdefault("fine_found_at", now)
+    if now - found < _env_seconds("GPUSCOPE_FINE_LOOP_S", 5):
+        return
+    _state["torch"].cuda.nvtx.mark(
+        f"{_HOST_MARK_PREFIX}capped_after_us={int((now - found) * 1e6)},loop_period_ns={int(finder.fine_period_s * 1e9)}")
+    _window["state"] = "done"
+    _trace_control(False)
+    _detach()
+
+
 def _start_sampler(torch=None):
     thread = threading.Thread(target=_guarded(_sample_loop), name="gpuscope-py-sampler", daemon=True)
     _state["sampler"] = thread
@@ -892,7 +907,8 @@ def _sample_loop():
                 finder.stop()
             return
         searching = finder is not None and finder.chosen is None and not finder.stopped
-        if hz <= 0 and not searching and w["state"] == "always":
+        fine_capped = w["max_steps"] and finder is not None and finder.fine_period_s
+        if hz <= 0 and not searching and w["state"] == "always" and not fine_capped:
             return
         frame = None
         try:
@@ -903,6 +919,8 @@ def _sample_loop():
                 finder.observe(frame, now)
             if w["state"] == "waiting":
                 _fall_back(finder, now - started)
+            elif w["state"] == "always" and w["max_steps"] and finder is not None and finder.fine_period_s:
+                _cap_fine_loop(finder, now)
             elif w["state"] == "open" and w["close_at"] is not None and now >= w["close_at"]:
                 _close_window()
             elif hz > 0 and frame is not None and _active():
