@@ -111,7 +111,8 @@ def main():
                 r = run_once(row, a.steps, traced, a.gpuscope, work, f"{'t' if traced else 'u'}{p}")
                 runs[row]["traced" if traced else "untraced"].append(r)
             print(f"pair {p + 1} {row}: " + " ".join(
-                f"{k} {v[-1].get('run_ms', float('nan')):.2f}ms" for k, v in runs[row].items()), file=sys.stderr, flush=True)
+                f"{k} {v[-1].get('run_ms', float('nan')):.2f} ms/step, {sum(v[-1].get('step_ms', [])) / 1e3:.2f} s in steps"
+                for k, v in runs[row].items()), file=sys.stderr, flush=True)
         pairs_done += 1
     print(f"{pairs_done} interleaved pairs per row, {a.steps} steps per run, median step time after 5 warm-up steps"
           + (f"; traced with `gpuscope run {a.run_args}`" if a.run_args else ""))
