@@ -227,6 +227,18 @@ STUB = {
     """,
 }
 
+# Replaces the bootstrap's trace control (the injection library's) by a log line.
+CONTROL = """
+import _gpuscope_boot
+
+def control(open_window):
+    with open(os.environ["STUB_LOG"], "a") as f:
+        f.write(json.dumps({"control": int(open_window)}) + "\\n")
+    return True
+
+_gpuscope_boot._trace_control = control
+"""
+
 # A model of two inner modules: only Model is outermost.
 MODEL = """
 import torch.nn as nn
@@ -622,15 +634,7 @@ import json, os
 import torch
 import torch.nn as nn
 from torch.optim.optimizer import AdamW
-import _gpuscope_boot
-
-def control(open_window):
-    with open(os.environ["STUB_LOG"], "a") as f:
-        f.write(json.dumps({"control": int(open_window)}) + "\\n")
-    return True
-
-_gpuscope_boot._trace_control = control
-
+""" + CONTROL + """
 class Model(nn.Module):
     def forward(self, x):
         return x + 1
@@ -782,15 +786,7 @@ class LoopTest(Harness):
     PLAIN = """
 import json, os, time
 import torch
-import _gpuscope_boot
-
-def control(open_window):
-    with open(os.environ["STUB_LOG"], "a") as f:
-        f.write(json.dumps({"control": int(open_window)}) + "\\n")
-    return True
-
-_gpuscope_boot._trace_control = control
-
+""" + CONTROL + """
 def layer(h):
     time.sleep(0.001)
     return h + 1
@@ -857,13 +853,17 @@ def main():""").replace("""    for step in range(int(os.environ.get("ITERS", "60
         self.assertGreaterEqual(len(starts), 30)
         self.assertEqual(len(set(starts)), 1, starts[:3])
 
-    def test_loop_too_fine_to_mark_opens_a_time_window(self):
-        program = self.PLAIN.replace("""    for step in range(int(os.environ.get("ITERS", "60"))):   # the step loop
+    def fine_loop(self, seconds):
+        """PLAIN with its step loop replaced by one that turns in about a microsecond."""
+        return self.PLAIN.replace("""    for step in range(int(os.environ.get("ITERS", "60"))):   # the step loop
         for i in range(int(os.environ.get("LAYERS", "4"))):
             h = layer(h)
-        read_stats(h)""", """    end = time.perf_counter() + 2.5
+        read_stats(h)""", f"""    end = time.perf_counter() + {seconds}
     while time.perf_counter() < end:
         h = h + 1""")
+
+    def test_loop_too_fine_to_mark_opens_a_time_window(self):
+        program = self.fine_loop(2.5)
         self.run_loop(program, env={"GPUSCOPE_STEPS": "50", "GPUSCOPE_SKIP_STEPS": "5"})
         records = self.records()
         self.assertEqual(self.iter_starts(), [])
@@ -873,12 +873,7 @@ def main():""").replace("""    for step in range(int(os.environ.get("ITERS", "60
         self.assertEqual([r["control"] for r in records if "control" in r], [1, 0])
 
     def test_capped_whole_run_of_a_fine_loop_ends_its_trace(self):
-        program = self.PLAIN.replace("""    for step in range(int(os.environ.get("ITERS", "60"))):   # the step loop
-        for i in range(int(os.environ.get("LAYERS", "4"))):
-            h = layer(h)
-        read_stats(h)""", """    end = time.perf_counter() + 1.5
-    while time.perf_counter() < end:
-        h = h + 1""")
+        program = self.fine_loop(1.5)
         self.run_loop(program, env={"GPUSCOPE_MAX_STEPS": "300", "GPUSCOPE_FINE_LOOP_S": "0.3"})
         records = self.records()
         marks = [r["name"] for r in records if r.get("kind") == "mark" and "capped_after_us" in r["name"]]
