@@ -8,6 +8,7 @@
 #include <deque>
 #include <future>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -549,6 +550,9 @@ class EventParser {
         e.tid = id_of(ev_.tid_num, ev_.tid_str, named_tid);
         e.name = name;
         e.kind = cat == Category::kOp ? HostEventKind::kOp : HostEventKind::kAnnotation;
+        // PyTorch 1.9 and earlier write the profiler's step marker with cat "Operator", like the
+        // ops: it is the step range (an annotation), whatever category it comes under.
+        if (ev_.name.starts_with("ProfilerStep#")) e.kind = HostEventKind::kAnnotation;
         if (ev_.has_shapes) {
           e.first_arg = static_cast<uint32_t>(trace_.op_args.size());
           const size_t n = std::min<size_t>(ev_.dims_rank.size(), UINT16_MAX);
@@ -683,6 +687,7 @@ class KinetoReader {
           "+-3e18 ns and durations under 1e15 ns (11.6 days)",
           t.bad_times, t.bad_times == 1 ? "" : "s", t.first_bad_time_offset, t.first_bad_time_reason));
     }
+    describe_unlisted_devices();
     trace_.sort_events();
     return std::move(trace_);
   }
@@ -692,6 +697,31 @@ class KinetoReader {
   // One JSON value (an event, a metadata object, a string) is held whole in the buffer: a
   // larger one is not a profiler trace (a 3 GB string once took 4 GB before failing).
   static constexpr uint64_t kMaxValueBytes = 256ull << 20;
+
+  // deviceProperties numbers the devices the process sees; kernels may carry another index (the
+  // physical one, under CUDA_VISIBLE_DEVICES): kernels on device 2 with properties for 0 only.
+  // Where every described device is one model, that description is the GPU's whatever its
+  // index, so each unlisted device that ran work gets a copy with its own id; where the models
+  // differ, which one ran the work is unknown and the device stays undescribed.
+  void describe_unlisted_devices() {
+    if (trace_.devices.empty()) return;
+    for (const Device& d : trace_.devices) {
+      if (d.name != trace_.devices.front().name) return;
+    }
+    std::set<int32_t> unlisted;
+    const auto note = [&](int32_t id) {
+      if (!trace_.find_device(id)) unlisted.insert(id);
+    };
+    for (const Kernel& k : trace_.kernels) note(k.device);
+    for (const Memcpy& m : trace_.memcpys) note(m.device);
+    for (const Memset& m : trace_.memsets) note(m.device);
+    const Device model = trace_.devices.front();
+    for (int32_t id : unlisted) {
+      Device d = model;
+      d.id = id;
+      trace_.devices.push_back(std::move(d));
+    }
+  }
 
   size_t available() const { return end_ - pos_; }
   uint64_t offset(size_t pos) const { return base_ + pos; }
