@@ -89,8 +89,10 @@ GapStart gap_start(const ThreadTimeline* thread, const Interval& gap) {
 IdleCauseId idle_cause_at(bool copying, uint16_t flags, const GapStart& start, bool host_known,
                           const PySample* sample, bool collective) {
   if (copying || ((flags & kHostMemcpy) && !(flags & kHostCopyWait))) return IdleCauseId::kMemcpy;
-  // Blocked in a copy that moves next to nothing: waiting for the GPU, a synchronisation.
-  if ((flags & kHostCopyWait) && (flags & kHostBlocking)) return IdleCauseId::kSync;
+  // In a copy call that moves next to nothing (or stays on the device) with no copy running:
+  // blocked, it waits for the GPU (a synchronisation); asynchronous, it is the call's own
+  // overhead in issuing GPU work, as a launch's.
+  if (flags & kHostCopyWait) return (flags & kHostBlocking) ? IdleCauseId::kSync : IdleCauseId::kLaunch;
   if (flags & kHostAlloc) return IdleCauseId::kAlloc;
   if (flags & kHostInput) return IdleCauseId::kInput;
   if ((flags & kHostCollective) || collective) return IdleCauseId::kCollective;
