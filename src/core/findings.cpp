@@ -27,6 +27,8 @@ std::string top_names(const IdleCause& c) {
   return out;
 }
 
+double launch_claimed_host_ns(const FindingContext& f);
+
 // The common estimate of the idle-cause rules: that idle removed, less the tracer's part.
 double speedup_removing_idle(const FindingContext& f, const IdleCause& c) {
   return f.speedup_removing(steady_idle_ns(c));
@@ -110,6 +112,12 @@ std::optional<Finding> host_bound(const FindingContext& f) {
     ev += fmt::format("; of them {} per step inside the optimizer step are optimizer-unfused's",
                       fmt_ms(static_cast<int64_t>(static_cast<double>(c->optimizer_ns) / f.steps())));
   }
+  if (const double by_launch = std::min(saved, launch_claimed_host_ns(f)); by_launch > 0) {
+    saved -= by_launch;
+    ev += fmt::format("; of them {} per step at the code that issues the launches are launch-bound's (a CUDA "
+                      "graph of the step removes them)",
+                      fmt_ms(static_cast<int64_t>(by_launch / f.steps())));
+  }
   if (const int64_t between = scheduling_gap_ns(f); between > 0) {
     const double claimed = std::min(saved, static_cast<double>(between));
     saved -= claimed;
@@ -186,9 +194,33 @@ bool replays_cuda_graphs(const Trace& t) {
   return false;
 }
 
+// The host idle launch-bound claims (0 when it does not fire): where most kernels run shorter
+// than their launch call, the step is bound by issuing and its fix (a CUDA graph of the step, or
+// torch.compile's reduce-overhead) replays the step without running the code that issues it, so
+// the host gaps at that code (the lines and ops that also fill launch idle,
+// IdleCause::launching_code_ns) go with the launch gaps. Host gaps at code that launches nothing
+// (data preparation, numpy, logging) are not replaced by a replay: they stay host-bound's. Less
+// the optimizer's part where optimizer-unfused claims it, and the gaps between inference
+// iterations, which scheduling-gap claims.
+double launch_claimed_host_ns(const FindingContext& f) {
+  const LaunchStats& launch = f.report.launch;
+  if (!idle_trigger(f, IdleCauseId::kLaunch) || !launch.shorter_than_launch_pct || *launch.shorter_than_launch_pct < 50) {
+    return 0;
+  }
+  const IdleCause& host = f.idle(IdleCauseId::kHost);
+  if (host.ns <= 0 || host.launching_code_ns <= 0) return 0;
+  // The same share of the host idle that a fix can remove (the tracer's part and one-off
+  // start-up left out).
+  double claimed = steady_idle_ns(host) * static_cast<double>(std::min(host.launching_code_ns, host.ns)) /
+                   static_cast<double>(host.ns);
+  if (optimizer_unfused_fires(f)) claimed = std::max(0.0, claimed - static_cast<double>(host.optimizer_ns));
+  // The gaps between inference iterations are scheduling-gap's.
+  return std::max(0.0, claimed - static_cast<double>(scheduling_gap_ns(f)));
+}
+
 // Estimate: the launch gaps go, less what the optimizer finding claims (launch gaps inside a
-// per-tensor optimizer step are its cost). Host gaps are host-bound's: each gap is claimed by
-// one finding only.
+// per-tensor optimizer step are its cost), and the host gaps launch_claimed_host_ns gives it.
+// Each gap is claimed by one finding only: host-bound leaves those host gaps out.
 std::optional<Finding> launch_bound(const FindingContext& f) {
   const IdleCause* c = idle_trigger(f, IdleCauseId::kLaunch);
   if (!c) return std::nullopt;
@@ -204,6 +236,13 @@ std::optional<Finding> launch_bound(const FindingContext& f) {
     saved -= static_cast<double>(c->optimizer_ns);
     ev += fmt::format("; of them {} per step inside the optimizer step are optimizer-unfused's",
                       fmt_ms(static_cast<int64_t>(static_cast<double>(c->optimizer_ns) / f.steps())));
+  }
+  if (const double host = launch_claimed_host_ns(f); host > 0) {
+    saved += host;
+    ev += fmt::format("; most kernels run shorter than their launch call, so the step is bound by issuing: a CUDA "
+                      "graph replays it without the code that issues it, and the host gaps at that code ({} per "
+                      "step) go too",
+                      fmt_ms(static_cast<int64_t>(host / f.steps())));
   }
   const bool graphs = replays_cuda_graphs(f.device.trace);
   const bool compiled = uses_torch_compile(f);

@@ -30,14 +30,23 @@ std::pair<double, double> printed_estimate(const Finding& f) {
   return {a, b};
 }
 
-// 40 us per iteration: 20 us of CPU work in an op that launches nothing, a 10 us launch call, a
-// 2 us kernel. The kernels run shorter than their launch calls; most of the idle is host work.
+// Steps of 500 us: 200 us of data preparation on the CPU (an op that launches nothing), then
+// ten 2 us kernels, each launched by a 10 us call inside the model's forward op after 15 us of
+// its own host code. The kernels run shorter than their launch calls: a CUDA graph removes the
+// launches and the forward's code that issues them, not the data preparation.
 Trace launch_and_host_gaps() {
   TraceBuilder b;
-  for (int i = 0; i < 50; ++i) {
-    const double t = 100 + i * 40.0;
-    b.op(t, t + 20, "cpu_work");
-    b.kernel(t + 31, t + 33, "vectorized_elementwise_kernel<Add>", 1000, 0, 7, t + 20, 10);
+  for (int step = 0; step < 6; ++step) {
+    const double s = 100 + step * 500.0;
+    b.annotation(s, s + 500, "ProfilerStep#" + std::to_string(step));
+    b.op(s, s + 200, "prepare_batch_on_cpu");
+    b.op(s + 499, s + 499, "autograd::engine::evaluate_function: AddBackward0");  // Training, not serving.
+    for (int i = 0; i < 10; ++i) {
+      const double t = s + 200 + i * 27.0;
+      b.op(t, t + 12, "model.py:12 forward");       // Its code between launches...
+      b.op(t + 12, t + 25, "model.py:12 forward");  // ...and the same code issuing a launch.
+      b.kernel(t + 26, t + 28, "vectorized_elementwise_kernel<Add>", 1000, 0, 7, t + 15, 10);
+    }
   }
   return b.build();
 }
@@ -52,6 +61,10 @@ TEST(Contradictions, LaunchAndHostFindingsClaimEachGapOnce) {
   const double saved = (1 - 1 / *launch->est_speedup) + (1 - 1 / *host->est_speedup);
   const double idle = (cause(r, "launch").pct + cause(r, "host").pct) / 100;
   EXPECT_LE(saved, idle + 1e-9);
+  // The data preparation stays host-bound's, the Python between launches is launch-bound's.
+  EXPECT_NE(host->evidence.find("launch-bound's"), std::string::npos) << host->evidence;
+  EXPECT_NE(host->evidence.find("prepare_batch_on_cpu"), std::string::npos) << host->evidence;
+  EXPECT_NE(launch->evidence.find("go too"), std::string::npos) << launch->evidence;
   // Each multiplier follows from the step its evidence prints.
   for (const Finding* f : {launch, host}) {
     const auto [before, after] = printed_estimate(*f);

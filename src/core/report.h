@@ -85,6 +85,9 @@ struct IdleCause {
   // Of ns, the part inside one-off calls and CUDA graph captures (kHostOneOff): start-up, left
   // out of every estimate (not in the JSON).
   int64_t one_off_ns = 0;
+  // Of ns (host cause), the part at code lines or ops that also fill launch idle: the code that
+  // issues the step's launches, which a CUDA graph replay does not run (not in the JSON).
+  int64_t launching_code_ns = 0;
 };
 
 struct CategoryTime {
