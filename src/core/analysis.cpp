@@ -88,6 +88,11 @@ std::string describe_without_gpu_work(const Trace& t) {
     return fmt::format("no GPU kernels, copies or sets, and none issued: {} CUDA API calls but no launches",
                        t.api_calls.size());
   }
+  if (!t.other_accelerator.empty()) {
+    return fmt::format("no GPU kernels, copies or sets: the device work is on an accelerator gpuscope does not "
+                       "analyse ({}, such as MTIA's), beside {} CPU ops and {} annotations",
+                       t.other_accelerator, ops, annotations);
+  }
   if (ops + annotations == 0) return "no GPU kernels, copies or sets, and no CUDA calls or CPU ops either: nothing gpuscope reads";
   return fmt::format("no GPU kernels, copies or sets: CPU events only ({} ops, {} annotations, no CUDA calls) "
                      "and the trace lists {}: {}",
@@ -147,7 +152,7 @@ TraceAnalysis analyze_one_trace(const Trace& trace, const AnalysisOptions& optio
   if (a.devices.empty()) {
     a.rejected = fmt::format("{}: {}", trace.source, describe_without_gpu_work(trace));
     a.valid_without_gpu_work = !trace.truncated && !(trace.api_calls.empty() && trace.host_events.empty() &&
-                                                     trace.device_samples.empty());
+                                                     trace.device_samples.empty() && trace.other_accelerator.empty());
   } else {
     a.facts = rank_facts(trace, a.devices);
   }

@@ -328,6 +328,14 @@ Category category_of(std::string_view cat) {
   return Category::kIgnored;
 }
 
+// Kineto's activity types of accelerators whose work gpuscope does not analyse: Meta's MTIA
+// ("mtia_runtime", "mtia_ccp_events", "mtia_insight"), Intel's XPU and Gaudi HPU, PyTorch's
+// PrivateUse1 backends.
+bool accelerator_category(std::string_view cat) {
+  return cat.starts_with("mtia") || cat.starts_with("xpu") || cat.starts_with("hpu") ||
+         cat.starts_with("privateuse1");
+}
+
 CopyKind copy_kind(std::string_view name) {
   if (name.find("HtoD") != std::string_view::npos) return CopyKind::kHtoD;
   if (name.find("DtoH") != std::string_view::npos) return CopyKind::kDtoH;
@@ -345,8 +353,16 @@ struct EventTally {
   int64_t events = 0, skipped = 0, bad_times = 0;
   uint64_t first_skip_offset = 0, first_bad_time_offset = 0;
   std::string first_skip_reason, first_bad_time_reason;
+  // Events of an accelerator other than a CUDA or ROCm GPU (accelerator_category), and the
+  // first one's category.
+  int64_t other_accelerator = 0;
+  std::string other_accelerator_cat;
 
   void add(EventTally&& later) {
+    if (other_accelerator == 0 && later.other_accelerator > 0) {
+      other_accelerator_cat = std::move(later.other_accelerator_cat);
+    }
+    other_accelerator += later.other_accelerator;
     if (skipped == 0 && later.skipped > 0) {
       first_skip_offset = later.first_skip_offset;
       first_skip_reason = std::move(later.first_skip_reason);
@@ -407,6 +423,9 @@ class EventParser {
         ok = !v.get_string().get(ev_.cat);
         if (ok && category_of(ev_.cat) == Category::kIgnored) {
           ++tally_.events;
+          if (accelerator_category(ev_.cat) && tally_.other_accelerator++ == 0) {
+            tally_.other_accelerator_cat = std::string(ev_.cat);
+          }
           return;
         }
       }
@@ -686,6 +705,9 @@ class KinetoReader {
           "dropped {} event{} whose times are out of range (first at byte {}: {}); times must lie within "
           "+-3e18 ns and durations under 1e15 ns (11.6 days)",
           t.bad_times, t.bad_times == 1 ? "" : "s", t.first_bad_time_offset, t.first_bad_time_reason));
+    }
+    if (t.other_accelerator > 0) {
+      trace_.other_accelerator = fmt::format("{} {} events", t.other_accelerator, t.other_accelerator_cat);
     }
     describe_unlisted_devices();
     trace_.sort_events();

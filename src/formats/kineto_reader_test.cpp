@@ -224,6 +224,24 @@ TEST(KinetoReader, PropertiesOfOneModelDescribeTheDeviceThatRanTheKernels) {
   EXPECT_EQ(d->name, "NVIDIA A100-SXM4-80GB");
 }
 
+// An MTIA trace: CPU ops and the accelerator's own activity types, no CUDA: described as work
+// on another accelerator, a valid trace (not bad input, not "CPU-only").
+TEST(KinetoReader, AcceleratorWorkGpuscopeDoesNotAnalyseIsDescribed) {
+  auto t = read_kineto_buffer(R"json({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 5},
+    {"ph": "X", "cat": "mtia_runtime", "name": "mtiaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 2},
+    {"ph": "X", "cat": "mtia_ccp_events", "name": "gemm", "pid": 2, "tid": 3, "ts": 4, "dur": 9}]})json", "mtia");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  std::vector<Trace> traces;
+  traces.push_back(std::move(t).value());
+  const Report r = analyze_traces(traces, {});
+  EXPECT_TRUE(r.rejected.empty());
+  ASSERT_EQ(r.without_gpu_work.size(), 1u);
+  EXPECT_NE(r.without_gpu_work[0].find("accelerator gpuscope does not analyse (2 mtia_runtime events"),
+            std::string::npos) << r.without_gpu_work[0];
+  EXPECT_EQ(r.without_gpu_work[0].find("CPU-only"), std::string::npos) << r.without_gpu_work[0];
+}
+
 TEST(KinetoReader, BareEventArrayIsAccepted) {
   auto t = read_kineto_buffer(R"json([{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2}])json", "array");
   ASSERT_TRUE(t.ok()) << t.status().message();
