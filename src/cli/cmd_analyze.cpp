@@ -84,11 +84,12 @@ int report_analyses(std::vector<TraceAnalysis> parts, const AnalyzeCliOptions& o
   const std::optional<CsvTable> csv = o.csv.empty() ? std::nullopt : csv_table_from_name(o.csv);
   const Report report = combine_analyses(std::move(parts), options);
   for (const auto& w : report.warnings) fmt::print(stderr, "gpuscope: warning: {}\n", terminal_safe(w));
-  if (report.devices.empty()) {
+  if (report.devices.empty() && !report.rejected.empty()) {
     for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: {}\n", terminal_safe(r));
     return 2;
   }
   for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: skipped {}\n", terminal_safe(r));
+  // A valid trace without GPU work is described (exit 0), not refused as bad input.
   const std::string text = csv    ? report_to_csv(report, *csv)
                            : o.json ? report_to_json(report)
                                     : render_report(report, style_for(stdout));

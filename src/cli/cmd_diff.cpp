@@ -77,7 +77,9 @@ StatusOr<Report> load_side(const std::string& tag, const std::string& path, cons
   for (const auto& w : report.warnings) fmt::print(stderr, "gpuscope: warning: {}: {}\n", tag, w);
   if (report.devices.empty()) {
     return Status::error(fmt::format("{} {}: nothing to compare: {}", tag, path,
-                                     report.rejected.empty() ? "no GPU activity" : report.rejected.front()));
+                                     !report.rejected.empty()           ? report.rejected.front()
+                                     : !report.without_gpu_work.empty() ? report.without_gpu_work.front()
+                                                                        : "no GPU activity"));
   }
   for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: {}: skipped {}\n", tag, r);
   return report;

@@ -127,7 +127,9 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   if (d.hw_tensor_active_pct) out += headline_row(p, "Tensor active (hw)", d.hw_tensor_active_pct, "GPM, sampled");
   out += headline_row(p, "MFU", d.mfu_pct, d.mfu_pct ? "model FLOPs / dense peak" : "needs --model or --flops-per-step");
   out += headline_row(p, "HFU (matmul)", d.hfu_pct,
-                      d.hfu_pct ? "matmul FLOPs from shapes / peak" : "needs record_shapes=True, known peak");
+                      d.hfu_pct                     ? "matmul FLOPs from shapes / peak"
+                      : !d.hfu_unavailable.empty() ? d.hfu_unavailable
+                                                   : "needs record_shapes=True, known peak");
   if (d.peak_tflops) out += p.dim(fmt::format("  peak {:.1f} TFLOP/s: {}", *d.peak_tflops, d.peak_basis)) + "\n";
   if (!d.model_flops_formula.empty()) out += p.dim(wrap_text("model FLOPs: " + d.model_flops_formula, width, "  "));
   if (d.matmul_flops_per_step) {
@@ -320,6 +322,10 @@ std::string render_report(const Report& report, const TextStyle& style) {
     out += "\n";
     render_rank_table(out, report.devices, p);
     render_findings(out, r.findings, p, style.width);
+  }
+  for (const std::string& w : report.without_gpu_work) {
+    if (!out.empty()) out += "\n";
+    out += p.bold("No GPU work") + "\n  " + w + "\n";
   }
   return out;
 }

@@ -3,6 +3,7 @@
 #include <set>
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 
 #include "core/communication.h"
 #include "core/device_context.h"
@@ -87,12 +88,39 @@ std::string describe_without_gpu_work(const Trace& t) {
     return fmt::format("no GPU kernels, copies or sets, and none issued: {} CUDA API calls but no launches",
                        t.api_calls.size());
   }
+  if (!t.other_accelerator.empty()) {
+    return fmt::format("no GPU kernels, copies or sets: the device work is on an accelerator gpuscope does not "
+                       "analyse ({}, such as MTIA's), beside {} CPU ops and {} annotations",
+                       t.other_accelerator, ops, annotations);
+  }
   if (ops + annotations == 0) return "no GPU kernels, copies or sets, and no CUDA calls or CPU ops either: nothing gpuscope reads";
   return fmt::format("no GPU kernels, copies or sets: CPU events only ({} ops, {} annotations, no CUDA calls) "
                      "and the trace lists {}: {}",
                      ops, annotations, gpus,
-                     t.devices.empty() ? "a CPU-only process, or a profile without ProfilerActivity.CUDA"
+                     t.devices.empty() ? "a CPU-only process, a profile without ProfilerActivity.CUDA, or work on "
+                                         "an accelerator whose activity gpuscope does not read (MTIA)"
                                        : "the profiler ran without ProfilerActivity.CUDA");
+}
+
+// What the estimates left out as start-up (DeviceReport::one_off_ns), and whether anything
+// steady is left: one-off calls that fill half the window or more mean the trace holds no
+// steady state.
+std::optional<std::string> one_off_warning(const DeviceReport& d) {
+  // Said where it shows at the report's precision (idle shares to 0.1% of the window).
+  if (pct(static_cast<double>(d.one_off_ns), static_cast<double>(d.window_ns)) < 0.05) return std::nullopt;
+  std::vector<std::string> calls;
+  for (size_t i = 0; i < d.one_off_calls.size() && i < 3; ++i) {
+    calls.push_back(fmt::format("{} {}", d.one_off_calls[i].name, fmt_ms(d.one_off_calls[i].ns)));
+  }
+  std::string w = fmt::format("GPU {}: {} of GPU idle time is in one-off calls ({}): start-up or warm-up (first-launch "
+                              "code loading, context set-up, CUDA graph capture, teardown), not the steady state; the "
+                              "estimates leave it out",
+                              d.device, fmt_ms(d.one_off_ns), fmt::join(calls, ", "));
+  if (2 * d.one_off_ns >= d.window_ns) {
+    w += "; it fills most of the window, so the trace holds no steady state: profile whole steps after warm-up "
+         "(torch.profiler.schedule with warmup steps)";
+  }
+  return w;
 }
 
 }  // namespace
@@ -127,9 +155,12 @@ TraceAnalysis analyze_one_trace(const Trace& trace, const AnalysisOptions& optio
           "pattern): its {:.1f} ms of GPU activity are analysed as one window, start-up and warm-up included; "
           "trace more steps (a longer run, or --steps) for findings about the steady state",
           trace.source, d.device, static_cast<double>(d.window_ns) / 1e6));
+    if (const std::optional<std::string> w = one_off_warning(d)) a.warnings.push_back(fmt::format("{}: {}", trace.source, *w));
   }
   if (a.devices.empty()) {
     a.rejected = fmt::format("{}: {}", trace.source, describe_without_gpu_work(trace));
+    a.valid_without_gpu_work = !trace.truncated && !(trace.api_calls.empty() && trace.host_events.empty() &&
+                                                     trace.device_samples.empty() && trace.other_accelerator.empty());
   } else {
     a.facts = rank_facts(trace, a.devices);
   }
@@ -149,7 +180,7 @@ Report combine_analyses(std::vector<TraceAnalysis> parts, const AnalysisOptions&
   for (TraceAnalysis& a : parts) {
     for (auto& w : a.warnings) report.warnings.push_back(std::move(w));
     if (a.devices.empty()) {
-      report.rejected.push_back(std::move(a.rejected));
+      (a.valid_without_gpu_work ? report.without_gpu_work : report.rejected).push_back(std::move(a.rejected));
       continue;
     }
     with_gpu_work.push_back(std::move(a.facts));

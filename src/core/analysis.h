@@ -30,7 +30,8 @@ std::vector<DeviceReport> analyze_trace(const Trace& trace, const AnalysisOption
 // one job only if they agree (ranks.h, job_disagreement) or options.as_job: then a cross-rank
 // summary (with the straggler finding) is added; otherwise each stays a separate analysis and
 // a line in Report::warnings says why they were not combined. Traces with no GPU work are
-// listed in Report::rejected with what they hold instead.
+// listed with what they hold instead: in Report::without_gpu_work when valid, else in
+// Report::rejected.
 Report analyze_traces(const std::vector<Trace>& traces, const AnalysisOptions& options);
 
 // analyze_traces in two halves, so that each trace can be analysed as soon as it is read (on
@@ -39,7 +40,11 @@ Report analyze_traces(const std::vector<Trace>& traces, const AnalysisOptions& o
 struct TraceAnalysis {
   std::vector<std::string> warnings;     // The reader's, each prefixed with the trace's source.
   std::vector<DeviceReport> devices;     // Empty when the trace ran no GPU work...
-  std::string rejected;                  // ...and then what it holds instead.
+  std::string rejected;                  // ...and then what it holds instead...
+  // ...true where that is a valid trace of work without a GPU (CPU-only, another accelerator,
+  // counters only): described, not an error; false where the input is unusable (truncated,
+  // no events at all).
+  bool valid_without_gpu_work = false;
   RankFacts facts;                       // For the job check (ranks.h).
 };
 TraceAnalysis analyze_one_trace(const Trace& trace, const AnalysisOptions& options);

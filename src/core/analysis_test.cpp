@@ -224,15 +224,16 @@ TEST(Analysis, FusionCannotShortenAStepBelowItsCopies) {
   EXPECT_EQ(FindingById(only(b.build()), "kernel-fusion"), nullptr);
 }
 
-TEST(Analysis, TraceWithoutGpuWorkIsRejected) {
+TEST(Analysis, TraceWithoutGpuWorkIsDescribedNotRejected) {
   TraceBuilder b;
   b.op(0, 10, "aten::add");
   std::vector<Trace> traces;
   traces.push_back(b.build());
   const Report report = analyze_traces(traces, {});
   EXPECT_TRUE(report.devices.empty());
-  ASSERT_EQ(report.rejected.size(), 1u);
-  EXPECT_NE(report.rejected[0].find("no GPU kernels"), std::string::npos);
+  EXPECT_TRUE(report.rejected.empty());
+  ASSERT_EQ(report.without_gpu_work.size(), 1u);
+  EXPECT_NE(report.without_gpu_work[0].find("no GPU kernels"), std::string::npos);
 }
 
 TEST(Analysis, RankSummaryAcrossTraces) {

@@ -1,5 +1,9 @@
 #include "core/catalog.h"
 
+#include <cctype>
+#include <optional>
+#include <string>
+
 #include <cxxabi.h>
 
 #include <array>
@@ -23,13 +27,45 @@ std::string demangle_kernel_name(std::string_view name) {
   return std::string(out.get());
 }
 
-KernelInfo describe_kernel(std::string_view raw) {
-  // Copy and set activities arrive under the kernel names profilers give them.
-  if (raw.starts_with("Memcpy") || raw.starts_with("Memset") || raw.starts_with("memcpy") || raw.starts_with("memset")) {
-    return KernelInfo{KernelLibrary::kUnknown, KernelCategory::kCopySet, Precision::kUnknown};
+namespace {
+
+std::string lowercase(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// PyTorch's symmetric-memory collectives ("c10d::symmetric_memory::multimem_all_reduce_kernel",
+// "one_shot_all_reduce_kernel", "two_shot_all_reduce_kernel"): GPUs reading and writing each
+// other's memory over NVLink, communication like NCCL's kernels, not a reduction.
+bool symmetric_memory_collective(const ParsedName& p) {
+  const std::string q = lowercase(p.qualified);
+  if (q.find("symmetric_memory") != std::string::npos) return true;
+  const std::string b = lowercase(p.base);
+  return b.starts_with("multimem_") ||
+         ((b.starts_with("one_shot_") || b.starts_with("two_shot_")) &&
+          (b.find("all_reduce") != std::string::npos || b.find("allreduce") != std::string::npos));
+}
+
+// Block-scaled (microscaling) matrix math, Blackwell's MXFP8/MXFP4/NVFP4: the names carry the
+// scale type (ue8m0, ue4m3) or the MX format, and often a bf16 output type, which is not the
+// math's. The inputs decide: any fp8 operand (e4m3, e5m2; the mixed f8f6f4 kind runs at the fp8
+// rate) is fp8 math; only fp4 operands (e2m1) have no precision in the catalogue: unknown, never
+// bf16.
+std::optional<Precision> block_scaled_precision(std::string_view raw) {
+  const std::string n = lowercase(raw);
+  const auto has = [&](std::string_view s) { return n.find(s) != std::string::npos; };
+  if (!(has("ue8m0") || has("ue4m3") || has("mxf8") || has("mxf4") || has("mxfp") || has("nvf4") ||
+        has("block_scaled") || has("blockscaled"))) {
+    return std::nullopt;
   }
-  const ParsedName p = parse_name(raw);
+  if (has("e4m3") || has("e5m2") || has("mxf8") || has("mxfp8") || has("f8f6f4")) return Precision::kFp8;
+  return Precision::kUnknown;
+}
+
+KernelInfo describe_parsed(std::string_view raw, const ParsedName& p) {
   if (auto k = nccl_kernel(raw, p)) return *k;
+  if (symmetric_memory_collective(p)) return KernelInfo{KernelLibrary::kAten, KernelCategory::kCommunication, Precision::kUnknown};
   if (auto k = tensile_kernel(p)) return *k;
   if (auto k = nvjet_kernel(p)) return *k;
   if (auto k = triton_kernel(p)) return *k;
@@ -41,6 +77,21 @@ KernelInfo describe_kernel(std::string_view raw) {
   if (auto k = miopen_kernel(p)) return *k;
   if (auto k = aten_kernel(p)) return *k;
   return custom_kernel(p);
+}
+
+}  // namespace
+
+KernelInfo describe_kernel(std::string_view raw) {
+  // Copy and set activities arrive under the kernel names profilers give them.
+  if (raw.starts_with("Memcpy") || raw.starts_with("Memset") || raw.starts_with("memcpy") || raw.starts_with("memset")) {
+    return KernelInfo{KernelLibrary::kUnknown, KernelCategory::kCopySet, Precision::kUnknown};
+  }
+  const ParsedName p = parse_name(raw);
+  KernelInfo k = describe_parsed(raw, p);
+  if (is_matrix_math(k.category)) {
+    if (const std::optional<Precision> scaled = block_scaled_precision(raw)) k.precision = *scaled;
+  }
+  return k;
 }
 
 KernelCategory classify_kernel(std::string_view name) { return describe_kernel(name).category; }

@@ -208,6 +208,16 @@ TEST(Catalog, LibraryConventions) {
   is("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata"
      "<1>, at::native::(anonymous namespace)::LpNormFunctor<float, 2, float, float>, float*, int>(int)",
      C::kReduction, P::kFp32, L::kAten);
+  // Blackwell block-scaled GEMMs: the bf16 in the name is the output; fp8 inputs (MXFP8, or
+  // MXFP8 x MXFP4 at the f8f6f4 rate) are fp8 math; fp4-only has no catalogue type, never bf16.
+  is("cutlass3x_sm100_bstensorop_s256x128x128gemm_block_scaled_ue8m0xe4m3_ue8m0xe2m1_f32_bf16_bf16_256x128x128_2x1x1_0_tnt_align32",
+     C::kGemm, P::kFp8, L::kCutlass);
+  is("cutlass3x_sm100_bstensorop_s256x128x256gemm_block_scaled_ue8m0xe2m1_ue8m0xe2m1_f32_bf16_bf16_256x128x256_2x1x1_0_tnt_align32",
+     C::kGemm, P::kUnknown, L::kCutlass);
+  // Symmetric-memory all-reduce (NVLink multicast): communication, not a reduction.
+  is("void c10d::symmetric_memory::multimem_all_reduce_kernel<c10::BFloat16, 16, 4>(c10::BFloat16*, unsigned long)",
+     C::kCommunication, P::kUnknown, L::kAten);
+  is("multimem_all_reduce_kernel", C::kCommunication, P::kUnknown, L::kAten);
 }
 
 TEST(Catalog, DemanglesWhereItCan) {

@@ -18,7 +18,7 @@ using testing::TraceBuilder;
 constexpr std::string_view kNccl = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)";
 constexpr std::string_view kGemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64";
 
-// Four 1000 us steps (the last is dropped): compute [10, 10 + compute_us), then an all-reduce
+// Four 1000 us training steps (the last is dropped): compute [10, 10 + compute_us), then an all-reduce
 // from 10 + comm_start_us to 910 us; idle after it. Each all-reduce moves `nelems` floats.
 Trace steps_with_allreduce(double compute_us, double comm_start_us, int64_t nelems = 0, int64_t group = 4) {
   TraceBuilder b(132, "NVIDIA H100 80GB HBM3");
@@ -27,6 +27,8 @@ Trace steps_with_allreduce(double compute_us, double comm_start_us, int64_t nele
     b.annotation(t0, t0 + 1000, "ProfilerStep#" + std::to_string(i + 1));
     b.kernel(t0 + 10, t0 + 10 + compute_us, kGemm, 1000, 0, 7);
     b.kernel(t0 + 10 + comm_start_us, t0 + 910, kNccl, 8, 0, 20);
+    // A training step: the backward runs (while the GPU computes, so no idle changes).
+    b.op(t0 + 20, t0 + 21, "autograd::engine::evaluate_function: MmBackward0");
   }
   Trace t = b.build();
   if (nelems > 0) {

@@ -4,6 +4,7 @@
 #include "core/intervals.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include <fmt/core.h>
@@ -26,9 +27,19 @@ std::string top_names(const IdleCause& c) {
   return out;
 }
 
+double launch_claimed_host_ns(const FindingContext& f);
+
 // The common estimate of the idle-cause rules: that idle removed, less the tracer's part.
 double speedup_removing_idle(const FindingContext& f, const IdleCause& c) {
-  return f.speedup_removing(static_cast<double>(c.ns - c.tracing_ns.value_or(0)));
+  return f.speedup_removing(steady_idle_ns(c));
+}
+
+// Whether any name in the trace contains `word` (an op, annotation or kernel).
+bool trace_mentions(const Trace& t, std::string_view word) {
+  for (StringId id = 0; id < t.strings.size(); ++id) {
+    if (t.strings.view(id).find(word) != std::string_view::npos) return true;
+  }
+  return false;
 }
 
 std::optional<Finding> memcpy_stall(const FindingContext& f) {
@@ -49,20 +60,35 @@ std::optional<Finding> memcpy_stall(const FindingContext& f) {
     ev += fmt::format("; {} copies ({:.1f} MB) from pageable host memory", f.copies.pageable_count,
                       static_cast<double>(f.copies.pageable_bytes) / 1e6);
   }
-  const double base = static_cast<double>(f.report.untraced_window_est_ns.value_or(f.report.window_ns));
-  const double stalls = static_cast<double>(c->ns - c->tracing_ns.value_or(0));
+  const double base = f.base_ns();
+  const double stalls = steady_idle_ns(*c);
   const double fixed = std::max(base - stalls, copy_floor_ns);
   ev += fmt::format("; the copies themselves need about {} per step at {:.0f} GB/s", fmt_ms(static_cast<int64_t>(copy_floor_ns / f.steps())),
                     bw / 1e9);
-  return proposal("Copies stall the GPU", std::move(ev), f.speedup_removing(std::max(0.0, base - fixed)),
-                  fmt::format("Pin host memory (DataLoader pin_memory=True or tensor.pin_memory()), copy with "
-                              "non_blocking=True and issue the next batch's copy before this step's compute (a side "
-                              "stream, or the DataLoader's prefetch) so copies overlap compute; keep tensors on the "
-                              "GPU between steps. Estimate assumes pinned copies at {:.0f} GB/s{} that overlap "
-                              "compute.",
-                              bw / 1e9,
-                              f.copies.pinned_bytes_per_s ? " (the best pinned rate in this trace)"
-                                                          : " (assumed for the host link; none measured here)"));
+  // Advice follows the copies' kind: host memory is pinned only where copies touch the host;
+  // copies between device buffers are the program's own data movement on the GPU.
+  const bool host_copies = f.copies.pageable_count > 0 || f.copies.host_copy_ns > 0;
+  const bool device_copies = f.copies.device_copy_ns > 0 && f.copies.device_copy_ns >= f.copies.host_copy_ns;
+  ev += fmt::format("; device time of host<->device copies {} per step, device-to-device {} per step",
+                    fmt_ms(static_cast<int64_t>(static_cast<double>(f.copies.host_copy_ns) / f.steps())),
+                    fmt_ms(static_cast<int64_t>(static_cast<double>(f.copies.device_copy_ns) / f.steps())));
+  std::string advice;
+  if (device_copies) {
+    advice = "Most copy time is between device buffers: avoid copies the model does not need (.contiguous() "
+             "after a transpose, .clone(), torch.cat growing a tensor in a loop, .to() of a tensor already on the "
+             "device); write into preallocated buffers. ";
+  }
+  if (host_copies) {
+    const bool loader = trace_mentions(f.device.trace, "DataLoader");
+    advice += fmt::format("Pin host memory ({}tensor.pin_memory()), copy with non_blocking=True and issue the next "
+                          "copy before this step's compute (a side stream{}) so copies overlap compute; keep tensors "
+                          "on the GPU between steps. ",
+                          loader ? "DataLoader pin_memory=True or " : "", loader ? ", or the DataLoader's prefetch" : "");
+  }
+  advice += fmt::format("Estimate assumes copies at {:.0f} GB/s{} that overlap compute.", bw / 1e9,
+                        f.copies.pinned_bytes_per_s ? " (the best pinned rate in this trace)"
+                                                    : " (assumed for the host link; none measured here)");
+  return proposal("Copies stall the GPU", std::move(ev), f.speedup_removing(std::max(0.0, base - fixed)), std::move(advice));
 }
 
 std::optional<Finding> allocation(const FindingContext& f) {
@@ -73,11 +99,34 @@ std::optional<Finding> allocation(const FindingContext& f) {
                   "preallocate buffers, try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.");
 }
 
+// Estimate: the host idle goes, less what other findings claim of it (each gap is claimed by
+// one finding only): the gaps inside a per-tensor optimizer step (optimizer-unfused) and the
+// gaps between inference iterations (scheduling-gap).
 std::optional<Finding> host_bound(const FindingContext& f) {
   const IdleCause* c = idle_trigger(f, IdleCauseId::kHost);
   if (!c) return std::nullopt;
-  return proposal("The GPU waits while the host runs code that issues no GPU work", idle_evidence(f, *c),
-                  speedup_removing_idle(f, *c),
+  std::string ev = idle_evidence(f, *c);
+  double saved = steady_idle_ns(*c);
+  if (optimizer_unfused_fires(f) && c->optimizer_ns > 0) {
+    saved -= static_cast<double>(c->optimizer_ns);
+    ev += fmt::format("; of them {} per step inside the optimizer step are optimizer-unfused's",
+                      fmt_ms(static_cast<int64_t>(static_cast<double>(c->optimizer_ns) / f.steps())));
+  }
+  if (const double by_launch = std::min(saved, launch_claimed_host_ns(f)); by_launch > 0) {
+    saved -= by_launch;
+    ev += fmt::format("; of them {} per step at the code that issues the launches are launch-bound's (a CUDA "
+                      "graph of the step removes them)",
+                      fmt_ms(static_cast<int64_t>(by_launch / f.steps())));
+  }
+  if (const int64_t between = scheduling_gap_ns(f); between > 0) {
+    const double claimed = std::min(saved, static_cast<double>(between));
+    saved -= claimed;
+    ev += fmt::format("; of them {} per step between iterations are scheduling-gap's",
+                      fmt_ms(static_cast<int64_t>(claimed / f.steps())));
+  }
+  if (pct(saved, f.window_ns()) < 2.0) return std::nullopt;
+  return proposal("The GPU waits while the host runs code that issues no GPU work", std::move(ev),
+                  f.speedup_removing(saved),
                   "Take that host work off the step's critical path: run it while the GPU computes (after "
                   "launching the step's work, in a background thread or a worker process), do it less often, "
                   "or do it on the GPU. The host lines above are where the time went.");
@@ -115,32 +164,63 @@ std::optional<Finding> collective_wait(const FindingContext& f) {
 
 // The launch-bound evidence's step in absolute terms. A tracer slows every launch call, so the
 // traced step can be much longer than the program's own (on the H200, 6% to 63% on the zoo's
-// launch_bound case); with the tracer's cost measured on this host, the ratio's base is the
-// step without it.
-std::string launch_step_evidence(const FindingContext& f, const IdleCause& c) {
+// launch_bound case); with the tracer's cost measured on this host, the estimate's base is the
+// step without it (the estimate clause prints both).
+std::string launch_step_evidence(const FindingContext& f) {
   const DeviceReport& r = f.report;
   const double window = f.window_ns(), steps = f.steps();
-  const auto fixed_step = static_cast<int64_t>((window - static_cast<double>(c.ns)) / steps);
   if (r.untraced_step_measured_ns && r.untraced_window_est_ns) {
-    return fmt::format("; untraced, the program's step took {} before the window opened (measured; traced: {}), "
-                       "and about {} without the gaps",
-                       fmt_ms(*r.untraced_step_measured_ns), fmt_ms(static_cast<int64_t>(window / steps)),
-                       fmt_ms(fixed_step));
+    return fmt::format("; untraced, the program's step took {} before the window opened (measured; traced: {})",
+                       fmt_ms(*r.untraced_step_measured_ns), fmt_ms(static_cast<int64_t>(window / steps)));
   }
   if (r.tracing_cost && r.untraced_window_est_ns) {
     return fmt::format("; tracing adds {:.1f} us to each launch call on this host (measured: {:.1f} -> {:.1f} us), "
-                       "so the program would take about {} per step untraced (traced: {}) and about {} "
-                       "without the gaps",
+                       "so the program would take about {} per step untraced (traced: {})",
                        r.tracing_cost->added_ns() / 1e3, r.tracing_cost->plain_launch_ns / 1e3,
                        r.tracing_cost->traced_launch_ns / 1e3,
                        fmt_ms(static_cast<int64_t>(static_cast<double>(*r.untraced_window_est_ns) / steps)),
-                       fmt_ms(static_cast<int64_t>(window / steps)), fmt_ms(fixed_step));
+                       fmt_ms(static_cast<int64_t>(window / steps)));
   }
-  return fmt::format("; without the gaps a step would take about {} (the traced step is {}; tracing slows "
-                     "launches, so compare with the step time measured without the profiler)",
-                     fmt_ms(fixed_step), fmt_ms(static_cast<int64_t>(window / steps)));
+  return "; tracing slows launches, so compare with the step time measured without the profiler";
 }
 
+// Whether the program replays CUDA graphs (cudaGraphLaunch calls): it captures already.
+bool replays_cuda_graphs(const Trace& t) {
+  for (const ApiCall& c : t.api_calls) {
+    if (c.api_class == ApiClass::kLaunch && t.strings.view(c.name).find("GraphLaunch") != std::string_view::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The host idle launch-bound claims (0 when it does not fire): where most kernels run shorter
+// than their launch call, the step is bound by issuing and its fix (a CUDA graph of the step, or
+// torch.compile's reduce-overhead) replays the step without running the code that issues it, so
+// the host gaps at that code (the lines and ops that also fill launch idle,
+// IdleCause::launching_code_ns) go with the launch gaps. Host gaps at code that launches nothing
+// (data preparation, numpy, logging) are not replaced by a replay: they stay host-bound's. Less
+// the optimizer's part where optimizer-unfused claims it, and the gaps between inference
+// iterations, which scheduling-gap claims.
+double launch_claimed_host_ns(const FindingContext& f) {
+  const LaunchStats& launch = f.report.launch;
+  if (!idle_trigger(f, IdleCauseId::kLaunch) || !launch.shorter_than_launch_pct || *launch.shorter_than_launch_pct < 50) {
+    return 0;
+  }
+  const IdleCause& host = f.idle(IdleCauseId::kHost);
+  if (host.ns <= 0 || host.launching_code_ns <= 0) return 0;
+  // The same share of the host idle that a fix can remove (the tracer's part and one-off
+  // start-up left out).
+  double claimed = steady_idle_ns(host) * static_cast<double>(std::min(host.launching_code_ns, host.ns)) /
+                   static_cast<double>(host.ns);
+  if (optimizer_unfused_fires(f)) claimed = std::max(0.0, claimed - static_cast<double>(host.optimizer_ns));
+  // The gaps between inference iterations are scheduling-gap's.
+  return std::max(0.0, claimed - static_cast<double>(scheduling_gap_ns(f)));
+}
+
+// Estimate: the launch gaps go, less what the optimizer finding claims (launch gaps inside a
+// per-tensor optimizer step are its cost), and the host gaps launch_claimed_host_ns gives it.
+// Each gap is claimed by one finding only: host-bound leaves those host gaps out.
 std::optional<Finding> launch_bound(const FindingContext& f) {
   const IdleCause* c = idle_trigger(f, IdleCauseId::kLaunch);
   if (!c) return std::nullopt;
@@ -150,24 +230,33 @@ std::optional<Finding> launch_bound(const FindingContext& f) {
     ev += fmt::format("; {:.0f}% of kernels run shorter than their launch call, {:.0f}% under 10 us",
                       *launch.shorter_than_launch_pct, launch.under_10us_count_pct);
   }
-  ev += launch_step_evidence(f, *c);
-  // Estimate: the launch gaps go, less what the optimizer finding claims (launch gaps inside a
-  // per-tensor optimizer step are its cost). When most kernels run shorter than their launch
-  // call, the step is bound by the host's issuing, and the fix (a CUDA graph of the step, or
-  // torch.compile with reduce-overhead) replays the whole step without running its host code:
-  // the host gaps between the step's launches go too.
-  double saved = static_cast<double>(c->ns - c->tracing_ns.value_or(0));
-  if (optimizer_unfused_fires(f)) saved -= static_cast<double>(c->optimizer_ns);
-  const IdleCause& host = f.idle(IdleCauseId::kHost);
-  if (launch.shorter_than_launch_pct && *launch.shorter_than_launch_pct >= 50 && host.ns > 0) {
-    saved += static_cast<double>(host.ns - host.tracing_ns.value_or(0));
-    ev += fmt::format("; the step's other host gaps ({} per step) go with a CUDA graph too",
-                      fmt_ms(static_cast<int64_t>(static_cast<double>(host.ns) / f.steps())));
+  ev += launch_step_evidence(f);
+  double saved = steady_idle_ns(*c);
+  if (optimizer_unfused_fires(f) && c->optimizer_ns > 0) {
+    saved -= static_cast<double>(c->optimizer_ns);
+    ev += fmt::format("; of them {} per step inside the optimizer step are optimizer-unfused's",
+                      fmt_ms(static_cast<int64_t>(static_cast<double>(c->optimizer_ns) / f.steps())));
   }
-  return proposal("The host cannot issue kernels fast enough", std::move(ev), f.speedup_removing(saved),
-                  "Cut per-kernel host overhead: torch.compile(model) fuses small ops (mode=\"reduce-overhead\" also "
-                  "uses CUDA graphs); capture the step in a CUDA graph; use larger batches or shapes so each kernel "
-                  "does more work.");
+  if (const double host = launch_claimed_host_ns(f); host > 0) {
+    saved += host;
+    ev += fmt::format("; most kernels run shorter than their launch call, so the step is bound by issuing: a CUDA "
+                      "graph replays it without the code that issues it, and the host gaps at that code ({} per "
+                      "step) go too",
+                      fmt_ms(static_cast<int64_t>(host / f.steps())));
+  }
+  const bool graphs = replays_cuda_graphs(f.device.trace);
+  const bool compiled = uses_torch_compile(f);
+  if (graphs) ev += "; the program already replays CUDA graphs (cudaGraphLaunch): these gaps are outside them";
+  if (compiled) ev += "; the program already runs torch.compile";
+  std::string advice = graphs     ? "Cut per-kernel host overhead in the work the CUDA graphs do not cover: bring it "
+                                    "into the captured region"
+                       : compiled ? "Cut per-kernel host overhead: the program is compiled already, so capture the "
+                                    "step in a CUDA graph (torch.compile's mode=\"reduce-overhead\") and remove the "
+                                    "graph breaks that leave eager ops between compiled regions"
+                                  : "Cut per-kernel host overhead: torch.compile(model) fuses small ops "
+                                    "(mode=\"reduce-overhead\" also uses CUDA graphs); capture the step in a CUDA graph";
+  advice += "; use larger batches or shapes so each kernel does more work.";
+  return proposal("The host cannot issue kernels fast enough", std::move(ev), f.speedup_removing(saved), std::move(advice));
 }
 
 // The time in the window that the thread that syncs spends blocked waiting for the GPU
@@ -192,9 +281,9 @@ int64_t host_blocked_ns(const FindingContext& f) {
 std::optional<Finding> host_sync(const FindingContext& f) {
   const IdleCause* c = idle_trigger(f, IdleCauseId::kSync);
   if (!c) return std::nullopt;
-  const double base = static_cast<double>(f.report.untraced_window_est_ns.value_or(f.report.window_ns));
+  const double base = f.base_ns();
   const double host_busy = std::max(0.0, base - static_cast<double>(host_blocked_ns(f)));
-  const double fixed = std::max(base - static_cast<double>(c->ns - c->tracing_ns.value_or(0)), host_busy);
+  const double fixed = std::max(base - steady_idle_ns(*c), host_busy);
   std::string ev = idle_evidence(f, *c);
   ev += fmt::format("; the host is busy {} per step (not waiting on the GPU), which bounds the step without the syncs",
                     fmt_ms(static_cast<int64_t>(host_busy / f.steps())));
@@ -230,22 +319,38 @@ constexpr FindingRuleEntry kFindingRules[] = {
 
 const IdleCause* idle_trigger(const FindingContext& f, IdleCauseId cause) {
   const IdleCause& c = f.idle(cause);
-  return c.pct < kIdleFindingMinPct ? nullptr : &c;
+  return pct(static_cast<double>(c.ns - c.one_off_ns), f.window_ns()) < kIdleFindingMinPct ? nullptr : &c;
+}
+
+double steady_idle_ns(const IdleCause& c) {
+  return std::max(0.0, static_cast<double>(c.ns - c.tracing_ns.value_or(0) - c.one_off_ns));
 }
 
 std::string idle_evidence(const FindingContext& f, const IdleCause& c) {
   const std::string per_step = fmt_ms(static_cast<int64_t>(static_cast<double>(c.ns) / f.steps()));
-  return fmt::format("GPU idle {:.1f}% of the window ({} per step) while the host was in: {}", c.pct, per_step,
-                     top_names(c));
+  std::string ev = fmt::format("GPU idle {:.1f}% of the window ({} per step) while the host was in: {}", c.pct,
+                               per_step, top_names(c));
+  if (c.one_off_ns > 0) {
+    ev += fmt::format("; {} of it in one-off start-up calls, left out", fmt_ms(c.one_off_ns));
+  }
+  if (c.tracing_ns.value_or(0) > 0) {
+    ev += fmt::format("; {} of it the tracer's own cost, left out", fmt_ms(*c.tracing_ns));
+  }
+  return ev;
+}
+
+double FindingContext::base_ns() const {
+  const double base = static_cast<double>(report.untraced_window_est_ns.value_or(report.window_ns));
+  return std::max(1.0, base - static_cast<double>(report.one_off_ns));
 }
 
 double FindingContext::speedup_removing(double saved_ns) const {
-  const double base = static_cast<double>(report.untraced_window_est_ns.value_or(report.window_ns));
+  const double base = base_ns();
   return base / std::max(1.0, base - saved_ns);
 }
 
 double FindingContext::speedup_removing_gpu_time(double saved_ns) const {
-  const double base = static_cast<double>(report.untraced_window_est_ns.value_or(report.window_ns));
+  const double base = base_ns();
   const double copies = static_cast<double>(covered(device.copy_union, device.window_start, device.window_end));
   return base / std::max(1.0, std::max(base - saved_ns, std::min(base, copies)));
 }
@@ -264,10 +369,27 @@ Finding proposal(std::string title, std::string evidence, double speedup, std::s
 
 std::span<const FindingRuleEntry> finding_rules() { return kFindingRules; }
 
+std::string fmt_ms_precise(double ns) {
+  const double ms = ns / 1e6;
+  const int magnitude = ms > 0 ? static_cast<int>(std::floor(std::log10(ms))) : 0;
+  return fmt::format("{:.{}f} ms", ms, std::clamp(3 - magnitude, 2, 6));
+}
+
+std::string estimate_clause(double before_ns, double after_ns, std::string_view what) {
+  return fmt::format("; estimate: {} {} -> {}", what, fmt_ms_precise(before_ns), fmt_ms_precise(after_ns));
+}
+
 void add_findings(const FindingContext& ctx, DeviceReport& r) {
   for (const FindingRuleEntry& entry : kFindingRules) {
     std::optional<Finding> f = entry.rule(ctx);
     if (!f || f->est_speedup.value_or(0) < kMinSpeedup) continue;
+    // Every multiplier follows from numbers its evidence prints: the step (the window's base
+    // over its steps: untraced where measured, one-off start-up left out) before and after.
+    // A rule whose estimate is not a step time prints its own estimate clause.
+    if (f->evidence.find(kEstimatePrefix) == std::string::npos) {
+      const double step = ctx.base_ns() / ctx.steps();
+      f->evidence += estimate_clause(step, step / *f->est_speedup, ctx.report.step_count > 1 ? "step" : "window");
+    }
     f->id = std::string(entry.id);
     f->severity = severity_for(*f->est_speedup);
     r.findings.push_back(std::move(*f));

@@ -33,6 +33,9 @@ struct FindingContext {
   // Speedups are ratios to the window the program would take untraced, where the tracer's
   // measured launch cost is known (idle it explains is neither in the base nor saved by a fix).
   double speedup_removing(double saved_ns) const;
+  // The window the estimates are ratios to: untraced where the tracer's cost is known, less the
+  // idle inside one-off start-up calls and CUDA graph captures (DeviceReport::one_off_ns).
+  double base_ns() const;
   // The same for GPU work a fix makes shorter (fusion, precision, fuller grids): the step
   // cannot get shorter than the time the copy engines are busy in it (a copy on a side stream
   // can be what paces the loop).
@@ -59,11 +62,21 @@ void add_findings(const FindingContext& ctx, DeviceReport& r);
 Severity severity_for(double speedup);
 // "12.34 ms".
 std::string fmt_ms(int64_t ns);
+// Milliseconds with at least four significant digits ("0.03125 ms", "1.630 ms", "123.40 ms"),
+// so that a ratio of two printed values reproduces a multiplier.
+std::string fmt_ms_precise(double ns);
+// Every finding's evidence ends with its estimate as two printed values whose ratio is the
+// multiplier: "; estimate: step 1.630 ms -> 0.8000 ms" (a throughput rule prints rates instead,
+// after the same prefix).
+inline constexpr std::string_view kEstimatePrefix = "; estimate: ";
+std::string estimate_clause(double before_ns, double after_ns, std::string_view what);
 
 // The idle-cause rules' trigger (the cause when it reaches the share that makes a finding,
 // else null) and evidence line (findings.cpp).
 const IdleCause* idle_trigger(const FindingContext& f, IdleCauseId cause);
 std::string idle_evidence(const FindingContext& f, const IdleCause& c);
+// A cause's idle time that a fix can remove: less the tracer's part and one-off start-up.
+double steady_idle_ns(const IdleCause& c);
 // The input rule (findings_input.cpp).
 std::optional<Finding> input_bound(const FindingContext& f);
 
@@ -73,6 +86,10 @@ std::optional<Finding> optimizer_unfused(const FindingContext& f);
 // The optimizer finding's trigger (launch-bound leaves the optimizer's launch gaps to it).
 bool optimizer_unfused_fires(const FindingContext& f);
 std::optional<Finding> kernel_fusion(const FindingContext& f);
+// Whether the program already runs torch.compile: a compiled region (CompiledFunction,
+// "Torch-Compiled Region") in the trace, or most kernel time in Triton kernels. Such a program
+// is not told to use torch.compile.
+bool uses_torch_compile(const FindingContext& f);
 // The attention rule (findings_attention.cpp) and its trigger (kernel-fusion leaves the score
 // passes' chains to it).
 std::optional<Finding> attention_unfused(const FindingContext& f);

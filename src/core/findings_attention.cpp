@@ -150,6 +150,18 @@ void add_score_gemms(const FindingContext& f, std::set<size_t> gemms, ScorePasse
   if (type != Precision::kUnknown && other_ns > 0 && other_flops > 0) p.dense_flops_per_ns = other_flops / other_ns;
 }
 
+// Attention is a score GEMM, the passes over the scores, and a second GEMM of the same batched
+// shape (q·kᵀ then P·v forward: T x T x d both; dP then dS·k backward). A softmax elsewhere (over
+// an MLP's logits, for a loss) is not attention, and neither is a run without both GEMMs' shapes
+// recorded: not enough evidence. `before` and `after` index f.device.kernels (size() for none).
+bool between_score_gemms(const FindingContext& f, size_t before, size_t after) {
+  const size_t n = f.device.kernels.size();
+  if (before >= n || after >= n) return false;
+  if (f.categories[before] != KernelCategory::kGemm || f.categories[after] != KernelCategory::kGemm) return false;
+  const GemmOp a = gemm_op(f, f.device.kernels[before]), b = gemm_op(f, f.device.kernels[after]);
+  return a.matmul && b.matmul && a.matmul->batch > 1 && gemm_shape(*a.matmul) == gemm_shape(*b.matmul);
+}
+
 ScorePasses score_passes(const FindingContext& f) {
   ScorePasses out;
   const auto& kernels = f.device.kernels;
@@ -178,7 +190,7 @@ ScorePasses score_passes(const FindingContext& f) {
         causal |= n.causal_mask;
         ++j;
       }
-      if (softmaxes > 0) {
+      if (softmaxes > 0 && between_score_gemms(f, i > 0 ? idx[i - 1] : kernels.size(), j < idx.size() ? idx[j] : kernels.size())) {
         out.ns += static_cast<double>(kernels[idx[j - 1]]->end_ns - kernels[idx[i]]->start_ns);
         out.softmax_count += softmaxes;
         (backward > 0 ? out.backward_runs : out.forward_runs) += 1;
@@ -226,12 +238,16 @@ std::optional<Finding> attention_unfused(const FindingContext& f) {
                         "write and read the scores, {:.0f})",
                         precision_name(p.gemm_type), *p.dense_flops_per_ns / 1e3, *p.gemm_flops / p.gemm_ns / 1e3)
           : std::string("at the rate the score GEMMs achieved here");
+  // The snippet computes what the model computes: causal only where a causal mask was seen.
+  const std::string call = p.causal ? "scaled_dot_product_attention(q, k, v, is_causal=True)"
+                                    : "scaled_dot_product_attention(q, k, v, attn_mask=mask) (attn_mask only if "
+                                      "the model masks the scores; no causal mask was seen, so not is_causal=True)";
   const std::string advice = fmt::format(
-      "Use fused attention: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True) "
+      "Use fused attention: torch.nn.functional.{} "
       "(FlashAttention / cuDNN backends) instead of q @ k.transpose(-2, -1), softmax and @ v. Estimate (est.): "
       "the score passes and the score GEMMs go; the fused kernels, about {} per step, do the same matmul FLOPs "
       "(forward 2 GEMMs, backward 5: FlashAttention-2 recomputes the scores) {}; {}.",
-      per_step(p.fused_est_ns()), rate, mask);
+      call, per_step(p.fused_est_ns()), rate, mask);
   return proposal("Attention materialises its score matrix", std::move(evidence), f.speedup_removing_gpu_time(p.saved_ns()),
                   advice);
 }

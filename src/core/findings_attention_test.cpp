@@ -84,5 +84,32 @@ TEST(AttentionUnfused, KernelFusionLeavesTheScorePassesToIt) {
   EXPECT_EQ(FindingById(r, "kernel-fusion"), nullptr);
 }
 
+TEST(AttentionUnfused, TheSnippetIsCausalOnlyWhereACausalMaskWasSeen) {
+  const DeviceReport causal = analyze_trace(attention_layers(true), {}).at(0);
+  const DeviceReport full = analyze_trace(attention_layers(false), {}).at(0);
+  ASSERT_NE(FindingById(causal, "attention-unfused"), nullptr);
+  ASSERT_NE(FindingById(full, "attention-unfused"), nullptr);
+  EXPECT_NE(FindingById(causal, "attention-unfused")->recommendation.find("is_causal=True)"), std::string::npos);
+  EXPECT_EQ(FindingById(full, "attention-unfused")->recommendation.find("v, is_causal=True"), std::string::npos)
+      << FindingById(full, "attention-unfused")->recommendation;
+}
+
+// An MLP's logits through weight GEMMs (no batch), a softmax for the loss, and the backward's
+// weight GEMM: a softmax between GEMMs whose shapes are not one batched T x T x d product.
+TEST(AttentionUnfused, ASoftmaxBetweenWeightGemmsIsNotAttention) {
+  testing::TraceBuilder b;
+  for (int l = 0; l < 4; ++l) {
+    const double at = 1000.0 * l;
+    b.op(at, at + 4, "aten::addmm", {{4096}, {4096, 1024}, {1024, 50304}}, "c10::BFloat16");
+    b.kernel(at + 5, at + 200, "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT");
+    b.kernel(at + 200, at + 400, "softmax_warp_forward<float>");
+    b.kernel(at + 400, at + 500, "vectorized_elementwise_kernel<AUnaryFunctor>");
+    b.op(at + 495, at + 500, "aten::mm", {{4096, 50304}, {50304, 1024}}, "c10::BFloat16");
+    b.kernel(at + 500, at + 700, "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT");
+  }
+  const DeviceReport r = analyze_trace(b.build(), {}).at(0);
+  EXPECT_EQ(FindingById(r, "attention-unfused"), nullptr);
+}
+
 }  // namespace
 }  // namespace gpuscope

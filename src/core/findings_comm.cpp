@@ -1,10 +1,14 @@
 // The communication rule (docs/design.md, "Findings"): collectives that no compute hides.
 #include <algorithm>
+#include <cctype>
+#include <iterator>
+#include <string>
 #include <utility>
 
 #include <fmt/core.h>
 
 #include "core/findings.h"
+#include "core/findings_serving_detail.h"
 
 namespace gpuscope {
 namespace {
@@ -22,6 +26,60 @@ std::string collective_evidence(const CommunicationReport& c) {
     return out;
   }
   return "";
+}
+
+// The collective that takes most communication kernel time, from the kernels' names
+// (NCCL/RCCL "AllReduce", "AllGather", "ReduceScatter", "SendRecv", "AllToAll"; symmetric
+// memory's multimem_all_reduce_kernel).
+enum class Collective { kUnknown, kAllReduce, kAllGather, kReduceScatter, kAllToAll, kSendRecv };
+Collective dominant_collective(const FindingContext& f) {
+  double ns[6] = {};
+  for (size_t i = 0; i < f.device.kernels.size(); ++i) {
+    if (f.categories[i] != KernelCategory::kCommunication) continue;
+    std::string n(f.device.trace.strings.view(f.device.kernels[i]->name));
+    std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::erase(n, '_');
+    const Collective c = n.find("alltoall") != std::string::npos        ? Collective::kAllToAll
+                         : n.find("allreduce") != std::string::npos     ? Collective::kAllReduce
+                         : n.find("allgather") != std::string::npos     ? Collective::kAllGather
+                         : n.find("reducescatter") != std::string::npos ? Collective::kReduceScatter
+                         : n.find("sendrecv") != std::string::npos || n.find("send") != std::string::npos ||
+                                 n.find("recv") != std::string::npos
+                             ? Collective::kSendRecv
+                             : Collective::kUnknown;
+    ns[static_cast<int>(c)] += static_cast<double>(f.device.kernels[i]->end_ns - f.device.kernels[i]->start_ns);
+  }
+  return static_cast<Collective>(std::max_element(std::begin(ns), std::end(ns)) - std::begin(ns));
+}
+
+// Advice for the parallelism the trace shows: inference (tensor or expert parallel serving has
+// no backward to hide communication behind), all-to-all (expert parallelism, MoE), point-to-point
+// (pipeline stages; all-to-all as NCCL runs it), else data-parallel training (DDP, FSDP).
+std::string communication_advice(const FindingContext& f) {
+  const Collective c = dominant_collective(f);
+  const std::string slow_rank =
+      " A collective's time includes waiting for the slowest rank: where the cross-rank summary finds one rank "
+      "slower than the rest, fix that first.";
+  if (serving_detail::is_inference(f)) {
+    return "Inference communicates inside every layer (tensor-parallel all-reduce or all-gather, expert-parallel "
+           "all-to-all), with no backward pass to hide it behind: overlap it with the next GEMM (async tensor "
+           "parallelism, symmetric-memory collectives), fuse the all-reduce with the following norm, and use no "
+           "more tensor-parallel ranks than the batch keeps busy." +
+           slow_rank + " Estimate: the exposed time hidden under the compute not already overlapping communication.";
+  }
+  if (c == Collective::kAllToAll || c == Collective::kSendRecv) {
+    return "Most communication is all-to-all or point-to-point (expert-parallel token dispatch and combine, or "
+           "pipeline stages): overlap it with computation on other micro-batches or experts (split the batch and "
+           "pipeline dispatch, expert compute and combine; interleaved pipeline schedules), and balance tokens per "
+           "expert (capacity factor, load-balancing loss) so no rank waits on the busiest." +
+           slow_rank + " Estimate: the exposed time hidden under the compute not already overlapping communication.";
+  }
+  return "Overlap gradient communication with backward: let DDP's hooks all-reduce buckets as gradients become "
+         "ready (no all-reduce by hand after backward(); static_graph=True, gradient_as_bucket_view=True) and tune "
+         "bucket_cap_mb (default 25: larger means fewer, more efficient collectives, smaller lets the first "
+         "start earlier); with FSDP set backward_prefetch=BACKWARD_PRE and forward_prefetch=True; with gradient "
+         "accumulation skip the all-reduce of all but the last micro-batch (model.no_sync())." +
+         slow_rank + " Estimate: the exposed time hidden under the compute not already overlapping communication.";
 }
 
 }  // namespace
@@ -47,16 +105,8 @@ std::optional<Finding> exposed_communication(const FindingContext& f) {
       fmt_ms(static_cast<int64_t>(static_cast<double>(c.compute_ns) / steps)),
       fmt_ms(static_cast<int64_t>(static_cast<double>(saved) / steps)));
   ev += collective_evidence(c);
-  return proposal(
-      "Collectives are not hidden behind compute", std::move(ev), f.speedup_removing(static_cast<double>(saved)),
-      "Overlap gradient communication with backward: let DDP's hooks all-reduce buckets as gradients become "
-      "ready (no all-reduce by hand after backward(); static_graph=True, gradient_as_bucket_view=True) and tune "
-      "bucket_cap_mb (default 25: larger means fewer, more efficient collectives, smaller lets the first "
-      "start earlier); with FSDP set backward_prefetch=BACKWARD_PRE and forward_prefetch=True; with gradient "
-      "accumulation skip the all-reduce of all but the last micro-batch (model.no_sync()). A collective's "
-      "time includes waiting for the slowest rank: where the cross-rank summary finds one rank slower than the "
-      "rest, fix that first. Estimate: the exposed time hidden under the compute not already overlapping "
-      "communication.");
+  return proposal("Collectives are not hidden behind compute", std::move(ev),
+                  f.speedup_removing(static_cast<double>(saved)), communication_advice(f));
 }
 
 }  // namespace gpuscope

@@ -333,7 +333,7 @@ std::optional<Finding> workers_behind(const FindingContext& f, const IdleCause& 
 std::optional<Finding> input_bound(const FindingContext& f) {
   const IdleCause* c = idle_trigger(f, IdleCauseId::kInput);
   if (!c) return std::nullopt;
-  const double base = static_cast<double>(f.report.untraced_window_est_ns.value_or(f.report.window_ns));
+  const double base = f.base_ns();
   const double input = static_cast<double>(c->ns - c->tracing_ns.value_or(0));
   const LoaderHost host = loader_host(f.device.trace, f.device.window_start, f.device.window_end);
   if (host.worker_batches > 0 && !host.batch_cpu_ns) {

@@ -2,25 +2,19 @@
 // comment gives its trigger and its estimate; docs/design.md, "Findings", has them all.
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string>
 
 #include <fmt/core.h>
 
 #include "core/findings.h"
+#include "core/fusion.h"
 #include "core/occupancy.h"
 
 namespace gpuscope {
 namespace {
 
 double duration(const Kernel* k) { return static_cast<double>(k->end_ns - k->start_ns); }
-
-// The share of `names` (kernel names, raw or short) that Triton generated: torch.compile /
-// Inductor output, or hand-written Triton.
-double triton_share(const std::vector<std::string>& names) {
-  if (names.empty()) return 0;
-  size_t triton = 0;
-  for (const auto& n : names) triton += describe_kernel(n).library == KernelLibrary::kTriton;
-  return static_cast<double>(triton) / static_cast<double>(names.size());
-}
 
 // The share of kernel time in Triton kernels: the code is compiled (torch.compile) or written
 // in Triton, so "use torch.compile" is no advice.
@@ -34,6 +28,19 @@ double triton_time_share(const FindingContext& f) {
   }
   return all > 0 ? triton / all : 0;
 }
+
+}  // namespace
+
+bool uses_torch_compile(const FindingContext& f) {
+  const Trace& t = f.device.trace;
+  for (StringId id = 0; id < t.strings.size(); ++id) {
+    const std::string_view s = t.strings.view(id);
+    if (s.starts_with("CompiledFunction") || s.starts_with("Torch-Compiled Region")) return true;
+  }
+  return triton_time_share(f) > 0.5;
+}
+
+namespace {
 
 // What the device calls its streaming multiprocessors.
 std::string_view sm_word(const FindingContext& f) { return is_amd_device(f.report.name) ? "CUs" : "SMs"; }
@@ -151,6 +158,42 @@ bool optimizer_fires(const FindingContext& f, const OptimizerKernels& o) {
 
 bool optimizer_unfused_fires(const FindingContext& f) { return optimizer_fires(f, optimizer_kernels(f)); }
 
+// The optimizer class the program steps ("SGD" from PyTorch's "Optimizer.step#SGD.step"
+// annotations), the most frequent; empty where none is annotated.
+std::string optimizer_class(const Trace& t) {
+  std::map<std::string, int64_t> seen;
+  for (const HostEvent& e : t.host_events) {
+    const std::string_view name = t.strings.view(e.name);
+    constexpr std::string_view kPrefix = "Optimizer.step#";
+    if (!name.starts_with(kPrefix)) continue;
+    const std::string_view rest = name.substr(kPrefix.size());
+    seen[std::string(rest.substr(0, rest.find('.')))] += 1;
+  }
+  std::string best;
+  int64_t most = 0;
+  for (const auto& [cls, n] : seen) {
+    if (n > most) best = cls, most = n;
+  }
+  return best;
+}
+
+// The fix in the optimizer's own terms: torch.optim's fused implementations exist for Adam,
+// AdamW, SGD and Adagrad; the others batch tensors with foreach=True. An optimizer torch.optim
+// does not have, or none annotated, is not named.
+std::string optimizer_advice(const std::string& cls) {
+  static constexpr std::string_view kFused[] = {"Adam", "AdamW", "SGD", "Adagrad"};
+  static constexpr std::string_view kForeach[] = {"RMSprop", "Adadelta", "Adamax", "NAdam", "RAdam", "ASGD", "Rprop"};
+  if (std::find(std::begin(kFused), std::end(kFused), cls) != std::end(kFused)) {
+    return fmt::format("Use the fused {0}: torch.optim.{0}(params, ..., fused=True) (or foreach=True).", cls);
+  }
+  if (std::find(std::begin(kForeach), std::end(kForeach), cls) != std::end(kForeach)) {
+    return fmt::format("Batch the {0} step over tensors: torch.optim.{0}(params, ..., foreach=True).", cls);
+  }
+  return fmt::format("Use the optimizer's multi-tensor implementation{}: fused=True where torch.optim has one (Adam, "
+                     "AdamW, SGD, Adagrad), else foreach=True; a custom optimizer can call torch._foreach_* ops.",
+                     cls.empty() ? "" : fmt::format(" ({} here)", cls));
+}
+
 // Estimate: a fused optimizer does the same arithmetic in a few bandwidth-bound passes: a
 // quarter of the per-tensor kernel time, and none of the GPU idle inside the optimizer step
 // (the host issuing one small kernel per tensor).
@@ -167,8 +210,9 @@ std::optional<Finding> optimizer_unfused(const FindingContext& f) {
                   opt_per_step, fmt_ms(static_cast<int64_t>(static_cast<double>(o.ns) / f.steps())),
                   fmt_ms(static_cast<int64_t>(idle_ns / f.steps())), o.multi),
       f.speedup_removing(0.75 * static_cast<double>(o.ns) + idle_ns),
-      "Use a fused optimizer: torch.optim.AdamW(params, fused=True) (or foreach=True). Estimate assumes the "
-      "fused step takes a quarter of the per-tensor kernel time and leaves the GPU no idle time inside it.");
+      optimizer_advice(optimizer_class(f.device.trace)) +
+          " Estimate assumes the fused step takes a quarter of the per-tensor kernel time and leaves the GPU no idle "
+          "time inside it.");
 }
 
 // Trigger: the fusion candidates (fusion.h) would save over 2% of the window, and most of their
@@ -202,8 +246,9 @@ std::optional<Finding> kernel_fusion(const FindingContext& f) {
   for (size_t i = 0; i < top.kernels.size() && i < 4; ++i) chain += (i ? " -> " : "") + top.kernels[i];
   if (top.kernels.size() > 4) chain += fmt::format(" -> ... ({} kernels)", top.kernels.size());
   const std::string advice =
-      triton > 0
-          ? "Some of these kernels are already Triton kernels from torch.compile: fuse the rest by hand (a fused "
+      triton > 0 || uses_torch_compile(f)
+          ? "The program already runs torch.compile (Triton kernels or compiled regions in this trace): fuse the "
+            "eager chains by hand (a fused "
             "kernel for the chain, e.g. fused LayerNorm, bias+GELU, dropout+residual+LayerNorm, or a custom Triton "
             "kernel), or remove the graph breaks that keep the eager kernels outside the compiled region "
             "(torch._dynamo.explain lists them)."
@@ -250,8 +295,8 @@ std::optional<Finding> small_grid(const FindingContext& f) {
   }
   if (busy <= 0 || lost <= 0.1 * busy || saved <= 0) return std::nullopt;
   const std::string_view sms_word = sm_word(f);
-  // Compiled code (mostly Triton kernels) is not told to compile.
-  const bool compiled = triton_time_share(f) > 0.5;
+  // Compiled code is not told to compile.
+  const bool compiled = uses_torch_compile(f);
   return proposal(fmt::format("Kernels launch fewer blocks than the GPU has {}", sms_word),
                   fmt::format("{:.0f}% of kernel time is {} capacity left idle by grids smaller than {} {} "
                               "(SM-active estimate {:.1f}% vs busy {:.1f}%)",

@@ -263,7 +263,7 @@ std::optional<Finding> under_batched(const FindingContext& f) {
   }
   if (compute_s <= token_bytes_s) return std::nullopt;
   const double growth = weight_bytes_s / (compute_s - token_bytes_s);
-  const double base = static_cast<double>(f.report.untraced_window_est_ns.value_or(f.report.window_ns));
+  const double base = f.base_ns();
   const GrownIteration grown = grow_iteration(f, base, gemms, is_under, weight, growth);
   const double gain = growth * base / std::max(1.0, grown.window_ns);
   const int64_t m = typical_m(under);
@@ -290,6 +290,9 @@ std::optional<Finding> under_batched(const FindingContext& f) {
   ev += fmt::format("; with {:.0f} tokens per GEMM an iteration would take about {} instead of {} (est.), "
                     "serving about x{:.1f} the tokens per second (est.)",
                     tokens, per_iter(grown.window_ns), per_iter(base), gain);
+  // The multiplier as two printed times: GPU time per iteration's worth of today's tokens.
+  ev += estimate_clause(base / f.steps(), grown.window_ns / f.steps() / growth,
+                        fmt::format("time per {} tokens per GEMM", m));
   return proposal(
       "Too few tokens per forward pass: GEMMs stream the weights for a handful of tokens", std::move(ev), gain,
       fmt::format("Batch more sequences into each forward pass: continuous batching (admit waiting requests into "

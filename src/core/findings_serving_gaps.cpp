@@ -85,7 +85,7 @@ std::optional<Finding> scheduling_gap(const FindingContext& f) {
   for (double g : gaps_ns) total += g;
   const double mean = total / static_cast<double>(gaps_ns.size());
   const double p90 = percentile(gaps_ns, 0.9);
-  const double base = static_cast<double>(f.report.untraced_window_est_ns.value_or(f.report.window_ns));
+  const double base = f.base_ns();
   const double fixed = std::max(base - total, total);
   const IdleCause& host = f.idle(IdleCauseId::kHost);
   std::string ev = fmt::format(

@@ -97,13 +97,13 @@ Trace AttentionTrace(const char* softmax_name, const char* other_name, int64_t o
   return t;
 }
 
-TEST(Analysis, MaterialisedAttentionSoftmaxIsFlagged) {
+// GEMM -> softmax -> GEMM with no recorded shapes: the score GEMM and P·v cannot be told from
+// a classifier and its backward, so no attention finding (findings_attention_test.cpp has the
+// layer with shapes).
+TEST(Analysis, SoftmaxBetweenGemmsWithoutShapesIsNotEnoughEvidenceOfAttention) {
   const Trace t = AttentionTrace("softmax_warp_forward<float>", "nvjet_gemm", 0);
   const auto r = analyze_trace(t, {}).at(0);
-  const Finding* f = FindingById(r, "attention-unfused");
-  ASSERT_NE(f, nullptr);
-  EXPECT_NEAR(*f->est_speedup, 1000.0 / 700.0, 1e-9);  // the 300 us of softmax go away
-  EXPECT_NE(f->recommendation.find("scaled_dot_product_attention"), std::string::npos);
+  EXPECT_EQ(FindingById(r, "attention-unfused"), nullptr);
 }
 
 TEST(Analysis, NoAttentionFindingForLossSoftmaxOrWhenFusedAttentionDominates) {

@@ -53,6 +53,13 @@ bool joins_chains(const DeviceContext& ctx, const Kernel& k) {
 
 }  // namespace
 
+double triton_share(const std::vector<std::string>& names) {
+  if (names.empty()) return 0;
+  size_t triton = 0;
+  for (const auto& n : names) triton += describe_kernel(n).library == KernelLibrary::kTriton;
+  return static_cast<double>(triton) / static_cast<double>(names.size());
+}
+
 std::vector<FusionCandidate> fusion_candidates(const DeviceContext& ctx, const std::vector<KernelCategory>& categories,
                                                const std::vector<Step>& steps) {
   // Runs break at step boundaries: a loop of only elementwise kernels would otherwise be one
@@ -75,7 +82,9 @@ std::vector<FusionCandidate> fusion_candidates(const DeviceContext& ctx, const s
   }
   std::vector<FusionCandidate> out;
   for (auto& [key, g] : groups) {
-    if (g.occurrences < kMinFusionOccurrences) continue;
+    // A chain mostly of Triton kernels is what torch.compile already fused: its boundaries are
+    // the compiler's (reductions, graph breaks), not a saving left on the table.
+    if (g.occurrences < kMinFusionOccurrences || triton_share(g.kernels) > 0.5) continue;
     g.pct = pct(static_cast<double>(g.ns), static_cast<double>(ctx.window()));
     out.push_back(std::move(g));
   }

@@ -131,6 +131,10 @@ class OpenRanges {
 std::pair<uint16_t, StringId> segment_label(const Trace& trace, const OpenRanges& open, int64_t duration_ns) {
   uint16_t flags = open.flags();
   const int32_t named = open.top().named_level;
+  // A copy that waits for the GPU is named by its call site, the outermost op (aten::item).
+  if (named >= 0 && (open.at(named).flags & kHostCopyWait) && open.top().first_op_level >= 0) {
+    return {flags, open.at(open.top().first_op_level).name};
+  }
   // Launch calls inside an op mark only their own time; the op's flags carry the rest.
   if (named >= 0) return {flags, open.at(named).name};
   // Only annotations cover the moment: name the innermost, unless it is just the step
@@ -189,6 +193,45 @@ uint16_t api_call_flags(ApiClass api_class, std::string_view name) {
   return 0;
 }
 
+std::vector<bool> one_off_api_calls(const Trace& trace) {
+  std::vector<bool> out(trace.api_calls.size(), false);
+  std::unordered_map<StringId, std::vector<int64_t>> by_name;
+  std::unordered_map<int, std::vector<int64_t>> by_class;
+  const auto candidate = [](const ApiCall& c) {
+    return c.api_class == ApiClass::kLaunch || c.api_class == ApiClass::kAlloc;
+  };
+  for (const ApiCall& c : trace.api_calls) {
+    if (!candidate(c)) continue;
+    by_name[c.name].push_back(c.end_ns - c.start_ns);
+    by_class[static_cast<int>(c.api_class)].push_back(c.end_ns - c.start_ns);
+  }
+  const auto median = [](std::vector<int64_t>& v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  std::unordered_map<StringId, int64_t> reference;
+  for (auto& [name, durations] : by_name) {
+    if (durations.size() >= 3) reference[name] = median(durations);
+  }
+  std::unordered_map<int, int64_t> class_reference;
+  for (auto& [cls, durations] : by_class) {
+    if (durations.size() >= 3) class_reference[cls] = median(durations);
+  }
+  for (size_t i = 0; i < trace.api_calls.size(); ++i) {
+    const ApiCall& c = trace.api_calls[i];
+    const int64_t d = c.end_ns - c.start_ns;
+    if (!candidate(c) || d <= kOneOffMinNs) continue;
+    std::optional<int64_t> ref;
+    if (const auto it = reference.find(c.name); it != reference.end()) {
+      ref = it->second;
+    } else if (const auto jt = class_reference.find(static_cast<int>(c.api_class)); jt != class_reference.end()) {
+      ref = jt->second;
+    }
+    out[i] = ref && static_cast<double>(d) > kOneOffFactor * static_cast<double>(std::max<int64_t>(1, *ref));
+  }
+  return out;
+}
+
 const HostSegment* ThreadTimeline::at(int64_t t) const {
   auto it = std::upper_bound(segments.begin(), segments.end(), t,
                              [](int64_t v, const HostSegment& s) { return v < s.start_ns; });
@@ -224,11 +267,38 @@ HostIndex::HostIndex(const Trace& trace)
   }
   std::sort(py_samples_.begin(), py_samples_.end(),
             [](const PySample& a, const PySample& b) { return a.time_ns < b.time_ns; });
+  const std::vector<bool> one_off = one_off_api_calls(trace);
+  // The device copies by correlation: a copy call that moves little, or between device buffers.
+  std::unordered_map<uint64_t, const Memcpy*> copy_by_correlation;
+  for (const Memcpy& m : trace.memcpys) {
+    if (m.correlation) copy_by_correlation.emplace(*m.correlation, &m);
+  }
+  const auto copy_wait = [&](const ApiCall& c) {
+    if (c.api_class != ApiClass::kMemcpy || !c.correlation) return false;
+    const auto it = copy_by_correlation.find(*c.correlation);
+    if (it == copy_by_correlation.end()) return false;
+    const Memcpy& m = *it->second;
+    return m.kind == CopyKind::kDtoD || (m.bytes && *m.bytes < kSmallCopyBytes);
+  };
+  // Per thread, the open cudaStreamBeginCapture (index), while a capture is open.
+  std::unordered_map<uint64_t, uint32_t> capture_begin;
   for (uint32_t i = 0; i < trace.api_calls.size(); ++i) {
     const ApiCall& c = trace.api_calls[i];
-    items_for(c.pid, c.tid).push_back(
-        {c.start_ns, c.end_ns, c.name, api_call_flags(c.api_class, trace.strings.view(c.name)), true, false, false, i});
+    const std::string_view name = trace.strings.view(c.name);
+    uint16_t flags = api_call_flags(c.api_class, name);
+    if (one_off[i] || name.find("GraphInstantiate") != std::string_view::npos) flags |= kHostOneOff;
+    if (copy_wait(c)) flags |= kHostCopyWait;
+    items_for(c.pid, c.tid).push_back({c.start_ns, c.end_ns, c.name, flags, true, false, false, i});
     if (c.correlation) api_by_correlation_.emplace(*c.correlation, i);
+    if (name.find("BeginCapture") != std::string_view::npos) capture_begin[thread_key(c.pid, c.tid)] = i;
+    if (name.find("EndCapture") != std::string_view::npos) {
+      const auto open = capture_begin.find(thread_key(c.pid, c.tid));
+      if (open == capture_begin.end()) continue;
+      // The whole capture, as a range enclosing what the thread did meanwhile.
+      const ApiCall& begin = trace.api_calls[open->second];
+      items_for(c.pid, c.tid).push_back({begin.start_ns, c.end_ns, begin.name, kHostOneOff, false, false, false, 0});
+      capture_begin.erase(open);
+    }
   }
   for (size_t t = 0; t < threads_.size(); ++t) build_thread(trace, threads_[t], items_by_thread[t]);
   build_collectives(trace);

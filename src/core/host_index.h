@@ -28,7 +28,27 @@ enum HostFlag : uint16_t {
   // there that no op or API call covers is dispatch (launch overhead), however long.
   kHostIssuing = 1 << 7,
   kHostAnnotationOnly = 1 << 8,  // Only annotations cover the moment (no op or API call).
+  // Inside a call that is not what the program does every step (one_off_api_calls), or inside
+  // a CUDA graph capture (cudaStreamBeginCapture .. cudaStreamEndCapture: the captured launches
+  // run nothing; the graph's replays do the work): start-up, left out of the estimates.
+  kHostOneOff = 1 << 9,
+  // Inside a copy call whose device copy moves little (under kSmallCopyBytes) or stays on the
+  // device: the host waits there for the GPU (a blocking read of a scalar is a
+  // synchronisation), it does not move data that pinned memory would move faster.
+  kHostCopyWait = 1 << 10,
 };
+inline constexpr uint64_t kSmallCopyBytes = 64 * 1024;
+
+// Launch and allocation calls (trace.api_calls, by index) that are one-off outliers: longer
+// than kOneOffMinNs and more than kOneOffFactor times the median of their kind (the calls of
+// the same name where there are at least 3, else those of the same class). A steady-state loop
+// repeats its calls; a call a hundred times longer than its peers is start-up (first-launch
+// module loading, context creation) or teardown (a driver's final cudaFree), whatever the
+// thresholds' exact values. Other classes are left alone: a synchronisation or a blocking copy
+// lasts as long as the GPU work it waits for.
+inline constexpr int64_t kOneOffMinNs = 1'000'000;
+inline constexpr double kOneOffFactor = 100.0;
+std::vector<bool> one_off_api_calls(const Trace& trace);
 
 // The flags a host event (op or annotation) of this name sets by itself, before nesting.
 uint16_t host_event_flags(std::string_view name);

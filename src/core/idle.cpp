@@ -18,6 +18,7 @@ struct CauseAccumulator {
   int64_t ns = 0;
   double tracing_ns = 0;  // Of ns, what the tracer's measured launch cost explains.
   int64_t optimizer_ns = 0;  // Of ns, inside an optimizer step.
+  int64_t one_off_ns = 0;    // Of ns, inside a one-off call or a graph capture.
   std::unordered_map<StringId, int64_t> by_name;  // 0 = outside ops; kDeviceCopyName = device copy.
 };
 using Accumulators = std::array<CauseAccumulator, kNumIdleCauses>;
@@ -87,7 +88,13 @@ GapStart gap_start(const ThreadTimeline* thread, const Interval& gap) {
 // the gap before anything that thread shows of its own but copies, allocations and input.
 IdleCauseId idle_cause_at(bool copying, uint16_t flags, const GapStart& start, bool host_known,
                           const PySample* sample, bool collective) {
-  if (copying || (flags & kHostMemcpy)) return IdleCauseId::kMemcpy;
+  // Blocked in a copy call that moves next to nothing (or stays on the device) with no copy
+  // running: the host waits for the GPU, a synchronisation. An asynchronous one stays a copy:
+  // issuing it is copy overhead, which no launch fix (a CUDA graph replays kernels, not the
+  // program's uploads) removes.
+  const bool waits = (flags & kHostCopyWait) && (flags & kHostBlocking);
+  if (copying || ((flags & kHostMemcpy) && !waits)) return IdleCauseId::kMemcpy;
+  if (waits) return IdleCauseId::kSync;
   if (flags & kHostAlloc) return IdleCauseId::kAlloc;
   if (flags & kHostInput) return IdleCauseId::kInput;
   if ((flags & kHostCollective) || collective) return IdleCauseId::kCollective;
@@ -176,7 +183,8 @@ bool issuing_elsewhere(const DeviceContext& ctx, const ThreadTimeline* thread, i
 // launch that ended it), so no cause is charged more than it has.
 // `fallback` is the thread that explains gaps with no launching thread.
 void attribute_gap(const DeviceContext& ctx, const Interval& gap, const ThreadTimeline* fallback, Accumulators& acc,
-                   TimelineBuckets& timeline, std::vector<IdleInterval>& intervals) {
+                   TimelineBuckets& timeline, std::vector<IdleInterval>& intervals,
+                   std::unordered_map<StringId, int64_t>& one_off_by_name) {
   auto next = std::lower_bound(ctx.device_kernels.begin(), ctx.device_kernels.end(), gap.end_ns,
                                [](const Kernel* k, int64_t t) { return k->start_ns < t; });
   const ThreadTimeline* thread = gap_thread(ctx, next, fallback);
@@ -216,6 +224,10 @@ void attribute_gap(const DeviceContext& ctx, const Interval& gap, const ThreadTi
       intervals.push_back({t, p.end_ns, cause});
     }
     if (flags & kHostOptimizer) a.optimizer_ns += len;
+    if (flags & kHostOneOff) {
+      a.one_off_ns += len;
+      one_off_by_name[p.segment->name] += len;
+    }
     // What the host was doing: the op or API call, else the program's own Python line, else the
     // innermost annotation.
     StringId label = p.segment ? p.segment->name : 0;
@@ -231,16 +243,11 @@ void attribute_gap(const DeviceContext& ctx, const Interval& gap, const ThreadTi
   }
 }
 
-IdleCause idle_cause(const DeviceContext& ctx, IdleCauseId id, const CauseAccumulator& acc) {
-  IdleCause ic;
-  ic.cause = id;
-  ic.ns = acc.ns;
-  ic.pct = pct(static_cast<double>(acc.ns), static_cast<double>(ctx.window()));
-  if (ctx.trace.tracing_cost) ic.tracing_ns = static_cast<int64_t>(acc.tracing_ns);
+// What filled a cause's idle time, by label (op, API call, or the program's Python line: samples
+// of one line merge into one entry), longest first.
+std::vector<std::pair<std::string, int64_t>> cause_labels(const DeviceContext& ctx, const CauseAccumulator& acc) {
   std::vector<std::pair<StringId, int64_t>> names(acc.by_name.begin(), acc.by_name.end());
   std::sort(names.begin(), names.end(), [](auto& a, auto& b) { return a.second > b.second; });
-  ic.optimizer_ns = acc.optimizer_ns;
-  // Samples of one line merge into one entry.
   std::vector<std::pair<std::string, int64_t>> labels;
   std::unordered_map<std::string, size_t> label_index;  // Into labels: a trace has thousands of samples.
   for (const auto& [id, ns] : names) {
@@ -259,8 +266,34 @@ IdleCause idle_cause(const DeviceContext& ctx, IdleCauseId id, const CauseAccumu
     }
   }
   std::stable_sort(labels.begin(), labels.end(), [](auto& a, auto& b) { return a.second > b.second; });
+  return labels;
+}
+
+IdleCause idle_cause(const DeviceContext& ctx, IdleCauseId id, const CauseAccumulator& acc) {
+  IdleCause ic;
+  ic.cause = id;
+  ic.ns = acc.ns;
+  ic.pct = pct(static_cast<double>(acc.ns), static_cast<double>(ctx.window()));
+  if (ctx.trace.tracing_cost) ic.tracing_ns = static_cast<int64_t>(acc.tracing_ns);
+  ic.optimizer_ns = acc.optimizer_ns;
+  ic.one_off_ns = acc.one_off_ns;
+  const auto labels = cause_labels(ctx, acc);
   for (size_t i = 0; i < labels.size() && i < 3; ++i) ic.top_host.push_back({labels[i].first, labels[i].second});
   return ic;
+}
+
+// Of the host idle, the time at code that also issues the launches around which the GPU idles
+// (a label of the host cause that is a label of the launch cause too: the model's Python lines
+// between launches). Generic labels ("(host code outside profiled ops)") say nothing of the
+// code and are not counted.
+int64_t host_at_launching_code_ns(const DeviceContext& ctx, const Accumulators& acc) {
+  std::unordered_map<std::string, int64_t> launching;
+  for (const auto& [label, ns] : cause_labels(ctx, acc[static_cast<size_t>(IdleCauseId::kLaunch)])) launching[label] = ns;
+  int64_t out = 0;
+  for (const auto& [label, ns] : cause_labels(ctx, acc[static_cast<size_t>(IdleCauseId::kHost)])) {
+    if (!label.starts_with("(") && launching.contains(label)) out += ns;
+  }
+  return out;
 }
 
 // The Python bootstrap's untraced step, measured before a bounded window opened: the median of
@@ -311,12 +344,18 @@ void add_idle_attribution(const DeviceContext& ctx, DeviceReport& r) {
   }
   Accumulators acc;
   const ThreadTimeline* fallback = ctx.host.main_thread();
+  std::unordered_map<StringId, int64_t> one_off_by_name;
   for (const Interval& gap : gaps(ctx.kernel_union, ctx.window_start, ctx.window_end)) {
-    attribute_gap(ctx, gap, fallback, acc, timeline, r.idle_intervals);
+    attribute_gap(ctx, gap, fallback, acc, timeline, r.idle_intervals, one_off_by_name);
   }
   for (const IdleCauseInfo& c : kIdleCauseTable) {
     r.idle_causes.push_back(idle_cause(ctx, c.id, acc[static_cast<size_t>(c.id)]));
+    r.one_off_ns += r.idle_causes.back().one_off_ns;
+    if (c.id == IdleCauseId::kHost) r.idle_causes.back().launching_code_ns = host_at_launching_code_ns(ctx, acc);
   }
+  for (const auto& [name, ns] : one_off_by_name) r.one_off_calls.push_back({std::string(ctx.trace.strings.view(name)), ns});
+  std::sort(r.one_off_calls.begin(), r.one_off_calls.end(),
+            [](const HostTime& a, const HostTime& b) { return a.ns != b.ns ? a.ns > b.ns : a.name < b.name; });
   r.timeline = timeline.letters();
   if (ctx.trace.tracing_cost) {
     r.tracing_cost = ctx.trace.tracing_cost;

@@ -14,6 +14,11 @@
 namespace gpuscope {
 namespace {
 
+// Convolutions above this share of matrix-math time make HFU unavailable: their uncounted
+// FLOPs would change it by more than the one decimal it is shown with, on any model where
+// they cost at least as much per second as the matmuls.
+constexpr double kUncountedConvShare = 0.01;
+
 struct StepFlops {
   std::vector<double> per_step;
   bool any = false;  // Some matmul op had countable shapes.
@@ -121,6 +126,23 @@ void add_steps_and_mfu(const DeviceContext& ctx, const StepDetection& steps, con
   }
   add_model_flops(options, r);
   add_peak_and_mfu(options, step_ns, r);
+  // HFU counts the FLOPs of matmuls from their shapes; a convolution's depend on its stride,
+  // padding and dilation, which the trace does not record. Where convolutions take a share of
+  // the matrix time, the count misses their FLOPs and HFU would read low as if measured (0.0%
+  // on a ResNet): not enough evidence, so no HFU.
+  double matrix_ns = 0, conv_ns = 0;
+  for (const Kernel* k : ctx.kernels) {
+    const KernelCategory c = ctx.category_of(k->name);
+    if (!is_matrix_math(c)) continue;
+    matrix_ns += static_cast<double>(k->end_ns - k->start_ns);
+    if (c == KernelCategory::kConvolution) conv_ns += static_cast<double>(k->end_ns - k->start_ns);
+  }
+  if (r.hfu_pct && conv_ns >= kUncountedConvShare * matrix_ns) {
+    r.hfu_pct.reset();
+    r.hfu_unavailable = fmt::format("n/a: convolutions take {:.0f}% of the matrix time and their FLOPs are not "
+                                    "counted (shapes alone do not give stride and padding)",
+                                    pct(conv_ns, matrix_ns));
+  }
 }
 
 }  // namespace gpuscope

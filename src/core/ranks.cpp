@@ -68,21 +68,47 @@ std::string slow_part(const DeviceReport& slowest, const std::vector<const Devic
                      StepParts::kNames[best], slow.ms[best], best_median);
 }
 
-// Trigger: the slowest rank's step is at least 10% longer than the median of the others.
-// Estimate: ranks meet at every collective, so each waits for the slowest: bringing it to the
-// median would make every rank's step that much shorter.
-void add_straggler(RankSummary& s, const DeviceReport& slowest, const std::vector<const DeviceReport*>& others) {
-  std::vector<double> others_ms;
-  for (const DeviceReport* o : others) others_ms.push_back(*o->step_mean_ms);
-  std::sort(others_ms.begin(), others_ms.end());
-  s.step_median_ms = others_ms[(others_ms.size() - 1) / 2];  // The lower middle for even counts.
-  const double speedup = *s.step_max_ms / *s.step_median_ms;
+// A rank's own time per step: its step less its communication wait. Ranks meet at every
+// collective, so a rank that arrives early waits there for the others: a long wait marks a fast
+// rank, and the rank that arrives last (the most own time, the least wait) is the one the
+// others wait for. Its step is the job's, whatever the window edges make the others' look like.
+double own_ms(const DeviceReport& d) {
+  const StepParts p = step_parts(d);
+  return *d.step_mean_ms - p.ms[1];
+}
+
+// Trigger: the rank with the most own time (step less communication wait) has at least 10% of
+// its step more than the median of the others' own time. Estimate: every rank waits for it at
+// each collective, so bringing its own time to that median shortens the job's step (its step)
+// by the difference: step / (step - excess).
+void add_straggler(RankSummary& s, const std::vector<const DeviceReport*>& with_steps) {
+  const DeviceReport* straggler = with_steps.front();
+  for (const DeviceReport* d : with_steps) {
+    if (own_ms(*d) > own_ms(*straggler)) straggler = d;
+  }
+  std::vector<const DeviceReport*> others;
+  std::vector<double> others_own;
+  for (const DeviceReport* d : with_steps) {
+    if (d == straggler) continue;
+    others.push_back(d);
+    others_own.push_back(own_ms(*d));
+  }
+  std::sort(others_own.begin(), others_own.end());
+  const double median_own = others_own[(others_own.size() - 1) / 2];  // The lower middle for even counts.
+  const double step = *straggler->step_mean_ms, own = own_ms(*straggler);
+  const double excess = own - median_own;
+  const double fixed = step - excess;
+  if (excess <= 0 || fixed <= 0) return;
+  const double speedup = step / fixed;
   if (speedup < 1.1) return;
   s.findings.push_back(
       {"straggler", severity_for(speedup), "One rank is slower than the others",
-       fmt::format("{}{} takes {:.2f} ms per step against a median of {:.2f} ms over the other {} rank{}{}",
-                   slowest.rank ? fmt::format("rank {}: ", *slowest.rank) : "", s.slowest, *s.step_max_ms, *s.step_median_ms, others_ms.size(), others_ms.size() == 1 ? "" : "s",
-                   slow_part(slowest, others)),
+       fmt::format("{}{} works {:.2f} ms per step (its step {:.2f} ms less {:.2f} ms waiting in communication, "
+                   "the least wait of the job: it arrives last) against a median of {:.2f} ms over the other {} "
+                   "rank{}{}; the job's step without the {:.2f} ms difference{}",
+                   straggler->rank ? fmt::format("rank {}: ", *straggler->rank) : "", straggler->source, own, step,
+                   step - own, median_own, others.size(), others.size() == 1 ? "" : "s",
+                   slow_part(*straggler, others), excess, estimate_clause(step * 1e6, fixed * 1e6, "step")),
        speedup,
        "Look at that rank's own idle causes above (input pipeline, host syncs); balance the data shards "
        "and sequence lengths across ranks (bucket or pad); check for CPU contention on its host (other "
@@ -118,8 +144,10 @@ void add_scale_before_healthy(RankSummary& s, const std::vector<DeviceReport>& d
   if (median->mfu_pct) health += fmt::format(", MFU {:.1f}%", *median->mfu_pct);
   s.findings.push_back(
       {"scale-before-healthy", severity_for(speedup), "Fix one GPU before adding GPUs",
-       fmt::format("each of the {} ranks wastes its own GPU ({}: {}); its single-GPU findings: {}", devices.size(),
-                   median->source, health, fmt::join(named, ", ")),
+       fmt::format("each of the {} ranks wastes its own GPU ({}: {}); its single-GPU findings: {}{}", devices.size(),
+                   median->source, health, fmt::join(named, ", "),
+                   median->step_mean_ms ? estimate_clause(*median->step_mean_ms * 1e6, *median->step_mean_ms * 1e6 / speedup, "its step")
+                                        : fmt::format("; estimate: the largest of them, x{:.2f}", speedup)),
        speedup,
        fmt::format("Fix {} first (see that rank's findings): the gain applies to every rank at no extra "
                    "hardware, where more GPUs add at best their share of throughput at the same per-GPU waste "
@@ -222,8 +250,13 @@ RankSummary summarize_ranks(const std::vector<DeviceReport>& devices) {
     with_steps.push_back(&d);
   }
   if (with_steps.size() >= 2) {
-    std::erase(with_steps, slowest);
-    add_straggler(s, *slowest, with_steps);
+    std::vector<double> others_ms;
+    for (const DeviceReport* d : with_steps) {
+      if (d != slowest) others_ms.push_back(*d->step_mean_ms);
+    }
+    std::sort(others_ms.begin(), others_ms.end());
+    s.step_median_ms = others_ms[(others_ms.size() - 1) / 2];  // The lower middle for even counts.
+    add_straggler(s, with_steps);
   }
   if (devices.size() >= 2) add_scale_before_healthy(s, devices);
   std::stable_sort(s.findings.begin(), s.findings.end(), [](const Finding& a, const Finding& b) {

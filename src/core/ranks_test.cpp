@@ -64,6 +64,26 @@ TEST(Ranks, StragglerNamesThePartThatGrewMost) {
       << f->evidence;
 }
 
+TEST(Ranks, StragglerIsTheRankThatArrivesLastNotTheOneThatWaitsLongest) {
+  // Rank 0 enters the collectives first and waits there 7 of its 12 ms; rank 3 arrives last:
+  // 9 ms of its own work, 1 ms waiting. The others do 5 ms of work and wait 5 ms.
+  const RankSummary s = summarize_ranks({rank(0, 12, 100, 100 * 5.0 / 12, 100 * 7.0 / 12), rank(1, 10, 100, 50, 50),
+                                         rank(2, 10, 100, 50, 50), rank(3, 10, 100, 90, 10)});
+  const Finding* f = by_id(s, "straggler");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->evidence.find("rank 3: rank3 works 9.00 ms"), std::string::npos) << f->evidence;
+  // Its own 9 ms against the others' median of 5 ms: the job's 10 ms step becomes 6 ms.
+  EXPECT_NE(f->evidence.find("estimate: step 10.00 ms -> 6.000 ms"), std::string::npos) << f->evidence;
+  EXPECT_NEAR(*f->est_speedup, 10.0 / 6.0, 1e-9);
+}
+
+TEST(Ranks, NoStragglerWhenOnlyTheWaitsDiffer) {
+  // Every rank works 5 ms; rank 0's step looks longer only because it waits longer.
+  const RankSummary s =
+      summarize_ranks({rank(0, 14, 100, 100 * 5.0 / 14, 100 * 9.0 / 14), rank(1, 10, 100, 50, 50), rank(2, 10, 100, 50, 50)});
+  EXPECT_EQ(by_id(s, "straggler"), nullptr);
+}
+
 TEST(Ranks, ScaleBeforeHealthyNamesTheSingleGpuFindings) {
   DeviceReport a = rank(0, 10, 90, 30, 5), b = rank(1, 10, 90, 30, 5);
   a.findings = {finding("launch-bound", 1.6), finding("exposed-communication", 2.5)};

@@ -82,6 +82,12 @@ struct IdleCause {
   std::optional<int64_t> tracing_ns;
   // Of ns, the part inside optimizer steps (for the optimizer finding; not in the JSON).
   int64_t optimizer_ns = 0;
+  // Of ns, the part inside one-off calls and CUDA graph captures (kHostOneOff): start-up, left
+  // out of every estimate (not in the JSON).
+  int64_t one_off_ns = 0;
+  // Of ns (host cause), the part at code lines or ops that also fill launch idle: the code that
+  // issues the step's launches, which a CUDA graph replay does not run (not in the JSON).
+  int64_t launching_code_ns = 0;
 };
 
 struct CategoryTime {
@@ -220,6 +226,11 @@ struct DeviceReport {
   // The program's own step time before a bounded window opened, untraced (the Python bootstrap
   // timed it); where known, the tracer's share of the idle and untraced_window_est_ns come from it.
   std::optional<int64_t> untraced_step_measured_ns;
+  // The idle time inside one-off calls and CUDA graph captures (all causes), and the calls,
+  // longest first: start-up or warm-up that a steady state does not repeat, left out of the
+  // estimates (the findings' base is the window less this; not in the JSON).
+  int64_t one_off_ns = 0;
+  std::vector<HostTime> one_off_calls;
   // The window in equal slices, one letter each for what filled most of the slice:
   // kTimelineKernelLetter (K) kernels running, else the idle cause's letter (kIdleCauseTable).
   std::string timeline;
@@ -249,6 +260,9 @@ struct DeviceReport {
   std::string peak_basis;  // e.g. "H200 SXM bf16 dense (NVIDIA H200 datasheet)".
   std::optional<double> mfu_pct;
   std::optional<double> hfu_pct;
+  // Why HFU is not given although matmul FLOPs were counted (convolutions, whose FLOPs shapes
+  // alone do not give); empty otherwise. Not in the JSON (hfu_pct is null there).
+  std::string hfu_unavailable;
   std::optional<ServingStats> serving;  // Only when the steps are forward passes.
   std::optional<CommunicationReport> communication;  // Only with communication kernels.
 
@@ -270,7 +284,10 @@ struct Report {
   std::vector<DeviceReport> devices;
   std::optional<RankSummary> ranks;  // When several traces (ranks) were analysed.
   std::vector<std::string> warnings;
-  std::vector<std::string> rejected;  // "file: reason" for inputs with nothing to analyse.
+  std::vector<std::string> rejected;  // "file: reason" for unusable inputs (truncated, empty).
+  // "file: what it holds" for valid traces of work without a GPU (CPU-only, another
+  // accelerator, counters only): a description, not an error.
+  std::vector<std::string> without_gpu_work;
 };
 
 }  // namespace gpuscope

@@ -227,6 +227,9 @@ struct Trace {
   std::vector<Matmul> matmuls;  // Of host events (HostEvent::first_matmul).
   StringTable strings;
   std::vector<std::string> warnings;  // What the reader skipped, one line each.
+  // Work on an accelerator other than a CUDA or ROCm GPU that the input records and gpuscope does
+  // not analyse ("1234 mtia_ccp_events events"); empty otherwise.
+  std::string other_accelerator;
   bool truncated = false;              // The input ended early; events after that are missing.
 
   const Device* find_device(int32_t id) const;

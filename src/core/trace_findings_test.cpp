@@ -8,13 +8,18 @@
 #include <fmt/core.h>
 
 #include <cctype>
+#include <cmath>
+#include <regex>
 #include <filesystem>
+#include <future>
+#include <optional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "core/analysis.h"
 #include "core/catalog.h"
+#include "core/findings.h"
 #include "formats/trace_input.h"
 
 namespace gpuscope {
@@ -247,13 +252,16 @@ TEST(TraceFindings, TracesWithoutGpuWorkAreDescribedForWhatTheyHold) {
   for (const auto& [rel, words] : rejected_expectations()) {
     const Report r = analyze_one(rel);
     EXPECT_TRUE(r.devices.empty()) << rel;
-    ASSERT_EQ(r.rejected.size(), 1u) << rel;
-    for (const auto& w : words) EXPECT_NE(r.rejected[0].find(w), std::string::npos) << w << " in " << r.rejected[0];
+    EXPECT_TRUE(r.rejected.empty()) << rel;  // Valid traces: described, not refused.
+    ASSERT_EQ(r.without_gpu_work.size(), 1u) << rel;
+    for (const auto& w : words) {
+      EXPECT_NE(r.without_gpu_work[0].find(w), std::string::npos) << w << " in " << r.without_gpu_work[0];
+    }
   }
   // The range-profiler run did launch kernels on a GPU: it is not called CPU-only.
   const Report cupti = analyze_one("hta/cupti_profiler_benchmark_result_924719_1679055439_trace.json.gz");
-  ASSERT_EQ(cupti.rejected.size(), 1u);
-  EXPECT_EQ(cupti.rejected[0].find("CPU-only"), std::string::npos) << cupti.rejected[0];
+  ASSERT_EQ(cupti.without_gpu_work.size(), 1u);
+  EXPECT_EQ(cupti.without_gpu_work[0].find("CPU-only"), std::string::npos) << cupti.without_gpu_work[0];
 }
 
 // testdata/hta holds eleven unrelated traces with GPU work (four GPU models, several rank 0s):
@@ -265,7 +273,7 @@ TEST(TraceFindings, UnrelatedTracesAreNotOneJob) {
   }
   const Report r = analyze_traces(traces, {});
   EXPECT_EQ(r.devices.size(), 11u);
-  EXPECT_EQ(r.rejected.size(), 3u);
+  EXPECT_EQ(r.without_gpu_work.size(), 3u);
   EXPECT_FALSE(r.ranks.has_value());
   std::string why;
   for (const auto& w : r.warnings) {
@@ -313,6 +321,94 @@ TEST(TraceFindings, RanksThatAgreeAreOneJob) {
   ASSERT_TRUE(r.ranks.has_value());
   EXPECT_EQ(r.ranks->ranks, 2);
   for (const auto& w : r.warnings) EXPECT_EQ(w.find("not one job"), std::string::npos) << w;
+}
+
+// A printed number and half a unit of its last digit ("1.630" -> 1.63 +- 0.0005).
+struct Printed {
+  double value = 0, half_unit = 0;
+};
+Printed printed(const std::string& text) {
+  const size_t dot = text.find('.');
+  const size_t decimals = dot == std::string::npos ? 0 : text.size() - dot - 1;
+  return {std::stod(text), 0.5 * std::pow(10.0, -static_cast<double>(decimals))};
+}
+
+// Every finding's multiplier can be recomputed from the numbers its evidence prints: the last
+// "A ms -> B ms" of its estimate clause gives A / B (within the rounding of the printed digits;
+// the multiplier as the text report shows it, two decimals), or a multiplier printed as "xN".
+void expect_recomputable(const Finding& f, const std::string& where) {
+  SCOPED_TRACE(where + ": " + f.id);
+  ASSERT_TRUE(f.est_speedup);
+  const size_t at = f.evidence.find(kEstimatePrefix);
+  ASSERT_NE(at, std::string::npos) << f.evidence;
+  const std::string clause = f.evidence.substr(at);
+  static const std::regex kSteps(R"(([0-9]+\.[0-9]+) ms -> ([0-9]+\.[0-9]+) ms)");
+  static const std::regex kTimes(R"(x([0-9]+\.[0-9]+))");
+  std::smatch m;
+  const double shown = std::round(*f.est_speedup * 100) / 100;  // As reports print it.
+  if (std::regex_search(clause, m, kSteps)) {
+    const Printed a = printed(m[1].str()), b = printed(m[2].str());
+    ASSERT_GT(b.value - b.half_unit, 0) << clause;
+    const double low = (a.value - a.half_unit) / (b.value + b.half_unit);
+    const double high = (a.value + a.half_unit) / (b.value - b.half_unit);
+    EXPECT_GE(shown + 0.005, low) << clause;
+    EXPECT_LE(shown - 0.005, high) << clause;
+  } else {
+    ASSERT_TRUE(std::regex_search(clause, m, kTimes)) << clause;
+    EXPECT_NEAR(printed(m[1].str()).value, shown, 0.005 + 1e-9) << clause;
+  }
+}
+
+TEST(TraceFindings, EveryMultiplierFollowsFromItsEvidence) {
+  const fs::path root = fs::path(source_dir()) / "testdata";
+  std::vector<fs::path> inputs;
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_regular_file() || e.path().parent_path().filename() == "golden") continue;
+    if (name.ends_with(".json.gz") || name.ends_with(".gpuscope")) inputs.push_back(e.path());
+  }
+  // Each input read and analysed on its own thread (the captures take seconds in all); the
+  // traces that name a rank are kept for the cross-rank findings of their folder.
+  struct Result {
+    std::vector<Finding> findings;
+    std::optional<Trace> ranked;
+  };
+  std::vector<std::future<Result>> results;
+  for (const fs::path& p : inputs) {
+    results.push_back(std::async(std::launch::async, [p] {
+      Result out;
+      auto t = read_trace_file(p.string());
+      if (!t.ok()) return out;
+      std::vector<Trace> traces;
+      traces.push_back(std::move(t).value());
+      for (const DeviceReport& d : analyze_traces(traces, {}).devices) {
+        out.findings.insert(out.findings.end(), d.findings.begin(), d.findings.end());
+      }
+      if (traces[0].rank) out.ranked = std::move(traces[0]);
+      return out;
+    }));
+  }
+  int findings = 0;
+  std::map<fs::path, std::vector<Trace>> ranked_by_folder;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Result r = results[i].get();
+    for (const Finding& f : r.findings) {
+      expect_recomputable(f, inputs[i].string());
+      ++findings;
+    }
+    if (r.ranked) ranked_by_folder[inputs[i].parent_path()].push_back(std::move(*r.ranked));
+  }
+  // Folders of ranks: the cross-rank findings too.
+  for (const auto& [dir, traces] : ranked_by_folder) {
+    if (traces.size() < 2) continue;
+    const Report r = analyze_traces(traces, {});
+    if (!r.ranks) continue;
+    for (const Finding& f : r.ranks->findings) {
+      expect_recomputable(f, dir.string());
+      ++findings;
+    }
+  }
+  EXPECT_GT(findings, 50);
 }
 
 }  // namespace

@@ -266,7 +266,9 @@ void headline_section(std::string& out, const DeviceReport& d) {
        d.hw_tensor_active_pct ? "GPM, sampled" : "no GPM samples in the input"},
       {"MFU", d.mfu_pct, "computed", d.mfu_pct ? "model FLOPs / dense peak" : "needs --model or --flops-per-step"},
       {"HFU (matmul)", d.hfu_pct, "computed",
-       d.hfu_pct ? "matmul FLOPs from shapes / dense peak" : "needs record_shapes=True and a known peak"},
+       d.hfu_pct                     ? "matmul FLOPs from shapes / dense peak"
+       : !d.hfu_unavailable.empty() ? d.hfu_unavailable
+                                    : "needs record_shapes=True and a known peak"},
   };
   out += "<div class=cards>\n";
   for (const Headline& c : cards) {

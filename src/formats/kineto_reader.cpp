@@ -8,6 +8,7 @@
 #include <deque>
 #include <future>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -327,6 +328,14 @@ Category category_of(std::string_view cat) {
   return Category::kIgnored;
 }
 
+// Kineto's activity types of accelerators whose work gpuscope does not analyse: Meta's MTIA
+// ("mtia_runtime", "mtia_ccp_events", "mtia_insight"), Intel's XPU and Gaudi HPU, PyTorch's
+// PrivateUse1 backends.
+bool accelerator_category(std::string_view cat) {
+  return cat.starts_with("mtia") || cat.starts_with("xpu") || cat.starts_with("hpu") ||
+         cat.starts_with("privateuse1");
+}
+
 CopyKind copy_kind(std::string_view name) {
   if (name.find("HtoD") != std::string_view::npos) return CopyKind::kHtoD;
   if (name.find("DtoH") != std::string_view::npos) return CopyKind::kDtoH;
@@ -344,8 +353,16 @@ struct EventTally {
   int64_t events = 0, skipped = 0, bad_times = 0;
   uint64_t first_skip_offset = 0, first_bad_time_offset = 0;
   std::string first_skip_reason, first_bad_time_reason;
+  // Events of an accelerator other than a CUDA or ROCm GPU (accelerator_category), and the
+  // first one's category.
+  int64_t other_accelerator = 0;
+  std::string other_accelerator_cat;
 
   void add(EventTally&& later) {
+    if (other_accelerator == 0 && later.other_accelerator > 0) {
+      other_accelerator_cat = std::move(later.other_accelerator_cat);
+    }
+    other_accelerator += later.other_accelerator;
     if (skipped == 0 && later.skipped > 0) {
       first_skip_offset = later.first_skip_offset;
       first_skip_reason = std::move(later.first_skip_reason);
@@ -406,6 +423,9 @@ class EventParser {
         ok = !v.get_string().get(ev_.cat);
         if (ok && category_of(ev_.cat) == Category::kIgnored) {
           ++tally_.events;
+          if (accelerator_category(ev_.cat) && tally_.other_accelerator++ == 0) {
+            tally_.other_accelerator_cat = std::string(ev_.cat);
+          }
           return;
         }
       }
@@ -549,6 +569,9 @@ class EventParser {
         e.tid = id_of(ev_.tid_num, ev_.tid_str, named_tid);
         e.name = name;
         e.kind = cat == Category::kOp ? HostEventKind::kOp : HostEventKind::kAnnotation;
+        // PyTorch 1.9 and earlier write the profiler's step marker with cat "Operator", like the
+        // ops: it is the step range (an annotation), whatever category it comes under.
+        if (ev_.name.starts_with("ProfilerStep#")) e.kind = HostEventKind::kAnnotation;
         if (ev_.has_shapes) {
           e.first_arg = static_cast<uint32_t>(trace_.op_args.size());
           const size_t n = std::min<size_t>(ev_.dims_rank.size(), UINT16_MAX);
@@ -683,6 +706,10 @@ class KinetoReader {
           "+-3e18 ns and durations under 1e15 ns (11.6 days)",
           t.bad_times, t.bad_times == 1 ? "" : "s", t.first_bad_time_offset, t.first_bad_time_reason));
     }
+    if (t.other_accelerator > 0) {
+      trace_.other_accelerator = fmt::format("{} {} events", t.other_accelerator, t.other_accelerator_cat);
+    }
+    describe_unlisted_devices();
     trace_.sort_events();
     return std::move(trace_);
   }
@@ -692,6 +719,31 @@ class KinetoReader {
   // One JSON value (an event, a metadata object, a string) is held whole in the buffer: a
   // larger one is not a profiler trace (a 3 GB string once took 4 GB before failing).
   static constexpr uint64_t kMaxValueBytes = 256ull << 20;
+
+  // deviceProperties numbers the devices the process sees; kernels may carry another index (the
+  // physical one, under CUDA_VISIBLE_DEVICES): kernels on device 2 with properties for 0 only.
+  // Where every described device is one model, that description is the GPU's whatever its
+  // index, so each unlisted device that ran work gets a copy with its own id; where the models
+  // differ, which one ran the work is unknown and the device stays undescribed.
+  void describe_unlisted_devices() {
+    if (trace_.devices.empty()) return;
+    for (const Device& d : trace_.devices) {
+      if (d.name != trace_.devices.front().name) return;
+    }
+    std::set<int32_t> unlisted;
+    const auto note = [&](int32_t id) {
+      if (!trace_.find_device(id)) unlisted.insert(id);
+    };
+    for (const Kernel& k : trace_.kernels) note(k.device);
+    for (const Memcpy& m : trace_.memcpys) note(m.device);
+    for (const Memset& m : trace_.memsets) note(m.device);
+    const Device model = trace_.devices.front();
+    for (int32_t id : unlisted) {
+      Device d = model;
+      d.id = id;
+      trace_.devices.push_back(std::move(d));
+    }
+  }
 
   size_t available() const { return end_ - pos_; }
   uint64_t offset(size_t pos) const { return base_ + pos; }

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/core.h>
+
 #include "core/analysis.h"
 #include "formats/report_json.h"
 #include "formats/test_temp.h"
@@ -193,6 +195,53 @@ TEST(KinetoReader, PartlyReadableTracesWarn) {
   EXPECT_NE(odd->warnings[0].find("skipped 3 events"), std::string::npos) << odd->warnings[0];
 }
 
+// PyTorch 1.9 and earlier tag the step marker like an op (cat "Operator"): still the steps.
+TEST(KinetoReader, OldTracesKeepTheirProfilerSteps) {
+  std::string events;
+  for (int i = 0; i < 8; ++i) {
+    const int ts = 1000 + i * 100;
+    events += fmt::format(R"json({}{{"ph": "X", "cat": "Operator", "name": "ProfilerStep#{}", "pid": 1, "tid": 1, "ts": {}, "dur": 100}},
+      {{"ph": "X", "cat": "Kernel", "name": "k", "pid": 0, "tid": 7, "ts": {}, "dur": 50, "args": {{"device": 0, "stream": 7}}}})json",
+                          i ? "," : "", i, ts, ts + 10);
+  }
+  auto t = read_kineto_buffer("{\"traceEvents\": [" + events + "]}", "old");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const std::vector<DeviceReport> r = analyze_trace(*t, {});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].step_source, "profiler_step");
+  EXPECT_GE(r[0].step_count, 2);
+}
+
+// Properties for device 0, kernels on device 2 (the physical index): one model, so it is that GPU.
+TEST(KinetoReader, PropertiesOfOneModelDescribeTheDeviceThatRanTheKernels) {
+  auto t = read_kineto_buffer(R"json({"deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB", "numSms": 108}],
+    "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 2, "tid": 7, "ts": 1, "dur": 2,
+                     "args": {"device": 2, "stream": 7}}]})json", "moved");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const Device* d = t->find_device(2);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->num_sms.value_or(0), 108);
+  EXPECT_EQ(d->name, "NVIDIA A100-SXM4-80GB");
+}
+
+// An MTIA trace: CPU ops and the accelerator's own activity types, no CUDA: described as work
+// on another accelerator, a valid trace (not bad input, not "CPU-only").
+TEST(KinetoReader, AcceleratorWorkGpuscopeDoesNotAnalyseIsDescribed) {
+  auto t = read_kineto_buffer(R"json({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 5},
+    {"ph": "X", "cat": "mtia_runtime", "name": "mtiaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 2},
+    {"ph": "X", "cat": "mtia_ccp_events", "name": "gemm", "pid": 2, "tid": 3, "ts": 4, "dur": 9}]})json", "mtia");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  std::vector<Trace> traces;
+  traces.push_back(std::move(t).value());
+  const Report r = analyze_traces(traces, {});
+  EXPECT_TRUE(r.rejected.empty());
+  ASSERT_EQ(r.without_gpu_work.size(), 1u);
+  EXPECT_NE(r.without_gpu_work[0].find("accelerator gpuscope does not analyse (2 mtia_runtime events"),
+            std::string::npos) << r.without_gpu_work[0];
+  EXPECT_EQ(r.without_gpu_work[0].find("CPU-only"), std::string::npos) << r.without_gpu_work[0];
+}
+
 TEST(KinetoReader, BareEventArrayIsAccepted) {
   auto t = read_kineto_buffer(R"json([{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2}])json", "array");
   ASSERT_TRUE(t.ok()) << t.status().message();
@@ -211,7 +260,9 @@ TEST(PublicTraces, AnalysedOrRejected) {
     traces.push_back(std::move(t).value());
     const Report r = analyze_traces(traces, {});
     if (r.devices.empty()) {
-      ASSERT_EQ(r.rejected.size(), 1u);
+      // Valid traces without GPU work are described, not rejected as bad input.
+      EXPECT_TRUE(r.rejected.empty()) << entry.path();
+      ASSERT_EQ(r.without_gpu_work.size(), 1u);
       ++rejected;
       continue;
     }

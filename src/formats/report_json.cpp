@@ -193,6 +193,7 @@ std::string report_to_json(const Report& report) {
   }
   j["warnings"] = report.warnings;
   j["rejected"] = report.rejected;
+  j["without_gpu_work"] = report.without_gpu_work;
   // Invalid UTF-8 in kernel names must not abort the dump.
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }

@@ -247,6 +247,7 @@ StatusOr<Report> report_from_json(std::string_view text) {
     }
     r.warnings = get<std::vector<std::string>>(j, "warnings");
     r.rejected = get<std::vector<std::string>>(j, "rejected");
+    if (j.contains("without_gpu_work")) r.without_gpu_work = get<std::vector<std::string>>(j, "without_gpu_work");
   } catch (const json::exception& e) {
     // nlohmann's type errors name the expected and actual type, not the key: good enough to
     // say the file is not what this version writes.

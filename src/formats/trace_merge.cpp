@@ -9,7 +9,7 @@ namespace {
 // by several threads would lose it: these sizes make that a compile error, not a silent
 // difference between `--threads 1` and the default (parallel_reader_test checks the rest).
 // (Sizes under libstdc++ on x86-64, what Debian builds with.)
-static_assert(sizeof(Trace) == 560, "a member was added to Trace: append it in append_events if it holds events");
+static_assert(sizeof(Trace) == 592, "a member was added to Trace: append it in append_events if it holds events");
 static_assert(sizeof(Kernel) == 88 && sizeof(Memcpy) == 64 && sizeof(Memset) == 56 && sizeof(ApiCall) == 48 &&
                   sizeof(HostEvent) == 48 && sizeof(GpuAnnotation) == 24 && sizeof(OpArg) == 12 &&
                   sizeof(CollectiveArgs) == 80,

@@ -1,0 +1,264 @@
+// Findings must not contradict the trace they come from: each test builds the smallest trace
+// of a class where a rule used to claim something the trace shows is not so.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "core/analysis.h"
+#include "core/analysis_test_util.h"
+#include "core/findings.h"
+#include "core/test_builder.h"
+
+namespace gpuscope {
+namespace {
+
+using testing::cause;
+using testing::FindingById;
+using testing::only;
+using testing::TraceBuilder;
+
+// The step before and after that a finding's evidence prints ("; estimate: step A ms -> B ms").
+std::pair<double, double> printed_estimate(const Finding& f) {
+  const size_t at = f.evidence.find(kEstimatePrefix);
+  EXPECT_NE(at, std::string::npos) << f.evidence;
+  if (at == std::string::npos) return {0, 0};
+  const std::string tail = f.evidence.substr(at);
+  double a = 0, b = 0;
+  char what[32];
+  EXPECT_EQ(std::sscanf(tail.c_str(), "; estimate: %31s %lf ms -> %lf ms", what, &a, &b), 3) << tail;
+  return {a, b};
+}
+
+// Steps of 500 us: 200 us of data preparation on the CPU (an op that launches nothing), then
+// ten 2 us kernels, each launched by a 10 us call inside the model's forward op after 15 us of
+// its own host code. The kernels run shorter than their launch calls: a CUDA graph removes the
+// launches and the forward's code that issues them, not the data preparation.
+Trace launch_and_host_gaps() {
+  TraceBuilder b;
+  for (int step = 0; step < 6; ++step) {
+    const double s = 100 + step * 500.0;
+    b.annotation(s, s + 500, "ProfilerStep#" + std::to_string(step));
+    b.op(s, s + 200, "prepare_batch_on_cpu");
+    b.op(s + 499, s + 499, "autograd::engine::evaluate_function: AddBackward0");  // Training, not serving.
+    for (int i = 0; i < 10; ++i) {
+      const double t = s + 200 + i * 27.0;
+      b.op(t, t + 12, "model.py:12 forward");       // Its code between launches...
+      b.op(t + 12, t + 25, "model.py:12 forward");  // ...and the same code issuing a launch.
+      b.kernel(t + 26, t + 28, "vectorized_elementwise_kernel<Add>", 1000, 0, 7, t + 15, 10);
+    }
+  }
+  return b.build();
+}
+
+TEST(Contradictions, LaunchAndHostFindingsClaimEachGapOnce) {
+  const DeviceReport r = only(launch_and_host_gaps());
+  const Finding* launch = FindingById(r, "launch-bound");
+  const Finding* host = FindingById(r, "host-bound");
+  ASSERT_NE(launch, nullptr);
+  ASSERT_NE(host, nullptr);
+  // The time the two fixes save together is no more than the idle time they name.
+  const double saved = (1 - 1 / *launch->est_speedup) + (1 - 1 / *host->est_speedup);
+  const double idle = (cause(r, "launch").pct + cause(r, "host").pct) / 100;
+  EXPECT_LE(saved, idle + 1e-9);
+  // The data preparation stays host-bound's, the Python between launches is launch-bound's.
+  EXPECT_NE(host->evidence.find("launch-bound's"), std::string::npos) << host->evidence;
+  EXPECT_NE(host->evidence.find("prepare_batch_on_cpu"), std::string::npos) << host->evidence;
+  EXPECT_NE(launch->evidence.find("go too"), std::string::npos) << launch->evidence;
+  // Each multiplier follows from the step its evidence prints.
+  for (const Finding* f : {launch, host}) {
+    const auto [before, after] = printed_estimate(*f);
+    EXPECT_NEAR(before / after, *f->est_speedup, 0.01 * *f->est_speedup) << f->evidence;
+  }
+}
+
+// 200 iterations of a 20 us kernel launched 5 us ahead, the GPU busy; one launch call of the
+// middle takes 300 ms (first-launch code loading) and a cudaFree takes 5 s.
+Trace steady_loop_with_one_offs(bool with_free) {
+  TraceBuilder b;
+  double t = 100;
+  for (int i = 0; i < 200; ++i) {
+    const double launch_us = i == 100 ? 300'000 : 5;
+    b.kernel(t + launch_us, t + launch_us + 20, "ampere_sgemm_128x64_nn", 1000, 0, 7, t, launch_us);
+    t += launch_us + 21;
+  }
+  for (int i = 0; i < 3; ++i) b.api(t + i * 20, t + i * 20 + 10, "cudaMalloc");
+  if (with_free) {
+    b.api(t + 100, t + 100 + 5e6, "cudaFree");
+    t += 5e6 + 200;
+  }
+  b.kernel(t + 5, t + 25, "ampere_sgemm_128x64_nn", 1000, 0, 7, t, 5);
+  return b.build();
+}
+
+TEST(Contradictions, OneOffCallsAreStartUpNotSteadyState) {
+  for (const bool with_free : {false, true}) {
+    const Trace trace = steady_loop_with_one_offs(with_free);
+    const TraceAnalysis a = analyze_one_trace(trace, {});
+    ASSERT_EQ(a.devices.size(), 1u);
+    const DeviceReport& r = a.devices[0];
+    EXPECT_GT(r.one_off_ns, 0);
+    EXPECT_EQ(FindingById(r, "launch-bound"), nullptr);
+    EXPECT_EQ(FindingById(r, "allocation"), nullptr);
+    ASSERT_FALSE(a.warnings.empty());
+    EXPECT_NE(a.warnings[0].find("one-off calls"), std::string::npos) << a.warnings[0];
+    EXPECT_NE(a.warnings[0].find("no steady state"), std::string::npos) << a.warnings[0];
+  }
+}
+
+TEST(Contradictions, RepeatedLongCallsAreSteadyState) {
+  // Every iteration's launch takes 30 us against a 2 us kernel: that is the loop, not start-up.
+  TraceBuilder b;
+  for (int i = 0; i < 100; ++i) b.kernel(100 + i * 40.0 + 30, 100 + i * 40.0 + 32, "elementwise_kernel", 1000, 0, 7, 100 + i * 40.0, 30);
+  const DeviceReport r = only(b.build());
+  EXPECT_EQ(r.one_off_ns, 0);
+  EXPECT_NE(FindingById(r, "launch-bound"), nullptr);
+}
+
+// Warm-up kernels, then a capture of 400 launches (nothing runs: the graph records them), the
+// graph's instantiation, and three replays of 7 kernels each.
+TEST(Contradictions, CudaGraphCaptureIsNotToldToCaptureAGraph) {
+  TraceBuilder b;
+  double t = 100;
+  for (int i = 0; i < 7; ++i, t += 30) b.kernel(t + 5, t + 25, "ampere_sgemm_128x64_nn", 1000, 0, 7, t, 5);
+  b.api(t, t + 10, "cudaStreamBeginCapture");
+  t += 10;
+  for (int i = 0; i < 400; ++i, t += 12) b.api(t, t + 10, "cudaLaunchKernel");
+  b.api(t, t + 10, "cudaStreamEndCapture");
+  b.api(t + 10, t + 5000, "cudaGraphInstantiateWithFlags");
+  t += 5010;
+  for (int r = 0; r < 3; ++r) {
+    b.api(t, t + 8, "cudaGraphLaunch");
+    for (int i = 0; i < 7; ++i) b.kernel(t + 10 + i * 21, t + 30 + i * 21, "ampere_sgemm_128x64_nn", 1000, 0, 7, t, 0);
+    t += 160;
+  }
+  const DeviceReport r = only(b.build());
+  EXPECT_GT(r.one_off_ns, 0);
+  for (const Finding& f : r.findings) {
+    EXPECT_EQ(f.recommendation.find("capture the step in a CUDA graph"), std::string::npos) << f.id;
+  }
+  EXPECT_EQ(FindingById(r, "launch-bound"), nullptr);
+}
+
+// Each iteration: a 100 us kernel, then `.item()`: a blocking cudaMemcpy whose device copy
+// reads 256 bytes in 4.5 us once the kernel is done; the call returns 60 us later.
+TEST(Contradictions, TinyBlockingReadIsASynchronisationNotACopyStall) {
+  TraceBuilder b;
+  std::vector<Memcpy> copies;
+  for (int i = 0; i < 20; ++i) {
+    const double t = 100 + i * 300.0;
+    b.kernel(t + 10, t + 110, "ampere_sgemm_128x64_nn", 1000, 0, 7, t, 5);
+    b.op(t + 10, t + 175, "aten::item");
+    const uint64_t corr = 100000 + i;
+    b.api(t + 12, t + 174, "cudaMemcpy", 1, corr);
+    Memcpy m;
+    m.start_ns = TraceBuilder::ns(t + 110);
+    m.end_ns = TraceBuilder::ns(t + 114.5);
+    m.kind = CopyKind::kDtoH;
+    m.host_memory = HostMemory::kPageable;
+    m.bytes = 256;
+    m.correlation = corr;
+    copies.push_back(m);
+  }
+  Trace t = b.build();
+  for (const Memcpy& m : copies) t.memcpys.push_back(m);
+  t.sort_events();
+  const DeviceReport r = only(t);
+  EXPECT_EQ(FindingById(r, "memcpy"), nullptr);
+  const Finding* sync = FindingById(r, "host-sync");
+  ASSERT_NE(sync, nullptr);
+  EXPECT_NE(sync->evidence.find("aten::item"), std::string::npos) << sync->evidence;
+}
+
+// Each iteration: a 20 us kernel, then a 30 us device-to-device copy.
+TEST(Contradictions, DeviceToDeviceCopiesAreNotToldToPinHostMemory) {
+  TraceBuilder b;
+  for (int i = 0; i < 20; ++i) {
+    const double t = 100 + i * 60.0;
+    b.kernel(t + 5, t + 25, "ampere_sgemm_128x64_nn", 1000, 0, 7, t, 5);
+    b.api(t + 20, t + 24, "cudaMemcpyAsync");
+    b.memcpy(t + 26, t + 56, CopyKind::kDtoD, HostMemory::kUnknown);
+  }
+  const DeviceReport r = only(b.build());
+  const Finding* f = FindingById(r, "memcpy");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->recommendation.find("Pin host memory"), std::string::npos) << f->recommendation;
+  EXPECT_EQ(f->recommendation.find("DataLoader"), std::string::npos) << f->recommendation;
+  EXPECT_NE(f->recommendation.find("between device buffers"), std::string::npos) << f->recommendation;
+}
+
+// Two steps of an SGD step with 150 per-tensor kernels each.
+TEST(Contradictions, OptimizerAdviceNamesTheOptimizerUsed) {
+  TraceBuilder b;
+  for (int step = 0; step < 4; ++step) {
+    const double t = 100 + step * 2000.0;
+    b.annotation(t, t + 2000, "ProfilerStep#" + std::to_string(step));
+    b.kernel(t + 10, t + 400, "ampere_sgemm_128x64_nn", 1000, 0, 7, t + 2, 5);
+    b.annotation(t + 400, t + 1900, "Optimizer.step#SGD.step");
+    for (int i = 0; i < 150; ++i) b.kernel(t + 410 + i * 9, t + 412 + i * 9, "void sgd_update_kernel<float>", 10, 0, 7, t + 404 + i * 9, 5);
+  }
+  const DeviceReport r = only(b.build());
+  const Finding* f = FindingById(r, "optimizer-unfused");
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->recommendation.find("torch.optim.SGD("), std::string::npos) << f->recommendation;
+  EXPECT_EQ(f->recommendation.find("AdamW"), std::string::npos) << f->recommendation;
+}
+
+// Inference (no backward, no optimizer): an expert-parallel all-to-all that nothing overlaps.
+TEST(Contradictions, CommunicationAdviceFitsInferenceNotDataParallelTraining) {
+  TraceBuilder b;
+  for (int i = 0; i < 20; ++i) {
+    const double t = 100 + i * 100.0;
+    b.kernel(t + 5, t + 45, "ampere_sgemm_128x64_nn", 1000, 0, 7, t, 5);
+    b.kernel(t + 45, t + 95, "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)", 8, 0, 9, t + 1, 5);
+  }
+  const DeviceReport r = only(b.build());
+  const Finding* f = FindingById(r, "exposed-communication");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->recommendation.find("DDP"), std::string::npos) << f->recommendation;
+  EXPECT_EQ(f->recommendation.find("FSDP"), std::string::npos) << f->recommendation;
+}
+
+// Launch-bound work inside a compiled region: no advice to use torch.compile.
+TEST(Contradictions, CompiledProgramsAreNotToldToCompile) {
+  TraceBuilder b;
+  b.op(50, 100 + 100 * 40.0, "CompiledFunction");
+  for (int i = 0; i < 100; ++i) b.kernel(100 + i * 40.0 + 30, 100 + i * 40.0 + 32, "elementwise_kernel", 1000, 0, 7, 100 + i * 40.0, 30);
+  const DeviceReport r = only(b.build());
+  ASSERT_FALSE(r.findings.empty());
+  for (const Finding& f : r.findings) {
+    EXPECT_EQ(f.recommendation.find("torch.compile(model)"), std::string::npos) << f.id << ": " << f.recommendation;
+  }
+}
+
+// A ResNet-like step: convolutions do the matrix work, one small matmul (the classifier).
+TEST(Contradictions, HfuIsNotAMeasuredZeroWhenConvolutionsDoTheWork) {
+  TraceBuilder b;
+  for (int i = 0; i < 10; ++i) {
+    const double t = 100 + i * 1000.0;
+    b.kernel(t + 5, t + 900, "cudnn_ampere_scudnn_128x64_relu_xregs_large_nn_v1", 1000, 0, 7, t, 5);
+    b.op(t + 900, t + 905, "aten::mm", {{32, 512}, {512, 1000}}, "float");
+    b.kernel(t + 905, t + 910, "ampere_sgemm_128x64_nn", 1000, 0, 7, t + 900, 5);
+  }
+  const DeviceReport r = only(b.build());
+  ASSERT_TRUE(r.matmul_flops_per_step);
+  EXPECT_FALSE(r.hfu_pct);
+  EXPECT_NE(r.hfu_unavailable.find("convolutions"), std::string::npos) << r.hfu_unavailable;
+}
+
+// torch.compile's output: chains of Triton kernels are already fused, not candidates.
+TEST(Contradictions, TritonChainsAreNotFusionCandidates) {
+  TraceBuilder b;
+  for (int i = 0; i < 20; ++i) {
+    const double t = 100 + i * 100.0;
+    b.kernel(t + 5, t + 30, "triton_poi_fused_add_gelu_0", 1000, 0, 7, t, 5);
+    b.kernel(t + 30, t + 60, "triton_red_fused_native_layer_norm_1", 1000, 0, 7, t + 1, 5);
+    b.kernel(t + 60, t + 95, "ampere_sgemm_128x64_nn", 1000, 0, 7, t + 2, 5);
+  }
+  const DeviceReport r = only(b.build());
+  EXPECT_TRUE(r.fusion.empty());
+  EXPECT_EQ(FindingById(r, "kernel-fusion"), nullptr);
+}
+
+}  // namespace
+}  // namespace gpuscope
