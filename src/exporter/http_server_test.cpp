@@ -5,10 +5,12 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -166,6 +168,64 @@ TEST(HttpServer, SlowClientsDoNotBlockScrapesAndAreCutOff) {
     EXPECT_EQ(r.rfind("HTTP/1.1 408 ", 0), 0u) << r;
     close(fd);
   }
+}
+
+// `count` scrapes, one after another, each answered 200 within a second.
+void expect_scrapes_served(int port, int count) {
+  for (int i = 0; i < count; ++i) {
+    const auto a = Clock::now();
+    std::string r = exchange(port, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n", 1000);
+    EXPECT_EQ(r.rfind("HTTP/1.1 200 ", 0), 0u) << r;
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - a).count(), 1.0);
+  }
+}
+
+TEST(HttpServer, IdleClientsBeyondTheConnectionLimitDoNotLockScrapesOut) {
+  // Clients that connect and wait used to fill max_connections; every later connection, the
+  // scrape's included, was closed at once. Now the newcomer takes the oldest idle one's place.
+  HttpLimits limits;
+  limits.max_connections = 8;
+  Served s(limits);
+  std::vector<int> idle;
+  for (int i = 0; i < 32; ++i) idle.push_back(connect_to(s.server.port()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  expect_scrapes_served(s.server.port(), 5);
+  for (int fd : idle) close(fd);
+}
+
+size_t open_descriptors() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
+  return n;
+}
+
+TEST(HttpServer, ScrapesAreServedWhenDescriptorsRunOut) {
+  // At the descriptor limit accept failed with EMFILE, the event loop spun and scrapes stalled.
+  // Here clients (in this process) take every descriptor; the server, out of descriptors,
+  // gives the oldest idle connection's to each newcomer.
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  rlimit low = saved;
+  low.rlim_cur = open_descriptors() + 200;  // Over 128: the server budgets all but 64 of them.
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  {
+    Served s;
+    std::vector<int> idle;
+    for (int i = 0; i < 400; ++i) {
+      const int fd = connect_to(s.server.port());
+      if (fd < 0) break;
+      idle.push_back(fd);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    ASSERT_GT(idle.size(), 60u);
+    for (int i = 0; i < 3; ++i) {  // Room for the scrape's own socket.
+      close(idle.back());
+      idle.pop_back();
+    }
+    expect_scrapes_served(s.server.port(), 3);
+    for (int fd : idle) close(fd);
+  }
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
 }
 
 TEST(HttpServer, BindErrorsAndEveryInterface) {
