@@ -87,6 +87,7 @@ int report_analyses(std::vector<TraceAnalysis> parts, const AnalyzeCliOptions& o
   for (const auto& w : report.warnings) fmt::print(stderr, "gpuscope: warning: {}\n", terminal_safe(w));
   if (report.devices.empty()) {
     for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: {}\n", terminal_safe(r));
+    if (o.json && o.json_without_devices) print_json_without_devices(report.rejected);
     return 2;
   }
   for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: skipped {}\n", terminal_safe(r));
@@ -109,6 +110,14 @@ int report_analyses(std::vector<TraceAnalysis> parts, const AnalyzeCliOptions& o
 }
 
 }  // namespace
+
+void print_json_without_devices(std::vector<std::string> rejected) {
+  Report report;
+  report.rejected = std::move(rejected);
+  const std::string text = report_to_json(report);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
 
 int report_traces(std::vector<Trace>& traces, const AnalyzeCliOptions& o) {
   if (!o.html.empty()) {

@@ -10,7 +10,6 @@
 // of signal N) unless CMD succeeded and the analysis failed.
 #include <algorithm>
 #include <climits>
-#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -28,7 +27,6 @@
 #include "cli/run_process.h"
 #include "cli/run_sampler.h"
 #include "formats/capture.h"
-#include "formats/report_json.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -114,14 +112,7 @@ bool looks_like_python(const std::string& program) {
 // With --json, stdout carries one JSON document whatever happens: the program's own stdout goes
 // to stderr, and a run with nothing to report still prints a report, with no devices and the
 // reason under "rejected".
-void print_json_without_devices(const RunOptions& options, const std::string& reason) {
-  if (!options.analysis.json || options.no_report) return;
-  Report report;
-  report.rejected.push_back(reason);
-  const std::string text = report_to_json(report);
-  std::fwrite(text.data(), 1, text.size(), stdout);
-  std::fflush(stdout);
-}
+bool json_on_stdout(const RunOptions& options) { return options.analysis.json && !options.no_report; }
 
 int run_command(RunOptions& options, std::vector<std::string> command) {
   if (!command.empty() && command.front() == "--") command.erase(command.begin());
@@ -173,7 +164,8 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
 
   ChildSpec spec;
   spec.argv = command;
-  spec.stdout_to_stderr = options.analysis.json && !options.no_report;
+  spec.stdout_to_stderr = json_on_stdout(options);
+  options.analysis.json_without_devices = true;
   spec.env.emplace_back("CUDA_INJECTION64_PATH", inject);
   spec.env.emplace_back("NVTX_INJECTION64_PATH", inject);
   spec.env.emplace_back("GPUSCOPE_CAPTURE_PREFIX", captures.prefix());
@@ -200,7 +192,7 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   if (!child.error.empty()) {
     captures.discard();
     fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(child.error));
-    print_json_without_devices(options, child.error);
+    if (json_on_stdout(options)) print_json_without_devices({child.error});
     return child.exit_code;
   }
 
@@ -208,7 +200,7 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
     captures.discard();
     const std::string reason = fmt::format("no process of '{}' initialised CUDA; nothing was traced", command[0]);
     fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(reason));
-    print_json_without_devices(options, reason);
+    if (json_on_stdout(options)) print_json_without_devices({reason});
     return child.exit_code;
   }
   if (calibration.cost) {
@@ -269,7 +261,7 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   }
   if (options.no_report) return child.exit_code;
   if (traces.empty()) {
-    print_json_without_devices(options, "no capture could be read");
+    if (json_on_stdout(options)) print_json_without_devices({"no capture could be read"});
     return child.exit_code != 0 ? child.exit_code : 2;
   }
   // The processes of a launcher (torchrun, mpirun, srun) name their rank: report them in rank
