@@ -229,11 +229,24 @@ TEST(InputSource, OneHugeJsonStringFailsEarly) {
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_FALSE(t.ok());
   const std::string& msg = t.status().message();
-  // The single-value limit or the inflate budget (both 256 MiB here), whichever trips first.
-  EXPECT_NE(msg.find("more than 268.4 MB"), std::string::npos) << msg;
+  // The single-value limit (16 MiB) trips before the inflate budget (256 MiB here).
+  EXPECT_NE(msg.find("a single JSON value"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("more than 16.8 MB"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--max-inflate"), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos);
   EXPECT_LT(took, 60.0);
+}
+
+TEST(InputSource, OneHugeKernelNameFailsEarly) {
+  // A 243 KB .json.gz with one 250 MB kernel name took 1.78 GB and 20 s, and exit 0. Here
+  // 40 MB: past the single-value limit, an error naming the byte and the flag.
+  const std::string name(40 << 20, 'k');
+  const std::string json = std::string(R"json({"traceEvents": [{"ph": "X", "cat": "kernel", "name": ")json") + name +
+                           R"json(", "pid": 0, "tid": 7, "ts": 10, "dur": 5, "args": {"device": 0, "stream": 7}}]})json";
+  auto t = read_kineto_buffer(gzip(json, 9), "name.json.gz");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("a single JSON value"), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().message().find("--max-inflate"), std::string::npos) << t.status().message();
 }
 
 TEST(InputSource, InflateBudgetStopsACompressionBomb) {
