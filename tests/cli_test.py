@@ -919,6 +919,37 @@ class ControlCharacters(unittest.TestCase):
         self.assertNotIn("\x07", r.stdout)
         self.assertIn("evil\\x1b]0;pwned\\x07", r.stdout)
 
+    def test_diff_csv_and_skipped_lines_cannot_drive_the_terminal(self):
+        evil = "GPU\x1b]0;pwned\x07\x1b[2J"
+        with tempfile.TemporaryDirectory(prefix="gpuscope-cli-test-") as d:
+            saved = json.loads(run("analyze", "--json", TRACE).stdout)
+            saved["devices"][0]["name"] = evil
+            base = os.path.join(d, "base.report.json")
+            with open(base, "w") as f:
+                json.dump(saved, f)
+            for args in ([base, TRACE], ["--json", base, TRACE]):
+                r = run("diff", *args)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertNotIn("\x1b", r.stdout if "--json" not in args else "")
+                self.assertNotIn("\x1b", r.stderr)
+            saved["devices"][0]["idle"]["causes"][0]["cause"] = evil
+            with open(base, "w") as f:
+                json.dump(saved, f)
+            r = run("diff", base, TRACE)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("unknown idle cause", r.stderr)
+            self.assertNotIn("\x1b", r.stderr)
+            ranks = os.path.join(d, "ranks")
+            os.mkdir(ranks)
+            os.symlink(TRACE, os.path.join(ranks, "rank0.json.gz"))
+            with open(os.path.join(ranks, evil + ".json"), "w") as f:
+                f.write("garbage")
+            r = run("analyze", "--csv", "kernels", ranks)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("skipped", r.stderr)
+            self.assertNotIn("\x1b", r.stderr)
+            self.assertNotIn("\x07", r.stderr)
+
 
 class RunOptions(unittest.TestCase):
     def test_sample_interval_needs_a_unit_and_a_sane_range(self):
