@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from exporter_load import free_port, scrape
+from exporter_load import fake_nvml_env, free_port, scrape
 
 
 def idle_connection(port):
@@ -42,9 +42,7 @@ def main():
         return 2
     gpuscope, fake, testdata = sys.argv[1:]
     port = free_port()
-    env = dict(os.environ, GPUSCOPE_NVML_LIBRARY=fake,
-               GPUSCOPE_FAKE_NVML_FIXTURE=os.path.join(testdata, "synthetic_2gpu.txt"),
-               GPUSCOPE_PROC_ROOT=os.path.join(testdata, "proc"))
+    env = fake_nvml_env(fake, testdata)
     serve = subprocess.Popen(["bash", "-c", f'ulimit -n 1024 && exec "$0" serve --listen 127.0.0.1:{port} '
                               "--interval 1s --pod-resources-socket none", gpuscope],
                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -131,15 +131,20 @@ def post(port, size, peak, pid):
     return status, sent
 
 
+def fake_nvml_env(fake, testdata):
+    """The environment of a `gpuscope serve` on the fake NVML's two synthetic GPUs."""
+    return dict(os.environ, GPUSCOPE_NVML_LIBRARY=fake,
+                GPUSCOPE_FAKE_NVML_FIXTURE=os.path.join(testdata, "synthetic_2gpu.txt"),
+                GPUSCOPE_PROC_ROOT=os.path.join(testdata, "proc"))
+
+
 def main():
     if len(sys.argv) != 4:
         print(__doc__)
         return 2
     gpuscope, fake, testdata = sys.argv[1:]
     port = free_port()
-    env = dict(os.environ, GPUSCOPE_NVML_LIBRARY=fake,
-               GPUSCOPE_FAKE_NVML_FIXTURE=os.path.join(testdata, "synthetic_2gpu.txt"),
-               GPUSCOPE_PROC_ROOT=os.path.join(testdata, "proc"))
+    env = fake_nvml_env(fake, testdata)
     work = tempfile.mkdtemp(prefix="gpuscope-exporter-load-")
     log = open(os.path.join(work, "serve.log"), "w")
     serve = subprocess.Popen([gpuscope, "serve", "--listen", f"127.0.0.1:{port}", "--interval", "1s"],
