@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 
-from exporter_load import fake_nvml_env, free_port, scrape
+from exporter_load import scrape, serve_setup
 
 
 def idle_connection(port):
@@ -37,12 +37,10 @@ def cpu_seconds(pid):
 
 
 def main():
-    if len(sys.argv) != 4:
-        print(__doc__)
+    setup = serve_setup(sys.argv, __doc__)
+    if not setup:
         return 2
-    gpuscope, fake, testdata = sys.argv[1:]
-    port = free_port()
-    env = fake_nvml_env(fake, testdata)
+    gpuscope, port, env = setup
     serve = subprocess.Popen(["bash", "-c", f'ulimit -n 1024 && exec "$0" serve --listen 127.0.0.1:{port} '
                               "--interval 1s --pod-resources-socket none", gpuscope],
                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
