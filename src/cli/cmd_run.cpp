@@ -226,10 +226,10 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   const std::vector<std::string> written = captures.publish(&notes);
   for (const auto& note : notes) fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(note));
   fmt::print(stderr, "gpuscope run: {} capture{} written:", written.size(), written.size() == 1 ? "" : "s");
-  for (const auto& c : written) fmt::print(stderr, " {}", c);
+  for (const auto& c : written) fmt::print(stderr, " {}", terminal_safe(c));
   fmt::print(stderr, "\n");
   if (!sampling.note().empty()) fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(sampling.note()));
-  if (child.signal) fmt::print(stderr, "gpuscope run: '{}' was killed by signal {}\n", command[0], *child.signal);
+  if (child.signal) fmt::print(stderr, "gpuscope run: '{}' was killed by signal {}\n", terminal_safe(command[0]), *child.signal);
 
   // A bounded run says whether its window opened, report or not (the captures are small).
   if (options.no_report && !bounded) return child.exit_code;
