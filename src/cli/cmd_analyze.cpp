@@ -226,7 +226,8 @@ int run_analyze(const AnalyzeArgs& args) {
   if (!args.max_inflate.empty()) {
     auto bytes = parse_byte_size(args.max_inflate);
     if (!bytes || *bytes == 0) {
-      fmt::print(stderr, "gpuscope: --max-inflate {}: expected a size such as 16G or 512M\n", terminal_safe(args.max_inflate));
+      fmt::print(stderr, "gpuscope: --max-inflate {}: expected a size such as 16G or 512M\n",
+                 terminal_safe(args.max_inflate));
       return 2;
     }
     limits->max_inflate_bytes = bytes;
@@ -236,7 +237,8 @@ int run_analyze(const AnalyzeArgs& args) {
   if (!args.max_memory.empty()) {
     auto bytes = parse_byte_size(args.max_memory);
     if (!bytes || *bytes == 0) {
-      fmt::print(stderr, "gpuscope: --max-memory {}: expected a size such as 4G or 512M\n", terminal_safe(args.max_memory));
+      fmt::print(stderr, "gpuscope: --max-memory {}: expected a size such as 4G or 512M\n",
+                 terminal_safe(args.max_memory));
       return 2;
     }
     job.max_memory_bytes = *bytes;

@@ -68,7 +68,8 @@ StatusOr<Report> load_side(const std::string& tag, const std::string& path, cons
     const std::string shown = p == "-" ? "<stdin>" : p;
     if (!trace.ok()) {
       if (p == path) return Status::error(fmt::format("{} {}: {}", tag, shown, trace.status().message()));
-      fmt::print(stderr, "gpuscope: {}: skipped {}: {}\n", tag, terminal_safe(shown), terminal_safe(trace.status().message()));
+      fmt::print(stderr, "gpuscope: {}: skipped {}: {}\n", tag, terminal_safe(shown),
+                 terminal_safe(trace.status().message()));
       continue;
     }
     traces.push_back(std::move(trace).value());
@@ -138,7 +139,8 @@ int run_diff(const DiffArgs& args) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
   if (!args.html.empty()) {
-    if (Status written = write_output_file("--html", args.html, {args.base, args.now}, diff_to_html(diff)); !written.ok()) {
+    const Status written = write_output_file("--html", args.html, {args.base, args.now}, diff_to_html(diff));
+    if (!written.ok()) {
       fmt::print(stderr, "gpuscope: {}\n", terminal_safe(written.message()));
       return 2;
     }

@@ -121,7 +121,9 @@ int run_export(const ExportOptions& options) {
                  terminal_safe(trace.status().message()));
       return 2;
     }
-    for (const auto& w : trace->warnings) fmt::print(stderr, "gpuscope export: warning: {}: {}\n", terminal_safe(trace->source), terminal_safe(w));
+    for (const auto& w : trace->warnings) {
+      fmt::print(stderr, "gpuscope export: warning: {}: {}\n", terminal_safe(trace->source), terminal_safe(w));
+    }
     traces.push_back(std::move(trace).value());
   }
 
@@ -185,8 +187,10 @@ int run_export(const ExportOptions& options) {
     return 2;
   }
   for (const auto& w : warnings) fmt::print(stderr, "gpuscope export: warning: {}\n", terminal_safe(w));
-  if (options.perfetto != "-")
-    fmt::print(stderr, "gpuscope export: wrote {} (open it in https://ui.perfetto.dev)\n", terminal_safe(options.perfetto));
+  if (options.perfetto != "-") {
+    fmt::print(stderr, "gpuscope export: wrote {} (open it in https://ui.perfetto.dev)\n",
+               terminal_safe(options.perfetto));
+  }
   return 0;
 }
 

@@ -229,7 +229,9 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   for (const auto& c : written) fmt::print(stderr, " {}", terminal_safe(c));
   fmt::print(stderr, "\n");
   if (!sampling.note().empty()) fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(sampling.note()));
-  if (child.signal) fmt::print(stderr, "gpuscope run: '{}' was killed by signal {}\n", terminal_safe(command[0]), *child.signal);
+  if (child.signal) {
+    fmt::print(stderr, "gpuscope run: '{}' was killed by signal {}\n", terminal_safe(command[0]), *child.signal);
+  }
 
   // A bounded run says whether its window opened, report or not (the captures are small).
   if (options.no_report && !bounded) return child.exit_code;

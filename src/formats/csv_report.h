@@ -1,5 +1,6 @@
 // A report as one CSV table (RFC 4180: fields holding a comma or quote are quoted, quotes
-// doubled, lines end in CRLF; control characters escaped as csv_field says), for pasting into a spreadsheet: `analyze --csv TABLE`.
+// doubled, lines end in CRLF; control characters escaped as csv_field says), for pasting into
+// a spreadsheet: `analyze --csv TABLE`.
 // Values that are unmeasured (std::optional without a value) are empty cells, never 0.
 //
 // Tables (one row per entry, for every device of the report in report order; with more than

@@ -21,9 +21,8 @@ bool same_file(const std::string& a, const std::string& b) {
 
 std::string why(int err) { return std::strerror(err); }
 
-// What is at `path` (links followed), for a message: "a directory", "a FIFO", ...
+// What a special file is, for a message.
 std::string_view kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
   if (S_ISCHR(mode)) return "a character device";
   if (S_ISBLK(mode)) return "a block device";
   if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
