@@ -221,7 +221,9 @@ CommandRegistration kExport({
           "  gpuscope export --perfetto trace.perfetto.json trace.json.gz\n"
           "  gpuscope export --perfetto steps.json.gz --steps 10:12 trace.json.gz\n"
           "  gpuscope export --perfetto run.json.gz --from 2000 --to 2500 run.gpuscope\n\n"
-          "Open the output in ui.perfetto.dev.");
+          "Open the output in ui.perfetto.dev. The output is written whole or not at all (a\n"
+          "temporary file renamed over it); an input, a device, a FIFO or a read-only file is\n"
+          "never replaced, and a symlink is replaced, not written through.");
       return [options]() { return run_export(*options); };
     },
 });
