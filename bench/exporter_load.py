@@ -131,15 +131,24 @@ def post(port, size, peak, pid):
     return status, sent
 
 
-def main():
-    if len(sys.argv) != 4:
-        print(__doc__)
-        return 2
-    gpuscope, fake, testdata = sys.argv[1:]
-    port = free_port()
+def serve_setup(argv, usage):
+    """From GPUSCOPE_BIN FAKE_NVML_SO TESTDATA_NVML_DIR: (binary, a free port, the environment of
+    a `gpuscope serve` on the fake NVML's two synthetic GPUs); None after printing `usage`."""
+    if len(argv) != 4:
+        print(usage)
+        return None
+    gpuscope, fake, testdata = argv[1:]
     env = dict(os.environ, GPUSCOPE_NVML_LIBRARY=fake,
                GPUSCOPE_FAKE_NVML_FIXTURE=os.path.join(testdata, "synthetic_2gpu.txt"),
                GPUSCOPE_PROC_ROOT=os.path.join(testdata, "proc"))
+    return gpuscope, free_port(), env
+
+
+def main():
+    setup = serve_setup(sys.argv, __doc__)
+    if not setup:
+        return 2
+    gpuscope, port, env = setup
     work = tempfile.mkdtemp(prefix="gpuscope-exporter-load-")
     log = open(os.path.join(work, "serve.log"), "w")
     serve = subprocess.Popen([gpuscope, "serve", "--listen", f"127.0.0.1:{port}", "--interval", "1s"],

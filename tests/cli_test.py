@@ -366,6 +366,20 @@ class RunSimulated(unittest.TestCase):
         self.assertEqual(rc, 3, err)
         self.assertEqual(json.loads(out)["devices"][0]["kernels"]["top"][0]["name"][:11], "sim_kernel_")
 
+    def test_json_stdout_is_the_report_whatever_the_program_prints(self):
+        # The program's stdout used to come first ("hello", then the report); without CUDA no
+        # JSON was printed at all.
+        rc, out, err = self.finish(self.start("--json", program=[FAKE_CUDA, "--print-env", "GPUSCOPE_RUN"]))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["devices"][0]["kernels"]["top"][0]["name"][:11], "sim_kernel_")
+        self.assertIn("GPUSCOPE_RUN=", err)
+        rc, out, err = self.finish(self.start("--json", program=["sh", "-c", "echo hello; exit 3"]))
+        self.assertEqual(rc, 3, err)
+        report = json.loads(out)
+        self.assertEqual(report["devices"], [])
+        self.assertIn("initialised CUDA", report["rejected"][0])
+        self.assertIn("hello", err)
+
     def python_env_of_run(self, **extra):
         boot = os.path.join(self.lib, "python")
         os.makedirs(boot, exist_ok=True)
@@ -911,6 +925,37 @@ class ControlCharacters(unittest.TestCase):
         self.assertNotIn("\x07", r.stdout)
         self.assertIn("evil\\x1b]0;pwned\\x07", r.stdout)
 
+    def test_diff_csv_and_skipped_lines_cannot_drive_the_terminal(self):
+        evil = "GPU\x1b]0;pwned\x07\x1b[2J"
+        with tempfile.TemporaryDirectory(prefix="gpuscope-cli-test-") as d:
+            saved = json.loads(run("analyze", "--json", TRACE).stdout)
+            saved["devices"][0]["name"] = evil
+            base = os.path.join(d, "base.report.json")
+            with open(base, "w") as f:
+                json.dump(saved, f)
+            for args in ([base, TRACE], ["--json", base, TRACE]):
+                r = run("diff", *args)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertNotIn("\x1b", r.stdout if "--json" not in args else "")
+                self.assertNotIn("\x1b", r.stderr)
+            saved["devices"][0]["idle"]["causes"][0]["cause"] = evil
+            with open(base, "w") as f:
+                json.dump(saved, f)
+            r = run("diff", base, TRACE)
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("unknown idle cause", r.stderr)
+            self.assertNotIn("\x1b", r.stderr)
+            ranks = os.path.join(d, "ranks")
+            os.mkdir(ranks)
+            os.symlink(TRACE, os.path.join(ranks, "rank0.json.gz"))
+            with open(os.path.join(ranks, evil + ".json"), "w") as f:
+                f.write("garbage")
+            r = run("analyze", "--csv", "kernels", ranks)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("skipped", r.stderr)
+            self.assertNotIn("\x1b", r.stderr)
+            self.assertNotIn("\x07", r.stderr)
+
 
 class RunOptions(unittest.TestCase):
     def test_sample_interval_needs_a_unit_and_a_sane_range(self):
@@ -1024,6 +1069,117 @@ class ExportAndCsv(unittest.TestCase):
         r = run("analyze", "--csv", "nope", TRACE)
         self.assertEqual(r.returncode, 2)
         self.assertIn("steps, kernels or idle", r.stderr)
+
+
+class HostileInputs(unittest.TestCase):
+    """What a careless or hostile user can hand the commands: each is one line on stderr and
+    exit 2 (or a report), never a crash, a hang or a user's file destroyed."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.d = self.dir.name
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.d, name)
+
+    @staticmethod
+    def read(path, mode="r"):
+        with open(path, mode) as f:
+            return f.read()
+
+    def test_directory_with_a_symlink_loop(self):
+        ranks = self.path("ranks")
+        os.mkdir(ranks)
+        os.symlink("b", os.path.join(ranks, "a"))
+        os.symlink("a", os.path.join(ranks, "b"))
+        os.symlink("loop.json", os.path.join(ranks, "loop.json"))
+        os.symlink(TRACE, os.path.join(ranks, "rank0.json.gz"))
+        r = run("analyze", ranks)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("skipped %s: cannot open: a symlink loop" % os.path.join(ranks, "loop.json"), r.stderr)
+        r = run("diff", ranks, ranks)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        os.unlink(os.path.join(ranks, "rank0.json.gz"))
+        r = run("diff", ranks, TRACE)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 2, r.stderr)  # the skipped file, then why
+
+    def assert_refused(self, args, expect, cmd="analyze"):
+        r = run(cmd, *args)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        self.assertIn(expect, r.stderr)
+        return r
+
+    def test_export_never_destroys_its_input(self):
+        gz = self.path("t.json.gz")
+        with open(TRACE, "rb") as f, open(gz, "wb") as g:
+            g.write(f.read())
+        before = self.read(gz, "rb")
+        link = self.path("link.json")
+        os.symlink(gz, link)
+        for out in (gz, link):
+            self.assert_refused(["--perfetto", out, gz], "input of this command", cmd="export")
+        self.assertEqual(self.read(gz, "rb"), before)
+
+    def test_export_replaces_a_symlink_atomically_and_respects_read_only(self):
+        target = self.path("target.json")
+        with open(target, "w") as f:
+            f.write("keep me")
+        link = self.path("out.json")
+        os.symlink(target, link)
+        r = run("export", "--perfetto", link, TRACE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.islink(link))  # the link is replaced, not written through
+        self.assertEqual(self.read(target), "keep me")
+        json.loads(self.read(link))
+        self.assertEqual(sorted(os.listdir(self.d)), ["out.json", "target.json"])  # no temporary left
+        os.chmod(target, 0o444)
+        self.assert_refused(["--perfetto", target, TRACE], "read-only", cmd="export")
+        self.assertEqual(self.read(target), "keep me")
+
+    def test_html_never_replaces_special_or_read_only_files(self):
+        fifo = self.path("fifo.html")
+        os.mkfifo(fifo)
+        self.assert_refused(["--html", fifo, TRACE], "FIFO")
+        self.assertTrue(os.path.exists(fifo) and not os.path.isfile(fifo))
+        self.assert_refused(["--html", "/dev/null", TRACE], "character device")
+        page = self.path("page.html")
+        with open(page, "w") as f:
+            f.write("old page")
+        os.chmod(page, 0o444)
+        self.assert_refused(["--html", page, TRACE], "read-only")
+        self.assertEqual(self.read(page), "old page")
+        self.assert_refused(["--html", "", TRACE], "name a file")
+        self.assert_refused(["--html", "", TRACE, TRACE], "name a file", cmd="diff")
+
+    def test_export_refuses_what_analyze_refuses(self):
+        capture = self.path("bad.gpuscope")
+        with open(capture, "wb") as f:
+            f.write(b"\x89GPUSCAP" + struct.pack("<II", 1, 0) + b"garbage" * 100)
+        no_events = self.path("empty.json")
+        with open(no_events, "w") as f:
+            json.dump({"traceEvents": []}, f)
+        for bad in (capture, no_events):
+            self.assertEqual(run("analyze", bad).returncode, 2)
+            out = self.path("out.json")
+            r = run("export", "--perfetto", out, bad)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            errors = [l for l in r.stderr.splitlines() if ": warning: " not in l]
+            self.assertEqual(len(errors), 1, r.stderr)
+            self.assertIn("no GPU kernels", errors[0])
+            self.assertFalse(os.path.exists(out))
+
+    def test_numbers_must_be_finite_and_sane(self):
+        for option, value in (("--flops-per-step", "nan"), ("--flops-per-step", "inf"), ("--flops-per-step", "-5"),
+                              ("--flops-per-step", "1e300"), ("--peak-tflops", "1e-300"),
+                              ("--peak-tflops", "nan"), ("--peak-tflops", "0")):
+            for cmd, args in (("analyze", [TRACE]), ("diff", [TRACE, TRACE])):
+                r = self.assert_refused([option, value, *args], option, cmd=cmd)
+                self.assertIn("expected a number from", r.stderr)
 
 
 class HelpFitsTheScreen(unittest.TestCase):

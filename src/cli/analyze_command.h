@@ -21,6 +21,9 @@ struct AnalyzeCliOptions {
   std::string step_range;                // --step-range NAME (NVTX/annotation step names)
   bool as_job = false;                   // --as-job (analyze only): several traces are one job
   std::string html;                      // --html FILE: the report also as one self-contained page
+  // run --json: with no device to report, still print the JSON report (no devices, "rejected"
+  // says why) so that stdout is always one JSON document; analyze prints nothing then.
+  bool json_without_devices = false;
 };
 
 // Declares --json, --html, --model, --flops-per-step, --peak-tflops, --step-range on `app`.
@@ -32,5 +35,9 @@ void add_analysis_options(CLI::App& app, AnalyzeCliOptions& options);
 // code: 0, or 2 for bad input (e.g. an invalid --model, or the page cannot be written) after
 // printing one line naming the problem.
 int report_traces(std::vector<Trace>& traces, const AnalyzeCliOptions& options);
+
+// A report with no devices, `rejected` saying why, as JSON on stdout: for `run --json`, whose
+// stdout is one JSON document whatever happened.
+void print_json_without_devices(std::vector<std::string> rejected);
 
 }  // namespace gpuscope::cli

@@ -23,7 +23,7 @@
 #include "cli/report_text.h"
 #include "core/analysis.h"
 #include "formats/csv_report.h"
-#include "formats/html_file.h"
+#include "formats/output_file.h"
 #include "formats/html_report.h"
 #include "formats/input_source.h"
 #include "formats/job_reader.h"
@@ -38,16 +38,17 @@ void add_analysis_options(CLI::App& app, AnalyzeCliOptions& o) {
   app.add_option("--html", o.html,
                  "Also write the report as one self-contained HTML page (timeline, charts, findings; no network "
                  "needed to view it) to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(output_name_check());
   app.add_option("--model", o.model_spec,
                  "Model for MFU, e.g. gpt:params=124M,layers=12,heads=12,dmodel=768,seq=1024,batch=16\n"
                  "(training FLOPs per token = 6N + 12*L*H*Q*T, PaLM appendix B)");
   app.add_option("--flops-per-step", o.flops_per_step, "Model FLOPs per training step, for MFU (instead of --model)")
-      ->check(CLI::PositiveNumber);
+      ->check(flops_per_step_check());
   app.add_option("--peak-tflops", o.peak_tflops,
                  "Dense peak TFLOP/s to divide by (default: from the device name; bf16 dense, e.g. 989.4 "
                  "for H100/H200 SXM)")
-      ->check(CLI::PositiveNumber);
+      ->check(peak_tflops_check());
   app.add_option("--step-range", o.step_range,
                  "Name of the annotation/NVTX range that marks one step (default: ProfilerStep#N, then "
                  "'step'/'train_step', then optimizer steps)");
@@ -65,7 +66,7 @@ std::optional<AnalysisOptions> analysis_options(const AnalyzeCliOptions& o) {
   if (!o.model_spec.empty()) {
     auto spec = parse_model_spec(o.model_spec);
     if (!spec.ok()) {
-      fmt::print(stderr, "gpuscope: {}\n", spec.status().message());
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(spec.status().message()));
       return std::nullopt;
     }
     options.model = spec.value();
@@ -86,6 +87,7 @@ int report_analyses(std::vector<TraceAnalysis> parts, const AnalyzeCliOptions& o
   for (const auto& w : report.warnings) fmt::print(stderr, "gpuscope: warning: {}\n", terminal_safe(w));
   if (report.devices.empty() && !report.rejected.empty()) {
     for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: {}\n", terminal_safe(r));
+    if (o.json && o.json_without_devices) print_json_without_devices(report.rejected);
     return 2;
   }
   for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: skipped {}\n", terminal_safe(r));
@@ -98,7 +100,7 @@ int report_analyses(std::vector<TraceAnalysis> parts, const AnalyzeCliOptions& o
   if (!o.html.empty()) {
     std::vector<std::string> inputs;
     for (const Trace& t : traces) inputs.push_back(t.source);
-    const Status written = write_html_file(o.html, report_to_html(report, traces), inputs);
+    const Status written = write_output_file("--html", o.html, inputs, report_to_html(report, traces));
     if (!written.ok()) {
       fmt::print(stderr, "gpuscope: {}\n", terminal_safe(written.message()));
       return 2;
@@ -110,11 +112,19 @@ int report_analyses(std::vector<TraceAnalysis> parts, const AnalyzeCliOptions& o
 
 }  // namespace
 
+void print_json_without_devices(std::vector<std::string> rejected) {
+  Report report;
+  report.rejected = std::move(rejected);
+  const std::string text = report_to_json(report);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
 int report_traces(std::vector<Trace>& traces, const AnalyzeCliOptions& o) {
   if (!o.html.empty()) {
     std::vector<std::string> inputs;
     for (const Trace& t : traces) inputs.push_back(t.source);
-    if (Status usable = check_html_path(o.html, inputs); !usable.ok()) {
+    if (Status usable = check_output_path("--html", o.html, inputs); !usable.ok()) {
       fmt::print(stderr, "gpuscope: {}\n", terminal_safe(usable.message()));
       return 2;
     }
@@ -211,13 +221,14 @@ int run_analyze(const AnalyzeArgs& args) {
   }
   auto limits = InputLimits::from_environment();
   if (!limits.ok()) {
-    fmt::print(stderr, "gpuscope: {}\n", limits.status().message());
+    fmt::print(stderr, "gpuscope: {}\n", terminal_safe(limits.status().message()));
     return 2;
   }
   if (!args.max_inflate.empty()) {
     auto bytes = parse_byte_size(args.max_inflate);
     if (!bytes || *bytes == 0) {
-      fmt::print(stderr, "gpuscope: --max-inflate {}: expected a size such as 16G or 512M\n", args.max_inflate);
+      fmt::print(stderr, "gpuscope: --max-inflate {}: expected a size such as 16G or 512M\n",
+                 terminal_safe(args.max_inflate));
       return 2;
     }
     limits->max_inflate_bytes = bytes;
@@ -227,7 +238,8 @@ int run_analyze(const AnalyzeArgs& args) {
   if (!args.max_memory.empty()) {
     auto bytes = parse_byte_size(args.max_memory);
     if (!bytes || *bytes == 0) {
-      fmt::print(stderr, "gpuscope: --max-memory {}: expected a size such as 4G or 512M\n", args.max_memory);
+      fmt::print(stderr, "gpuscope: --max-memory {}: expected a size such as 4G or 512M\n",
+                 terminal_safe(args.max_memory));
       return 2;
     }
     job.max_memory_bytes = *bytes;
@@ -236,7 +248,7 @@ int run_analyze(const AnalyzeArgs& args) {
   if (job.threads == 0) {
     auto threads = threads_from_environment();
     if (!threads.ok()) {
-      fmt::print(stderr, "gpuscope: {}\n", threads.status().message());
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(threads.status().message()));
       return 2;
     }
     job.threads = threads.value();
@@ -245,13 +257,13 @@ int run_analyze(const AnalyzeArgs& args) {
   if (!analysis) return 2;
   auto paths = expand_trace_paths(args.paths);
   if (!paths.ok()) {
-    fmt::print(stderr, "gpuscope: {}\n", paths.status().message());
+    fmt::print(stderr, "gpuscope: {}\n", terminal_safe(paths.status().message()));
     return 2;
   }
   if (!args.options.html.empty()) {  // Before reading: a large trace takes a while.
     std::vector<std::string> inputs = paths.value();
     inputs.insert(inputs.end(), args.paths.begin(), args.paths.end());
-    if (Status usable = check_html_path(args.options.html, inputs); !usable.ok()) {
+    if (Status usable = check_output_path("--html", args.options.html, inputs); !usable.ok()) {
       fmt::print(stderr, "gpuscope: {}\n", terminal_safe(usable.message()));
       return 2;
     }
@@ -305,10 +317,10 @@ int run_analyze(const AnalyzeArgs& args) {
     const std::string shown = path == "-" ? "<stdin>" : path;
     if (!parts[i]) {
       if (named) {
-        fmt::print(stderr, "gpuscope: {}: {}\n", shown, errors[i]);
+        fmt::print(stderr, "gpuscope: {}: {}\n", terminal_safe(shown), terminal_safe(errors[i]));
         failed = true;
       } else {
-        fmt::print(stderr, "gpuscope: skipped {}: {}\n", shown, errors[i]);
+        fmt::print(stderr, "gpuscope: skipped {}: {}\n", terminal_safe(shown), terminal_safe(errors[i]));
         ++skipped;
       }
       continue;

@@ -13,11 +13,12 @@
 
 #include "cli/command.h"
 #include "cli/diff_text.h"
+#include "cli/text_layout.h"
 #include "core/analysis.h"
 #include "core/diff.h"
 #include "formats/diff_json.h"
 #include "formats/html_diff.h"
-#include "formats/html_file.h"
+#include "formats/output_file.h"
 #include "formats/report_json_reader.h"
 #include "formats/trace_input.h"
 
@@ -67,21 +68,22 @@ StatusOr<Report> load_side(const std::string& tag, const std::string& path, cons
     const std::string shown = p == "-" ? "<stdin>" : p;
     if (!trace.ok()) {
       if (p == path) return Status::error(fmt::format("{} {}: {}", tag, shown, trace.status().message()));
-      fmt::print(stderr, "gpuscope: {}: skipped {}: {}\n", tag, shown, trace.status().message());
+      fmt::print(stderr, "gpuscope: {}: skipped {}: {}\n", tag, terminal_safe(shown),
+                 terminal_safe(trace.status().message()));
       continue;
     }
     traces.push_back(std::move(trace).value());
   }
   if (traces.empty()) return Status::error(fmt::format("{} {}: no trace could be read", tag, path));
   Report report = analyze_traces(traces, options);
-  for (const auto& w : report.warnings) fmt::print(stderr, "gpuscope: warning: {}: {}\n", tag, w);
+  for (const auto& w : report.warnings) fmt::print(stderr, "gpuscope: warning: {}: {}\n", tag, terminal_safe(w));
   if (report.devices.empty()) {
     return Status::error(fmt::format("{} {}: nothing to compare: {}", tag, path,
                                      !report.rejected.empty()           ? report.rejected.front()
                                      : !report.without_gpu_work.empty() ? report.without_gpu_work.front()
                                                                         : "no GPU activity"));
   }
-  for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: {}: skipped {}\n", tag, r);
+  for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: {}: skipped {}\n", tag, terminal_safe(r));
   return report;
 }
 
@@ -91,8 +93,8 @@ int run_diff(const DiffArgs& args) {
     return 2;
   }
   if (!args.html.empty()) {
-    if (Status usable = check_html_path(args.html, {args.base, args.now}); !usable.ok()) {
-      fmt::print(stderr, "gpuscope: {}\n", usable.message());
+    if (Status usable = check_output_path("--html", args.html, {args.base, args.now}); !usable.ok()) {
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(usable.message()));
       return 2;
     }
   }
@@ -100,7 +102,7 @@ int run_diff(const DiffArgs& args) {
   if (!args.model_spec.empty()) {
     auto spec = parse_model_spec(args.model_spec);
     if (!spec.ok()) {
-      fmt::print(stderr, "gpuscope: {}\n", spec.status().message());
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(spec.status().message()));
       return 2;
     }
     options.model = spec.value();
@@ -111,12 +113,12 @@ int run_diff(const DiffArgs& args) {
 
   auto base = load_side("BASE", args.base, options);
   if (!base.ok()) {
-    fmt::print(stderr, "gpuscope: {}\n", base.status().message());
+    fmt::print(stderr, "gpuscope: {}\n", terminal_safe(base.status().message()));
     return 2;
   }
   auto now = load_side("NEW", args.now, options);
   if (!now.ok()) {
-    fmt::print(stderr, "gpuscope: {}\n", now.status().message());
+    fmt::print(stderr, "gpuscope: {}\n", terminal_safe(now.status().message()));
     return 2;
   }
   const ReportDiff diff = diff_reports(base.value(), now.value());
@@ -128,7 +130,7 @@ int run_diff(const DiffArgs& args) {
   if (args.json) {
     // The warnings are in the JSON; stderr repeats them for whoever reads the terminal.
     for (const auto& d : diff.devices) {
-      for (const auto& w : d.warnings) fmt::print(stderr, "gpuscope: warning: {}\n", w);
+      for (const auto& w : d.warnings) fmt::print(stderr, "gpuscope: warning: {}\n", terminal_safe(w));
     }
     text = diff_to_json(diff);
   } else {
@@ -139,11 +141,12 @@ int run_diff(const DiffArgs& args) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
   if (!args.html.empty()) {
-    if (Status written = write_html_file(args.html, diff_to_html(diff), {args.base, args.now}); !written.ok()) {
-      fmt::print(stderr, "gpuscope: {}\n", written.message());
+    const Status written = write_output_file("--html", args.html, {args.base, args.now}, diff_to_html(diff));
+    if (!written.ok()) {
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(written.message()));
       return 2;
     }
-    fmt::print(stderr, "gpuscope: wrote {}\n", args.html);
+    fmt::print(stderr, "gpuscope: wrote {}\n", terminal_safe(args.html));
   }
   return 0;
 }
@@ -162,13 +165,14 @@ CommandRegistration kDiff{CommandSpec{
       app.add_flag("--json", args->json, "Print the comparison as JSON (schema gpuscope.diff/1, docs/diff.md)");
       app.add_option("--html", args->html,
                      "Also write the comparison as one self-contained HTML page (no network needed to view it) to FILE")
-          ->type_name("FILE");
+          ->type_name("FILE")
+      ->check(output_name_check());
       app.add_option("--model", args->model_spec,
                      "Model for MFU of the traces, e.g. gpt:params=124M,layers=12,heads=12,dmodel=768,seq=1024,batch=16");
       app.add_option("--flops-per-step", args->flops_per_step, "Model FLOPs per step of the traces, for MFU")
-          ->check(CLI::PositiveNumber);
+          ->check(flops_per_step_check());
       app.add_option("--peak-tflops", args->peak_tflops, "Dense peak TFLOP/s to divide by (default: from the device name)")
-          ->check(CLI::PositiveNumber);
+          ->check(peak_tflops_check());
       app.add_option("--step-range", args->step_range, "Name of the annotation/NVTX range that marks one step");
       app.footer(
           "\nExamples:\n"

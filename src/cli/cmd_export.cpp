@@ -14,8 +14,10 @@
 #include <fmt/core.h>
 
 #include "cli/command.h"
+#include "cli/text_layout.h"
 #include "core/analysis.h"
 #include "formats/input_source.h"
+#include "formats/output_file.h"
 #include "formats/perfetto_writer.h"
 #include "formats/trace_input.h"
 
@@ -68,7 +70,7 @@ std::optional<std::pair<int64_t, int64_t>> parse_step_span(const std::string& te
 int run_export(const ExportOptions& options) {
   auto limits = InputLimits::from_environment();
   if (!limits.ok()) {
-    fmt::print(stderr, "gpuscope export: {}\n", limits.status().message());
+    fmt::print(stderr, "gpuscope export: {}\n", terminal_safe(limits.status().message()));
     return 2;
   }
   if (!options.max_inflate.empty()) {
@@ -102,22 +104,45 @@ int run_export(const ExportOptions& options) {
     fmt::print(stderr, "gpuscope export: '-' (stdin) can be read only once\n");
     return 2;
   }
+  // Before reading (a large trace takes a while): the output must not replace an input, a
+  // special file or a read-only one.
+  if (options.perfetto != "-") {
+    if (Status usable = check_output_path("--perfetto", options.perfetto, options.inputs); !usable.ok()) {
+      fmt::print(stderr, "gpuscope export: {}\n", terminal_safe(usable.message()));
+      return 2;
+    }
+  }
   std::vector<Trace> traces;
   for (const auto& path : options.inputs) {
     // Opened once (pipes and "-" for stdin work); the reader is chosen by the first bytes.
     auto trace = read_trace_file(path, limits.value());
     if (!trace.ok()) {
-      fmt::print(stderr, "gpuscope export: {}: {}\n", path == "-" ? "<stdin>" : path, trace.status().message());
+      fmt::print(stderr, "gpuscope export: {}: {}\n", terminal_safe(path == "-" ? "<stdin>" : path),
+                 terminal_safe(trace.status().message()));
       return 2;
     }
-    for (const auto& w : trace->warnings) fmt::print(stderr, "gpuscope export: warning: {}: {}\n", trace->source, w);
+    for (const auto& w : trace->warnings) {
+      fmt::print(stderr, "gpuscope export: warning: {}: {}\n", terminal_safe(trace->source), terminal_safe(w));
+    }
     traces.push_back(std::move(trace).value());
   }
 
+  // Valid as for analyze: at least one trace ran GPU work (analyze_one_trace says what the
+  // others hold instead); those others are still written, with a warning.
   PerfettoOptions perfetto;
   AnalysisOptions analysis;
   analysis.step_range = options.step_range;
-  for (const Trace& t : traces) perfetto.reports.push_back(analyze_trace(t, analysis));
+  std::vector<std::string> rejected;
+  for (const Trace& t : traces) {
+    TraceAnalysis a = analyze_one_trace(t, analysis);
+    if (a.devices.empty()) rejected.push_back(std::move(a.rejected));
+    perfetto.reports.push_back(std::move(a.devices));
+  }
+  if (rejected.size() == traces.size()) {
+    for (const auto& r : rejected) fmt::print(stderr, "gpuscope export: {}\n", terminal_safe(r));
+    return 2;
+  }
+  for (const auto& r : rejected) fmt::print(stderr, "gpuscope export: warning: {}\n", terminal_safe(r));
 
   if (options.from_ms || options.to_ms) {
     const int64_t origin = first_event_ns(traces).value_or(0);
@@ -156,14 +181,16 @@ int run_export(const ExportOptions& options) {
   }
 
   std::vector<std::string> warnings;
-  Status status = write_perfetto_file(traces, options.perfetto, &warnings, perfetto);
+  Status status = write_perfetto_file(traces, options.perfetto, options.inputs, &warnings, perfetto);
   if (!status.ok()) {
-    fmt::print(stderr, "gpuscope export: {}\n", status.message());
+    fmt::print(stderr, "gpuscope export: {}\n", terminal_safe(status.message()));
     return 2;
   }
-  for (const auto& w : warnings) fmt::print(stderr, "gpuscope export: warning: {}\n", w);
-  if (options.perfetto != "-")
-    fmt::print(stderr, "gpuscope export: wrote {} (open it in https://ui.perfetto.dev)\n", options.perfetto);
+  for (const auto& w : warnings) fmt::print(stderr, "gpuscope export: warning: {}\n", terminal_safe(w));
+  if (options.perfetto != "-") {
+    fmt::print(stderr, "gpuscope export: wrote {} (open it in https://ui.perfetto.dev)\n",
+               terminal_safe(options.perfetto));
+  }
   return 0;
 }
 
@@ -194,7 +221,9 @@ CommandRegistration kExport({
           "  gpuscope export --perfetto trace.perfetto.json trace.json.gz\n"
           "  gpuscope export --perfetto steps.json.gz --steps 10:12 trace.json.gz\n"
           "  gpuscope export --perfetto run.json.gz --from 2000 --to 2500 run.gpuscope\n\n"
-          "Open the output in ui.perfetto.dev.");
+          "Open the output in ui.perfetto.dev. The output is written whole or not at all (a\n"
+          "temporary file renamed over it); an input, a device, a FIFO or a read-only file is\n"
+          "never replaced, and a symlink is replaced, not written through.");
       return [options]() { return run_export(*options); };
     },
 });

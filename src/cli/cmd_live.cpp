@@ -85,7 +85,7 @@ std::optional<LiveSettings> live_settings(const LiveCliOptions& o) {
   auto signal_after = parse_duration_ns(o.signal_after, "--signal-after");
   for (const Status* st : {&interval.status(), &idle_after.status(), &signal_after.status()}) {
     if (!st->ok()) {
-      fmt::print(stderr, "gpuscope: {}\n", st->message());
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(st->message()));
       return std::nullopt;
     }
   }
@@ -119,7 +119,7 @@ std::unique_ptr<nvml::Sampler> open_sampler_or_report() {
   options.proc_root = proc_root();
   auto sampler = nvml::Sampler::open(options);
   if (!sampler.ok()) {
-    fmt::print(stderr, "gpuscope: {}\n", sampler.status().message());
+    fmt::print(stderr, "gpuscope: {}\n", terminal_safe(sampler.status().message()));
     return nullptr;
   }
   return std::move(*sampler);

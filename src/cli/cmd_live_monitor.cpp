@@ -13,7 +13,9 @@
 #include <fmt/core.h>
 
 #include "cli/command.h"
+#include "core/text.h"
 #include "cli/live_common.h"
+#include "formats/csv_report.h"
 #include "formats/json_text.h"
 #include "nvml/fixture_writer.h"
 #include "nvml/sample_fields.h"
@@ -157,7 +159,7 @@ void write_csv(std::FILE* f, NumberWriter& num, const nvml::Sampler& sampler,
     const DeviceSample& s = snap.devices[i];
     std::string line = fmt::format("{},{},{},{},{}", s.time_ns, s.interval_ns, s.device,
                                    s.gpu_instance_id ? fmt::format("{}", *s.gpu_instance_id) : "",
-                                   sampler.devices()[i].uuid);
+                                   csv_field(sampler.devices()[i].uuid));
     for (const nvml::SampleField& field : nvml::device_sample_fields()) {
       line += "," + num.csv(field.get(s), s.device, field.name);  // Empty cell: not measured.
     }
@@ -178,7 +180,7 @@ int run_monitor(const MonitorOptions& o) {
   if (!o.duration.empty()) {
     auto d = parse_duration_ns(o.duration, "--duration");
     if (!d.ok()) {
-      fmt::print(stderr, "gpuscope: {}\n", d.status().message());
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(d.status().message()));
       return 2;
     }
     duration_ns = *d;
@@ -203,7 +205,7 @@ int run_monitor(const MonitorOptions& o) {
         o.record, *sampler,
         fmt::format("recorded {} by gpuscope monitor --record, interval {}", when, o.live.interval));
     if (!w.ok()) {
-      fmt::print(stderr, "gpuscope: {}\n", w.status().message());
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(w.status().message()));
       return 2;
     }
     recorder = std::move(*w);
@@ -218,9 +220,9 @@ int run_monitor(const MonitorOptions& o) {
   int rc = 0;
   const int64_t frames = duration_ns ? std::max<int64_t>(1, *duration_ns / settings->interval_ns) : 0;
   loop.run([&](const nvml::LiveFrame& frame) {
-    for (const std::string& w : frame.warnings) fmt::print(stderr, "gpuscope: warning: {}\n", w);
+    for (const std::string& w : frame.warnings) fmt::print(stderr, "gpuscope: warning: {}\n", terminal_safe(w));
     if (!frame.status.ok()) {
-      fmt::print(stderr, "gpuscope: {}\n", frame.status.message());
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(frame.status.message()));
       rc = 2;
       return false;
     }
@@ -230,7 +232,7 @@ int run_monitor(const MonitorOptions& o) {
     if (recorder) {
       Status rs = recorder->write_frame(*frame.snapshot);
       if (!rs.ok()) {
-        fmt::print(stderr, "gpuscope: {}\n", rs.message());
+        fmt::print(stderr, "gpuscope: {}\n", terminal_safe(rs.message()));
         rc = 2;
         return false;
       }

@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include "cli/command.h"
+#include "core/text.h"
 #include "cli/live_common.h"
 #include "exporter/server.h"
 
@@ -24,7 +25,7 @@ int run_serve(const ServeCliOptions& o) {
   if (!settings) return 2;
   auto listen = exporter::parse_listen(o.listen);
   if (!listen.ok()) {
-    fmt::print(stderr, "gpuscope: {}\n", listen.status().message());
+    fmt::print(stderr, "gpuscope: {}\n", terminal_safe(listen.status().message()));
     return 2;
   }
   auto sampler = open_sampler_or_report();
@@ -45,7 +46,7 @@ int run_serve(const ServeCliOptions& o) {
   exporter::LiveExporter server(std::move(sampler), so);
   Status st = server.start();
   if (!st.ok()) {
-    fmt::print(stderr, "gpuscope: {}\n", st.message());
+    fmt::print(stderr, "gpuscope: {}\n", terminal_safe(st.message()));
     return 2;
   }
   if (listen->host.empty()) {

@@ -21,6 +21,7 @@
 #include <fmt/core.h>
 
 #include "cli/command.h"
+#include "core/text.h"
 #include "cli/live_common.h"
 #include "cli/top_view.h"
 
@@ -107,7 +108,7 @@ int run_top(const TopOptions& o) {
   loop.run([&](const nvml::LiveFrame& frame) {
     if (!frame.status.ok()) {
       term.restore();
-      fmt::print(stderr, "gpuscope: {}\n", frame.status.message());
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(frame.status.message()));
       rc = 2;
       return false;
     }

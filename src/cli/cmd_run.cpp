@@ -22,6 +22,7 @@
 
 #include "cli/analyze_command.h"
 #include "cli/command.h"
+#include "core/text.h"
 #include "cli/run_calibration.h"
 #include "cli/run_captures.h"
 #include "cli/run_libraries.h"
@@ -128,6 +129,11 @@ bool looks_like_python(const std::string& program) {
   return base.rfind("python", 0) == 0 || base == "torchrun" || base == "accelerate";
 }
 
+// With --json, stdout carries one JSON document whatever happens: the program's own stdout goes
+// to stderr, and a run with nothing to report still prints a report, with no devices and the
+// reason under "rejected".
+bool json_on_stdout(const RunOptions& options) { return options.analysis.json && !options.no_report; }
+
 int run_command(RunOptions& options, std::vector<std::string> command) {
   if (!command.empty() && command.front() == "--") command.erase(command.begin());
   if (command.empty()) {
@@ -145,7 +151,7 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   std::vector<std::pair<std::string, std::string>> window_env;
   if (std::string error = window_environment(options, looks_like_python(command[0]), &window_env);
       !error.empty()) {
-    fmt::print(stderr, "gpuscope run: {}\n", error);
+    fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(error));
     return 2;
   }
   const std::string inject = find_library("libgpuscope_inject.so");
@@ -159,7 +165,7 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   // names (FILE for one, FILE-stem.<pid>.gpuscope each for several) once the program has exited.
   RunCaptures captures;
   if (std::string error; !captures.begin(options.output.empty() ? "" : absolute(options.output), &error)) {
-    fmt::print(stderr, "gpuscope run: {}\n", error);
+    fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(error));
     return 2;
   }
 
@@ -173,11 +179,13 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
     } else {
       calibration = calibrate_tracing(calibrator, inject);
     }
-    if (!calibration.cost) fmt::print(stderr, "gpuscope run: {}\n", calibration.note);
+    if (!calibration.cost) fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(calibration.note));
   }
 
   ChildSpec spec;
   spec.argv = command;
+  spec.stdout_to_stderr = json_on_stdout(options);
+  options.analysis.json_without_devices = true;
   spec.env.emplace_back("CUDA_INJECTION64_PATH", inject);
   spec.env.emplace_back("NVTX_INJECTION64_PATH", inject);
   spec.env.emplace_back("GPUSCOPE_CAPTURE_PREFIX", captures.prefix());
@@ -208,13 +216,16 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   sampling.stop();
   if (!child.error.empty()) {
     captures.discard();
-    fmt::print(stderr, "gpuscope run: {}\n", child.error);
+    fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(child.error));
+    if (json_on_stdout(options)) print_json_without_devices({child.error});
     return child.exit_code;
   }
 
   if (captures.staged().empty()) {
     captures.discard();
-    fmt::print(stderr, "gpuscope run: no process of '{}' initialised CUDA; nothing was traced\n", command[0]);
+    const std::string reason = fmt::format("no process of '{}' initialised CUDA; nothing was traced", command[0]);
+    fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(reason));
+    if (json_on_stdout(options)) print_json_without_devices({reason});
     return child.exit_code;
   }
   if (calibration.cost) {
@@ -235,15 +246,17 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   // Device samples and the tracing cost go into every capture (appended chunks), so
   // `gpuscope analyze` sees them too.
   for (const auto& error : captures.append(sampling.samples(), calibration.cost))
-    fmt::print(stderr, "gpuscope run: {}\n", error);
+    fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(error));
   std::vector<std::string> notes;
   const std::vector<std::string> written = captures.publish(&notes);
-  for (const auto& note : notes) fmt::print(stderr, "gpuscope run: {}\n", note);
+  for (const auto& note : notes) fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(note));
   fmt::print(stderr, "gpuscope run: {} capture{} written:", written.size(), written.size() == 1 ? "" : "s");
-  for (const auto& c : written) fmt::print(stderr, " {}", c);
+  for (const auto& c : written) fmt::print(stderr, " {}", terminal_safe(c));
   fmt::print(stderr, "\n");
-  if (!sampling.note().empty()) fmt::print(stderr, "gpuscope run: {}\n", sampling.note());
-  if (child.signal) fmt::print(stderr, "gpuscope run: '{}' was killed by signal {}\n", command[0], *child.signal);
+  if (!sampling.note().empty()) fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(sampling.note()));
+  if (child.signal) {
+    fmt::print(stderr, "gpuscope run: '{}' was killed by signal {}\n", terminal_safe(command[0]), *child.signal);
+  }
 
   // A bounded run says whether its window opened, report or not (the captures are small).
   if (options.no_report && !bounded) return child.exit_code;
@@ -251,7 +264,7 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   for (const auto& path : written) {
     auto trace = read_capture_file(path);
     if (!trace.ok()) {
-      fmt::print(stderr, "gpuscope run: {}\n", trace.status().message());
+      fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(trace.status().message()));
       continue;
     }
     traces.push_back(std::move(trace).value());
@@ -297,7 +310,10 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
                  kDefaultTraceMs / 1000, child_s - static_cast<double>(kDefaultTraceMs) / 1000);
   }
   if (options.no_report) return child.exit_code;
-  if (traces.empty()) return child.exit_code != 0 ? child.exit_code : 2;
+  if (traces.empty()) {
+    if (json_on_stdout(options)) print_json_without_devices({"no capture could be read"});
+    return child.exit_code != 0 ? child.exit_code : 2;
+  }
   // The processes of a launcher (torchrun, mpirun, srun) name their rank: report them in rank
   // order, not pid order; processes without one follow, in the order they were written.
   std::stable_sort(traces.begin(), traces.end(), [](const Trace& a, const Trace& b) {
@@ -348,7 +364,10 @@ CommandRegistration kRun({
           "  gpuscope run --steps 20 -- python serve.py      # 20 steps, after 5 warm-up\n"
           "  gpuscope run --after 60s --for 10s -- ./server  # a 10s window of a long run\n\n"
           "Every process of the program that uses CUDA is traced (CUPTI kernels, copies, API "
-          "calls, NVTX ranges, cuBLAS GEMM shapes). gpuscope exits with the program's exit code.");
+          "calls, NVTX ranges, cuBLAS GEMM shapes). gpuscope exits with the program's exit code.\n\n"
+          "With --json, stdout holds the JSON report and nothing else: the program's own stdout goes "
+          "to stderr, and a run that traced nothing still prints a report (no devices, the reason "
+          "under \"rejected\").");
       return [options]() { return run_command(*options, options->command); };
     },
 });

@@ -3,6 +3,9 @@
 #include "cli/command.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include <fmt/core.h>
 
 #include "cli/help_format.h"
 
@@ -11,6 +14,26 @@ namespace gpuscope::cli {
 std::vector<CommandSpec>& command_registry() {
   static std::vector<CommandSpec> registry;
   return registry;
+}
+
+CLI::Validator finite_between(double lo, double hi, const std::string& what) {
+  return CLI::Validator(
+      [lo, hi, what](std::string& text) -> std::string {
+        double value = 0;
+        if (!CLI::detail::lexical_cast(text, value) || !std::isfinite(value) || value < lo || value > hi) {
+          return fmt::format("'{}' is not {}: expected a number from {:g} to {:g}", text, what, lo, hi);
+        }
+        return {};
+      },
+      "POSITIVE");
+}
+
+CLI::Validator flops_per_step_check() { return finite_between(1, 1e27, "a count of FLOPs per step"); }
+CLI::Validator peak_tflops_check() { return finite_between(1e-3, 1e6, "a peak in TFLOP/s"); }
+
+CLI::Validator output_name_check() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string { return text.empty() ? "name a file to write to" : ""; }, "");
 }
 
 CommandLine build_command_line() {

@@ -31,6 +31,17 @@ struct CommandRegistration {
   explicit CommandRegistration(CommandSpec spec) { command_registry().push_back(std::move(spec)); }
 };
 
+// Checks shared by the commands' options. CLI11's PositiveNumber and Range let NaN through
+// (and PositiveNumber infinity), which then reach the report as "MFU nan%".
+// A finite number within [lo, hi]; the message names the range and what the number is.
+CLI::Validator finite_between(double lo, double hi, const std::string& what);
+// --flops-per-step: model FLOPs per step, from one FLOP to 1e27 (far beyond any job).
+CLI::Validator flops_per_step_check();
+// --peak-tflops: dense peak TFLOP/s of one GPU, from 0.001 (1 GFLOP/s) to 1e6.
+CLI::Validator peak_tflops_check();
+// An output file's name (--html FILE): not empty.
+CLI::Validator output_name_check();
+
 // The whole command line (command.cpp): the top-level App with every registered subcommand in
 // `order`, and the help formatter (help_format.h) on all of them. Each action runs when its
 // App was parsed.

@@ -90,7 +90,8 @@ std::string speedup_text(const FindingChange& f, bool base) {
 
 void render_device(std::string& out, const DeviceDiff& d, const Painter& p, int width) {
   const size_t w = static_cast<size_t>(width);
-  std::string title = d.base_device == d.new_device ? d.new_device : d.base_device + " -> " + d.new_device;
+  std::string title =
+      terminal_safe(d.base_device == d.new_device ? d.new_device : d.base_device + " -> " + d.new_device);
   if (d.rank) title += fmt::format(" · rank {}", *d.rank);
   out += p.bold("gpuscope diff · " + title) + "\n";
   auto side = [&](std::string_view tag, const std::string& source, int64_t steps, const std::string& step_source) {

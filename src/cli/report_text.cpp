@@ -122,7 +122,8 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
     out += headline_row(p, "Busy without comm.", d.communication->busy_without_comm_pct,
                         "collective kernels not counted");
   }
-  out += headline_row(p, "SM active (estimate)", d.sm_active_est_pct, "grid sizes vs SM count");
+  out += headline_row(p, "SM active (estimate)", d.sm_active_est_pct,
+                      d.sm_active_est_pct ? "grid sizes vs SM count" : "needs the GPU's SM count (unknown device)");
   if (d.hw_sm_active_pct) out += headline_row(p, "SM active (hardware)", d.hw_sm_active_pct, "GPM, sampled");
   if (d.hw_tensor_active_pct) out += headline_row(p, "Tensor active (hw)", d.hw_tensor_active_pct, "GPM, sampled");
   out += headline_row(p, "MFU", d.mfu_pct, d.mfu_pct ? "model FLOPs / dense peak" : "needs --model or --flops-per-step");
@@ -197,7 +198,7 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
       host += clip(h.name, 40);
     }
     out += fmt::format("  {:<11} {:>5.1f}%  {:>10}  {}\n", idle_cause_name(c->cause), c->pct,
-                       ms(static_cast<int64_t>(static_cast<double>(c->ns) / steps)), p.dim(clip(host, width - 34)));
+                       ms(static_cast<int64_t>(static_cast<double>(c->ns) / steps)), p.dim(cut(host, width - 34)));
   }
   if (causes.empty()) out += "  none\n";
   if (d.untraced_step_measured_ns && d.untraced_window_est_ns) {

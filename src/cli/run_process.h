@@ -17,6 +17,9 @@ struct ChildSpec {
   // gpuscope's.
   std::string stdout_path;
   std::string stderr_path;
+  // The child's stdout goes to gpuscope's stderr (unless stdout_path is set): for when
+  // gpuscope's own stdout carries a document (`run --json`) the program must not mix into.
+  bool stdout_to_stderr = false;
 };
 
 struct ChildResult {

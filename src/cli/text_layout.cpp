@@ -2,28 +2,8 @@
 
 #include <fmt/core.h>
 
-#include "nvml/process_identity.h"
 
 namespace gpuscope::cli {
-
-std::string terminal_safe(std::string_view text) {
-  const std::string valid = nvml::to_valid_utf8(text);
-  std::string out;
-  out.reserve(valid.size());
-  for (size_t i = 0; i < valid.size(); ++i) {
-    const auto c = static_cast<unsigned char>(valid[i]);
-    if (c < 0x20 || c == 0x7f) {
-      out += fmt::format("\\x{:02x}", c);
-    } else if (c == 0xC2 && i + 1 < valid.size() && static_cast<unsigned char>(valid[i + 1]) < 0xA0) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(valid[++i]));  // C1: U+0080..U+009F.
-    } else if (c == '\\') {
-      out += "\\\\";
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
-}
 
 size_t display_width(std::string_view text) {
   size_t n = 0;
@@ -31,9 +11,9 @@ size_t display_width(std::string_view text) {
   return n;
 }
 
-std::string clip(std::string_view raw, size_t n) {
-  const std::string shown = terminal_safe(raw);
-  std::string_view s = shown;
+std::string clip(std::string_view raw, size_t n) { return cut(terminal_safe(raw), n); }
+
+std::string cut(std::string_view s, size_t n) {
   if (s.size() <= n) return std::string(s);
   size_t cut = n > 3 ? n - 3 : 0;
   while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;

@@ -8,6 +8,8 @@
 
 #include <fmt/core.h>
 
+#include "core/text.h"  // terminal_safe
+
 namespace gpuscope::cli {
 
 // ANSI colour, on only for a terminal without NO_COLOR (TextStyle::color). Pad fields before
@@ -26,13 +28,11 @@ struct Painter {
   std::string cyan(std::string_view t) const { return wrap("36", t); }
 };
 
-// Text from elsewhere (kernel, op and file names from a trace; other users' command lines) made
-// safe for a terminal: valid UTF-8, control characters (C0, DEL, C1) and backslashes shown
-// escaped ("\x1b"), so it cannot move the cursor, retitle or clear the user's terminal.
-std::string terminal_safe(std::string_view text);
-
 // At most n bytes of terminal_safe(s), "..." marking a cut; never cuts inside a UTF-8 character.
 std::string clip(std::string_view s, size_t n);
+// The same for text already made safe (terminal_safe, or joined from clip's results): cut
+// only, not escaped again.
+std::string cut(std::string_view safe, size_t n);
 
 // Characters (code points) in valid UTF-8 text: its columns on a terminal (no wide characters).
 size_t display_width(std::string_view text);

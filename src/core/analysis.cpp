@@ -11,6 +11,7 @@
 #include "core/fusion.h"
 #include "core/host_index.h"
 #include "core/idle.h"
+#include "core/intervals.h"
 #include "core/kernel_mix.h"
 #include "core/mfu.h"
 #include "core/occupancy.h"
@@ -123,6 +124,45 @@ std::optional<std::string> one_off_warning(const DeviceReport& d) {
   return w;
 }
 
+// "184 years", "3.5 days", "2.0 hours": a long stretch of time for a message.
+std::string long_duration(int64_t ns) {
+  const double hours = static_cast<double>(ns) / 3.6e12;
+  if (hours >= 24 * 365) return fmt::format("{:.0f} years", hours / (24 * 365.25));
+  if (hours >= 48) return fmt::format("{:.1f} days", hours / 24);
+  return fmt::format("{:.1f} hours", hours);
+}
+
+// A window stretched by a stray event: one event with a wrong timestamp (2.9e15 us) made a
+// window of 184 years, utilization 0% and no word of why. Such a window has one stretch
+// without GPU work of more than an hour that is most of it; profiles hold seconds to minutes
+// of work, and a long `gpuscope run` capture is active throughout. Only windows over an hour
+// are looked at, so ordinary traces cost nothing here.
+std::optional<std::string> stretched_window(const Trace& t, const DeviceReport& r) {
+  constexpr int64_t kHourNs = 3'600'000'000'000;
+  if (r.window_ns <= kHourNs) return std::nullopt;
+  std::vector<Interval> busy;
+  auto add = [&](const auto& events) {
+    for (const auto& e : events) {
+      if (e.device == r.device) busy.push_back({e.start_ns, e.end_ns});
+    }
+  };
+  add(t.kernels);
+  add(t.memcpys);
+  add(t.memsets);
+  const int64_t start = r.window_start_ns, end = r.window_start_ns + r.window_ns;
+  Interval widest{0, 0};
+  for (const Interval& g : gaps(merge(std::move(busy)), start, end)) {
+    if (g.end_ns - g.start_ns > widest.end_ns - widest.start_ns) widest = g;
+  }
+  const int64_t gap = widest.end_ns - widest.start_ns;
+  if (gap <= kHourNs || gap < r.window_ns / 10 * 9) return std::nullopt;
+  return fmt::format(
+      "GPU {}: the analysed window is {} long, and {} of it has no GPU work at all (from {} to {} us on the "
+      "trace's clock): most likely an event with a wrong timestamp; utilization and idle shares over this "
+      "window mean little: check the events at either end of that stretch",
+      r.device, long_duration(r.window_ns), long_duration(gap), widest.start_ns / 1000, widest.end_ns / 1000);
+}
+
 }  // namespace
 
 std::vector<DeviceReport> analyze_trace(const Trace& trace, const AnalysisOptions& options) {
@@ -156,6 +196,7 @@ TraceAnalysis analyze_one_trace(const Trace& trace, const AnalysisOptions& optio
           "trace more steps (a longer run, or --steps) for findings about the steady state",
           trace.source, d.device, static_cast<double>(d.window_ns) / 1e6));
     if (const std::optional<std::string> w = one_off_warning(d)) a.warnings.push_back(fmt::format("{}: {}", trace.source, *w));
+    if (auto w = stretched_window(trace, d)) a.warnings.push_back(fmt::format("{}: {}", trace.source, *w));
   }
   if (a.devices.empty()) {
     a.rejected = fmt::format("{}: {}", trace.source, describe_without_gpu_work(trace));

@@ -52,14 +52,45 @@ TEST(Analysis, SmActiveEstimateWeighsGridAndCapsAtOne) {
   TraceBuilder b(100);
   b.kernel(0, 100, "half_grid", 50);
   const auto half = only(b.build());
-  EXPECT_NEAR(half.sm_active_est_pct, 50.0, 1e-9);
+  EXPECT_NEAR(*half.sm_active_est_pct, 50.0, 1e-9);
   EXPECT_NEAR(half.busy_pct, 100.0, 1e-9);
 
   TraceBuilder c(100);
   c.kernel(0, 100, "a", 50, 0, 1);
   c.kernel(0, 100, "b", 50, 0, 2);
   c.kernel(0, 100, "c", 50, 0, 3);  // 150% demand is capped at 100%.
-  EXPECT_NEAR(only(c.build()).sm_active_est_pct, 100.0, 1e-9);
+  EXPECT_NEAR(*only(c.build()).sm_active_est_pct, 100.0, 1e-9);
+}
+
+TEST(Analysis, NoSmActiveEstimateWithoutTheSmCount) {
+  // With the SM count unknown every kernel counted as filling the GPU: the "estimate" was
+  // utilization under another name. Now it is unknown.
+  TraceBuilder b(0, "Mystery accelerator");
+  b.kernel(0, 100, "small_grid", 4);
+  Trace t = b.build();
+  t.devices[0].num_sms.reset();
+  const auto r = only(t);
+  EXPECT_FALSE(r.num_sms.has_value());
+  EXPECT_FALSE(r.sm_active_est_pct.has_value());
+  EXPECT_NEAR(r.busy_pct, 100.0, 1e-9);
+}
+
+TEST(Analysis, OneStrayEventThatStretchesTheWindowIsNamed) {
+  // One kernel at 2.9e15 us made a window of 184 years, utilization 0%, and no warning.
+  TraceBuilder b;
+  b.kernel(0, 100, "a");
+  b.kernel(200, 300, "b");
+  b.kernel(2.9e15, 2.9e15 + 10, "stray");
+  const Report r = analyze_traces({b.build()}, {});
+  ASSERT_EQ(r.devices.size(), 1u);
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_NE(r.warnings[0].find("92 years long"), std::string::npos) << r.warnings[0];
+  EXPECT_NE(r.warnings[0].find("wrong timestamp"), std::string::npos) << r.warnings[0];
+
+  // A trace an hour long with work throughout has no such warning.
+  TraceBuilder steady;
+  for (int i = 0; i <= 60; ++i) steady.kernel(i * 60e6, i * 60e6 + 100, "k");
+  EXPECT_TRUE(analyze_traces({steady.build()}, {}).warnings.empty());
 }
 
 TEST(Analysis, StepTimeFollowsTheGpuWhenTheHostRunsAhead) {

@@ -239,13 +239,14 @@ DeviceDiff diff_devices(const DeviceReport& base, const DeviceReport& now) {
   d.step_time_ratio = d.step_ms.ratio().value_or(0.0);
   d.model_flops_per_step = {base.model_flops_per_step, now.model_flops_per_step};
   d.matmul_flops_per_step = {base.matmul_flops_per_step, now.matmul_flops_per_step};
-  const double steps_per_time = d.step_ms.now && *d.step_ms.now > 0 ? *d.step_ms.base / *d.step_ms.now : 0.0;
+  const bool both_steps = d.step_ms.base && d.step_ms.now && *d.step_ms.now > 0;
+  const double steps_per_time = both_steps ? finite_or_empty(*d.step_ms.base / *d.step_ms.now).value_or(0) : 0.0;
   if (auto r = d.model_flops_per_step.ratio()) {
     d.throughput_basis = "model_flops";
-    d.throughput_ratio = *r * steps_per_time;
+    d.throughput_ratio = finite_or_empty(*r * steps_per_time).value_or(0);
   } else if (auto m = d.matmul_flops_per_step.ratio()) {
     d.throughput_basis = "matmul_flops";
-    d.throughput_ratio = *m * steps_per_time;
+    d.throughput_ratio = finite_or_empty(*m * steps_per_time).value_or(0);
   } else {
     d.throughput_basis = "steps";
     d.throughput_ratio = steps_per_time;

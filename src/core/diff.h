@@ -5,6 +5,7 @@
 // any value one side did not measure, is empty, never 0.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,17 +16,24 @@
 
 namespace gpuscope {
 
+// A ratio or difference of two numbers that are large or tiny enough overflows: then it is
+// empty (not measured), never shown as "inf" or "nan".
+inline std::optional<double> finite_or_empty(double x) {
+  if (!std::isfinite(x)) return std::nullopt;
+  return x;
+}
+
 // One number on both sides.
 struct ValueChange {
   std::optional<double> base;
   std::optional<double> now;  // NEW's value ("new" is a keyword).
   std::optional<double> delta() const {
     if (!base || !now) return std::nullopt;
-    return *now - *base;
+    return finite_or_empty(*now - *base);
   }
   std::optional<double> ratio() const {
     if (!base || !now || *base == 0) return std::nullopt;
-    return *now / *base;
+    return finite_or_empty(*now / *base);
   }
 };
 
@@ -47,7 +55,7 @@ struct ComponentChange {
   double delta_ms() const { return new_ms - base_ms; }
   std::optional<double> ratio() const {
     if (base_ms == 0) return std::nullopt;
-    return new_ms / base_ms;
+    return finite_or_empty(new_ms / base_ms);
   }
 };
 

@@ -1,5 +1,7 @@
 #include "core/diff.h"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 namespace gpuscope {
@@ -122,6 +124,24 @@ TEST(DiffDevices, StepTimeThroughputAndHeadline) {
   ASSERT_EQ(d.categories.size(), 2u);
   EXPECT_EQ(d.categories[0].name, "gemm");
   EXPECT_NEAR(d.categories[0].delta_ms(), -3, 1e-9);
+}
+
+TEST(DiffDevices, RatiosThatOverflowAreEmptyNotInfinite) {
+  // 1e300 / 1e-300 is no number: shown as "inf%" and "x-nan" before.
+  const ValueChange v{1e-300, 1e300};
+  EXPECT_FALSE(v.ratio().has_value());
+  const ValueChange w{-1.7e308, 1.7e308};
+  EXPECT_FALSE(w.delta().has_value());
+  ComponentChange c;
+  c.base_ms = 1e-320;
+  c.new_ms = 1e300;
+  EXPECT_FALSE(c.ratio().has_value());
+  DeviceReport base = device(10, 1), now = device(10, 1);
+  base.step_mean_ms = 1e-300;
+  now.step_mean_ms = 1e300;
+  const DeviceDiff d = diff_devices(base, now);
+  EXPECT_TRUE(std::isfinite(d.step_time_ratio));
+  EXPECT_TRUE(std::isfinite(d.throughput_ratio));
 }
 
 TEST(DiffDevices, KernelsMatchedByNormalisedName) {

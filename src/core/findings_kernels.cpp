@@ -301,7 +301,7 @@ std::optional<Finding> small_grid(const FindingContext& f) {
                   fmt::format("{:.0f}% of kernel time is {} capacity left idle by grids smaller than {} {} "
                               "(SM-active estimate {:.1f}% vs busy {:.1f}%)",
                               pct(lost, busy), sms_word.substr(0, 2), *dev->num_sms, sms_word,
-                              f.report.sm_active_est_pct, f.report.busy_pct),
+                              f.report.sm_active_est_pct.value_or(0), f.report.busy_pct),
                   f.speedup_removing_gpu_time(saved),
                   fmt::format("Give each kernel more parallel work: a larger batch or sequence, fewer but larger "
                               "tensors, more blocks per kernel (split the work){}. Estimate: the same work spread "

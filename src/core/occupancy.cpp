@@ -7,15 +7,16 @@
 
 namespace gpuscope {
 
-double sm_active_estimate(const DeviceContext& ctx) {
+std::optional<double> sm_active_estimate(const DeviceContext& ctx) {
+  const double sms = ctx.device && ctx.device->num_sms ? *ctx.device->num_sms : 0.0;
+  if (sms <= 0) return std::nullopt;
   std::vector<std::pair<int64_t, double>> edges;
   edges.reserve(ctx.device_kernels.size() * 2);
-  const double sms = ctx.device && ctx.device->num_sms ? *ctx.device->num_sms : 0.0;
   for (const Kernel* k : ctx.device_kernels) {
     const int64_t s = std::max(k->start_ns, ctx.window_start), e = std::min(k->end_ns, ctx.window_end);
     if (e <= s) continue;
-    // Without grid or SM count, a kernel is assumed to fill the GPU (an upper bound).
-    const double w = (k->has_grid() && sms > 0) ? std::min(1.0, static_cast<double>(k->grid.volume()) / sms) : 1.0;
+    // Without its grid, a kernel is assumed to fill the GPU (an upper bound).
+    const double w = k->has_grid() ? std::min(1.0, static_cast<double>(k->grid.volume()) / sms) : 1.0;
     edges.emplace_back(s, w);
     edges.emplace_back(e, -w);
   }

@@ -11,7 +11,9 @@ namespace gpuscope {
 
 // SM-time covered, as a share of the window: kernel time weighted by min(1, blocks / SMs),
 // capped at one per instant (an estimate; DESIGN.md, "Metrics that are estimates say so").
-double sm_active_estimate(const DeviceContext& ctx);
+// Empty when the device's SM count is unknown: every kernel would count as filling the GPU and
+// the "estimate" would only repeat utilization.
+std::optional<double> sm_active_estimate(const DeviceContext& ctx);
 
 // Sets r.hw_*_pct: the means of the device samples in the window (captures from `gpuscope run`),
 // left empty where none was sampled.

@@ -208,7 +208,8 @@ struct DeviceReport {
 
   double busy_pct = 0;  // Any kernel running: what nvidia-smi utilization measures.
   double copy_pct = 0;  // Copy/set engines busy.
-  double sm_active_est_pct = 0;  // Estimate from grid sizes.
+  // Estimate from grid sizes; unknown (not 0, not utilization) without the SM count.
+  std::optional<double> sm_active_est_pct;
   // Hardware counters sampled during the trace (captures), reported beside the estimates.
   std::optional<double> hw_gpu_util_pct;
   std::optional<double> hw_sm_active_pct;

@@ -3,7 +3,9 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -68,7 +70,20 @@ struct Connection {
   size_t requests = 0;
   bool close_after = false;
   int64_t deadline_ns = 0;
+  int64_t idle_since_ns = 0;  // When it last became idle: accepted, or a response sent.
+  bool idle() const { return state == kReading && in.empty(); }
 };
+
+// Descriptors the process keeps for itself beyond the connections (NVML, /proc reads, logs).
+constexpr size_t kReservedDescriptors = 64;
+
+// Connections the descriptor limit leaves room for: at the default soft limit of 1,024, 960.
+size_t descriptor_budget() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
+  const auto limit = static_cast<size_t>(rl.rlim_cur);
+  return limit > 2 * kReservedDescriptors ? limit - kReservedDescriptors : limit / 2;
+}
 
 // Where the request head ends (just after the blank line), or npos. Bare LF line ends are
 // accepted, as RFC 9112 section 2.2 allows.
@@ -308,6 +323,7 @@ void HttpServer::loop() {
     }
     c.state = Connection::kReading;
     c.deadline_ns = monotonic_ns() + limits_.keep_alive_timeout_ns;
+    c.idle_since_ns = monotonic_ns();
     watch(fd, EPOLLIN, EPOLL_CTL_MOD);
     size_t end = head_end(c.in);  // A pipelined request already here.
     if (end != std::string::npos) handle_head(fd, c, end);
@@ -324,6 +340,52 @@ void HttpServer::loop() {
     }
   };
 
+  // Connections are bounded by max_connections and by the descriptor limit. A new connection
+  // beyond either takes the place of the connection idle longest (no request under way):
+  // clients that connect and wait cannot lock a scrape out, as refusing the newcomer did. One
+  // descriptor is kept spare: when accept fails for want of descriptors (EMFILE) and no
+  // connection is idle, it is freed to take the newcomer off the queue and close it, so the
+  // listening socket does not stay readable and spin this loop.
+  const size_t max_conns = std::max<size_t>(1, std::min(limits_.max_connections, descriptor_budget()));
+  int spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  auto shed_oldest_idle = [&]() -> bool {
+    int oldest = -1;
+    int64_t since = INT64_MAX;
+    for (const auto& [fd, c] : conns) {
+      if (c.idle() && c.idle_since_ns < since) {
+        since = c.idle_since_ns;
+        oldest = fd;
+      }
+    }
+    if (oldest < 0) return false;
+    drop(oldest);
+    return true;
+  };
+  auto accept_all = [&] {
+    while (true) {
+      int cfd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (cfd < 0) {
+        if (errno != EMFILE && errno != ENFILE) return;  // EAGAIN: the queue is empty.
+        if (shed_oldest_idle()) continue;
+        if (spare_fd < 0) return;
+        close(spare_fd);
+        cfd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (cfd >= 0) close(cfd);
+        spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (cfd < 0) return;
+        continue;
+      }
+      if (conns.size() >= max_conns && !shed_oldest_idle()) {
+        close(cfd);
+        continue;
+      }
+      Connection& c = conns[cfd];
+      c.deadline_ns = monotonic_ns() + limits_.head_timeout_ns;
+      c.idle_since_ns = monotonic_ns();
+      watch(cfd, EPOLLIN, EPOLL_CTL_ADD);
+    }
+  };
+
   std::vector<epoll_event> events(256);
   int64_t next_sweep = monotonic_ns() + 100'000'000;
   while (!stopping_.load()) {
@@ -332,17 +394,7 @@ void HttpServer::loop() {
       const int fd = events[i].data.fd;
       if (fd == wake_fd_) continue;
       if (fd == listen_fd_) {
-        while (true) {
-          int cfd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-          if (cfd < 0) break;  // EAGAIN, or out of descriptors: retried on the next wakeup.
-          if (conns.size() >= limits_.max_connections) {
-            close(cfd);
-            continue;
-          }
-          Connection& c = conns[cfd];
-          c.deadline_ns = monotonic_ns() + limits_.head_timeout_ns;
-          watch(cfd, EPOLLIN, EPOLL_CTL_ADD);
-        }
+        accept_all();
         continue;
       }
       auto it = conns.find(fd);
@@ -373,6 +425,7 @@ void HttpServer::loop() {
     }
   }
   for (auto& [fd, c] : conns) close(fd);
+  if (spare_fd >= 0) close(spare_fd);
   close(ep);
 }
 

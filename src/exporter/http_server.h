@@ -17,8 +17,12 @@
 // is then discarded unbuffered for at most linger_bytes / linger_ns so that the client sees
 // the answer, and the connection closed. Other methods: 405. Keep-alive: an idle connection
 // closes after keep_alive_timeout_ns, any after max_requests_per_connection requests. A
-// response must be taken within write_timeout_ns. Beyond max_connections, new connections are
-// closed at once.
+// response must be taken within write_timeout_ns. Connections are bounded by max_connections
+// and by the descriptor limit (RLIMIT_NOFILE less 64 kept for the rest of the process): beyond
+// either, or when accept runs out of descriptors, a new connection takes the place of the one
+// idle longest (connected, no request under way), so idle clients cannot lock scrapes out;
+// with none idle the newcomer is closed at once (one descriptor is kept spare for that, so a
+// full descriptor table never makes the event loop spin).
 #pragma once
 
 #include <atomic>

@@ -5,6 +5,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -166,6 +170,62 @@ TEST(HttpServer, SlowClientsDoNotBlockScrapesAndAreCutOff) {
     EXPECT_EQ(r.rfind("HTTP/1.1 408 ", 0), 0u) << r;
     close(fd);
   }
+}
+
+// `count` scrapes, one after another, each answered 200 within a second.
+void expect_scrapes_served(int port, int count) {
+  for (int i = 0; i < count; ++i) {
+    const auto a = Clock::now();
+    std::string r = exchange(port, "GET /metrics HTTP/1.1\r\nConnection: close\r\n\r\n", 1000);
+    EXPECT_EQ(r.rfind("HTTP/1.1 200 ", 0), 0u) << r;
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - a).count(), 1.0);
+  }
+}
+
+TEST(HttpServer, IdleClientsBeyondTheConnectionLimitDoNotLockScrapesOut) {
+  // Clients that connect and wait used to fill max_connections; every later connection, the
+  // scrape's included, was closed at once. Now the newcomer takes the oldest idle one's place.
+  HttpLimits limits;
+  limits.max_connections = 8;
+  Served s(limits);
+  std::vector<int> idle;
+  for (int i = 0; i < 32; ++i) idle.push_back(connect_to(s.server.port()));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  expect_scrapes_served(s.server.port(), 5);
+  for (int fd : idle) close(fd);
+}
+
+TEST(HttpServer, ScrapesAreServedWhenDescriptorsRunOut) {
+  // At the descriptor limit accept failed with EMFILE, the event loop spun and scrapes stalled.
+  // The server runs in a child process at a limit of 300 descriptors, 200 of which the rest of
+  // that process holds; 400 idle clients (this process) then leave it none to accept with.
+  int port_pipe[2];
+  ASSERT_EQ(pipe(port_pipe), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    rlimit low{};
+    getrlimit(RLIMIT_NOFILE, &low);
+    low.rlim_cur = 300;
+    if (setrlimit(RLIMIT_NOFILE, &low) != 0) _exit(1);
+    Served s;
+    const int port = s.server.port();
+    for (int i = 0; i < 200; ++i) open("/dev/null", O_RDONLY);
+    if (write(port_pipe[1], &port, sizeof port) != sizeof port) _exit(1);
+    pause();
+    _exit(0);
+  }
+  close(port_pipe[1]);
+  int port = 0;
+  ASSERT_EQ(read(port_pipe[0], &port, sizeof port), static_cast<ssize_t>(sizeof port));
+  close(port_pipe[0]);
+  std::vector<int> idle;
+  for (int i = 0; i < 400; ++i) idle.push_back(connect_to(port));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  expect_scrapes_served(port, 3);
+  for (int fd : idle) close(fd);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
 }
 
 TEST(HttpServer, BindErrorsAndEveryInterface) {

@@ -6,6 +6,7 @@
 
 #include <fmt/core.h>
 
+#include "core/text.h"
 #include "exporter/exposition_text.h"
 #include "exporter/prometheus_health.h"
 #include "nvml/process_identity.h"
@@ -147,7 +148,7 @@ const nvml::SampleField& sample_field(std::string_view name) {
 std::string escape_label_value(std::string_view raw) {
   // Prometheus rejects a whole scrape (the target goes down) on one label value that is not
   // valid UTF-8, so invalid bytes become U+FFFD here, whatever the caller passed.
-  const std::string v = nvml::to_valid_utf8(raw);
+  const std::string v = to_valid_utf8(raw);
   std::string out;
   out.reserve(v.size());
   for (char c : v) {

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/text.h"
 #include "nvml/fake_nvml_testing.h"
 #include "nvml/process_identity.h"
 
@@ -142,7 +143,7 @@ TEST(Prometheus, LabelValuesAreAlwaysValidUtf8) {
 // testdata/nvml/proc/4444: invalid UTF-8, an escape sequence, secrets, 'é' across byte 200.
 TEST(Prometheus, HostileCommandLineGivesAValidRedactedLabel) {
   Rendered r = render_fixture(nvml::testing::testdata("synthetic_hostile.txt"));
-  EXPECT_TRUE(nvml::is_valid_utf8(r.text));
+  EXPECT_TRUE(is_valid_utf8(r.text));
   EXPECT_EQ(r.text.find("hunter"), std::string::npos);
   EXPECT_EQ(r.text.find("tok3n"), std::string::npos);
   size_t at = r.text.find("pid=\"4444\",command=\"");

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/text.h"
 #include "nvml/fake_nvml_testing.h"
 
 namespace gpuscope::exporter {
@@ -80,7 +81,7 @@ TEST(LiveExporter, CommandLabelIsTheExecutableByDefault) {
     LiveExporter exporter(fake_sampler("synthetic_hostile.txt"), o);
     ASSERT_TRUE(exporter.start().ok());
     std::string text = exporter.metrics_text();
-    EXPECT_TRUE(nvml::is_valid_utf8(text));
+    EXPECT_TRUE(is_valid_utf8(text));
     EXPECT_EQ(text.find("hunter"), std::string::npos);
     if (policy == nvml::CommandLine::kExecutable) {
       EXPECT_NE(text.find(R"(pid="4242",command="python3",)"), std::string::npos) << text;

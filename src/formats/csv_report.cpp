@@ -4,6 +4,8 @@
 
 #include <fmt/core.h>
 
+#include "core/text.h"
+
 namespace gpuscope {
 namespace {
 
@@ -50,8 +52,9 @@ std::optional<CsvTable> csv_table_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-std::string csv_field(std::string_view text) {
-  if (text.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(text);
+std::string csv_field(std::string_view raw) {
+  const std::string text = terminal_safe(raw);
+  if (text.find_first_of(",\"") == std::string::npos) return text;
   std::string out = "\"";
   for (char c : text) {
     if (c == '"') out += '"';

@@ -1,5 +1,6 @@
-// A report as one CSV table (RFC 4180: fields holding a comma, quote, CR or LF are quoted,
-// quotes doubled, lines end in CRLF), for pasting into a spreadsheet: `analyze --csv TABLE`.
+// A report as one CSV table (RFC 4180: fields holding a comma or quote are quoted, quotes
+// doubled, lines end in CRLF; control characters escaped as csv_field says), for pasting into
+// a spreadsheet: `analyze --csv TABLE`.
 // Values that are unmeasured (std::optional without a value) are empty cells, never 0.
 //
 // Tables (one row per entry, for every device of the report in report order; with more than
@@ -25,7 +26,9 @@ std::optional<CsvTable> csv_table_from_name(std::string_view name);
 
 std::string report_to_csv(const Report& report, CsvTable table);
 
-// One field as RFC 4180 writes it: quoted only when it must be.
+// One field as RFC 4180 writes it: quoted only when it must be. Text from a trace or a driver
+// is first made terminal_safe (core/text.h): a CSV printed to a terminal cannot drive it, and
+// CR and LF inside a name are shown as \x0d and \x0a, never a broken row.
 std::string csv_field(std::string_view text);
 
 }  // namespace gpuscope

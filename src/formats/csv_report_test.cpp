@@ -60,8 +60,16 @@ TEST(CsvReport, SeveralDevicesNameTheirRows) {
 TEST(CsvReport, TableNames) {
   EXPECT_EQ(csv_table_from_name("idle"), CsvTable::kIdle);
   EXPECT_FALSE(csv_table_from_name("Idle").has_value());
-  EXPECT_EQ(csv_field("a\nb"), "\"a\nb\"");
   EXPECT_EQ(csv_field("plain"), "plain");
+  EXPECT_EQ(csv_field("a,\"b\""), "\"a,\"\"b\"\"\"");
+}
+
+TEST(CsvReport, ControlCharactersCannotReachTheTerminal) {
+  // `analyze --csv` printed a kernel name's escape sequences as they were; a line feed inside
+  // a name is shown escaped too, never a broken row.
+  EXPECT_EQ(csv_field("evil\x1b]0;pwned\x07k"), "evil\\x1b]0;pwned\\x07k");
+  EXPECT_EQ(csv_field("a\nb"), "a\\x0ab");
+  EXPECT_EQ(csv_field("bad\xff"), "bad\xef\xbf\xbd");
 }
 
 }  // namespace

@@ -260,7 +260,8 @@ struct Headline {
 void headline_section(std::string& out, const DeviceReport& d) {
   const std::vector<Headline> cards = {
       {"Utilization (busy)", d.busy_pct, "measured", "any kernel running: what nvidia-smi shows"},
-      {"SM active", d.sm_active_est_pct, "estimate", "kernel time weighted by min(1, blocks/SMs)"},
+      {"SM active", d.sm_active_est_pct, "estimate",
+       d.sm_active_est_pct ? "kernel time weighted by min(1, blocks/SMs)" : "needs the GPU's SM count (unknown device)"},
       {"SM active (hardware)", d.hw_sm_active_pct, "measured", d.hw_sm_active_pct ? "GPM, sampled" : "no GPM samples in the input"},
       {"Tensor active (hardware)", d.hw_tensor_active_pct, "measured",
        d.hw_tensor_active_pct ? "GPM, sampled" : "no GPM samples in the input"},

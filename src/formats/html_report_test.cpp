@@ -1,5 +1,5 @@
 // The HTML pages (html_report.h, html_diff.h) of the bundled traces: their size, their sections,
-// escaping of trace text, and how the page file is written (html_file.h). How the pages look
+// escaping of trace text, and how the page file is written (output_file.h). How the pages look
 // in a browser is html_browser_test.py's job.
 #include "formats/html_report.h"
 
@@ -15,7 +15,7 @@
 #include "core/analysis.h"
 #include "core/diff.h"
 #include "formats/html_diff.h"
-#include "formats/html_file.h"
+#include "formats/output_file.h"
 #include "formats/html_page.h"
 #include "formats/test_temp.h"
 #include "formats/trace_input.h"
@@ -156,17 +156,17 @@ TEST(HtmlFile, RefusesToReplaceAnInputAndWritesWholeFiles) {
   const std::string link = dir.file("link.html");
   ASSERT_EQ(symlink(input.c_str(), link.c_str()), 0);
   for (const std::string& target : {input, link}) {
-    const Status s = write_html_file(target, "<html>", {input});
+    const Status s = write_output_file("--html", target, {input}, "<html>");
     EXPECT_FALSE(s.ok()) << target;
     EXPECT_NE(s.message().find("input"), std::string::npos) << s.message();
   }
   EXPECT_EQ(slurp(input), "the trace");
-  EXPECT_FALSE(check_html_path("-", {}).ok());
-  EXPECT_FALSE(check_html_path(dir.path(), {}).ok());
+  EXPECT_FALSE(check_output_path("--html", "-", {}).ok());
+  EXPECT_FALSE(check_output_path("--html", dir.path(), {}).ok());
 
   const std::string page = dir.file("page.html");
-  ASSERT_TRUE(write_html_file(page, "first", {input}).ok());
-  ASSERT_TRUE(write_html_file(page, "second, longer", {input}).ok());
+  ASSERT_TRUE(write_output_file("--html", page, {input}, "first").ok());
+  ASSERT_TRUE(write_output_file("--html", page, {input}, "second, longer").ok());
   EXPECT_EQ(slurp(page), "second, longer");
   // No temporary file is left beside it.
   size_t files = 0;
@@ -178,7 +178,7 @@ TEST(HtmlFile, RefusesToReplaceAnInputAndWritesWholeFiles) {
   umask(mask);
   EXPECT_EQ(st.st_mode & 0777, 0666 & ~mask) << "a page is written 0666 less the umask, as fopen would, not 0600";
 
-  const Status missing = write_html_file(dir.file("no/such/dir/page.html"), "x", {});
+  const Status missing = write_output_file("--html", dir.file("no/such/dir/page.html"), {}, "x");
   EXPECT_FALSE(missing.ok());
   EXPECT_NE(missing.message().find("no/such/dir/page.html"), std::string::npos);
 }

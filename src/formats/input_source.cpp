@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,11 +34,26 @@ uint64_t ratio_of(InflateProfile p) { return p == InflateProfile::kJson ? 100 : 
 // captures (their decoded events take about three times the record bytes).
 uint64_t memory_divisor(InflateProfile p) { return p == InflateProfile::kJson ? 1 : 4; }
 
+// Waits up to `timeout_s` for `fd` to become readable. 1: readable (or at its end), 0: timed
+// out, -1: poll failed (errno set).
+int wait_readable(int fd, double timeout_s) {
+  pollfd p{fd, POLLIN, 0};
+  const int timeout_ms = static_cast<int>(std::min(timeout_s, 86400.0) * 1000);
+  int rc = 0;
+  do rc = ::poll(&p, 1, timeout_ms);
+  while (rc < 0 && errno == EINTR);
+  return rc;
+}
+
+// Every input is read with read(), never mapped: a mapped file truncated by another process
+// while it is read would kill this one with SIGBUS; read() just ends early. The kernel's
+// read-ahead keeps sequential reads as fast, and page cache does not count in the resident
+// set. Pipes, FIFOs and stdin wait at most the input timeout for each read, not only the first:
+// a writer that stalls is an error, not a hang.
 class FdSource : public ByteSource {
  public:
-  FdSource(int fd, bool owned) : fd_(fd), owned_(owned) {}
+  FdSource(int fd, bool owned, double timeout_s) : fd_(fd), owned_(owned), timeout_s_(timeout_s) {}
   ~FdSource() override {
-    if (map_) ::munmap(const_cast<char*>(map_), map_size_);
     if (owned_) ::close(fd_);
   }
 
@@ -59,25 +73,22 @@ class FdSource : public ByteSource {
       }
       owned = true;
     }
-    auto source = std::make_unique<FdSource>(fd, owned);
+    auto source = std::make_unique<FdSource>(fd, owned, limits.read_timeout_s);
     struct stat st {};
     if (fstat(fd, &st) != 0) return Status::error(fmt::format("cannot open: {}", std::strerror(errno)));
     if (S_ISDIR(st.st_mode)) return Status::error("is a directory, expected a trace file");
     if (S_ISREG(st.st_mode)) {
       source->size_ = static_cast<uint64_t>(st.st_size);
-      source->map(st.st_size);
+      ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
     } else {
-      // A pipe, FIFO, socket or character device: wait for the first byte, bounded.
-      pollfd p{fd, POLLIN, 0};
-      const int timeout_ms = static_cast<int>(std::min(limits.first_byte_timeout_s, 86400.0) * 1000);
-      int rc = 0;
-      do rc = ::poll(&p, 1, timeout_ms);
-      while (rc < 0 && errno == EINTR);
+      // A pipe, FIFO, socket or character device: every read waits for data, bounded.
+      source->stream_ = true;
+      const int rc = wait_readable(fd, limits.read_timeout_s);
       if (rc == 0) {
         return Status::error(fmt::format(
             "no data after {:g} s: nothing is writing to this pipe or FIFO; start the writer first "
             "(GPUSCOPE_INPUT_TIMEOUT=SECONDS waits longer)",
-            limits.first_byte_timeout_s));
+            limits.read_timeout_s));
       }
       if (rc < 0) return Status::error(fmt::format("cannot wait for input: {}", std::strerror(errno)));
     }
@@ -92,57 +103,38 @@ class FdSource : public ByteSource {
 
  protected:
   size_t read_more(char* dst, size_t n, std::string& error) override {
-    if (map_) return copy_from_map(dst, n);
     for (;;) {
-      const ssize_t got = ::read(fd_, dst, n);
-      if (got >= 0) return static_cast<size_t>(got);
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN) {  // stdin set non-blocking by someone else: wait for it.
-        pollfd p{fd_, POLLIN, 0};
-        ::poll(&p, 1, -1);
-        continue;
+      if (stream_) {
+        const int rc = wait_readable(fd_, timeout_s_);
+        if (rc == 0) {
+          error = fmt::format(
+              "no data for {:g} s after byte {}: the writer of this pipe or FIFO stalled "
+              "(GPUSCOPE_INPUT_TIMEOUT=SECONDS waits longer)",
+              timeout_s_, bytes_read_);
+          return 0;
+        }
+        if (rc < 0 && errno != EINTR) {
+          error = std::strerror(errno);
+          return 0;
+        }
       }
+      const ssize_t got = ::read(fd_, dst, n);
+      if (got >= 0) {
+        bytes_read_ += static_cast<uint64_t>(got);
+        return static_cast<size_t>(got);
+      }
+      if (errno == EINTR || errno == EAGAIN) continue;  // EAGAIN: stdin set non-blocking by someone else.
       error = std::strerror(errno);
       return 0;
     }
   }
 
  private:
-  // Regular files are mapped and read by copying from the mapping (no read() calls); pages
-  // already read are dropped from this process's memory every 64 MiB, so a large plain trace
-  // does not count in the resident set. If mapping fails, read() is used.
-  void map(off_t size) {
-    if (size <= 0) return;
-    void* p = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_PRIVATE, fd_, 0);
-    if (p == MAP_FAILED) return;
-    ::madvise(p, static_cast<size_t>(size), MADV_SEQUENTIAL);
-    map_ = static_cast<const char*>(p);
-    map_size_ = static_cast<size_t>(size);
-  }
-
-  size_t copy_from_map(char* dst, size_t n) {
-    // The file may shrink while mapped; reading past its end would fault (SIGBUS).
-    struct stat st {};
-    if (map_pos_ + n > checked_size_) {
-      if (fstat(fd_, &st) == 0) checked_size_ = std::min<size_t>(map_size_, static_cast<size_t>(std::max<off_t>(0, st.st_size)));
-    }
-    const size_t k = std::min(n, checked_size_ > map_pos_ ? checked_size_ - map_pos_ : 0);
-    std::memcpy(dst, map_ + map_pos_, k);
-    map_pos_ += k;
-    constexpr size_t kRelease = 64 << 20;
-    if (map_pos_ - released_ >= kRelease) {
-      const size_t page = static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
-      const size_t upto = map_pos_ / page * page;
-      ::madvise(const_cast<char*>(map_) + released_, upto - released_, MADV_DONTNEED);
-      released_ = upto;
-    }
-    return k;
-  }
-
   int fd_;
   bool owned_;
-  const char* map_ = nullptr;
-  size_t map_size_ = 0, map_pos_ = 0, released_ = 0, checked_size_ = 0;
+  double timeout_s_;
+  bool stream_ = false;  // Not a regular file: reads wait at most timeout_s_.
+  uint64_t bytes_read_ = 0;
 };
 
 class MemorySource : public ByteSource {
@@ -191,7 +183,7 @@ StatusOr<InputLimits> InputLimits::from_environment() {
     if (end == v || *end != '\0' || !std::isfinite(s) || s <= 0) {
       return Status::error(fmt::format("GPUSCOPE_INPUT_TIMEOUT={}: expected seconds, e.g. 120", v));
     }
-    limits.first_byte_timeout_s = s;
+    limits.read_timeout_s = s;
   }
   return limits;
 }

@@ -8,8 +8,11 @@
 //   (256 MiB), whichever is larger, and never more than a share of physical memory. A
 //   6 MB file cannot expand to gigabytes. `--max-inflate SIZE` or GPUSCOPE_MAX_INFLATE=SIZE
 //   replaces the computed limit; the error names both.
-// - Waiting: a pipe or FIFO that yields no first byte within 30 s (GPUSCOPE_INPUT_TIMEOUT=S)
-//   is an error naming the likely cause (no writer), not a hang.
+// - Waiting: a pipe or FIFO that yields no byte for 30 s (GPUSCOPE_INPUT_TIMEOUT=S), at the
+//   start or at any later point, is an error naming the likely cause (no writer, or a writer
+//   that stalled), not a hang.
+// - A regular file is read, never memory-mapped: one truncated while it is read ends early
+//   (a truncated trace) instead of killing the process with SIGBUS.
 #pragma once
 
 #include <atomic>
@@ -32,8 +35,8 @@ struct InputLimits {
   // Replaces the computed inflate limit (bytes) when set: from --max-inflate or
   // GPUSCOPE_MAX_INFLATE. Also raises the limit on a single JSON value.
   std::optional<uint64_t> max_inflate_bytes;
-  // Seconds to wait for the first byte of a pipe, FIFO or stdin.
-  double first_byte_timeout_s = 30;
+  // Seconds to wait for each read of a pipe, FIFO or stdin (the first byte and every later one).
+  double read_timeout_s = 30;
 
   // Defaults with GPUSCOPE_MAX_INFLATE and GPUSCOPE_INPUT_TIMEOUT applied. A malformed value
   // is an error naming the variable.

@@ -93,7 +93,7 @@ TEST(InputSource, FifoWithoutWriterTimesOutWithAClearMessage) {
   const std::string fifo = dir.file("trace.json");
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   InputLimits limits;
-  limits.first_byte_timeout_s = 0.3;
+  limits.read_timeout_s = 0.3;
   const auto start = std::chrono::steady_clock::now();
   auto t = read_trace_file(fifo, limits);
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -101,6 +101,43 @@ TEST(InputSource, FifoWithoutWriterTimesOutWithAClearMessage) {
   EXPECT_NE(t.status().message().find("nothing is writing to this pipe"), std::string::npos) << t.status().message();
   EXPECT_NE(t.status().message().find("GPUSCOPE_INPUT_TIMEOUT"), std::string::npos);
   EXPECT_LT(waited, 5.0);
+}
+
+TEST(InputSource, WriterThatStallsAfterOneByteTimesOut) {
+  // A FIFO that sends one byte and stalls used to block forever: only the first byte waited
+  // with a timeout.
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  ASSERT_EQ(write(fds[1], "{", 1), 1);
+  InputLimits limits;
+  limits.read_timeout_s = 0.3;
+  const auto start = std::chrono::steady_clock::now();
+  auto t = read_trace_file("/dev/fd/" + std::to_string(fds[0]), limits);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  close(fds[1]);
+  close(fds[0]);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("stalled"), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().message().find("GPUSCOPE_INPUT_TIMEOUT"), std::string::npos) << t.status().message();
+  EXPECT_LT(waited, 5.0);
+}
+
+TEST(InputSource, FileTruncatedWhileReadEndsEarly) {
+  // A file truncated by another process while it was memory-mapped killed the reader with
+  // SIGBUS. Now the read just ends where the file does.
+  TempDir dir;
+  const std::string path = dir.write("shrinks.json", std::string(1 << 20, ' '));
+  auto opened = ByteSource::open(path);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  ByteSource& source = *opened.value();
+  std::string buffer(4096, '\0'), error;
+  ASSERT_GT(source.read(buffer.data(), buffer.size(), error), 0u);  // The head, at least.
+  ASSERT_GT(source.read(buffer.data(), buffer.size(), error), 0u);
+  ASSERT_EQ(truncate(path.c_str(), 100), 0);
+  size_t more = 0;
+  while (size_t got = source.read(buffer.data(), buffer.size(), error)) more += got;
+  EXPECT_TRUE(error.empty()) << error;
+  EXPECT_LE(more, 100u);
 }
 
 TEST(InputSource, FifoWithAWriterIsRead) {
@@ -128,6 +165,23 @@ TEST(InputSource, SymlinkLoopIsNamedAsSuch) {
   ASSERT_FALSE(expanded.ok());
   EXPECT_NE(expanded.status().message().find("symlink loop"), std::string::npos) << expanded.status().message();
   auto t = read_trace_file(link);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("symlink loop"), std::string::npos) << t.status().message();
+}
+
+TEST(InputSource, DirectoryWithSymlinkLoopsIsListedWithoutThrowing) {
+  // `ln -s a d/b; ln -s b d/a` beside a trace: listing the directory used to throw
+  // filesystem_error (SIGABRT). Loops without a trace's name are left out; one with a trace's
+  // name is listed, and reading it says it is a loop.
+  TempDir dir;
+  const std::string trace = dir.write("rank0.json", kTrace);
+  ASSERT_EQ(symlink("b", dir.file("a").c_str()), 0);
+  ASSERT_EQ(symlink("a", dir.file("b").c_str()), 0);
+  ASSERT_EQ(symlink("loop.json", dir.file("loop.json").c_str()), 0);
+  auto expanded = expand_trace_paths({dir.path()});
+  ASSERT_TRUE(expanded.ok()) << expanded.status().message();
+  EXPECT_EQ(expanded.value(), (std::vector<std::string>{dir.file("loop.json"), trace}));
+  auto t = read_trace_file(dir.file("loop.json"));
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("symlink loop"), std::string::npos) << t.status().message();
 }
@@ -175,11 +229,24 @@ TEST(InputSource, OneHugeJsonStringFailsEarly) {
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_FALSE(t.ok());
   const std::string& msg = t.status().message();
-  // The single-value limit or the inflate budget (both 256 MiB here), whichever trips first.
-  EXPECT_NE(msg.find("more than 268.4 MB"), std::string::npos) << msg;
+  // The single-value limit (16 MiB) trips before the inflate budget (256 MiB here).
+  EXPECT_NE(msg.find("a single JSON value"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("more than 16.8 MB"), std::string::npos) << msg;
   EXPECT_NE(msg.find("--max-inflate"), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos);
   EXPECT_LT(took, 60.0);
+}
+
+TEST(InputSource, OneHugeKernelNameFailsEarly) {
+  // A 243 KB .json.gz with one 250 MB kernel name took 1.78 GB and 20 s, and exit 0. Here
+  // 40 MB: past the single-value limit, an error naming the byte and the flag.
+  const std::string name(40 << 20, 'k');
+  const std::string json = std::string(R"json({"traceEvents": [{"ph": "X", "cat": "kernel", "name": ")json") + name +
+                           R"json(", "pid": 0, "tid": 7, "ts": 10, "dur": 5, "args": {"device": 0, "stream": 7}}]})json";
+  auto t = read_kineto_buffer(gzip(json, 9), "name.json.gz");
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("a single JSON value"), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().message().find("--max-inflate"), std::string::npos) << t.status().message();
 }
 
 TEST(InputSource, InflateBudgetStopsACompressionBomb) {

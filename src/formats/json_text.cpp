@@ -3,9 +3,19 @@
 #include <cmath>
 #include <cstdio>
 
+#include <simdjson.h>
+
+#include "core/text.h"
+
 namespace gpuscope {
 
 void append_json_string(std::string& out, std::string_view s) {
+  // JSON text is UTF-8 (RFC 8259 section 8.1): invalid bytes (a driver's or a trace's) would
+  // make the whole line or file unreadable. Valid text, the common case, takes the fast check.
+  if (!simdjson::validate_utf8(s.data(), s.size())) {
+    append_json_string(out, to_valid_utf8(s));
+    return;
+  }
   out.push_back('"');
   for (char c : s) {
     switch (c) {

@@ -8,7 +8,8 @@
 namespace gpuscope {
 
 // Appends s to out as a JSON string literal (quotes, backslash, control characters escaped;
-// other bytes, UTF-8 included, copied as they are).
+// valid UTF-8 copied as it is, each invalid sequence replaced by U+FFFD as to_valid_utf8 does,
+// so the output is always valid JSON).
 void append_json_string(std::string& out, std::string_view s);
 
 // Appends v as a JSON number ("%.6g", which round-trips the 6 significant digits shown), or

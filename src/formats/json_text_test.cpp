@@ -18,6 +18,14 @@ TEST(JsonText, EscapesWhatJsonRequiresAndRoundTrips) {
   EXPECT_EQ(out, "[\"\"");
 }
 
+TEST(JsonText, InvalidUtf8BecomesReplacementCharacters) {
+  // `monitor` JSONL wrote a driver's GPU name with invalid bytes as they were: no JSON parser
+  // accepted the line.
+  const std::string quoted = json_string("GPU\xff\xc3 name \xc3\xa9");
+  EXPECT_EQ(quoted, "\"GPU\xef\xbf\xbd\xef\xbf\xbd name \xc3\xa9\"");
+  EXPECT_NO_THROW(nlohmann::json::parse(quoted));
+}
+
 TEST(JsonText, NonFiniteNumbersBecomeNull) {
   // Issue 14: `export --perfetto` wrote nan/inf, which no JSON parser accepts.
   std::string out;

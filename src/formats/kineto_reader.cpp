@@ -717,8 +717,10 @@ class KinetoReader {
  private:
   static constexpr size_t kInitialBuffer = 4 << 20;
   // One JSON value (an event, a metadata object, a string) is held whole in the buffer: a
-  // larger one is not a profiler trace (a 3 GB string once took 4 GB before failing).
-  static constexpr uint64_t kMaxValueBytes = 256ull << 20;
+  // larger one is not a profiler trace (a 3 GB string once took 4 GB before failing; a 250 MB
+  // kernel name in a 243 KB gzip, 1.8 GB: the value is copied several times on its way to the
+  // trace). Profiler events take bytes to kilobytes, their metadata kilobytes.
+  static constexpr uint64_t kMaxValueBytes = 16ull << 20;
 
   // deviceProperties numbers the devices the process sees; kernels may carry another index (the
   // physical one, under CUDA_VISIBLE_DEVICES): kernels on device 2 with properties for 0 only.

@@ -11,7 +11,7 @@
 // unexpected field types) is returned with Trace::warnings saying what was skipped.
 //
 // Limits: the input is inflated within InputLimits (input_source.h); one JSON value larger than
-// 256 MiB (or --max-inflate) is an error. Bytes after the JSON, a gzip without its trailer and
+// 16 MiB (or --max-inflate) is an error. Bytes after the JSON, a gzip without its trailer and
 // data after the last gzip member are read and reported as warnings.
 //
 // Times: every event handed to the core satisfies the contract of event_time.h (times within

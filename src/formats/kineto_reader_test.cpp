@@ -273,7 +273,9 @@ TEST(PublicTraces, AnalysedOrRejected) {
       double idle = 0;
       for (const auto& c : d.idle_causes) idle += c.pct;
       EXPECT_NEAR(idle, d.idle_pct, 1e-6) << entry.path();
-      EXPECT_LE(d.sm_active_est_pct, d.busy_pct + 1e-9) << entry.path();
+      if (d.sm_active_est_pct) {
+        EXPECT_LE(*d.sm_active_est_pct, d.busy_pct + 1e-9) << entry.path();
+      }
     }
   }
   EXPECT_EQ(analysed, 11);

@@ -5,7 +5,6 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -13,12 +12,12 @@
 #include <unordered_map>
 
 #include <fmt/core.h>
-#include <nlohmann/json.hpp>
-#include <simdjson.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "core/catalog.h"
 #include "formats/json_text.h"
+#include "formats/output_file.h"
 
 namespace gpuscope {
 
@@ -35,17 +34,6 @@ void micros(std::string& out, int64_t ns) {
   }
   std::snprintf(buf, sizeof(buf), "%" PRIu64 ".%03" PRIu64, magnitude / 1000, magnitude % 1000);
   out += buf;
-}
-
-// A name from a trace as a JSON string. Invalid UTF-8 is replaced the way the JSON report
-// replaces it (nlohmann's error_handler_t::replace: U+FFFD per bad sequence); valid text, the
-// common case, takes the fast path.
-void append_name(std::string& out, std::string_view s) {
-  if (simdjson::validate_utf8(s.data(), s.size())) {
-    append_json_string(out, s);
-    return;
-  }
-  out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 // Thread ids of the analysis tracks on a GPU process: above any stream id a trace carries.
@@ -95,7 +83,7 @@ class JsonEvents {
     buf_ += process ? "{\"ph\":\"M\",\"name\":\"process_name\"" : "{\"ph\":\"M\",\"name\":\"thread_name\"";
     ids(pid, tid);
     buf_ += ",\"args\":{\"name\":";
-    append_name(buf_, value);
+    append_json_string(buf_, value);
     buf_ += "}";
     end();
     begin();
@@ -119,7 +107,7 @@ class JsonEvents {
       buf_ += '"';
     }
     buf_ += ",\"name\":";
-    append_name(buf_, name);
+    append_json_string(buf_, name);
     buf_ += ",\"cat\":";
     append_json_string(buf_, cat);
     ids(pid, tid);
@@ -274,14 +262,14 @@ void write_trace(const Trace& t, size_t index, const PerfettoOptions& options, J
       args += "],\"Input type\":[";
       for (uint16_t i = 0; i < e.num_args; ++i) {
         if (i) args += ",";
-        append_name(args, t.strings.view(t.op_args[e.first_arg + i].dtype));
+        append_json_string(args, t.strings.view(t.op_args[e.first_arg + i].dtype));
       }
       args += "]";
     } else if (e.num_matmuls > 0) {
       // No recorded arguments (an interposed cuBLAS call): the products it performed.
       const Matmul& m = t.matmuls_of(e).front();
       args = fmt::format("\"m\":{},\"n\":{},\"k\":{},\"batch\":{},\"dtype\":", m.m, m.n, m.k, m.batch);
-      append_name(args, precision_name(m.dtype));
+      append_json_string(args, precision_name(m.dtype));
     }
     const char* cat = e.kind == HostEventKind::kOp ? "cpu_op" : "user_annotation";
     if (e.end_ns == e.start_ns && e.kind == HostEventKind::kAnnotation)
@@ -393,18 +381,26 @@ void write_perfetto_json(const std::vector<Trace>& traces, std::ostream& out, st
   }
 }
 
-Status write_perfetto_file(const std::vector<Trace>& traces, const std::string& path, std::vector<std::string>* warnings,
+Status write_perfetto_file(const std::vector<Trace>& traces, const std::string& path,
+                           const std::vector<std::string>& inputs, std::vector<std::string>* warnings,
                            const PerfettoOptions& options) {
   if (path == "-") {
     write_perfetto_json(traces, std::cout, warnings, options);
+    std::cout.flush();
+    if (!std::cout) return Status::error("stdout: write failed");
     return ok_status();
   }
-  if (path.ends_with(".gz")) {
-    gzFile file = gzopen(path.c_str(), "wb");
+  // zlib writes both: gzip, or the bytes as they are ("T", transparent) for a plain name.
+  const char* mode = path.ends_with(".gz") ? "wb" : "wT";
+  return write_output_file("--perfetto", path, inputs, [&](int fd) -> Status {
+    const int own = ::dup(fd);  // gzclose closes the descriptor it was given.
+    gzFile file = own < 0 ? nullptr : gzdopen(own, mode);
     if (!file) {
-      return Status::error(path + ": cannot create output file (" + std::strerror(errno) +
-                           "); check the directory exists and is writable");
+      const int err = errno;
+      if (own >= 0) ::close(own);
+      return Status::error(std::strerror(err));
     }
+    gzbuffer(file, 1 << 20);
     GzipBuffer buffer(file);
     {
       std::ostream out(&buffer);
@@ -412,18 +408,9 @@ Status write_perfetto_file(const std::vector<Trace>& traces, const std::string& 
       out.flush();
     }
     const int closed = gzclose(file);
-    if (buffer.failed() || closed != Z_OK) return Status::error(path + ": write failed; check free disk space");
+    if (buffer.failed() || closed != Z_OK) return Status::error("write failed");
     return ok_status();
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) {
-    return Status::error(path + ": cannot create output file (" + std::strerror(errno) +
-                         "); check the directory exists and is writable");
-  }
-  write_perfetto_json(traces, out, warnings, options);
-  out.flush();
-  if (!out) return Status::error(path + ": write failed; check free disk space");
-  return ok_status();
+  });
 }
 
 }  // namespace gpuscope

@@ -43,9 +43,11 @@ struct PerfettoOptions {
 void write_perfetto_json(const std::vector<Trace>& traces, std::ostream& out,
                          std::vector<std::string>* warnings = nullptr, const PerfettoOptions& options = {});
 
-// Writes to `path` ("-" for stdout); gzip-compressed when `path` ends in ".gz". Error: the file
-// cannot be written.
+// Writes to `path` ("-" for stdout); gzip-compressed when `path` ends in ".gz". A file is
+// written as write_output_file writes (output_file.h): atomically, never over one of `inputs`,
+// a special or read-only file, nor through a symlink. Error: one line naming the file.
 Status write_perfetto_file(const std::vector<Trace>& traces, const std::string& path,
-                           std::vector<std::string>* warnings = nullptr, const PerfettoOptions& options = {});
+                           const std::vector<std::string>& inputs, std::vector<std::string>* warnings = nullptr,
+                           const PerfettoOptions& options = {});
 
 }  // namespace gpuscope

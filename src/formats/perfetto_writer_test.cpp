@@ -218,7 +218,7 @@ TEST(PerfettoWriter, GzipOutputRoundTrips) {
   write_perfetto_json(e.traces, plain, nullptr, e.options);
   testing_support::TempDir dir;
   const std::string path = dir.file("out.json.gz");
-  ASSERT_TRUE(write_perfetto_file(e.traces, path, nullptr, e.options).ok());
+  ASSERT_TRUE(write_perfetto_file(e.traces, path, {}, nullptr, e.options).ok());
   gzFile f = gzopen(path.c_str(), "rb");
   ASSERT_NE(f, nullptr);
   std::string back;

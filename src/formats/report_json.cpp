@@ -63,7 +63,7 @@ json device_json(const DeviceReport& d) {
   j["window_us"] = us(d.window_ns);
   j["busy_pct"] = d.busy_pct;
   j["copy_pct"] = d.copy_pct;
-  j["sm_active_est_pct"] = d.sm_active_est_pct;
+  j["sm_active_est_pct"] = opt(d.sm_active_est_pct);
   j["sm_active_est_note"] =
       "estimate: kernel time weighted by min(1, blocks/SMs), capped at 1 per instant";
   j["hardware"] = {{"gpu_util_pct", opt(d.hw_gpu_util_pct)},

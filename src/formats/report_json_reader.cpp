@@ -2,6 +2,8 @@
 
 #include <cctype>
 #include <cmath>
+#include <string_view>
+#include <type_traits>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -13,10 +15,39 @@ namespace {
 
 using nlohmann::json;
 
+// Thrown for values of the right type but no meaning (an unknown idle cause, a negative
+// time, a number no run could produce).
+struct BadValue {
+  std::string message;
+};
+
+// Keys whose numbers may be negative: a step's start is a time on the trace's own clock.
+bool may_be_negative(std::string_view key) { return key == "start_us"; }
+
+// Every number read from a report: the writer never writes a negative one (but for
+// may_be_negative keys) nor one beyond 1e30 (FLOPs per step included); such a value would turn
+// into "inf%" or "-nan pts" downstream, so it is an error naming the key.
+template <typename T>
+T checked(std::string_view key, T value) {
+  if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+    const double v = static_cast<double>(value);
+    if (!std::isfinite(v) || v > 1e30 || v < (may_be_negative(key) ? -1e30 : 0)) {
+      throw BadValue{fmt::format("\"{}\" is {}: {}", key, v, v < 0 ? "negative" : "out of range")};
+    }
+  }
+  return value;
+}
+
 // The writer's units back to the core's: it writes ns / 1e3 (us) and ns / 1e6 (ms) as doubles,
-// which round-trip exactly, so rounding recovers the integer.
-int64_t ns_from_us(double us) { return static_cast<int64_t>(std::llround(us * 1e3)); }
-int64_t ns_from_ms(double ms) { return static_cast<int64_t>(std::llround(ms * 1e6)); }
+// which round-trip exactly, so rounding recovers the integer. Beyond 1e18 ns (31 years) is no
+// time a trace holds, and would overflow the conversion.
+int64_t ns_from(double value, double ns_per_unit, std::string_view unit) {
+  const double ns = value * ns_per_unit;
+  if (!(std::abs(ns) <= 1e18)) throw BadValue{fmt::format("a time of {} {} is out of range", value, unit)};
+  return static_cast<int64_t>(std::llround(ns));
+}
+int64_t ns_from_us(double us) { return ns_from(us, 1e3, "us"); }
+int64_t ns_from_ms(double ms) { return ns_from(ms, 1e6, "ms"); }
 
 // A missing key or null is the default; a value of the wrong type throws (caught once, in
 // report_from_json, and turned into a Status naming the key).
@@ -24,14 +55,14 @@ template <typename T>
 T get(const json& j, const char* key, T fallback = T()) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  return it->get<T>();
+  return checked(key, it->get<T>());
 }
 
 template <typename T>
 std::optional<T> opt(const json& j, const char* key) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
-  return it->get<T>();
+  return checked(key, it->get<T>());
 }
 
 const json& child(const json& j, const char* key) {
@@ -45,11 +76,6 @@ const json& list(const json& j, const char* key) {
   auto it = j.find(key);
   return it == j.end() || it->is_null() ? kEmpty : *it;
 }
-
-// Thrown for values of the right type but no meaning (an unknown idle cause).
-struct BadValue {
-  std::string message;
-};
 
 Severity severity_from(const std::string& name) {
   for (size_t i = 0; i < std::size(kSeverityNames); ++i) {
@@ -81,7 +107,9 @@ CommunicationReport communication_from(const json& c) {
   x.compute_ns = ns_from_us(get<double>(c, "compute_us"));
   x.exposed_ns = ns_from_us(get<double>(c, "exposed_us"));
   x.exposed_pct = get<double>(c, "exposed_pct");
-  for (const auto& u : list(c, "exposed_per_step_us")) x.exposed_per_step_ns.push_back(ns_from_us(u.get<double>()));
+  for (const auto& u : list(c, "exposed_per_step_us")) {
+    x.exposed_per_step_ns.push_back(ns_from_us(checked("exposed_per_step_us", u.get<double>())));
+  }
   for (const auto& s : list(c, "collectives")) {
     CollectiveStats y;
     y.op = get<std::string>(s, "op");
@@ -107,7 +135,7 @@ DeviceReport device_from(const json& j) {
   d.window_ns = ns_from_us(get<double>(j, "window_us"));
   d.busy_pct = get<double>(j, "busy_pct");
   d.copy_pct = get<double>(j, "copy_pct");
-  d.sm_active_est_pct = get<double>(j, "sm_active_est_pct");
+  d.sm_active_est_pct = opt<double>(j, "sm_active_est_pct");
   const json& hw = child(j, "hardware");
   d.hw_gpu_util_pct = opt<double>(hw, "gpu_util_pct");
   d.hw_sm_active_pct = opt<double>(hw, "sm_active_pct");
@@ -253,7 +281,8 @@ StatusOr<Report> report_from_json(std::string_view text) {
     // say the file is not what this version writes.
     return Status::error(fmt::format("not a valid {} report: {}", kReportSchema, e.what()));
   } catch (const BadValue& e) {
-    return Status::error(fmt::format("not a valid {} report: {}", kReportSchema, e.message));
+    return Status::error(fmt::format("not a valid {} report: {}; write it again with gpuscope analyze --json",
+                                     kReportSchema, e.message));
   }
   if (r.devices.empty()) return Status::error("the report has no devices: nothing to compare");
   return r;

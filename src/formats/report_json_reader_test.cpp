@@ -1,5 +1,6 @@
 #include "formats/report_json_reader.h"
 
+#include <fmt/core.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -189,6 +190,24 @@ TEST(ReportJsonReader, ErrorsAreOneLine) {
   for (const auto* s : {&bad, &other, &no_schema, &wrong_type, &cause}) {
     EXPECT_EQ(s->status().message().find('\n'), std::string::npos) << s->status().message();
   }
+}
+
+TEST(ReportJsonReader, NegativeOrAbsurdNumbersAreRefused) {
+  // A saved report with a negative percentage or time used to be read and compared ("-nan
+  // pts", "inf%"); the writer never writes one.
+  for (const char* device : {R"({"busy_pct": -5})", R"({"window_us": -1})", R"({"steps": {"mean_ms": -3}})",
+                             R"({"flops": {"matmul": 1e300}})", R"({"steps": {"list": [{"duration_ms": 1e200}]}})",
+                             R"({"idle": {"causes": [{"cause": "input", "us": -7, "pct": 1}]}})"}) {
+    auto r = report_from_json(fmt::format(R"({{"schema": "gpuscope.report/1", "devices": [{}]}})", device));
+    ASSERT_FALSE(r.ok()) << device;
+    EXPECT_NE(r.status().message().find("not a valid gpuscope.report/1 report"), std::string::npos);
+    EXPECT_NE(r.status().message().find("gpuscope analyze --json"), std::string::npos) << r.status().message();
+    EXPECT_EQ(r.status().message().find('\n'), std::string::npos);
+  }
+  // A step may start before the trace's zero.
+  auto early = report_from_json(
+      R"({"schema": "gpuscope.report/1", "devices": [{"steps": {"list": [{"start_us": -10, "duration_ms": 1}]}}]})");
+  EXPECT_TRUE(early.ok()) << early.status().message();
 }
 
 // The diff of a report with itself read back: schema, nothing changed, no headline.

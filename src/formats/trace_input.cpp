@@ -40,10 +40,17 @@ StatusOr<std::vector<std::string>> expand_trace_paths(const std::vector<std::str
     if (ec || !fs::exists(st)) return Status::error(status_error(p, ec));
     if (fs::is_directory(st)) {
       std::vector<std::string> found;
-      for (const auto& entry : fs::directory_iterator(p, ec)) {
-        if (entry.is_regular_file() && looks_like_trace_name(entry.path().filename().string())) {
-          found.push_back(entry.path().string());
-        }
+      // Every filesystem call takes an error code: an entry that is a symlink loop or a
+      // dangling link must never throw. Such an entry with a trace's name is kept, so that
+      // reading it fails and says why (the caller skips it with one line); other kinds of
+      // files (directories, FIFOs) are left out.
+      fs::directory_iterator it(p, ec), end;
+      for (; !ec && it != end; it.increment(ec)) {
+        const fs::directory_entry& entry = *it;
+        if (!looks_like_trace_name(entry.path().filename().string())) continue;
+        std::error_code entry_ec;
+        const auto entry_st = entry.status(entry_ec);
+        if (entry_ec || fs::is_regular_file(entry_st)) found.push_back(entry.path().string());
       }
       if (ec) return Status::error(fmt::format("{}: cannot list directory: {}", p, ec.message()));
       if (found.empty()) {

@@ -5,6 +5,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <thread>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -13,7 +19,7 @@ namespace gpuscope::nvml {
 
 namespace {
 
-std::string read_file(const std::string& path, size_t limit = 64 * 1024) {
+std::string read_file_now(const std::string& path, size_t limit) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return {};
   std::string text;
@@ -21,6 +27,38 @@ std::string read_file(const std::string& path, size_t limit = 64 * 1024) {
   in.read(text.data(), static_cast<std::streamsize>(limit));
   text.resize(static_cast<size_t>(in.gcount()));
   return text;
+}
+
+// Reading /proc/PID/cmdline takes the target process's memory-map lock, so it blocks for as
+// long as that process is stuck (uninterruptible sleep, a hung FUSE or NFS mapping); a file
+// under another proc root may even be a FIFO. Each read therefore runs on a helper thread and
+// is waited for at most kReadTimeout; one that takes longer is abandoned (the helper owns its
+// buffer and ends when the read does) and the file counts as empty. The sampler, and what
+// waits on it (the exporter's first sample, a SIGTERM), never hangs on another process.
+constexpr auto kReadTimeout = std::chrono::milliseconds(500);
+
+std::string read_file(const std::string& path, size_t limit = 64 * 1024) {
+  struct Pending {
+    std::mutex mutex;
+    std::condition_variable done_cv;
+    bool done = false;
+    std::string text;
+  };
+  auto pending = std::make_shared<Pending>();
+  try {
+    std::thread([pending, path, limit] {
+      std::string text = read_file_now(path, limit);
+      std::lock_guard lock(pending->mutex);
+      pending->text = std::move(text);
+      pending->done = true;
+      pending->done_cv.notify_all();
+    }).detach();
+  } catch (const std::system_error&) {
+    return read_file_now(path, limit);  // No thread to spare: read here.
+  }
+  std::unique_lock lock(pending->mutex);
+  if (!pending->done_cv.wait_for(lock, kReadTimeout, [&] { return pending->done; })) return {};
+  return std::move(pending->text);
 }
 
 bool is_hex(char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; }
@@ -45,7 +83,6 @@ bool uuid_at(std::string_view s, size_t pos, std::string* out) {
   return true;
 }
 
-constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 constexpr std::string_view kRedacted = "***";
 
 // Option names that carry secrets, matched case-insensitively anywhere in the name.
@@ -129,49 +166,6 @@ std::string bounded_text(std::string_view bytes) {
 
 }  // namespace
 
-bool is_valid_utf8(std::string_view s) { return to_valid_utf8(s).size() == s.size(); }
-
-std::string to_valid_utf8(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      out += static_cast<char>(c);
-      ++i;
-      continue;
-    }
-    // Unicode 15, table 3-7: well-formed byte sequences.
-    int need = 0;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) need = 1;
-    else if (c == 0xE0) need = 2, lo = 0xA0;
-    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) need = 2;
-    else if (c == 0xED) need = 2, hi = 0x9F;
-    else if (c == 0xF0) need = 3, lo = 0x90;
-    else if (c >= 0xF1 && c <= 0xF3) need = 3;
-    else if (c == 0xF4) need = 3, hi = 0x8F;
-    size_t j = i + 1;
-    int k = 0;
-    for (; k < need && j < s.size(); ++k, ++j) {
-      const auto d = static_cast<unsigned char>(s[j]);
-      if (d < (k == 0 ? lo : 0x80) || d > (k == 0 ? hi : 0xBF)) break;
-    }
-    if (need > 0 && k == need) out.append(s.substr(i, j - i));
-    else out += kReplacement;  // The maximal invalid subpart s[i, j) becomes one U+FFFD.
-    i = j;
-  }
-  return out;
-}
-
-std::string_view truncate_utf8(std::string_view text, size_t max_bytes) {
-  if (text.size() <= max_bytes) return text;
-  size_t cut = max_bytes;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return text.substr(0, cut);
-}
-
 std::vector<std::string> split_cmdline(std::string_view raw) {
   std::vector<std::string> argv;
   if (raw.empty()) return argv;
@@ -199,8 +193,12 @@ std::vector<std::string> redact_arguments(std::vector<std::string> argv) {
 std::string command_text(const std::vector<std::string>& argv, CommandLine policy) {
   if (argv.empty()) return {};
   if (policy == CommandLine::kArguments) return bounded_text(join(redact_arguments(argv)));
-  std::string_view exe = argv[0];
+  // argv[0] is whatever the process set (`exec -a "runner --password=x" prog`): redacted as
+  // arguments are, and cut before the first word that is an option, which no path holds.
+  const std::string first = redact_arguments({argv[0]}).front();
+  std::string_view exe = first;
   if (argv.size() == 1) exe = exe.substr(0, exe.find(' '));
+  exe = exe.substr(0, exe.find(" -"));
   if (size_t slash = exe.rfind('/'); slash != std::string_view::npos && slash + 1 < exe.size()) {
     exe.remove_prefix(slash + 1);
   }

@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/text.h"  // to_valid_utf8, truncate_utf8
+
 namespace gpuscope::nvml {
 
 // Command lines are other users' text: they may hold secrets and any bytes. Every command
@@ -21,13 +23,6 @@ constexpr size_t kMaxCommandBytes = 200;
 // every argument, with redact_arguments applied.
 enum class CommandLine { kExecutable, kArguments };
 
-// `bytes` with every maximal invalid UTF-8 subsequence replaced by U+FFFD (overlong forms,
-// surrogates and code points above U+10FFFF are invalid). Valid text is returned unchanged.
-std::string to_valid_utf8(std::string_view bytes);
-bool is_valid_utf8(std::string_view bytes);
-// The longest prefix of valid UTF-8 `text` of at most max_bytes that ends on a character
-// boundary.
-std::string_view truncate_utf8(std::string_view text, size_t max_bytes);
 
 // /proc/PID/cmdline's NUL-separated arguments (a trailing NUL ends the last one).
 std::vector<std::string> split_cmdline(std::string_view raw);
@@ -38,7 +33,9 @@ std::vector<std::string> split_cmdline(std::string_view raw);
 std::vector<std::string> redact_arguments(std::vector<std::string> argv);
 // The text shown for argv under `policy` (see CommandLine); empty if argv is empty.
 // kExecutable: base name of argv[0]; if argv[0] is the only argument and holds spaces (a
-// title set with setproctitle, e.g. "postgres: checkpointer"), its first word only.
+// title set with setproctitle, e.g. "postgres: checkpointer"), its first word only; argv[0]
+// is cut before any word that starts with '-' and redacted as arguments are, so an argv[0]
+// set to "runner --password=x" shows "runner" in every mode.
 std::string command_text(const std::vector<std::string>& argv, CommandLine policy);
 
 // PROC_ROOT/PID/cmdline under `policy`, falling back to comm; empty if the process is gone.

@@ -1,6 +1,12 @@
 #include "nvml/process_identity.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -86,7 +92,32 @@ TEST(CommandText, ExecutableNameOnlyByDefault) {
   EXPECT_EQ(exe({"/usr/bin/python3", "train.py", "--password=hunter2"}), "python3");
   EXPECT_EQ(exe({"postgres: checkpointer"}), "postgres:");
   EXPECT_EQ(exe({"/opt/my app/bin/run", "x"}), "run");
+  // `exec -a "runner --password=hunter2 --token=abc123" prog arg1`: argv[0] with options in it
+  // was shown whole in /metrics and monitor JSONL.
+  EXPECT_EQ(exe({"runner --password=hunter2 --token=abc123", "arg1"}), "runner");
+  EXPECT_EQ(exe({"https://user:hunter2@host/x", "arg1"}).find("hunter2"), std::string::npos);
   EXPECT_EQ(exe({}), "");
+}
+
+TEST(CommandText, AProcFileThatBlocksDoesNotHangTheReader) {
+  // `serve` never listened when the first /proc/PID/cmdline read blocked (a process stuck in
+  // uninterruptible sleep; here a FIFO with no writer), and then ignored SIGTERM.
+  char root[] = "/tmp/gpuscope-proc-XXXXXX";
+  ASSERT_NE(mkdtemp(root), nullptr);
+  const std::string dir = std::string(root) + "/77";
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  ASSERT_EQ(mkfifo((dir + "/cmdline").c_str(), 0600), 0);
+  {
+    std::ofstream comm(dir + "/comm");
+    comm << "stuck\n";
+  }
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(read_process_command(root, 77, CommandLine::kExecutable), "stuck");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 3.0);
+  // Opening the FIFO for writing releases the abandoned reader.
+  const int fd = open((dir + "/cmdline").c_str(), O_WRONLY | O_NONBLOCK);
+  if (fd >= 0) close(fd);
+  std::filesystem::remove_all(root);
 }
 
 // testdata/nvml/proc/4444: invalid UTF-8 and ESC in argv[0], secrets, 'é' across byte 200.
