@@ -836,6 +836,19 @@ main()
         self.assertIn("gpuscope.host#optimizer_steps=0", marks)
         self.assertIn("untraced_step_us=", marks)
 
+    def test_a_compilers_loops_are_not_the_step_loop(self):
+        # Before its first step the program "compiles" for 0.4 s in a loop of torch/_inductor
+        # code that turns every millisecond: the step loop is still the program's own.
+        inductor = os.path.join(self.root, "stub", "torch", "_inductor")
+        os.makedirs(inductor)
+        with open(os.path.join(inductor, "__init__.py"), "w") as f:
+            f.write("import time\ndef compile_graph():\n    for i in range(400):\n        time.sleep(0.001)\n")
+        program = self.PLAIN.replace("    h = 0\n", "    h = 0\n    import torch._inductor as ind\n    ind.compile_graph()\n", 1)
+        self.run_loop(program)
+        starts = self.iter_starts()
+        self.assertGreaterEqual(len(starts), 30)
+        self.assertEqual({s.split(":")[0] for s in starts}, {"gpuscope.iter#prog.py"}, starts[:3])
+
     def test_generator_loop(self):
         program = self.PLAIN.replace("def main():", """def tokens(n, h):
     for step in range(n):

@@ -21,7 +21,9 @@ objects lose their events; a loop that turns faster than `min_period_s` is too f
 each iteration (the marking would cost more than the iteration): the finder stops and records
 its period.
 
-The finder never calls into torch; the bootstrap receives each iteration through `on_iteration`
+Samples taken while torch.compile is at work (a dynamo, inductor, FX or Triton frame on the
+stack) are ignored, and torch's own frames are never candidates: a compiler's loops turn fast
+and often while the step loop waits for it. The finder never calls into torch; the bootstrap receives each iteration through `on_iteration`
 (called on the program's thread, inside the loop) with a label `<file>:<line>` of the loop head.
 """
 import dis
@@ -36,6 +38,13 @@ _MIN_SAMPLES = 8  # samples of a frame before it is a candidate
 _MIN_ITERATIONS = 3  # iterations of a loop before it is chosen
 _MAX_CODES = 8  # code objects instrumented at once while searching
 _TIMED = 8  # periods of the chosen loop timed before its iterations are reported
+# Frames of a compiler at work (dynamo, inductor, FX, AOT autograd, Triton): a sample with one on
+# its stack is not looked at. Compiling a model takes seconds, in loops over nodes and kernels
+# that turn a thousand times while the program's step loop waits for the compiled code.
+_COMPILING = tuple(os.path.join(*p) + os.sep for p in (("torch", "_dynamo"), ("torch", "_inductor"), ("torch", "fx"),
+                                                       ("torch", "_functorch"), ("triton",)))
+# torch's own frames are never the program's step loop (they run inside it).
+_TORCH = os.sep + "torch" + os.sep
 
 
 def supported():
@@ -174,9 +183,10 @@ class LoopFinder:
         now = self.clock() if now is None else now
         chain = []
         while frame is not None:
-            code = frame.f_code
-            name = code.co_filename
-            if not name.startswith(self.skip_prefix) and not name.endswith("threading.py"):
+            name = frame.f_code.co_filename
+            if any(part in name for part in _COMPILING):
+                return  # torch.compile at work: its loops turn, the program's steps do not
+            if not name.startswith(self.skip_prefix) and not name.endswith("threading.py") and _TORCH not in name:
                 chain.append(frame)
             frame = frame.f_back
         chain.reverse()  # outermost first
