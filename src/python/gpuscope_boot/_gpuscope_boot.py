@@ -838,7 +838,8 @@ def _loop_finder():
 
     if not _gpuscope_loop.supported():
         return None
-    finder = _gpuscope_loop.LoopFinder(_guarded(_loop_iteration), skip_prefix=_HERE)
+    torch_dir = os.path.dirname(os.path.abspath(_state["torch"].__file__)) + os.sep
+    finder = _gpuscope_loop.LoopFinder(_guarded(_loop_iteration), skip_prefix=_HERE, torch_dir=torch_dir)
     return finder if finder.tool is not None else None
 
 

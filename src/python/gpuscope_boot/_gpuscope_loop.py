@@ -41,10 +41,8 @@ _TIMED = 8  # periods of the chosen loop timed before its iterations are reporte
 # Frames of a compiler at work (dynamo, inductor, FX, AOT autograd, Triton): a sample with one on
 # its stack is not looked at. Compiling a model takes seconds, in loops over nodes and kernels
 # that turn a thousand times while the program's step loop waits for the compiled code.
-_COMPILING = tuple(os.path.join(*p) + os.sep for p in (("torch", "_dynamo"), ("torch", "_inductor"), ("torch", "fx"),
-                                                       ("torch", "_functorch"), ("triton",)))
-# torch's own frames are never the program's step loop (they run inside it).
-_TORCH = os.sep + "torch" + os.sep
+_COMPILING = ("_dynamo", "_inductor", "fx", "_functorch")  # under torch's folder
+_TRITON = os.sep + "triton" + os.sep
 
 
 def supported():
@@ -83,8 +81,12 @@ class LoopFinder:
     """Searches while `chosen` is None; see the module's docstring. `observe` runs on the
     sampler thread, `_on_jump` on whichever thread runs an instrumented loop."""
 
-    def __init__(self, on_iteration, skip_prefix="\0", patience_s=5.0, min_period_s=100e-6, clock=time.perf_counter):
+    def __init__(self, on_iteration, skip_prefix="\0", torch_dir="\0", patience_s=5.0, min_period_s=100e-6,
+                 clock=time.perf_counter):
         self.on_iteration = on_iteration
+        # torch's own frames are never the program's step loop (they run inside it).
+        self.torch_dir = torch_dir
+        self.compiling = tuple(torch_dir + part + os.sep for part in _COMPILING)
         self.skip_prefix = skip_prefix  # frames of files under it (the bootstrap's own) are not the program's
         self.patience_s = patience_s
         self.min_period_s = min_period_s
@@ -184,9 +186,9 @@ class LoopFinder:
         chain = []
         while frame is not None:
             name = frame.f_code.co_filename
-            if any(part in name for part in _COMPILING):
+            if name.startswith(self.compiling) or _TRITON in name:
                 return  # torch.compile at work: its loops turn, the program's steps do not
-            if not name.startswith(self.skip_prefix) and not name.endswith("threading.py") and _TORCH not in name:
+            if not name.startswith((self.skip_prefix, self.torch_dir)) and not name.endswith("threading.py"):
                 chain.append(frame)
             frame = frame.f_back
         chain.reverse()  # outermost first
