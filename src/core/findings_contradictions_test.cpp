@@ -2,6 +2,8 @@
 // of a class where a rule used to claim something the trace shows is not so.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <string>
 
@@ -100,9 +102,10 @@ TEST(Contradictions, OneOffCallsAreStartUpNotSteadyState) {
     EXPECT_GT(r.one_off_ns, 0);
     EXPECT_EQ(FindingById(r, "launch-bound"), nullptr);
     EXPECT_EQ(FindingById(r, "allocation"), nullptr);
-    ASSERT_FALSE(a.warnings.empty());
-    EXPECT_NE(a.warnings[0].find("one-off calls"), std::string::npos) << a.warnings[0];
-    EXPECT_NE(a.warnings[0].find("no steady state"), std::string::npos) << a.warnings[0];
+    const auto one_off = std::find_if(a.warnings.begin(), a.warnings.end(),
+                                      [](const std::string& w) { return w.find("one-off calls") != std::string::npos; });
+    ASSERT_NE(one_off, a.warnings.end());
+    EXPECT_NE(one_off->find("no steady state"), std::string::npos) << *one_off;
   }
 }
 
