@@ -71,10 +71,11 @@ def enclosing_loops(loops, positions):
 
 
 class _Frame:
-    __slots__ = ("code", "samples", "positions", "since")
+    """A frame seen in consecutive samples: its code, how often seen, its recent positions."""
+    __slots__ = ("code", "samples", "positions")
 
-    def __init__(self, code, now):
-        self.code, self.samples, self.positions, self.since = code, 0, [], now
+    def __init__(self, code):
+        self.code, self.samples, self.positions = code, 0, []
 
 
 class LoopFinder:
@@ -196,7 +197,7 @@ class LoopFinder:
         for f in chain:
             info = self.frames.get(id(f))
             if info is None or info.code is not f.f_code:
-                info = _Frame(f.f_code, now)
+                info = _Frame(f.f_code)
             info.samples += 1
             info.positions.append(f.f_lasti)
             if len(info.positions) > _RECENT:
