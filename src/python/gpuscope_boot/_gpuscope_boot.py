@@ -918,10 +918,10 @@ def _sample_loop():
             if searching and frame is not None:
                 finder.target = _state["target"]
                 finder.observe(frame, now)
+            if w["state"] == "always" and fine_capped:
+                _cap_fine_loop(finder, now)
             if w["state"] == "waiting":
                 _fall_back(finder, now - started)
-            elif w["state"] == "always" and w["max_steps"] and finder is not None and finder.fine_period_s:
-                _cap_fine_loop(finder, now)
             elif w["state"] == "open" and w["close_at"] is not None and now >= w["close_at"]:
                 _close_window()
             elif hz > 0 and frame is not None and _active():
