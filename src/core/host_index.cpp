@@ -176,6 +176,7 @@ uint16_t host_event_flags(std::string_view name) {
     f |= kHostBlocking;
   }
   if (name.starts_with("Optimizer.step#")) f |= kHostOptimizer | kHostIssuing;
+  // Captures of older gpuscope versions, whose bootstrap hooked forward and backward.
   if (name.starts_with("gpuscope.forward#") || name == "gpuscope.backward") f |= kHostIssuing;
   return f;
 }
