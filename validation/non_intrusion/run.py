@@ -81,8 +81,6 @@ def dynamo_text(runs):
 
 
 def main():
-    import programs
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", default=None, help="comma-separated rows of programs.py (default: all)")
     ap.add_argument("--pairs", type=int, default=5)
@@ -93,6 +91,8 @@ def main():
     ap.add_argument("--run-args", default="", help="options for `gpuscope run`, e.g. '--steps 50': the table "
                     "then also gives the last third of the steps (after a bounded window) traced and untraced")
     a = ap.parse_args()
+    import programs  # needs torch: after --help
+
     RUN_ARGS.extend(a.run_args.split())
     rows = a.rows.split(",") if a.rows else programs.ROWS
     work = a.work or tempfile.mkdtemp(prefix="gpuscope-nonintrusion-")
