@@ -987,6 +987,8 @@ class RunOptions(unittest.TestCase):
         show = ["--", "sh", "-c", "echo \"[$GPUSCOPE_MAX_STEPS] [$GPUSCOPE_TRACE_FOR_MS]\""]
         for args, expected in [([], "[300] [300000]"), (["--whole"], "[] []"), (["--for", "10s"], "[] [10000]")]:
             r = run("run", "--no-calibrate", "--sample-interval", "0", *args, *show)
+            if "libgpuscope_inject.so not found" in r.stderr:
+                self.skipTest("built without the CUDA parts: no injection library to run with")
             self.assertIn(expected, r.stdout, (args, r.stdout, r.stderr))
 
 
