@@ -85,9 +85,12 @@ TEST(LiveLoop, RunsAtItsIntervalAndStopsFromAnotherThread) {
     return true;
   });
   stopper.join();
-  // Ticks at 100, 200, ... 500 ms: five frames, none in a burst.
-  ASSERT_EQ(at_ms.size(), 5u);
-  for (size_t i = 1; i < at_ms.size(); ++i) EXPECT_GE(at_ms[i] - at_ms[i - 1], 60) << i;
+  // Ticks at 100, 200, ... 500 ms. A frame never comes before its tick and never more than
+  // one per tick, so at most five; a loaded host may delay frames (and then skip ticks), so
+  // the gaps between frames and the lower count are not asserted.
+  ASSERT_GE(at_ms.size(), 1u);
+  EXPECT_LE(at_ms.size(), 5u);
+  for (size_t i = 0; i < at_ms.size(); ++i) EXPECT_GE(at_ms[i], 100 * static_cast<int64_t>(i + 1)) << i;
   EXPECT_TRUE(loop.stopped());
 }
 
