@@ -1,0 +1,247 @@
+"""Fixes that `gpuscope run --try FIX` applies to a program without changing its code.
+
+Loaded by the bootstrap only when GPUSCOPE_TRY names fixes (comma-separated); in every other
+run nothing here is imported and nothing is patched. Each fix is applied once, when the program
+imports torch, before it builds its model, optimizer or DataLoader; each returns an undo
+function (tests undo them; a traced program never does). A fix that cannot be applied to this
+program raises NotApplicable with the reason, and the program runs as it is.
+
+  tf32               TF32 matmuls and convolutions (torch.set_float32_matmul_precision("high"),
+                     cuDNN allow_tf32). Changes numerics.
+  bf16               autocast to bfloat16 on the thread that runs the steps, from the end of the
+                     first step: forward, loss and backward (backward ops follow the dtypes of
+                     the forward). Changes numerics.
+  fused-optimizer    Adam, AdamW, SGD and Adagrad built with fused=True (one kernel for all
+                     parameters), unless the program chose fused or foreach itself.
+  dataloader         DataLoaders without workers get GPUSCOPE_TRY_WORKERS workers (default: one
+                     per CPU beside the main process, at most 8), pin_memory=True and
+                     persistent_workers=True; an iterable dataset keeps its loader as it is (each
+                     worker would yield the whole dataset).
+
+The environment fixes (caching-allocator, expandable-segments) are made by `gpuscope run` in the
+environment it gives the program; they need nothing here.
+
+What each fix did is reported through `report(fix, applied, detail)`; the bootstrap writes it
+with the measured steps into GPUSCOPE_TRY_RESULT (write_result).
+"""
+import functools
+import json
+import os
+import threading
+
+NUMERICS = {"tf32", "bf16"}
+
+
+class NotApplicable(Exception):
+    """The fix cannot be applied to this program; the message says why."""
+
+
+def _tf32(torch, report):
+    before = (torch.get_float32_matmul_precision(), torch.backends.cudnn.allow_tf32)
+    if before[0] != "highest" and before[1]:
+        raise NotApplicable("the program already allows TF32 (float32 matmul precision '%s')" % before[0])
+    torch.set_float32_matmul_precision("high")
+    torch.backends.cudnn.allow_tf32 = True
+
+    def undo():
+        torch.set_float32_matmul_precision(before[0])
+        torch.backends.cudnn.allow_tf32 = before[1]
+    return undo
+
+
+_autocast = {"ctx": None, "entered": False}
+
+
+def _bf16(torch, report):
+    # Entered at the end of the first step, on the thread that ran it: at torch import CUDA is
+    # not initialised yet, and torch.autocast's check of bfloat16 support would initialise it
+    # (on device 0, before a launcher's set_device). The first step runs as it is (warm-up).
+    _autocast["ctx"] = torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+    _autocast["entered"] = False
+
+    def undo():
+        if _autocast["entered"]:
+            _autocast["ctx"].__exit__(None, None, None)
+        _autocast.update(ctx=None, entered=False)
+    return undo
+
+
+def on_step_end():
+    """Called by the bootstrap at the end of each step, on the thread that ran it."""
+    if _autocast["ctx"] is not None and not _autocast["entered"]:
+        _autocast["entered"] = True
+        try:
+            _autocast["ctx"].__enter__()
+            report("bf16", True, "autocast(bfloat16) from the end of the first step, on its thread")
+        except Exception as e:  # noqa: BLE001 - a fix must never break the program
+            _autocast["ctx"] = None
+            report("bf16", False, "failed: " + _first_line(e))
+
+
+_FUSED_CLASSES = ("Adam", "AdamW", "SGD", "Adagrad")
+_inside = threading.local()  # Set while the outermost patched __init__ runs (super() calls pass).
+
+
+def _fused_optimizer(torch, report):
+    originals = []
+    for name in _FUSED_CLASSES:
+        cls = getattr(torch.optim, name, None)
+        if cls is None:
+            continue
+        init = cls.__init__
+
+        @functools.wraps(init)
+        def patched(self, params, *args, __init=init, __cls=cls, **kwargs):
+            if getattr(_inside, "active", False):
+                return __init(self, params, *args, **kwargs)
+            _inside.active = True
+            try:
+                kind = type(self).__name__
+                if type(self).step is not __cls.step:
+                    # A subclass with a step of its own may never read the flag.
+                    report("fused-optimizer", False, "%s has a step of its own" % kind)
+                    return __init(self, params, *args, **kwargs)
+                if kwargs.get("fused") is not None or kwargs.get("foreach"):
+                    report("fused-optimizer", False, "the program chose fused or foreach for %s itself" % kind)
+                    return __init(self, params, *args, **kwargs)
+                params = list(params)
+                try:
+                    __init(self, params, *args, **dict(kwargs, fused=True, foreach=None))
+                    report("fused-optimizer", True, kind + "(fused=True)")
+                except (RuntimeError, ValueError, TypeError) as e:
+                    # Fused kernels need floating-point CUDA parameters: keep the program's optimizer.
+                    report("fused-optimizer", False, "%s: %s" % (kind, _first_line(e)))
+                    __init(self, params, *args, **kwargs)
+            finally:
+                _inside.active = False
+        cls.__init__ = patched
+        originals.append((cls, init))
+
+    def undo():
+        for cls, init in originals:
+            cls.__init__ = init
+    return undo
+
+
+def _advised_workers():
+    env = os.environ.get("GPUSCOPE_TRY_WORKERS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(8, cpus - 1))
+
+
+def _dataloader(torch, report):
+    data = torch.utils.data
+    cls = data.DataLoader
+    init = cls.__init__
+    workers = _advised_workers()
+
+    @functools.wraps(init)
+    def patched(self, dataset, *args, **kwargs):
+        if args or kwargs.get("num_workers", 0) or isinstance(dataset, data.IterableDataset):
+            why = ("its dataset is iterable: each worker would yield all of it" if isinstance(dataset, data.IterableDataset)
+                   else "it already has workers or passes them positionally")
+            report("dataloader", False, why)
+            return init(self, dataset, *args, **kwargs)
+        kwargs.update(num_workers=workers, persistent_workers=True)
+        kwargs.setdefault("pin_memory", True)
+        report("dataloader", True, "num_workers=%d, pin_memory=%s, persistent_workers=True"
+               % (workers, kwargs["pin_memory"]))
+        return init(self, dataset, **kwargs)
+    cls.__init__ = patched
+    return lambda: setattr(cls, "__init__", init)
+
+
+FIXES = {
+    "tf32": _tf32,
+    "bf16": _bf16,
+    "fused-optimizer": _fused_optimizer,
+    "dataloader": _dataloader,
+}
+
+
+def requested(env=None):
+    """The fixes GPUSCOPE_TRY names that are applied in Python, in order."""
+    value = (env if env is not None else os.environ).get("GPUSCOPE_TRY", "")
+    return [f for f in value.split(",") if f in FIXES]
+
+
+def _first_line(e):
+    text = str(e).strip()
+    return text.splitlines()[0][:160] if text else type(e).__name__
+
+
+# What each fix did: fix -> {"applied": bool, "detail": str}. A fix applied to one object and
+# not to another (two optimizers, one a subclass) keeps both details; applied wins.
+outcome = {}
+
+
+def report(fix, applied, detail):
+    entry = outcome.setdefault(fix, {"applied": False, "details": []})
+    entry["applied"] = entry["applied"] or applied
+    if detail not in entry["details"] and len(entry["details"]) < 8:
+        entry["details"].append(detail)
+
+
+def apply(torch, fixes, report=report):
+    """Applies each fix; returns the undo functions of those applied. Never raises."""
+    undo = []
+    for name in fixes:
+        try:
+            undo.append(FIXES[name](torch, report))
+            if name == "tf32":
+                report(name, True, "float32 matmul precision 'high', cuDNN allow_tf32, at torch import")
+        except NotApplicable as e:
+            report(name, False, str(e))
+        except Exception as e:  # noqa: BLE001 - a fix must never break the program
+            report(name, False, "failed: " + _first_line(e))
+    return undo
+
+
+_losses = []
+_MAX_LOSSES = 4096
+
+
+def capture_losses(torch):
+    """Keeps each scalar a program calls backward() on (detached, not read until the trial
+    ends: no sync), so the trial can compare the losses of the fix with those as they were.
+    Installed in every run of `--try`, the as-is one included, so both pay the same."""
+    tensor = torch.Tensor
+    backward = tensor.backward
+
+    @functools.wraps(backward)
+    def patched(self, *args, **kwargs):
+        try:
+            if len(_losses) < _MAX_LOSSES and self.numel() == 1:
+                _losses.append(self.detach())
+        except Exception:  # noqa: BLE001 - never in the program's way
+            pass
+        return backward(self, *args, **kwargs)
+    tensor.backward = patched
+    return lambda: setattr(tensor, "backward", backward)
+
+
+def losses():
+    out = []
+    for t in _losses:
+        try:
+            out.append(float(t))
+        except Exception:  # noqa: BLE001
+            out.append(None)
+    return out
+
+
+def write_result(path, host_step_ns, device_step_ns, losses):
+    """The trial's measurement for `gpuscope run --try`: step periods after warm-up on the host
+    clock and (where CUDA events gave them) on the GPU's, the losses seen, and what each fix did.
+    Written to a temporary name, then renamed, so a reader never sees half a file."""
+    doc = {"fixes": outcome, "host_step_ns": list(host_step_ns), "device_step_ns": list(device_step_ns),
+           "losses": list(losses)}
+    tmp = path + ".part"
+    with open(tmp, "w") as f:
+        json.dump(doc, f)
+    os.replace(tmp, path)

@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Tests of `gpuscope run --try`'s fixes (gpuscope_boot/_gpuscope_try.py) against a stub of the
+torch API they touch: what each fix changes, that it is undone, that a fix that cannot apply
+says why and leaves the program as it was. A stub proves the mechanism only; real PyTorch on a
+GPU proves the behaviour."""
+import json
+import os
+import sys
+import tempfile
+import types
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpuscope_boot"))
+import _gpuscope_try as tr  # noqa: E402
+
+
+def stub_torch():
+    torch = types.SimpleNamespace()
+    torch.bfloat16 = "bfloat16"
+    precision = {"v": "highest"}
+    torch.get_float32_matmul_precision = lambda: precision["v"]
+    torch.set_float32_matmul_precision = lambda v: precision.__setitem__("v", v)
+    torch.backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(allow_tf32=False))
+    torch.autocast_log = []
+
+    class Autocast:
+        def __init__(self, device_type, dtype):
+            self.args = (device_type, dtype)
+
+        def __enter__(self):
+            torch.autocast_log.append(("enter",) + self.args)
+
+        def __exit__(self, *a):
+            torch.autocast_log.append(("exit",) + self.args)
+    torch.autocast = Autocast
+
+    class Optimizer:
+        def __init__(self, params, lr=0.1, fused=None, foreach=None):
+            self.params = list(params)
+            if fused and any(p != "cuda" for p in self.params):
+                raise RuntimeError("`fused=True` requires all the params to be floating point Tensors on CUDA\nmore")
+            self.fused, self.foreach = fused, foreach
+
+        def step(self):
+            pass
+
+    class Adam(Optimizer):
+        pass
+
+    class AdamW(Adam):  # As in torch: AdamW's __init__ goes through Adam's.
+        def __init__(self, params, lr=0.1, fused=None, foreach=None):
+            super().__init__(params, lr=lr, fused=fused, foreach=foreach)
+
+    class SGD(Optimizer):
+        pass
+    torch.optim = types.SimpleNamespace(Adam=Adam, AdamW=AdamW, SGD=SGD, Optimizer=Optimizer)
+
+    class Dataset:
+        pass
+
+    class IterableDataset(Dataset):
+        pass
+
+    class DataLoader:
+        def __init__(self, dataset, batch_size=1, num_workers=0, pin_memory=False, persistent_workers=False):
+            self.num_workers, self.pin_memory, self.persistent_workers = num_workers, pin_memory, persistent_workers
+    torch.utils = types.SimpleNamespace(data=types.SimpleNamespace(
+        DataLoader=DataLoader, Dataset=Dataset, IterableDataset=IterableDataset))
+
+    class Tensor:
+        def __init__(self, v, n=1):
+            self.v, self.n, self.backwards = v, n, 0
+
+        def numel(self):
+            return self.n
+
+        def detach(self):
+            return Tensor(self.v, self.n)
+
+        def __float__(self):
+            return float(self.v)
+
+        def backward(self):
+            self.backwards += 1
+    torch.Tensor = Tensor
+    return torch
+
+
+class TryTest(unittest.TestCase):
+    def setUp(self):
+        tr.outcome.clear()
+        tr._losses.clear()
+        self.torch = stub_torch()
+        self.undo = []
+
+    def tearDown(self):
+        for u in reversed(self.undo):
+            u()
+
+    def apply(self, *fixes):
+        self.undo += tr.apply(self.torch, list(fixes))
+
+    def test_nothing_is_requested_without_gpuscope_try(self):
+        self.assertEqual(tr.requested({}), [])
+        self.assertEqual(tr.requested({"GPUSCOPE_TRY": "tf32,caching-allocator,dataloader"}), ["tf32", "dataloader"])
+
+    def test_tf32_sets_precision_and_is_undone(self):
+        t = self.torch
+        self.apply("tf32")
+        self.assertEqual(t.get_float32_matmul_precision(), "high")
+        self.assertTrue(t.backends.cudnn.allow_tf32)
+        self.assertTrue(tr.outcome["tf32"]["applied"])
+        for u in self.undo:
+            u()
+        self.undo = []
+        self.assertEqual(t.get_float32_matmul_precision(), "highest")
+        self.assertFalse(t.backends.cudnn.allow_tf32)
+
+    def test_tf32_already_on_is_not_applicable(self):
+        self.torch.set_float32_matmul_precision("high")
+        self.torch.backends.cudnn.allow_tf32 = True
+        self.apply("tf32")
+        self.assertFalse(tr.outcome["tf32"]["applied"])
+        self.assertIn("already allows TF32", tr.outcome["tf32"]["details"][0])
+
+    def test_bf16_enters_autocast_once_at_the_first_step_end(self):
+        t = self.torch
+        self.apply("bf16")
+        self.assertEqual(t.autocast_log, [])  # Not at import: CUDA is not initialised yet.
+        tr.on_step_end()
+        tr.on_step_end()
+        self.assertEqual(t.autocast_log, [("enter", "cuda", "bfloat16")])
+        self.assertTrue(tr.outcome["bf16"]["applied"])
+        for u in self.undo:
+            u()
+        self.undo = []
+        self.assertEqual(t.autocast_log[-1], ("exit", "cuda", "bfloat16"))
+
+    def test_fused_optimizer_for_torch_classes_only(self):
+        t = self.torch
+        self.apply("fused-optimizer")
+        self.assertTrue(t.optim.AdamW(iter(["cuda", "cuda"])).fused)
+        self.assertTrue(t.optim.SGD(["cuda"]).fused)
+        self.assertEqual(tr.outcome["fused-optimizer"]["details"], ["AdamW(fused=True)", "SGD(fused=True)"])
+
+        class OwnStep(t.optim.Adam):
+            def step(self):
+                pass
+        self.assertIsNone(OwnStep(["cuda"]).fused)
+        self.assertIn("OwnStep has a step of its own", tr.outcome["fused-optimizer"]["details"])
+        # The program's own choice stands; CPU parameters keep the optimizer as it was.
+        self.assertFalse(t.optim.Adam(["cuda"], foreach=True).fused)
+        cpu = t.optim.Adam(["cpu"])
+        self.assertIsNone(cpu.fused)
+        self.assertEqual(cpu.params, ["cpu"])
+        self.assertIn("Adam: `fused=True` requires", tr.outcome["fused-optimizer"]["details"][-1])
+        for u in self.undo:
+            u()
+        self.undo = []
+        self.assertIsNone(t.optim.AdamW(["cuda"]).fused)
+
+    def test_dataloader_gets_workers_unless_iterable(self):
+        t = self.torch
+        os.environ["GPUSCOPE_TRY_WORKERS"] = "3"
+        try:
+            self.apply("dataloader")
+        finally:
+            del os.environ["GPUSCOPE_TRY_WORKERS"]
+        d = t.utils.data.DataLoader(t.utils.data.Dataset(), batch_size=4)
+        self.assertEqual((d.num_workers, d.pin_memory, d.persistent_workers), (3, True, True))
+        own = t.utils.data.DataLoader(t.utils.data.Dataset(), num_workers=2)
+        self.assertEqual(own.num_workers, 2)
+        it = t.utils.data.DataLoader(t.utils.data.IterableDataset())
+        self.assertEqual(it.num_workers, 0)
+        self.assertTrue(tr.outcome["dataloader"]["applied"])
+        self.assertIn("its dataset is iterable: each worker would yield all of it", tr.outcome["dataloader"]["details"])
+
+    def test_a_failing_fix_is_reported_and_the_rest_applied(self):
+        del self.torch.utils
+        self.apply("dataloader", "tf32")
+        self.assertFalse(tr.outcome["dataloader"]["applied"])
+        self.assertTrue(tr.outcome["dataloader"]["details"][0].startswith("failed: "))
+        self.assertTrue(tr.outcome["tf32"]["applied"])
+
+    def test_losses_are_kept_without_reading_them_and_written_with_the_steps(self):
+        t = self.torch
+        self.undo.append(tr.capture_losses(t))
+        loss = t.Tensor(2.5)
+        loss.backward()
+        t.Tensor(1.0, n=4).backward()  # Not a scalar: not a loss.
+        self.assertEqual(loss.backwards, 1)
+        self.apply("tf32")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "try.json")
+            tr.write_result(path, [10, 11], [9], tr.losses())
+            with open(path) as f:
+                doc = json.load(f)
+            self.assertEqual(os.listdir(d), ["try.json"])
+        self.assertEqual(doc["losses"], [2.5])
+        self.assertEqual(doc["host_step_ns"], [10, 11])
+        self.assertEqual(doc["device_step_ns"], [9])
+        self.assertTrue(doc["fixes"]["tf32"]["applied"])
+
+
+if __name__ == "__main__":
+    unittest.main()
