@@ -1,0 +1,59 @@
+// `gpuscope run --try`: the fixes a program can be given with no code change, and what a trial
+// measures. A trial runs the same command twice or more: once as it is, once per fix (or set of
+// fixes); each run times its steps after warm-up, untraced (the bootstrap's clock), and ends
+// after its measured window. The comparison below is a ratio of medians with a bootstrap
+// interval; no I/O here.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpuscope {
+
+struct TrialFix {
+  std::string_view name;       // As given to --try.
+  std::string_view changes;    // What it changes, in one line (printed beside the result).
+  bool numerics = false;       // Changes what the program computes (losses are compared).
+  std::string_view env_name;   // Environment fixes: the variable set (empty: a Python fix).
+  // The findings whose advice this fix follows (ids of the findings table): `--try auto`
+  // tries it when one of them is in the as-is run's report, and prints its estimate.
+  std::span<const std::string_view> findings;
+};
+
+// Every fix, in the order `--try auto` tries them.
+std::span<const TrialFix> trial_fixes();
+const TrialFix* find_trial_fix(std::string_view name);
+
+// Parses "tf32,fused-optimizer" or "auto" (returns an empty list and sets *auto_fixes).
+// On an unknown name, returns nullopt and sets *error to a message naming the known fixes.
+std::optional<std::vector<const TrialFix*>> parse_trial_fixes(std::string_view text, bool* auto_fixes,
+                                                               std::string* error);
+
+// The speedup of `after` over `before` (step periods in ns): the ratio of their medians, and a
+// 95% percentile-bootstrap interval of that ratio (each side resampled with replacement,
+// `resamples` times, from a fixed seed: the same steps give the same interval). nullopt with
+// fewer than 3 steps on either side.
+struct TrialSpeedup {
+  double before_median_ns = 0;
+  double after_median_ns = 0;
+  double speedup = 0;  // before / after: above 1 is faster.
+  double low = 0, high = 0;
+  int64_t before_steps = 0, after_steps = 0;
+};
+std::optional<TrialSpeedup> compare_steps(std::span<const int64_t> before_ns, std::span<const int64_t> after_ns,
+                                          int resamples = 2000);
+
+// The losses of two runs of a deterministic program over the steps both saw: the largest
+// relative difference |a-b|/max(|a|,tiny), and the last loss of each. nullopt with none in common.
+struct LossComparison {
+  int64_t compared = 0;
+  double max_relative_diff = 0;
+  double before_last = 0, after_last = 0;
+};
+std::optional<LossComparison> compare_losses(std::span<const double> before, std::span<const double> after);
+
+}  // namespace gpuscope

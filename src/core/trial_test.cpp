@@ -1,0 +1,84 @@
+#include "core/trial.h"
+
+#include <gtest/gtest.h>
+
+namespace gpuscope {
+namespace {
+
+TEST(Trial, FixesParseByNameOrAuto) {
+  bool automatic = true;
+  std::string error;
+  auto fixes = parse_trial_fixes("tf32,fused-optimizer,tf32", &automatic, &error);
+  ASSERT_TRUE(fixes);
+  EXPECT_FALSE(automatic);
+  ASSERT_EQ(fixes->size(), 2u);
+  EXPECT_EQ((*fixes)[0]->name, "tf32");
+  EXPECT_TRUE((*fixes)[0]->numerics);
+  EXPECT_EQ((*fixes)[1]->name, "fused-optimizer");
+  EXPECT_FALSE((*fixes)[1]->numerics);
+  fixes = parse_trial_fixes("auto", &automatic, &error);
+  ASSERT_TRUE(fixes);
+  EXPECT_TRUE(automatic);
+  EXPECT_TRUE(fixes->empty());
+  EXPECT_FALSE(parse_trial_fixes("tf32,warp-speed", &automatic, &error));
+  EXPECT_NE(error.find("unknown fix 'warp-speed'; one of: auto, tf32, bf16"), std::string::npos) << error;
+  EXPECT_FALSE(parse_trial_fixes("", &automatic, &error));
+}
+
+TEST(Trial, EveryFixFollowsAFindingAndEnvironmentFixesNameTheirVariable) {
+  for (const TrialFix& f : trial_fixes()) {
+    EXPECT_FALSE(f.findings.empty()) << f.name;
+    EXPECT_FALSE(f.changes.empty()) << f.name;
+    EXPECT_EQ(find_trial_fix(f.name), &f);
+  }
+  EXPECT_EQ(find_trial_fix("caching-allocator")->env_name, "PYTORCH_NO_CUDA_MEMORY_CACHING");
+  EXPECT_TRUE(find_trial_fix("tf32")->env_name.empty());
+}
+
+TEST(Trial, SpeedupIsTheRatioOfMediansWithAnIntervalAroundIt) {
+  // Before: 20 steps of 9.9-10.1 ms and one of 30 ms; after: 20 steps of 4.8-5.2 ms.
+  std::vector<int64_t> before = {30'000'000}, after;
+  for (int i = 0; i < 20; ++i) {
+    before.push_back(9'900'000 + (i % 3) * 100'000);
+    after.push_back(4'800'000 + (i % 5) * 100'000);
+  }
+  auto s = compare_steps(before, after);
+  ASSERT_TRUE(s);
+  EXPECT_DOUBLE_EQ(s->before_median_ns, 10'000'000);
+  EXPECT_DOUBLE_EQ(s->after_median_ns, 5'000'000);
+  EXPECT_DOUBLE_EQ(s->speedup, 2.0);
+  EXPECT_LE(s->low, s->speedup);
+  EXPECT_GE(s->high, s->speedup);
+  EXPECT_GT(s->low, 1.8);   // The outlier does not drag the interval down...
+  EXPECT_LT(s->high, 2.2);  // ...nor up.
+  EXPECT_EQ(s->before_steps, 21);
+  EXPECT_EQ(s->after_steps, 20);
+  // The same steps give the same interval.
+  auto again = compare_steps(before, after);
+  EXPECT_DOUBLE_EQ(again->low, s->low);
+  EXPECT_DOUBLE_EQ(again->high, s->high);
+}
+
+TEST(Trial, NoSpeedupWithoutSteps) {
+  const std::vector<int64_t> two = {1, 2};
+  const std::vector<int64_t> three = {1, 2, 3};
+  EXPECT_FALSE(compare_steps(two, three));
+  EXPECT_FALSE(compare_steps(three, two));
+  const std::vector<int64_t> zeros = {0, 0, 0};
+  EXPECT_FALSE(compare_steps(zeros, three));
+}
+
+TEST(Trial, LossesComparedOverTheStepsBothSaw) {
+  const std::vector<double> before = {2.0, 1.5, 1.0};
+  const std::vector<double> after = {2.0, 1.53, 1.01, 0.9};
+  auto c = compare_losses(before, after);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->compared, 3);
+  EXPECT_NEAR(c->max_relative_diff, 0.02, 1e-12);
+  EXPECT_DOUBLE_EQ(c->before_last, 1.0);
+  EXPECT_DOUBLE_EQ(c->after_last, 1.01);
+  EXPECT_FALSE(compare_losses({}, after));
+}
+
+}  // namespace
+}  // namespace gpuscope
