@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
@@ -28,6 +30,7 @@
 #include "cli/run_libraries.h"
 #include "cli/run_process.h"
 #include "cli/run_sampler.h"
+#include "cli/run_try.h"
 #include "core/host_index.h"
 #include "formats/capture.h"
 
@@ -44,6 +47,9 @@ struct RunOptions {
   std::string after;   // Bounded tracing by time: open the window after this long...
   std::string for_;    // ...and close it after this long.
   bool whole = false;  // Trace the whole run: no default cap.
+  std::string try_fixes;  // --try: measure these fixes (run_try.h) instead of one traced run.
+  int try_steps = 30;
+  int try_warmup = 10;
   AnalyzeCliOptions analysis;
   std::vector<std::string> command;
 };
@@ -134,12 +140,38 @@ bool looks_like_python(const std::string& program) {
 // reason under "rejected".
 bool json_on_stdout(const RunOptions& options) { return options.analysis.json && !options.no_report; }
 
+// --try: trials of the program (run_try.h), each a bounded `gpuscope run` of this executable.
+int try_command(const RunOptions& options, std::vector<std::string> command) {
+  if (options.steps > 0 || !options.after.empty() || !options.for_.empty() || options.whole ||
+      options.no_report || !options.analysis.csv.empty()) {
+    fmt::print(stderr, "gpuscope run: --try times its own steps (--try-steps, --try-warmup); it takes none of "
+               "--steps, --after, --for, --whole, --no-report, --csv\n");
+    return 2;
+  }
+  if (!looks_like_python(command[0])) {
+    fmt::print(stderr, "gpuscope run: --try applies its fixes through the Python bootstrap: run a Python program "
+               "(python, torchrun)\n");
+    return 2;
+  }
+  TryRequest request;
+  request.fixes = options.try_fixes;
+  request.command = std::move(command);
+  request.steps = options.try_steps;
+  request.warmup = options.try_warmup;
+  request.output_dir = !options.output.empty() ? options.output : fmt::format("gpuscope-try-{}", ::getpid());
+  request.runner = exe_dir() + "/gpuscope";
+  request.json = options.analysis.json;
+  request.html = options.analysis.html;
+  return run_try(request);
+}
+
 int run_command(RunOptions& options, std::vector<std::string> command) {
   if (!command.empty() && command.front() == "--") command.erase(command.begin());
   if (command.empty()) {
     fmt::print(stderr, "gpuscope run: no command given; usage: gpuscope run [OPTIONS] -- CMD ARGS...\n");
     return 2;
   }
+  if (!options.try_fixes.empty()) return try_command(options, std::move(command));
   const int64_t interval_ms = parse_interval_ms(options.sample_interval);
   if (interval_ms < 0) {
     fmt::print(stderr,
@@ -353,6 +385,14 @@ CommandRegistration kRun({
                    "Trace the whole run. Without it, and without --steps/--after/--for, tracing stops after "
                    "the first 300 steps or 5 minutes after CUDA started, whichever comes first, and the rest "
                    "of a long job runs untraced");
+      app.add_option("--try", options->try_fixes,
+                     "Measure fixes on this program, with no code change: FIX[,FIX...] of tf32, bf16, "
+                     "fused-optimizer, dataloader, caching-allocator, expandable-segments, or 'auto' (those "
+                     "the findings advise). Runs the program once as it is and once per fix, each ended after "
+                     "its timed steps; -o names a new folder for their captures and logs");
+      app.add_option("--try-steps", options->try_steps, "Steps timed per --try run")->capture_default_str();
+      app.add_option("--try-warmup", options->try_warmup, "Steps run before timing, per --try run")
+          ->capture_default_str();
       add_analysis_options(app, options->analysis);
       // Everything after `--` is the command, options included.
       app.add_option("command", options->command, "The program to trace and its arguments, after --")
@@ -362,7 +402,8 @@ CommandRegistration kRun({
           "  gpuscope run -- python train.py --epochs 1     # the first 300 steps or 5 min\n"
           "  gpuscope run --whole -- python train.py        # every step, however long\n"
           "  gpuscope run --steps 20 -- python serve.py      # 20 steps, after 5 warm-up\n"
-          "  gpuscope run --after 60s --for 10s -- ./server  # a 10s window of a long run\n\n"
+          "  gpuscope run --after 60s --for 10s -- ./server  # a 10s window of a long run\n"
+          "  gpuscope run --try auto -- python train.py     # measure the advised fixes\n\n"
           "Every process of the program that uses CUDA is traced (CUPTI kernels, copies, API "
           "calls, NVTX ranges, cuBLAS GEMM shapes). gpuscope exits with the program's exit code.\n\n"
           "With --json, stdout holds the JSON report and nothing else: the program's own stdout goes "

@@ -81,6 +81,7 @@ ChildResult run_child(const ChildSpec& spec, void (*on_started)(void*), void* co
     else if (spec.stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO);
     if (redirect[1] >= 0) dup2(redirect[1], STDERR_FILENO);
     for (const auto& [name, value] : spec.env) setenv(name.c_str(), value.c_str(), 1);
+    for (const auto& name : spec.unset_env) unsetenv(name.c_str());
     sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     execvp(argv[0], argv.data());
     int err = errno;

@@ -13,6 +13,8 @@ struct ChildSpec {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH.
   // Variables set (or replaced) in the child's environment; everything else is inherited.
   std::vector<std::pair<std::string, std::string>> env;
+  // Variables removed from the child's environment (after `env` is applied).
+  std::vector<std::string> unset_env;
   // If set, the child's stdout / stderr go to this file (created or truncated) instead of
   // gpuscope's.
   std::string stdout_path;

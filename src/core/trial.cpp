@@ -47,6 +47,11 @@ double quantile_sorted(const std::vector<double>& sorted, double q) {
 
 std::span<const TrialFix> trial_fixes() { return kFixes; }
 
+std::optional<double> median_ns(std::span<const int64_t> steps_ns) {
+  if (steps_ns.empty()) return std::nullopt;
+  return median(std::vector<double>(steps_ns.begin(), steps_ns.end()));
+}
+
 const TrialFix* find_trial_fix(std::string_view name) {
   for (const TrialFix& f : kFixes)
     if (f.name == name) return &f;

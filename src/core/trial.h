@@ -33,6 +33,9 @@ const TrialFix* find_trial_fix(std::string_view name);
 std::optional<std::vector<const TrialFix*>> parse_trial_fixes(std::string_view text, bool* auto_fixes,
                                                                std::string* error);
 
+// The median of step periods (the mean of the middle two for an even count); nullopt when empty.
+std::optional<double> median_ns(std::span<const int64_t> steps_ns);
+
 // The speedup of `after` over `before` (step periods in ns): the ratio of their medians, and a
 // 95% percentile-bootstrap interval of that ratio (each side resampled with replacement,
 // `resamples` times, from a fixed seed: the same steps give the same interval). nullopt with

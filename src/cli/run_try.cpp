@@ -1,0 +1,416 @@
+#include "cli/run_try.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/run_process.h"
+#include "core/analysis.h"
+#include "core/diff.h"
+#include "core/text.h"
+#include "formats/capture.h"
+#include "formats/html_diff.h"
+#include "formats/output_file.h"
+
+namespace gpuscope::cli {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string file_stem(const std::string& label) { return label == "as is" ? "as-is" : label; }
+
+std::string last_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  return last.size() > 200 ? last.substr(0, 200) + "..." : last;
+}
+
+std::string fmt_step(double ns) { return fmt::format("{:.2f} ms/step", ns / 1e6); }
+
+TrialRun run_trial(const TryRequest& r, const std::string& label, std::vector<const TrialFix*> fixes, int index,
+                   int total) {
+  TrialRun run;
+  run.label = label;
+  run.fixes = std::move(fixes);
+  const std::string stem = r.output_dir + "/" + file_stem(label);
+  run.capture = stem + ".gpuscope";
+  run.log = stem + ".log";
+  const std::string result = stem + ".result.json";
+
+  ChildSpec spec;
+  spec.argv = {r.runner,      "run",          "--no-report", "--no-calibrate", "--steps", std::to_string(r.traced_steps),
+               "--skip-steps", std::to_string(r.warmup + r.steps), "-o", run.capture, "--"};
+  spec.argv.insert(spec.argv.end(), r.command.begin(), r.command.end());
+  std::string python_fixes;
+  for (const TrialFix* f : run.fixes) {
+    if (f->env_name.empty()) {
+      python_fixes += (python_fixes.empty() ? "" : ",") + std::string(f->name);
+    } else if (f->name == "caching-allocator") {
+      spec.unset_env.emplace_back(f->env_name);
+    } else if (f->name == "expandable-segments") {
+      const char* old = std::getenv("PYTORCH_CUDA_ALLOC_CONF");
+      spec.env.emplace_back(f->env_name, old && *old ? std::string(old) + ",expandable_segments:True"
+                                                     : std::string("expandable_segments:True"));
+    }
+  }
+  spec.env.emplace_back("GPUSCOPE_TRY", python_fixes);
+  spec.env.emplace_back("GPUSCOPE_TRY_RESULT", result);
+  spec.env.emplace_back("GPUSCOPE_TRY_WARMUP", std::to_string(r.warmup));
+  spec.stdout_path = stem + ".out";
+  spec.stderr_path = run.log;
+  const std::string at = total > 0 ? fmt::format("[{}/{}]", index, total) : fmt::format("[{}]", index);
+  fmt::print(stderr, "gpuscope run --try: {} {}: running ({} + {} steps)\n", at, terminal_safe(label), r.warmup,
+             r.steps);
+  const auto started = std::chrono::steady_clock::now();
+  const ChildResult child = run_child(spec);
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  run.exit_code = child.exit_code;
+  if (!child.error.empty()) {
+    run.error = child.error;
+  } else if (read_trial_result(result, &run)) {
+    if (static_cast<int>(run.step_ns.size()) < std::min(r.steps, 3))
+      run.error = fmt::format("only {} steps were timed", run.step_ns.size());
+  } else if (child.exit_code != 0) {
+    const std::string why = last_line(run.log);
+    run.error = fmt::format("the program exited with {} before its steps were timed{}{}", child.exit_code,
+                            why.empty() ? "" : ": ", why);
+  } else {
+    run.error = fmt::format("the program ended before {} steps (warm-up and timed): it needs optimizer steps, "
+                            "a step loop (Python 3.12+) or CUDA-graph replays", r.warmup + r.steps);
+  }
+  struct stat st {};
+  if (::stat(run.capture.c_str(), &st) != 0) run.capture.clear();
+  if (run.error.empty()) {
+    fmt::print(stderr, "gpuscope run --try: {} {}: {} ({} clock, {:.0f} s)\n", at, terminal_safe(label), fmt_step(*median_ns(run.step_ns)), run.clock,
+               took_s);
+  } else {
+    fmt::print(stderr, "gpuscope run --try: {} {}: no measurement: {} (log: {})\n", at, terminal_safe(label), terminal_safe(run.error), terminal_safe(run.log));
+  }
+  return run;
+}
+
+// The best estimate among the as-is findings a fix follows; the finding's id with it.
+struct Estimate {
+  double speedup = 0;
+  std::string finding;
+};
+std::optional<Estimate> estimate_for(const Report& as_is, const std::vector<const TrialFix*>& fixes) {
+  std::optional<Estimate> best;
+  for (const TrialFix* fix : fixes) {
+    for (const auto& d : as_is.devices) {
+      for (const auto& f : d.findings) {
+        if (!f.est_speedup) continue;
+        if (std::find(fix->findings.begin(), fix->findings.end(), f.id) == fix->findings.end()) continue;
+        if (!best || *f.est_speedup > best->speedup) best = Estimate{*f.est_speedup, f.id};
+      }
+    }
+  }
+  return best;
+}
+
+std::optional<Report> analyze_capture(const std::string& path) {
+  if (path.empty()) return std::nullopt;
+  auto trace = read_capture_file(path);
+  if (!trace.ok()) {
+    fmt::print(stderr, "gpuscope run --try: {}\n", terminal_safe(trace.status().message()));
+    return std::nullopt;
+  }
+  std::vector<Trace> traces;
+  traces.push_back(std::move(trace).value());
+  Report report = analyze_traces(traces, AnalysisOptions{});
+  if (report.devices.empty()) return std::nullopt;
+  return report;
+}
+
+struct Row {
+  const TrialRun* run = nullptr;
+  std::optional<TrialSpeedup> measured;
+  std::optional<Estimate> estimate;
+  std::optional<LossComparison> losses;
+  std::string not_applied;
+};
+
+Json row_json(const Row& row) {
+  Json j;
+  j["label"] = row.run->label;
+  Json fixes = Json::array();
+  for (const TrialFix* f : row.run->fixes) fixes.push_back(std::string(f->name));
+  j["fixes"] = fixes;
+  j["applied"] = row.not_applied.empty();
+  j["not_applied"] = row.not_applied.empty() ? Json() : Json(row.not_applied);
+  j["error"] = row.run->error.empty() ? Json() : Json(row.run->error);
+  j["step_ms_median"] = row.measured ? Json(row.measured->after_median_ns / 1e6) : Json();
+  j["steps_timed"] = static_cast<int64_t>(row.run->step_ns.size());
+  j["clock"] = row.run->clock.empty() ? Json() : Json(row.run->clock);
+  j["speedup"] = row.measured ? Json(row.measured->speedup) : Json();
+  j["speedup_interval_95"] = row.measured ? Json::array({row.measured->low, row.measured->high}) : Json();
+  j["estimated_speedup"] = row.estimate ? Json(row.estimate->speedup) : Json();
+  j["estimate_finding"] = row.estimate ? Json(row.estimate->finding) : Json();
+  bool numerics = false;
+  for (const TrialFix* f : row.run->fixes) numerics = numerics || f->numerics;
+  j["changes_numerics"] = numerics;
+  if (row.losses) {
+    j["losses"] = {{"compared", row.losses->compared},
+                   {"max_relative_diff", row.losses->max_relative_diff},
+                   {"as_is_last", row.losses->before_last},
+                   {"tried_last", row.losses->after_last}};
+  } else {
+    j["losses"] = Json();
+  }
+  j["capture"] = row.run->capture.empty() ? Json() : Json(row.run->capture);
+  j["log"] = row.run->log;
+  return j;
+}
+
+void print_row(const Row& row) {
+  const TrialRun& run = *row.run;
+  fmt::print("  {:<20} ", terminal_safe(run.label));
+  if (!run.error.empty()) {
+    fmt::print("no measurement: {}\n", terminal_safe(run.error));
+    return;
+  }
+  if (!row.not_applied.empty()) {
+    std::string why = row.not_applied;
+    if (run.fixes.size() == 1 && why.rfind(std::string(run.fixes[0]->name) + ": ", 0) == 0)
+      why = why.substr(run.fixes[0]->name.size() + 2);
+    fmt::print("not applied: {}\n", terminal_safe(why));
+    return;
+  }
+  if (!row.measured) {
+    fmt::print("too few steps to compare\n");
+    return;
+  }
+  fmt::print("{}  measured x{:.2f} (95% x{:.2f}-x{:.2f})\n", fmt_step(row.measured->after_median_ns),
+             row.measured->speedup, row.measured->low, row.measured->high);
+  const std::string pad(23, ' ');
+  if (row.estimate)
+    fmt::print("{}estimated x{:.2f} ({} finding)\n", pad, row.estimate->speedup, row.estimate->finding);
+  else
+    fmt::print("{}no finding of the as-is run estimated it\n", pad);
+  bool numerics = false;
+  for (const TrialFix* f : run.fixes) numerics = numerics || f->numerics;
+  if (row.losses)
+    fmt::print("{}loss {:.4g} -> {:.4g} after {} steps (max diff {:.2f}%){}\n", pad, row.losses->before_last,
+               row.losses->after_last, row.losses->compared, row.losses->max_relative_diff * 100,
+               numerics ? "; changes numerics" : "");
+  else if (numerics)
+    fmt::print("{}changes numerics; no losses seen to compare (backward() on a scalar)\n", pad);
+}
+
+Status make_output_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) == 0) return Status();
+  if (errno == EEXIST)
+    return Status::error(fmt::format("-o {}: already exists; --try writes its captures into a new folder: name "
+                                     "one that does not exist",
+                                     dir));
+  return Status::error(fmt::format("-o {}: cannot create the folder ({})", dir, std::strerror(errno)));
+}
+
+}  // namespace
+
+bool read_trial_result(const std::string& path, TrialRun* run) {
+  std::ifstream in(path);
+  if (!in) return false;
+  std::stringstream text;
+  text << in.rdbuf();
+  const Json doc = Json::parse(text.str(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    run->error = "the trial's result " + path + " is not JSON";
+    return false;
+  }
+  auto numbers = [&](const char* key) {
+    std::vector<int64_t> out;
+    if (auto it = doc.find(key); it != doc.end() && it->is_array())
+      for (const auto& v : *it)
+        if (v.is_number() && v.get<double>() > 0) out.push_back(static_cast<int64_t>(v.get<double>()));
+    return out;
+  };
+  const std::vector<int64_t> device = numbers("device_step_ns");
+  const std::vector<int64_t> host = numbers("host_step_ns");
+  // The GPU's own timeline where CUDA events gave it for most steps: a host running ahead of the
+  // GPU ends steps early, then waits; the GPU's step periods do not move with that.
+  if (device.size() >= 3 && device.size() * 2 >= host.size()) {
+    run->step_ns = device;
+    run->clock = "device";
+  } else {
+    run->step_ns = host;
+    run->clock = "host";
+  }
+  if (auto it = doc.find("losses"); it != doc.end() && it->is_array())
+    for (const auto& v : *it) run->losses.push_back(v.is_number() ? v.get<double>() : std::nan(""));
+  if (auto it = doc.find("fixes"); it != doc.end() && it->is_object()) {
+    for (const auto& [name, entry] : it->items()) {
+      TrialRun::Outcome o;
+      if (entry.is_object()) {
+        o.applied = entry.value("applied", false);
+        if (auto d = entry.find("details"); d != entry.end() && d->is_array())
+          for (const auto& s : *d)
+            if (s.is_string()) o.details.push_back(s.get<std::string>());
+      }
+      run->outcome[name] = std::move(o);
+    }
+  }
+  return true;
+}
+
+std::string not_applied_reason(const TrialRun& run) {
+  std::string out;
+  for (const TrialFix* f : run.fixes) {
+    if (!f->env_name.empty()) continue;
+    const auto it = run.outcome.find(std::string(f->name));
+    std::string why;
+    if (it == run.outcome.end()) {
+      why = f->name == "fused-optimizer" ? "no Adam, AdamW, SGD or Adagrad optimizer was built"
+            : f->name == "dataloader"    ? "no DataLoader was built"
+            : f->name == "bf16"          ? "no step ended"
+                                         : "the bootstrap did not run (not a Python program?)";
+    } else if (!it->second.applied) {
+      why = it->second.details.empty() ? "the bootstrap could not apply it" : it->second.details.front();
+    }
+    if (!why.empty()) out += (out.empty() ? "" : "; ") + std::string(f->name) + ": " + why;
+  }
+  return out;
+}
+
+int run_try(const TryRequest& request) {
+  bool automatic = false;
+  std::string error;
+  auto parsed = parse_trial_fixes(request.fixes, &automatic, &error);
+  if (!parsed) {
+    fmt::print(stderr, "gpuscope run: --try: {}\n", terminal_safe(error));
+    return 2;
+  }
+  if (request.steps < 3 || request.warmup < 1 || request.traced_steps < 1) {
+    fmt::print(stderr, "gpuscope run: --try-steps takes 3 or more and --try-warmup 1 or more\n");
+    return 2;
+  }
+  if (Status made = make_output_dir(request.output_dir); !made.ok()) {
+    fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(made.message()));
+    return 2;
+  }
+  if (!request.html.empty()) {
+    if (Status usable = check_output_path("--html", request.html, {}); !usable.ok()) {
+      fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(usable.message()));
+      return 2;
+    }
+  }
+  std::vector<const TrialFix*> fixes = std::move(*parsed);
+  const int planned = automatic ? 0 : static_cast<int>(fixes.size()) + 1;
+  std::vector<TrialRun> runs;
+  runs.reserve(trial_fixes().size() + 2);
+  runs.push_back(run_trial(request, "as is", {}, 1, planned));
+  const TrialRun& as_is = runs.front();
+  if (!as_is.error.empty()) {
+    fmt::print(stderr, "gpuscope run --try: the program as it is gave no measurement, so nothing can be compared "
+               "(its output: {})\n", terminal_safe(as_is.log));
+    return as_is.exit_code != 0 ? as_is.exit_code : 2;
+  }
+  const std::optional<Report> as_is_report = analyze_capture(as_is.capture);
+  if (automatic) {
+    for (const TrialFix& fix : trial_fixes()) {
+      if (!fix.env_name.empty() && fix.name == "caching-allocator" && !std::getenv(fix.env_name.data())) continue;
+      const std::vector<const TrialFix*> one = {&fix};
+      if (as_is_report && estimate_for(*as_is_report, one)) fixes.push_back(&fix);
+    }
+    // TF32 and bf16 answer the same finding; bf16 goes further, so `auto` tries both.
+    if (fixes.empty()) {
+      fmt::print(stderr, "gpuscope run --try auto: no finding of the as-is run is one that --try can apply "
+                 "(the fixes: tf32, bf16, fused-optimizer, dataloader, caching-allocator, expandable-segments)\n");
+    }
+  }
+  const int total = static_cast<int>(fixes.size()) + 1 + (automatic && fixes.size() >= 2 ? 1 : 0);
+  for (size_t i = 0; i < fixes.size(); ++i)
+    runs.push_back(run_trial(request, std::string(fixes[i]->name), {fixes[i]}, static_cast<int>(i) + 2, total));
+
+  auto make_row = [&](const TrialRun& run) {
+    Row row;
+    row.run = &run;
+    if (!run.error.empty()) return row;
+    row.not_applied = not_applied_reason(run);
+    row.measured = compare_steps(as_is.step_ns, run.step_ns);
+    if (as_is_report) row.estimate = estimate_for(*as_is_report, run.fixes);
+    row.losses = compare_losses(as_is.losses, run.losses);
+    return row;
+  };
+  std::vector<Row> rows;
+  for (size_t i = 1; i < runs.size(); ++i) rows.push_back(make_row(runs[i]));
+
+  // auto: the fixes that helped beyond their interval's doubt, together.
+  if (automatic) {
+    std::vector<const TrialFix*> helped;
+    for (const Row& row : rows)
+      if (row.measured && row.not_applied.empty() && row.measured->low > 1.0) helped.push_back(row.run->fixes.front());
+    // bf16 includes what tf32 gives (its matmuls run in bf16): keep one of them, the faster.
+    auto speed_of = [&](std::string_view name) {
+      for (const Row& row : rows)
+        if (row.run->fixes.front()->name == name && row.measured) return row.measured->speedup;
+      return 0.0;
+    };
+    if (std::count_if(helped.begin(), helped.end(), [](const TrialFix* f) { return f->numerics; }) == 2) {
+      const std::string_view drop = speed_of("bf16") >= speed_of("tf32") ? "tf32" : "bf16";
+      helped.erase(std::remove_if(helped.begin(), helped.end(), [&](const TrialFix* f) { return f->name == drop; }),
+                   helped.end());
+    }
+    if (helped.size() >= 2) {
+      runs.push_back(run_trial(request, "together", helped, total, total));
+      rows.push_back(make_row(runs.back()));
+    }
+  }
+
+  // The tried run that went fastest, for --html and the diff hint.
+  const Row* best = nullptr;
+  for (const Row& row : rows)
+    if (row.measured && row.not_applied.empty() && !row.run->capture.empty() &&
+        (!best || row.measured->speedup > best->measured->speedup))
+      best = &row;
+  if (!request.html.empty()) {
+    if (!best) {
+      fmt::print(stderr, "gpuscope run --try: --html: no tried run to compare with the run as it is\n");
+    } else if (auto tried = analyze_capture(best->run->capture); tried && as_is_report) {
+      const ReportDiff diff = diff_reports(*as_is_report, *tried);
+      if (Status written = write_output_file("--html", request.html, {}, diff_to_html(diff)); !written.ok())
+        fmt::print(stderr, "gpuscope run --try: {}\n", terminal_safe(written.message()));
+      else
+        fmt::print(stderr, "gpuscope run --try: wrote {} (as is against {})\n", terminal_safe(request.html),
+                   terminal_safe(best->run->label));
+    }
+  }
+
+  if (request.json) {
+    Json doc;
+    doc["schema"] = "gpuscope.try/1";
+    doc["command"] = request.command;
+    doc["steps_timed"] = request.steps;
+    doc["warmup_steps"] = request.warmup;
+    doc["as_is"] = {{"step_ms_median", *median_ns(as_is.step_ns) / 1e6},
+                    {"steps_timed", static_cast<int64_t>(as_is.step_ns.size())},
+                    {"clock", as_is.clock},
+                    {"capture", as_is.capture.empty() ? Json() : Json(as_is.capture)},
+                    {"log", as_is.log}};
+    Json tries = Json::array();
+    for (const Row& row : rows) tries.push_back(row_json(row));
+    doc["tries"] = tries;
+    fmt::print("{}\n", doc.dump(2));
+    return 0;
+  }
+  fmt::print("gpuscope run --try: {} steps timed per run after {} warm-up, untraced\n", request.steps,
+             request.warmup);
+  fmt::print("  {:<20} {}\n", "as is", fmt_step(*median_ns(as_is.step_ns)));
+  for (const Row& row : rows) print_row(row);
+  fmt::print("Trials end after their steps; none of them is the program's real run.\n");
+  if (best)
+    fmt::print("Compare: gpuscope diff {} {}\n", terminal_safe(as_is.capture), terminal_safe(best->run->capture));
+  return 0;
+}
+
+}  // namespace gpuscope::cli
