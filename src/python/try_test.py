@@ -83,6 +83,20 @@ def stub_torch():
         def backward(self):
             self.backwards += 1
     torch.Tensor = Tensor
+
+    class Event:
+        clock = [0]  # The stub GPU's time in ms, advanced by the test.
+
+        def __init__(self, enable_timing=False):
+            self.at = None
+
+        def record(self):
+            self.at = Event.clock[0]
+
+        def elapsed_time(self, end):
+            return end.at - self.at
+    torch.cuda = types.SimpleNamespace(is_initialized=lambda: True, is_current_stream_capturing=lambda: False,
+                                       Event=Event, synchronize=lambda: None)
     return torch
 
 
@@ -200,6 +214,47 @@ class TryTest(unittest.TestCase):
         self.assertEqual(doc["host_step_ns"], [10, 11])
         self.assertEqual(doc["device_step_ns"], [9])
         self.assertTrue(doc["fixes"]["tf32"]["applied"])
+
+
+class TrialTest(unittest.TestCase):
+    def setUp(self):
+        tr.outcome.clear()
+        tr._losses.clear()
+        tr._trial.update(seen=0, ends=[], events=[])
+        self.torch = stub_torch()
+
+    def tearDown(self):
+        for u in reversed(tr._trial["undo"]):
+            u()
+
+    def test_a_trial_applies_its_fixes_and_times_the_steps_after_warm_up(self):
+        t = self.torch
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "r.json")
+            tr.begin(t, {"GPUSCOPE_TRY": "tf32", "GPUSCOPE_TRY_RESULT": path, "GPUSCOPE_TRY_WARMUP": "2"})
+            self.assertEqual(t.get_float32_matmul_precision(), "high")
+            t.Tensor(3.0).backward()
+            # Steps 1..6 end 4 ms apart on the GPU; step counts repeat when two sources fire.
+            for step in (1, 2, 2, 3, 4, 5, 6):
+                if step > tr._trial["seen"]:
+                    t.cuda.Event.clock[0] += 4
+                tr.on_step(step)
+            tr.finish(last_timed_step=5)  # Steps 3..5 timed; step 6 was traced.
+            tr.finish()  # Once only.
+            with open(path) as f:
+                doc = json.load(f)
+        self.assertEqual(len(doc["host_step_ns"]), 3)
+        self.assertEqual(doc["device_step_ns"], [4000000, 4000000, 4000000])
+        self.assertEqual(doc["losses"], [3.0])
+        self.assertTrue(doc["fixes"]["tf32"]["applied"])
+
+    def test_without_fixes_nothing_but_losses_is_touched(self):
+        t = self.torch
+        backward = t.Tensor.backward
+        tr.begin(t, {"GPUSCOPE_TRY": "", "GPUSCOPE_TRY_RESULT": "/nonexistent/r.json"})
+        self.assertEqual(t.get_float32_matmul_precision(), "highest")
+        self.assertIsNot(t.Tensor.backward, backward)
+        self.assertEqual(tr.outcome, {})
 
 
 if __name__ == "__main__":

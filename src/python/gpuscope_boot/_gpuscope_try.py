@@ -28,6 +28,7 @@ import functools
 import json
 import os
 import threading
+import time
 
 NUMERICS = {"tf32", "bf16"}
 
@@ -200,6 +201,74 @@ def apply(torch, fixes, report=report):
         except Exception as e:  # noqa: BLE001 - a fix must never break the program
             report(name, False, "failed: " + _first_line(e))
     return undo
+
+
+# A trial (GPUSCOPE_TRY_RESULT set): the step ends timed, host clock and CUDA events.
+_trial = {"torch": None, "result": None, "warmup": 0, "seen": 0, "ends": [], "events": [], "undo": []}
+_MAX_TIMED = 100000
+
+
+def begin(torch, env=None):
+    """At torch import, in a trial: applies the requested fixes and keeps the losses."""
+    env = env if env is not None else os.environ
+    warmup = env.get("GPUSCOPE_TRY_WARMUP", "")
+    _trial.update(torch=torch, result=env.get("GPUSCOPE_TRY_RESULT"),
+                  warmup=int(warmup) if warmup.isdigit() else 0)
+    _trial["undo"] = apply(torch, requested(env))
+    try:
+        _trial["undo"].append(capture_losses(torch))
+    except Exception:  # noqa: BLE001 - never in the program's way
+        pass
+
+
+def on_step(steps_done):
+    """At each step end (steps_done: the window's count, which grows by one per step): enters a
+    pending autocast, and from the end of the warm-up step on times each step end."""
+    if steps_done <= _trial["seen"]:
+        return
+    _trial["seen"] = steps_done
+    on_step_end()
+    if steps_done < _trial["warmup"] or len(_trial["ends"]) >= _MAX_TIMED:
+        return
+    _trial["ends"].append(time.perf_counter_ns())
+    torch = _trial["torch"]
+    try:
+        cuda = torch.cuda
+        capturing = getattr(cuda, "is_current_stream_capturing", None)
+        if cuda.is_initialized() and capturing is not None and not capturing():
+            ev = cuda.Event(enable_timing=True)
+            ev.record()
+            _trial["events"].append(ev)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def timed_steps(last_step=None):
+    """The periods between the timed step ends up to step `last_step` (all without it), on the
+    host clock and on the GPU's (empty when some end had no event)."""
+    ends = _trial["ends"]
+    events = _trial["events"]
+    n = len(ends) if last_step is None else max(0, min(len(ends), last_step - _trial["warmup"] + 1))
+    host = [b - a for a, b in zip(ends[:n], ends[1:n])]
+    device = []
+    if len(events) == len(ends) and n > 1:
+        try:
+            _trial["torch"].cuda.synchronize()
+            device = [int(a.elapsed_time(b) * 1e6) for a, b in zip(events[:n], events[1:n])]
+        except Exception:  # noqa: BLE001
+            device = []
+    return host, device
+
+
+def finish(last_timed_step=None):
+    """Writes the trial's measurement (once). `last_timed_step`: the step whose end closes the
+    timed steps (the rest were traced for the capture)."""
+    path = _trial["result"]
+    if not path:
+        return
+    _trial["result"] = None
+    host, device = timed_steps(last_timed_step)
+    write_result(path, host, device, losses())
 
 
 _losses = []
