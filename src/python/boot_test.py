@@ -229,14 +229,14 @@ STUB = {
 
 # Replaces the bootstrap's trace control (the injection library's) by a log line.
 CONTROL = """
-import _gpuscope_boot
+import _gpuscope_window
 
 def control(open_window):
     with open(os.environ["STUB_LOG"], "a") as f:
         f.write(json.dumps({"control": int(open_window)}) + "\\n")
     return True
 
-_gpuscope_boot._trace_control = control
+_gpuscope_window.trace_control = control
 """
 
 # A model of two inner modules: only Model is outermost.
@@ -341,7 +341,7 @@ class BootTest(Harness):
 import os, time
 import torch
 from torch.utils.data import DataLoader, dataloader
-import _gpuscope_boot
+import _gpuscope_state
 
 def batches():
     end = time.process_time() + 0.03
@@ -357,7 +357,7 @@ for _ in DataLoader(list(range(4)), num_workers=2):
     pass
 for _ in DataLoader(batches()):
     pass
-_gpuscope_boot._detach()
+_gpuscope_state.detach()
 print(hasattr(dataloader._BaseDataLoaderIter.__next__, "_gpuscope"))
 for _ in DataLoader([7, 8]):
     pass
@@ -498,7 +498,7 @@ print("seen", seen, torch.get_num_threads())
         program = self.PROBE_PROGRAM.replace(
             "        time.sleep(0.04 if", "        if i >= 3 and torch.get_num_threads() == 1:\n"
             "            time.sleep(600)\n        time.sleep(0.04 if").replace(
-            "import torch\n", "import torch\nimport _gpuscope_boot\n_gpuscope_boot._PROBE_TIMEOUT_S = 1.5\n", 1)
+            "import torch\n", "import torch\nimport _gpuscope_loader\n_gpuscope_loader._PROBE_TIMEOUT_S = 1.5\n", 1)
         started = time.monotonic()
         proc = self.run_program(program, env={"GPUSCOPE_PY_SAMPLE_HZ": "0"})
         self.assertLess(time.monotonic() - started, 30)
@@ -526,7 +526,7 @@ print("seen", seen, torch.get_num_threads())
         # together; nothing is built on one thread (the program's iterator and its workers'
         # queues are not touched in the copy). With 8 workers already, no probe.
         program = self.PROBE_PROGRAM.replace("DataLoader(Items())", "DataLoader(Items(), num_workers=WORKERS)").replace(
-            "import torch\n", "import torch\nimport _gpuscope_boot\n_gpuscope_boot._cpus = lambda: 9\n"
+            "import torch\n", "import torch\nimport _gpuscope_loader\n_gpuscope_loader._cpus = lambda: 9\n"
             "WORKERS = int(os.environ['WORKERS'])\n", 1)
         proc = self.run_program(program, env={"GPUSCOPE_PY_SAMPLE_HZ": "0", "WORKERS": "2"})
         self.assertIn("seen [0, 1, 2, 3, 4, 5, 6, 7] 4", proc.stdout.split("\n"))
@@ -583,7 +583,7 @@ print("seen", seen, torch.get_num_threads())
         self.assertTrue(any("prog.py:" in m["name"] and "<module>" in m["name"] for m in marks), marks[:3])
         # Library frames (the stub torch lives outside site-packages, so only the data tag is
         # checked) never name the user's code.
-        self.assertFalse(any("_gpuscope_boot" in m["name"] for m in marks))
+        self.assertFalse(any("_gpuscope_" in m["name"] for m in marks))
 
     def test_nothing_before_cuda_is_initialised(self):
         self.run_program(PROGRAM.replace("torch.cuda.init()", ""))
@@ -599,7 +599,7 @@ print("seen", seen, torch.get_num_threads())
         self.assertEqual([r for r in self.records() if "kind" in r], [])
 
     def test_hook_errors_are_swallowed(self):
-        proc = self.run_program(PROGRAM + "\nimport _gpuscope_boot\nprint(_gpuscope_boot.stats['hook_errors'] > 0)\n",
+        proc = self.run_program(PROGRAM + "\nimport _gpuscope_state\nprint(_gpuscope_state.stats['hook_errors'] > 0)\n",
                                 env={"STUB_NVTX_RAISE": "1"})
         self.assertEqual(proc.stdout.strip(), "True")
 

@@ -1,0 +1,99 @@
+"""The step sources, each at a boundary compiled code never traces: optimizer steps (PyTorch's
+public global optimizer-step hooks), CUDA-graph replays (a wrapper of CUDAGraph.replay) and
+iterations of the step loop (reported by _gpuscope_loop's finder). Each ends a step for
+_gpuscope_window, which opens, closes or caps the trace window by them.
+
+  Optimizer.step#<Class>.step   a range around each optimizer step
+  gpuscope.iter#<file>:<line>   a range per iteration of the step loop
+
+The optimizer hooks, once installed, stay until the process ends (a dict that dynamo may guard
+on never changes); after a bounded window they return at once. A process with an initialised
+process group marks its backend for CUDA tensors once, at the first optimizer step:
+`gpuscope.host#dist_world_size=W,dist_gloo=G`.
+"""
+import functools
+import os
+import threading
+
+import _gpuscope_marks as marks
+import _gpuscope_window as win
+from _gpuscope_state import guarded, replace_attr, state
+
+_local = threading.local()
+# Whether the process group was looked at, and the step loop's open range.
+_steps = {"dist_marked": False, "iter_rid": None}
+
+
+def _open_ranges():
+    if not hasattr(_local, "ranges"):
+        _local.ranges = {}
+    return _local.ranges
+
+
+def install_optimizer_hooks(torch):
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    @guarded
+    def pre(optimizer, args, kwargs):
+        if win.done():
+            return
+        state["target"] = threading.get_ident()
+        _open_ranges()[("opt", id(optimizer))] = win.start(f"{marks.OPTIMIZER_STEP}{type(optimizer).__name__}.step")
+
+    @guarded
+    def post(optimizer, args, kwargs):
+        if win.done():
+            return
+        win.end(_open_ranges().pop(("opt", id(optimizer)), None))
+        if not _steps["dist_marked"] and win.active():
+            guarded(_mark_distributed)()
+        win.step_ended("opt")
+
+    register_optimizer_step_pre_hook(pre)
+    register_optimizer_step_post_hook(post)
+
+
+def _mark_distributed():
+    """Once, at the first optimizer step in the trace: where the default process group sends CUDA
+    tensors' collectives, `gpuscope.host#dist_world_size=2,dist_gloo=1` (gloo copies them to host
+    memory and reduces them on the CPU while the GPU waits: the analysis then names those waits),
+    `dist_gloo=0` otherwise. Nothing without an initialised process group."""
+    _steps["dist_marked"] = True
+    dist = getattr(state["torch"], "distributed", None)
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return
+    config = dist.get_backend_config() if hasattr(dist, "get_backend_config") else dist.get_backend()
+    config = str(config).lower()
+    gloo = "cuda:gloo" in config or config == "gloo"
+    marks.host(dist_world_size=int(dist.get_world_size()), dist_gloo=int(gloo))
+
+
+def install_graph_hook(torch):
+    """CUDA-graph replays count as steps where they are the program's steps: a replay with no
+    optimizer step or step-loop iteration since the previous replay (a whole training or decode
+    step captured in one graph calls no optimizer; a loop of replays may turn too fast to mark)."""
+    graph_class = getattr(torch.cuda, "CUDAGraph", None)
+    original = getattr(graph_class, "replay", None)
+    if original is None or getattr(original, "_gpuscope", False):
+        return
+
+    @functools.wraps(original)
+    def replay(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        win.graph_replayed()
+        return result
+
+    replace_attr(graph_class, "replay", original, replay)
+
+
+def loop_iteration(label):
+    """One iteration of the step loop (on the program's thread, inside its loop): the previous
+    iteration's range ends, the step is counted (which may open or close the window), the next
+    range starts."""
+    if win.done() or os.getpid() != state["pid"]:
+        return
+    rid = _steps["iter_rid"]
+    if rid is not None:
+        win.end(rid)
+    win.step_ended("loop")
+    _steps["iter_rid"] = win.start(f"{marks.STEP_LOOP}{label}")
