@@ -723,6 +723,34 @@ with open(os.environ["STUB_LOG"], "a") as f:
         closed = [i for i, r in enumerate(records) if r.get("control") == 0][0]
         self.assertLess(marks["untraced_device_step_us"][0], closed)
 
+    def test_a_trial_times_its_steps_then_ends_the_program_after_its_window(self):
+        # `run --try`: 3 warm-up steps, steps 3..8 timed (5 periods; the GPU runs each in 40 ms),
+        # the window traces steps 9 and 10, then the trial ends the program with exit code 0:
+        # the program's own code after its loop never runs.
+        result = os.path.join(self.root, "trial.json")
+        self.run_program(self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "12"),
+                         env={"GPUSCOPE_STEPS": "2", "GPUSCOPE_SKIP_STEPS": "8", "GPUSCOPE_PY_SAMPLE_HZ": "0",
+                              "GPUSCOPE_LOOP": "0", "STUB_DEVICE_STEP_MS": "40", "GPUSCOPE_TRY": "",
+                              "GPUSCOPE_TRY_WARMUP": "3", "GPUSCOPE_TRY_RESULT": result})
+        records = self.records()
+        self.assertEqual([r["control"] for r in records if "control" in r], [1, 0])
+        self.assertFalse([r for r in records if "hooks_left" in r])
+        with open(result) as f:
+            doc = json.load(f)
+        self.assertEqual(len(doc["host_step_ns"]), 5)
+        self.assertEqual(len(doc["device_step_ns"]), 5)
+        for period in doc["device_step_ns"]:
+            self.assertAlmostEqual(period, 40_000_000, delta=5_000_000)
+        self.assertEqual(doc["fixes"], {})
+
+    def test_without_a_trial_nothing_is_tried(self):
+        self.run_program(self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "4"),
+                         env={"GPUSCOPE_PY_SAMPLE_HZ": "0", "GPUSCOPE_TRY": "tf32"})
+        self.assertTrue([r for r in self.records() if "hooks_left" in r])
+        import_check = self.run_program("import sys, torch\nprint('_gpuscope_try' in sys.modules)\n",
+                                        env={"GPUSCOPE_TRY": "tf32"})
+        self.assertEqual(import_check.stdout.strip(), "False")
+
     def test_window_counts_cuda_graph_replays_that_are_whole_steps(self):
         # A training step captured in one CUDA graph: 4 optimizer steps (warm-up and capture),
         # then replays that call neither the optimizer nor a module. From the second replay on,

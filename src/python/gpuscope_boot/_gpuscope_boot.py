@@ -89,6 +89,16 @@ def install(torch):
 
     state.update(installed=True, pid=os.getpid(), torch=torch, target=threading.main_thread().ident)
     _gpuscope_window.configure()
+    if os.environ.get("GPUSCOPE_TRY_RESULT"):
+        # A trial of `gpuscope run --try` (the only run that changes the program): its fixes are
+        # applied now, before the program builds its model, optimizer and DataLoaders.
+        try:
+            import _gpuscope_try
+
+            _gpuscope_try.begin(torch)
+            _gpuscope_window.window["trial"] = _gpuscope_try
+        except Exception:
+            stats["hook_errors"] += 1
     for step in (_gpuscope_steps.install_optimizer_hooks, _gpuscope_loader.install_dataloader_hook,
                  _gpuscope_steps.install_graph_hook, _gpuscope_sampler.start_sampler):
         try:
@@ -101,6 +111,12 @@ def install(torch):
 
 
 def _at_exit():
+    trial = sys.modules.get("_gpuscope_try")
+    if trial is not None:
+        try:
+            trial.finish()  # The program ended before its trial did: what was timed.
+        except Exception:
+            pass
     try:
         import _gpuscope_marks
         import _gpuscope_window

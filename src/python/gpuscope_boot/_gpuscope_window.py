@@ -105,6 +105,8 @@ def step_ended(kind):
     w[kind] += 1
     if os.getpid() != state["pid"]:
         return
+    if w.get("trial") is not None:
+        guarded(w["trial"].on_step)(steps_done(w))
     if w["state"] == "always":
         if w["max_steps"] and steps_done(w) >= w["max_steps"]:
             # A whole run's trace ends after GPUSCOPE_MAX_STEPS steps: the rest of a long job
@@ -119,7 +121,7 @@ def step_ended(kind):
         ends.append(time.perf_counter())
         if len(ends) > _STEP_ENDS_KEPT:
             del ends[0]
-        if cuda_ready():
+        if cuda_ready() and w.get("trial") is None:  # A trial records its own events.
             guarded(_record_step_event)(kind)
         done_now = steps_done(w)
         if done_now >= w["skip"] and cuda_ready() and trace_control(True):
@@ -152,6 +154,12 @@ def close():
         guarded(_mark_untraced_device_step)(_step_events[w["kind"]], w["done"])
     trace_control(False)
     detach()
+    if w.get("trial") is not None:
+        # A trial of `gpuscope run --try` ends here: its steps were timed before the window
+        # and traced in it. _exit skips the program's own exit code (a checkpoint it would
+        # save); the injection library flushes the capture from its _exit hook.
+        guarded(w["trial"].finish)(w["skip"])
+        os._exit(0)
 
 
 def median_period(periods, done_before, kept):
