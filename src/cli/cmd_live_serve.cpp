@@ -33,7 +33,7 @@ int run_serve(const ServeCliOptions& o) {
   if (!o.web_config_file.empty()) {
     auto loaded = exporter::load_http_security(o.web_config_file);
     if (!loaded.ok()) {
-      fmt::print(stderr, "gpuscope: --web.config.file {}\n", terminal_safe(loaded.status().message()));
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(loaded.status().message()));
       return 2;
     }
     security = std::move(loaded).value();

@@ -3,6 +3,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509err.h>
 
 #include <fmt/core.h>
 
@@ -43,6 +44,12 @@ StatusOr<std::shared_ptr<const TlsContext>> TlsContext::create(const TlsServerCo
     return fail("cert_file", config.cert_file, "cannot load the certificate");
   }
   if (SSL_CTX_use_PrivateKey_file(raw, config.key_file.c_str(), SSL_FILETYPE_PEM) != 1) {
+    // OpenSSL checks the pair as it loads the key; say which mistake it is.
+    if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) {
+      ERR_clear_error();
+      return Status::error(fmt::format("{}: tls_server_config.key_file: {} does not match cert_file {}", config_path,
+                                       config.key_file, config.cert_file));
+    }
     return fail("key_file", config.key_file, "cannot load the private key");
   }
   if (SSL_CTX_check_private_key(raw) != 1) {
