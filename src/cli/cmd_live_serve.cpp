@@ -18,6 +18,7 @@ struct ServeCliOptions {
   std::string listen = fmt::format("127.0.0.1:{}", exporter::kDefaultPort);
   bool dcgm_compat = false;
   std::string pod_resources_socket = k8s::kDefaultPodResourcesSocket;
+  std::string web_config_file;  // Empty: plain HTTP, no authentication.
 };
 
 int run_serve(const ServeCliOptions& o) {
@@ -27,6 +28,15 @@ int run_serve(const ServeCliOptions& o) {
   if (!listen.ok()) {
     fmt::print(stderr, "gpuscope: {}\n", terminal_safe(listen.status().message()));
     return 2;
+  }
+  exporter::HttpSecurity security;
+  if (!o.web_config_file.empty()) {
+    auto loaded = exporter::load_http_security(o.web_config_file);
+    if (!loaded.ok()) {
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(loaded.status().message()));
+      return 2;
+    }
+    security = std::move(loaded).value();
   }
   auto sampler = open_sampler_or_report();
   if (!sampler) return 2;
@@ -38,6 +48,7 @@ int run_serve(const ServeCliOptions& o) {
   so.command_line = settings->loop.command_line;
   so.proc_root = settings->loop.proc_root;
   so.exposition.dcgm_compat = o.dcgm_compat;
+  so.security = security;
   so.pod_resources_socket = o.pod_resources_socket == "none" ? "" : o.pod_resources_socket;
   char host[256] = {};
   gethostname(host, sizeof host - 1);
@@ -60,8 +71,9 @@ int run_serve(const ServeCliOptions& o) {
                server.bound_address(),
                o.live.process_args ? "full command lines (--process-args)" : "executable names");
   }
-  fmt::print(stderr, "gpuscope: serving http://{}/metrics ({} GPU entries, every {:.1f} s); Ctrl-C stops\n",
-             server.bound_address(), gpus, settings->interval_ns / 1e9);
+  fmt::print(stderr, "gpuscope: serving {}://{}/metrics{} ({} GPU entries, every {:.1f} s); Ctrl-C stops\n",
+             security.tls ? "https" : "http", server.bound_address(),
+             security.basic_auth ? " (basic auth)" : "", gpus, settings->interval_ns / 1e9);
   server.wait(g_interrupted);
   server.stop();
   return 0;
@@ -81,6 +93,9 @@ const CommandRegistration kServe{CommandSpec{
                      "The kubelet's pod-resources socket, read every 10s for pod, namespace and "
                      "container labels (no socket: no such labels); none: never ask")
           ->capture_default_str();
+      app.add_option("--web.config.file", o->web_config_file,
+                     "TLS and basic auth: a Prometheus exporter-toolkit web config file "
+                     "(tls_server_config, basic_auth_users; docs/live.md)");
       app.footer(
           "\nExamples:\n"
           "  gpuscope serve                               # 127.0.0.1:9464, this host only\n"

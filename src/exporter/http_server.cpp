@@ -4,6 +4,8 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/eventfd.h>
@@ -21,18 +23,23 @@
 #include <vector>
 
 #include <fmt/core.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 
 #include "core/clock.h"
+#include "exporter/basic_auth.h"
+#include "exporter/http_request.h"
+#include "exporter/tls.h"
 
 namespace gpuscope::exporter {
 
 namespace {
 
-
 const char* reason(int status) {
   switch (status) {
     case 200: return "OK";
     case 400: return "Bad Request";
+    case 401: return "Unauthorized";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 408: return "Request Timeout";
@@ -44,24 +51,12 @@ const char* reason(int status) {
   }
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
 struct Connection {
-  enum State { kReading, kWriting, kLingering } state = kReading;
+  // kHandshake: TLS only, before kReading.
+  enum State { kHandshake, kReading, kWriting, kLingering } state = kReading;
+  SSL* ssl = nullptr;                        // Null without TLS.
+  bool tls_wants_write = false;              // The last TLS read could not go on without a write.
+  bool tls_wants_read = false;               // The last TLS write could not go on without a read.
   std::string in;                            // Unparsed request bytes (at most the head limit).
   std::string out_head;                      // Status line and headers of the response.
   std::shared_ptr<const std::string> body;   // Null for HEAD and bodiless answers.
@@ -71,7 +66,8 @@ struct Connection {
   bool close_after = false;
   int64_t deadline_ns = 0;
   int64_t idle_since_ns = 0;  // When it last became idle: accepted, or a response sent.
-  bool idle() const { return state == kReading && in.empty(); }
+  // Idle: no request under way; a TLS handshake counts (it carries no request yet).
+  bool idle() const { return (state == kReading && in.empty()) || state == kHandshake; }
 };
 
 // Descriptors the process keeps for itself beyond the connections (NVML, /proc reads, logs).
@@ -85,22 +81,6 @@ size_t descriptor_budget() {
   return limit > 2 * kReservedDescriptors ? limit - kReservedDescriptors : limit / 2;
 }
 
-// Where the request head ends (just after the blank line), or npos. Bare LF line ends are
-// accepted, as RFC 9112 section 2.2 allows.
-size_t head_end(std::string_view in) {
-  size_t crlf = in.find("\r\n\r\n");
-  size_t lf = in.find("\n\n");
-  size_t a = crlf == std::string_view::npos ? crlf : crlf + 4;
-  size_t b = lf == std::string_view::npos ? lf : lf + 2;
-  return std::min(a, b);
-}
-
-size_t count_lines(std::string_view s) {
-  size_t n = 0;
-  for (char c : s) n += c == '\n';
-  return n;
-}
-
 }  // namespace
 
 bool is_loopback_host(const std::string& host) {
@@ -112,8 +92,8 @@ bool is_loopback_host(const std::string& host) {
   return inet_pton(AF_INET, v4.c_str(), &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
 }
 
-HttpServer::HttpServer(HttpHandler handler, HttpLimits limits)
-    : handler_(std::move(handler)), limits_(limits) {}
+HttpServer::HttpServer(HttpHandler handler, HttpLimits limits, HttpSecurity security)
+    : handler_(std::move(handler)), limits_(limits), security_(std::move(security)) {}
 
 HttpServer::~HttpServer() {
   stop();
@@ -195,6 +175,13 @@ void HttpServer::stop() {
 }
 
 void HttpServer::loop() {
+  // OpenSSL writes with write(2), not send(MSG_NOSIGNAL): a peer gone mid-answer would raise
+  // SIGPIPE. It is directed at the writing thread, so blocking it here keeps the process alive
+  // (the write fails with EPIPE) without touching the process's signal dispositions.
+  sigset_t pipe_set;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, nullptr);
   const int ep = epoll_create1(EPOLL_CLOEXEC);
   if (ep < 0) return;
   std::unordered_map<int, Connection> conns;
@@ -209,8 +196,39 @@ void HttpServer::loop() {
 
   auto drop = [&](int fd) {
     epoll_ctl(ep, EPOLL_CTL_DEL, fd, nullptr);
+    auto it = conns.find(fd);
+    if (it != conns.end() && it->second.ssl) SSL_free(it->second.ssl);
     close(fd);
     conns.erase(fd);
+  };
+  // Connection I/O, plain or TLS. Returns the bytes moved (> 0), 0 when the peer closed or
+  // the connection failed, -1 when nothing can move now (wait for the next event; with TLS
+  // a read may need the socket writable first: tls_wants_write).
+  auto conn_recv = [&](int fd, Connection& c, char* buf, size_t n) -> ssize_t {
+    if (!c.ssl) {
+      ssize_t r = recv(fd, buf, n, 0);
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return -1;
+      return r < 0 ? 0 : r;
+    }
+    ERR_clear_error();
+    int r = SSL_read(c.ssl, buf, static_cast<int>(std::min<size_t>(n, INT32_MAX)));
+    if (r > 0) return r;
+    int e = SSL_get_error(c.ssl, r);
+    c.tls_wants_write = e == SSL_ERROR_WANT_WRITE;
+    return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? -1 : 0;
+  };
+  auto conn_send = [&](int fd, Connection& c, const char* buf, size_t n) -> ssize_t {
+    if (!c.ssl) {
+      ssize_t r = send(fd, buf, n, MSG_NOSIGNAL);
+      if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return -1;
+      return r <= 0 ? 0 : r;
+    }
+    ERR_clear_error();
+    int r = SSL_write(c.ssl, buf, static_cast<int>(std::min<size_t>(n, INT32_MAX)));
+    if (r > 0) return r;
+    int e = SSL_get_error(c.ssl, r);
+    c.tls_wants_read = e == SSL_ERROR_WANT_READ;
+    return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? -1 : 0;
   };
   auto respond = [&](int fd, Connection& c, int status, std::string content_type,
                      std::shared_ptr<const std::string> body, bool head_only, bool close_after) {
@@ -221,6 +239,7 @@ void HttpServer::loop() {
                              status, reason(status), content_type, body->size(),
                              c.close_after ? "close" : "keep-alive");
     if (status == 405) c.out_head += "Allow: GET, HEAD\r\n";
+    if (status == 401) c.out_head += "WWW-Authenticate: Basic realm=\"gpuscope\", charset=\"UTF-8\"\r\n";
     c.out_head += "\r\n";
     c.body = head_only ? nullptr : std::move(body);
     c.written = 0;
@@ -234,48 +253,20 @@ void HttpServer::loop() {
 
   // Parses one complete head at the front of c.in and answers it.
   auto handle_head = [&](int fd, Connection& c, size_t end) {
-    std::string_view head(c.in.data(), end);
-    if (count_lines(head) > limits_.max_header_count + 2) return error(fd, c, 431);
-    size_t eol = head.find('\n');
-    std::string_view line = trim(head.substr(0, eol));
-    size_t sp1 = line.find(' ');
-    size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
-    if (sp2 == std::string_view::npos) return error(fd, c, 400);
-    std::string method(line.substr(0, sp1));
-    std::string_view target = line.substr(sp1 + 1, sp2 - sp1 - 1);
-    std::string_view version = line.substr(sp2 + 1);
-    if (version.rfind("HTTP/1.", 0) != 0) return error(fd, c, version.rfind("HTTP/", 0) == 0 ? 505 : 400);
-    bool close_after = version == "HTTP/1.0";
-    bool has_body = false;
-    for (size_t pos = eol + 1; pos < head.size();) {
-      size_t next = head.find('\n', pos);
-      std::string_view h = head.substr(pos, next - pos);
-      pos = next == std::string_view::npos ? head.size() : next + 1;
-      size_t colon = h.find(':');
-      if (colon == std::string_view::npos) continue;
-      std::string_view name = trim(h.substr(0, colon));
-      std::string_view value = trim(h.substr(colon + 1));
-      if (iequals(name, "Content-Length")) {
-        uint64_t n = 0;
-        auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-        if (ec != std::errc() || p != value.data() + value.size()) return error(fd, c, 400);
-        has_body |= n > 0;
-      } else if (iequals(name, "Transfer-Encoding")) {
-        has_body = true;
-      } else if (iequals(name, "Connection")) {
-        if (iequals(value, "close")) close_after = true;
-        else if (iequals(value, "keep-alive")) close_after = false;
-      }
-    }
-    HttpRequest req;
-    req.method = method;
-    req.path = std::string(target.substr(0, target.find('?')));
-    c.in.erase(0, end);  // `head` and `target` are invalid from here.
+    RequestHead head = parse_request_head(std::string_view(c.in.data(), end), limits_.max_header_count);
+    c.in.erase(0, end);
+    if (head.error_status != 0) return error(fd, c, head.error_status);
     // Refused before the body is read: on every path, whatever the method.
-    if (has_body) return error(fd, c, 413);
-    if (method != "GET" && method != "HEAD") return error(fd, c, 405);
+    if (head.has_body) return error(fd, c, 413);
+    if (security_.basic_auth && !security_.basic_auth->allows(head.authorization)) {
+      return respond(fd, c, 401, "text/plain; charset=utf-8", nullptr, head.method == "HEAD", head.close_after);
+    }
+    if (head.method != "GET" && head.method != "HEAD") return error(fd, c, 405);
+    HttpRequest req;
+    req.method = head.method;
+    req.path = std::move(head.path);
     HttpResponse res = handler_(req);
-    respond(fd, c, res.status, res.content_type, res.body, method == "HEAD", close_after);
+    respond(fd, c, res.status, res.content_type, res.body, head.method == "HEAD", head.close_after);
   };
 
   // Reading state: takes what arrived; answers a complete head.
@@ -284,12 +275,15 @@ void HttpServer::loop() {
     while (c.state == Connection::kReading) {
       const size_t room = limits_.max_head_bytes + 1 - std::min(c.in.size(), limits_.max_head_bytes + 1);
       if (room == 0) break;
-      ssize_t n = recv(fd, buf, std::min(room, sizeof buf), 0);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return drop(fd);
-      if (n < 0) break;
+      ssize_t n = conn_recv(fd, c, buf, std::min(room, sizeof buf));
+      if (n == 0) return drop(fd);
+      if (n < 0) {
+        if (c.ssl) watch(fd, c.tls_wants_write ? EPOLLOUT : EPOLLIN, EPOLL_CTL_MOD);
+        break;
+      }
       if (c.in.empty()) c.deadline_ns = monotonic_ns() + limits_.head_timeout_ns;  // A request begins.
       c.in.append(buf, static_cast<size_t>(n));
-      size_t end = head_end(c.in);
+      size_t end = find_head_end(c.in);
       if (end != std::string::npos && end <= limits_.max_head_bytes) return handle_head(fd, c, end);
       if (c.in.size() > limits_.max_head_bytes || count_lines(c.in) > limits_.max_header_count + 2) {
         return error(fd, c, 431);
@@ -304,16 +298,24 @@ void HttpServer::loop() {
       else if (c.body && c.written - c.out_head.size() < c.body->size())
         chunk = std::string_view(*c.body).substr(c.written - c.out_head.size());
       else break;
-      ssize_t n = send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-      if (n <= 0) return drop(fd);
+      ssize_t n = conn_send(fd, c, chunk.data(), chunk.size());
+      if (n < 0) {
+        if (c.ssl) watch(fd, c.tls_wants_read ? EPOLLIN : EPOLLOUT, EPOLL_CTL_MOD);
+        return;
+      }
+      if (n == 0) return drop(fd);
       c.written += static_cast<size_t>(n);
     }
     c.body.reset();
     c.out_head.clear();
     if (c.close_after) {
       // Lingering close: stop sending, discard what the client still sends (an announced
-      // body) for a bounded time so that it reads our answer instead of a reset.
+      // body) for a bounded time so that it reads our answer instead of a reset. TLS: say
+      // close_notify first (best effort; what follows is discarded undecrypted).
+      if (c.ssl) {
+        ERR_clear_error();
+        SSL_shutdown(c.ssl);
+      }
       shutdown(fd, SHUT_WR);
       c.in.clear();
       c.state = Connection::kLingering;
@@ -325,8 +327,25 @@ void HttpServer::loop() {
     c.deadline_ns = monotonic_ns() + limits_.keep_alive_timeout_ns;
     c.idle_since_ns = monotonic_ns();
     watch(fd, EPOLLIN, EPOLL_CTL_MOD);
-    size_t end = head_end(c.in);  // A pipelined request already here.
-    if (end != std::string::npos) handle_head(fd, c, end);
+    size_t end = find_head_end(c.in);  // A pipelined request already here.
+    if (end != std::string::npos) return handle_head(fd, c, end);
+    // TLS may hold decrypted bytes of the next request that no socket event will announce.
+    if (c.ssl && SSL_pending(c.ssl) > 0) on_readable(fd, c);
+  };
+
+  // TLS handshake state: on completion the connection reads its first request.
+  auto on_handshake = [&](int fd, Connection& c) {
+    ERR_clear_error();
+    int r = SSL_do_handshake(c.ssl);
+    if (r == 1) {
+      c.state = Connection::kReading;
+      watch(fd, EPOLLIN, EPOLL_CTL_MOD);
+      return on_readable(fd, c);
+    }
+    int e = SSL_get_error(c.ssl, r);
+    if (e == SSL_ERROR_WANT_READ) return watch(fd, EPOLLIN, EPOLL_CTL_MOD);
+    if (e == SSL_ERROR_WANT_WRITE) return watch(fd, EPOLLOUT, EPOLL_CTL_MOD);
+    drop(fd);  // Not TLS (plain HTTP on the TLS port), no acceptable certificate, ...
   };
 
   auto on_linger = [&](int fd, Connection& c) {
@@ -382,6 +401,18 @@ void HttpServer::loop() {
       Connection& c = conns[cfd];
       c.deadline_ns = monotonic_ns() + limits_.head_timeout_ns;
       c.idle_since_ns = monotonic_ns();
+      if (security_.tls) {
+        c.ssl = SSL_new(security_.tls->ctx());
+        if (!c.ssl || SSL_set_fd(c.ssl, cfd) != 1) {
+          ERR_clear_error();
+          if (c.ssl) SSL_free(c.ssl);
+          conns.erase(cfd);
+          close(cfd);
+          continue;
+        }
+        SSL_set_accept_state(c.ssl);
+        c.state = Connection::kHandshake;
+      }
       watch(cfd, EPOLLIN, EPOLL_CTL_ADD);
     }
   };
@@ -400,7 +431,8 @@ void HttpServer::loop() {
       auto it = conns.find(fd);
       if (it == conns.end()) continue;
       Connection& c = it->second;
-      if (c.state == Connection::kReading) on_readable(fd, c);
+      if (c.state == Connection::kHandshake) on_handshake(fd, c);
+      else if (c.state == Connection::kReading) on_readable(fd, c);
       else if (c.state == Connection::kWriting) on_writable(fd, c);
       else on_linger(fd, c);
     }
@@ -424,7 +456,10 @@ void HttpServer::loop() {
       }
     }
   }
-  for (auto& [fd, c] : conns) close(fd);
+  for (auto& [fd, c] : conns) {
+    if (c.ssl) SSL_free(c.ssl);
+    close(fd);
+  }
   if (spare_fd >= 0) close(spare_fd);
   close(ep);
 }

@@ -23,6 +23,12 @@
 // idle longest (connected, no request under way), so idle clients cannot lock scrapes out;
 // with none idle the newcomer is closed at once (one descriptor is kept spare for that, so a
 // full descriptor table never makes the event loop spin).
+// TLS and basic authentication (HttpSecurity, from `--web.config.file`): with TLS, every
+// connection first completes its handshake within head_timeout_ns (a connection still in its
+// handshake counts as idle for the shedding above), then speaks the same HTTP. With users,
+// a request without matching credentials gets 401 and `WWW-Authenticate: Basic` on every path
+// (as the exporter-toolkit does), after the 413 check (a body is never read) and before 405.
+// Request heads are parsed by exporter/http_request.h.
 #pragma once
 
 #include <atomic>
@@ -49,6 +55,15 @@ struct HttpLimits {
   int64_t linger_ns = 2'000'000'000;
 };
 
+class TlsContext;  // exporter/tls.h
+class BasicAuth;   // exporter/basic_auth.h
+
+// Both null: plain HTTP, no authentication (the default).
+struct HttpSecurity {
+  std::shared_ptr<const TlsContext> tls;
+  std::shared_ptr<BasicAuth> basic_auth;  // Used by the event thread only.
+};
+
 struct HttpRequest {
   std::string method;  // "GET" or "HEAD".
   std::string path;    // Without the query string.
@@ -64,7 +79,7 @@ using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 class HttpServer {
  public:
-  HttpServer(HttpHandler handler, HttpLimits limits = {});
+  HttpServer(HttpHandler handler, HttpLimits limits = {}, HttpSecurity security = {});
   ~HttpServer();  // stop()
 
   // Binds and listens. host "" means every interface (IPv6 and IPv4 where the host has IPv6,
@@ -82,6 +97,7 @@ class HttpServer {
 
   HttpHandler handler_;
   HttpLimits limits_;
+  HttpSecurity security_;
   int listen_fd_ = -1;
   int wake_fd_ = -1;
   int port_ = 0;

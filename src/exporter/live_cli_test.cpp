@@ -295,4 +295,24 @@ TEST(LiveCli, BadOptionsExitTwo) {
   EXPECT_NE(huge.err.find("--interval 1e300s: too long"), std::string::npos) << huge.err;
 }
 
+// A bad --web.config.file stops serve before it samples or binds: one line naming the file and
+// the field, exit 2. A missing file likewise.
+TEST(LiveCli, BadWebConfigFileIsOneLineAndExitTwo) {
+  char dir_template[] = "/tmp/gpuscope-live-cli-web-XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string bad = dir + "/web.yml";
+  std::ofstream(bad) << "basic_auth_users:\n  prometheus: hunter2\n";
+  Result r = gpuscope("serve --listen 127.0.0.1:0 --web.config.file " + bad, synthetic());
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(count_lines(r.err, ""), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("gpuscope: " + bad + ": basic_auth_users.prometheus: not a bcrypt hash", 0), 0u)
+      << r.err;
+  EXPECT_EQ(r.err.find("hunter2"), std::string::npos) << "the value is not echoed: " << r.err;
+  Result missing = gpuscope("serve --listen 127.0.0.1:0 --web.config.file " + dir + "/none.yml", synthetic());
+  EXPECT_EQ(missing.rc, 2);
+  EXPECT_EQ(missing.err, "gpuscope: " + dir + "/none.yml: cannot read the web config file\n");
+  std::remove(bad.c_str());
+  rmdir(dir.c_str());
+}
+
 }  // namespace

@@ -33,10 +33,15 @@ std::string device_labels(const DeviceInfo& d) {
   return l;
 }
 
-std::string dcgm_labels(const DeviceInfo& d, const std::string& hostname) {
-  std::string l = fmt::format("gpu=\"{}\",UUID=\"{}\",device=\"nvidia{}\",modelName=\"{}\",Hostname=\"{}\"",
-                              d.index, escape_label_value(d.uuid), d.index,
-                              escape_label_value(d.name), escape_label_value(hostname));
+// dcgm-exporter's labels, in its order: gpu, UUID, pci_bus_id, device, modelName, Hostname, and
+// the driver version as the label DCGM_FI_DRIVER_VERSION (a "label" field of its default
+// counters). pci_bus_id is NVML's busId ("00000000:3B:00.0"), empty where NVML has none.
+std::string dcgm_labels(const DeviceInfo& d, const std::string& hostname, const std::string& driver) {
+  std::string l = fmt::format(
+      "gpu=\"{}\",UUID=\"{}\",pci_bus_id=\"{}\",device=\"nvidia{}\",modelName=\"{}\",Hostname=\"{}\","
+      "DCGM_FI_DRIVER_VERSION=\"{}\"",
+      d.index, escape_label_value(d.uuid), escape_label_value(d.pci_bus_id), d.index, escape_label_value(d.name),
+      escape_label_value(hostname), escape_label_value(driver));
   if (d.gpu_instance_id) l += fmt::format(",GPU_I_ID=\"{}\"", *d.gpu_instance_id);
   return l;
 }
@@ -281,7 +286,7 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
   if (options.dcgm_compat) {
     std::vector<std::string> dl;
     for (const DeviceInfo& d : *in.devices) {
-      dl.push_back(dcgm_labels(d, options.hostname) + pod_labels(pods.for_device(d.uuid)));
+      dl.push_back(dcgm_labels(d, options.hostname, in.driver_version) + pod_labels(pods.for_device(d.uuid)));
     }
     constexpr double kMiB = 1.0 / (1024.0 * 1024.0);
 #define GPUSCOPE_DCGM(name, type, help, expr) \

@@ -12,7 +12,8 @@
 //   value series stay bounded by GPUs x processes, not by every label combination.
 // - With dcgm_compat, the dcgm-exporter names and units are emitted too (DCGM_FI_DEV_GPU_UTIL
 //   in percent, DCGM_FI_PROF_SM_ACTIVE as a ratio, FB memory in MiB, ...) with its labels
-//   (gpu, UUID, device, modelName, Hostname), so that existing dashboards work.
+//   (gpu, UUID, pci_bus_id, device, modelName, Hostname, DCGM_FI_DRIVER_VERSION), so that
+//   existing dashboards work.
 // - Health families (XID, ECC, remapped rows, PCIe replays, NVLink, power limit, named
 //   clocks-event reasons) are written by prometheus_health.h, in both name sets.
 #pragma once

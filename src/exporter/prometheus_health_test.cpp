@@ -108,7 +108,8 @@ TEST(PrometheusHealth, NothingForTheGpuWithoutReadings) {
 TEST(PrometheusHealth, DcgmCompatNamesAndTypes) {
   const std::string t = render({true, "node1"});
   const std::string l =
-      R"(gpu="0",UUID="GPU-4ea17400-0000-4000-8000-000000000000",device="nvidia0",modelName="NVIDIA H200",Hostname="node1")";
+      R"(gpu="0",UUID="GPU-4ea17400-0000-4000-8000-000000000000",pci_bus_id="00000000:18:00.0",device="nvidia0",)"
+      R"(modelName="NVIDIA H200",Hostname="node1",DCGM_FI_DRIVER_VERSION="580.159.04")";
   EXPECT_TRUE(has_line(t, "DCGM_FI_DEV_XID_ERRORS{" + l + "} 79")) << t;
   EXPECT_TRUE(has_line(t, "# TYPE DCGM_FI_DEV_XID_ERRORS gauge"));
   EXPECT_TRUE(has_line(t, "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL{" + l + "} 2"));
@@ -133,7 +134,9 @@ TEST(PrometheusHealth, DcgmCompatNamesAndTypes) {
   EXPECT_TRUE(has_line(t, "DCGM_FI_PROF_GR_ENGINE_ACTIVE{" + l + "} 1"));
   // GPU 1: no XID events, so no XID field (not DCGM's 0).
   EXPECT_EQ(t.find("DCGM_FI_DEV_XID_ERRORS{gpu=\"1\""), std::string::npos);
-  EXPECT_TRUE(has_line(t, R"(DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="1",UUID="GPU-4ea17400-0000-4000-8000-000000000001",device="nvidia1",modelName="NVIDIA L4",Hostname="node1"} 0)"));
+  EXPECT_TRUE(has_line(t, R"(DCGM_FI_PROF_GR_ENGINE_ACTIVE{gpu="1",UUID="GPU-4ea17400-0000-4000-8000-000000000001",)"
+                          R"(pci_bus_id="00000000:19:00.0",device="nvidia1",modelName="NVIDIA L4",Hostname="node1",)"
+                          R"(DCGM_FI_DRIVER_VERSION="580.159.04"} 0)"));
 }
 
 // promtool's linter: gpuscope names clean; complaints only about DCGM names (dcgm-exporter's

@@ -121,13 +121,19 @@ TEST(Prometheus, AbsentMetricsHaveNoSeries) {
 TEST(Prometheus, DcgmCompatibleNames) {
   Rendered r = render_fixture(nvml::testing::testdata("synthetic_2gpu.txt"), {true, "node1"});
   const std::string l =
-      R"(gpu="0",UUID="GPU-00000000-1111-2222-3333-444444444444",device="nvidia0",modelName="NVIDIA H200",Hostname="node1")";
+      R"(gpu="0",UUID="GPU-00000000-1111-2222-3333-444444444444",pci_bus_id="00000000:18:00.0",device="nvidia0",)"
+      R"(modelName="NVIDIA H200",Hostname="node1",DCGM_FI_DRIVER_VERSION="580.159.04")";
   EXPECT_TRUE(has_line(r.text, "DCGM_FI_DEV_GPU_UTIL{" + l + "} 100")) << r.text;
   EXPECT_TRUE(has_line(r.text, "DCGM_FI_PROF_SM_ACTIVE{" + l + "} 0.965"));
   EXPECT_TRUE(has_line(r.text, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{" + l + "} 0.9375"));
   EXPECT_TRUE(has_line(r.text, "DCGM_FI_DEV_FB_USED{" + l + "} 16384"));
   Rendered plain = render_fixture(nvml::testing::testdata("synthetic_2gpu.txt"));
   EXPECT_EQ(plain.text.find("DCGM_"), std::string::npos);
+  // A driver without nvmlDeviceGetPciInfo_v3/_v2: the label is there, empty (= absent).
+  Rendered legacy = render_fixture(nvml::testing::testdata("synthetic_2gpu.txt"), {true, "node1"},
+                                   GPUSCOPE_FAKE_NVML_LEGACY_PATH);
+  EXPECT_NE(legacy.text.find(R"(DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-00000000-1111-2222-3333-444444444444",pci_bus_id="",)"),
+            std::string::npos) << legacy.text;
 }
 
 TEST(Prometheus, LabelValuesAreEscaped) {

@@ -9,6 +9,9 @@
 #include <fmt/core.h>
 
 #include "core/clock.h"
+#include "exporter/basic_auth.h"
+#include "exporter/tls.h"
+#include "exporter/web_config.h"
 
 namespace gpuscope::exporter {
 
@@ -18,6 +21,18 @@ std::shared_ptr<const std::string> text(std::string s) {
   return std::make_shared<const std::string>(std::move(s));
 }
 }  // namespace
+
+StatusOr<HttpSecurity> load_http_security(const std::string& path) {
+  ASSIGN_OR_RETURN(WebConfig config, load_web_config(path));
+  HttpSecurity security;
+  if (config.tls) {
+    ASSIGN_OR_RETURN(security.tls, TlsContext::create(*config.tls, path));
+  }
+  if (!config.basic_auth_users.empty()) {
+    security.basic_auth = std::make_shared<BasicAuth>(config.basic_auth_users);
+  }
+  return security;
+}
 
 StatusOr<ListenAddress> parse_listen(std::string_view text) {
   auto bad = [&](const char* why) {
@@ -57,7 +72,7 @@ LiveExporter::LiveExporter(std::unique_ptr<nvml::Sampler> sampler, ServeOptions 
     : sampler_(std::move(sampler)),
       options_(std::move(options)),
       loop_(*sampler_, loop_options(options_)),
-      http_([this](const HttpRequest& r) { return handle(r); }, options_.http) {
+      http_([this](const HttpRequest& r) { return handle(r); }, options_.http, options_.security) {
   if (!options_.pod_resources_socket.empty()) {
     k8s::PodResourcesOptions po;
     po.socket_path = options_.pod_resources_socket;

@@ -34,6 +34,10 @@ struct ListenAddress {
 // ":9464" for every interface (host empty).
 StatusOr<ListenAddress> parse_listen(std::string_view text);
 
+// `--web.config.file PATH` (exporter/web_config.h): TLS context and users. Error, one line
+// naming the file and the field.
+StatusOr<HttpSecurity> load_http_security(const std::string& path);
+
 struct ServeOptions {
   ListenAddress listen{"127.0.0.1", kDefaultPort};
   int64_t interval_ns = 1'000'000'000;
@@ -43,6 +47,8 @@ struct ServeOptions {
   nvml::CommandLine command_line = nvml::CommandLine::kExecutable;
   std::string proc_root = "/proc";  // For the executable names.
   HttpLimits http;
+  // TLS and basic authentication from `--web.config.file` (load_http_security); none by default.
+  HttpSecurity security;
   // The kubelet's pod-resources socket for pod, namespace, container labels; empty: none.
   // Asked every pod_resources_refresh_ns on its own thread (k8s/pod_resources.h).
   std::string pod_resources_socket = k8s::kDefaultPodResourcesSocket;

@@ -6,7 +6,8 @@
 //   driver VERSION
 //   init_error CODE                    nvmlInit fails with CODE
 //   error FUNCTION CODE                FUNCTION always returns CODE
-//   device INDEX uuid=U gpm=0|1 mig=N [events=0] [nvlinks=N] name=REST OF LINE
+//   device INDEX uuid=U gpm=0|1 mig=N [events=0] [nvlinks=N] [pci=BUSID] name=REST OF LINE
+//                                      (pci default: 00000000:<18 + INDEX, hex>:00.0)
 //   frame                              starts the next frame
 //   s INDEX key=value...               device readings in NVML units (absent key: NOT_SUPPORTED)
 //   p INDEX pid=N used=BYTES [sm=PCT mem=PCT]
@@ -69,6 +70,7 @@ struct nvmlDevice_st {
   int mig = 0;
   bool events = true;  // Supports nvmlEventTypeXidCriticalError.
   unsigned int nvlinks = 0;
+  std::string pci_bus_id;  // Empty: the default for the index.
 };
 
 struct nvmlEventSet_st {
@@ -149,6 +151,7 @@ void load_fixture(FakeState& st) {
         else if (tok.rfind("mig=", 0) == 0) d->mig = std::atoi(tok.c_str() + 4);
         else if (tok.rfind("events=", 0) == 0) d->events = tok.substr(7) != "0";
         else if (tok.rfind("nvlinks=", 0) == 0) d->nvlinks = static_cast<unsigned int>(std::atoi(tok.c_str() + 8));
+        else if (tok.rfind("pci=", 0) == 0) d->pci_bus_id = tok.substr(4);
         else if (tok.rfind("name=", 0) == 0) {
           std::string rest;
           std::getline(ls, rest);
@@ -507,6 +510,18 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long 
 }
 
 #ifndef FAKE_NVML_LEGACY
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t* pci) {
+  std::lock_guard<std::mutex> lock(state().mu);
+  if (int rc = gate("nvmlDeviceGetPciInfo_v3")) return rc;
+  if (!d || !pci) return NVML_ERROR_INVALID_ARGUMENT;
+  *pci = {};
+  pci->bus = static_cast<unsigned int>(0x18 + d->index);
+  if (d->pci_bus_id.empty()) std::snprintf(pci->busId, sizeof pci->busId, "00000000:%02X:00.0", pci->bus & 0xff);
+  else std::snprintf(pci->busId, sizeof pci->busId, "%s", d->pci_bus_id.c_str());
+  std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%s", pci->busId + 4);
+  return NVML_SUCCESS;
+}
 
 FAKE_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
                                              unsigned int timeout_ms) {

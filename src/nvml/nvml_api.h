@@ -35,6 +35,8 @@ namespace gpuscope::nvml {
     "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex")                            \
   X(device_get_name, nvmlReturn_t(nvmlDevice_t, char*, unsigned int), "nvmlDeviceGetName")    \
   X(device_get_uuid, nvmlReturn_t(nvmlDevice_t, char*, unsigned int), "nvmlDeviceGetUUID")    \
+  X(device_get_pci_info, nvmlReturn_t(nvmlDevice_t, nvmlPciInfo_t*), "nvmlDeviceGetPciInfo_v3", \
+    "nvmlDeviceGetPciInfo_v2")                                                                \
   X(device_get_utilization_rates, nvmlReturn_t(nvmlDevice_t, nvmlUtilization_t*),             \
     "nvmlDeviceGetUtilizationRates")                                                          \
   X(device_get_memory_info_v2, nvmlReturn_t(nvmlDevice_t, nvmlMemory_v2_t*),                  \

@@ -49,6 +49,21 @@ enum : unsigned int {
 constexpr unsigned int NVML_DEVICE_NAME_V2_BUFFER_SIZE = 96;
 constexpr unsigned int NVML_DEVICE_UUID_V2_BUFFER_SIZE = 96;
 constexpr unsigned int NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE = 80;
+constexpr unsigned int NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE = 32;
+constexpr unsigned int NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE = 16;
+
+// nvmlDeviceGetPciInfo_v3 (and _v2) fill this; busId is "00000000:3B:00.0" (32-bit domain),
+// the form dcgm-exporter's pci_bus_id label shows. The unversioned nvmlDeviceGetPciInfo
+// predates busIdLegacy and is not used.
+typedef struct nvmlPciInfo_st {
+  char busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE];
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;
+  unsigned int pciSubSystemId;
+  char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+} nvmlPciInfo_t;
 
 typedef struct nvmlUtilization_st {
   unsigned int gpu;     // Percent of the driver's sample period with any kernel running.

@@ -21,6 +21,13 @@ TEST(NvmlTypes, ClassicStructs) {
   EXPECT_EQ(nvmlMemory_v2, 0x02000028u);
 }
 
+TEST(NvmlTypes, PciInfo) {
+  EXPECT_EQ(sizeof(nvmlPciInfo_t), 68u);
+  EXPECT_EQ(offsetof(nvmlPciInfo_t, domain), 16u);
+  EXPECT_EQ(offsetof(nvmlPciInfo_t, pciSubSystemId), 32u);
+  EXPECT_EQ(offsetof(nvmlPciInfo_t, busId), 36u);
+}
+
 TEST(NvmlTypes, ProcessStructs) {
   EXPECT_EQ(sizeof(nvmlProcessInfo_v1_t), 16u);
   EXPECT_EQ(offsetof(nvmlProcessInfo_v1_t, usedGpuMemory), 8u);

@@ -109,6 +109,11 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::open(std::unique_ptr<NvmlApi> api,
     if (NvmlApi::call(nv.device_get_uuid, handle, uuid, sizeof uuid) == NVML_SUCCESS) {
       info.uuid = uuid;
     }
+    nvmlPciInfo_t pci{};
+    if (NvmlApi::call(nv.device_get_pci_info, handle, &pci) == NVML_SUCCESS) {
+      pci.busId[sizeof pci.busId - 1] = '\0';
+      info.pci_bus_id = pci.busId;
+    }
     nvmlGpmSupport_t support{};
     support.version = NVML_GPM_SUPPORT_VERSION;  // Plain 1, not NVML_STRUCT_VERSION.
     info.gpm_supported =

@@ -33,6 +33,8 @@ struct DeviceInfo {
   std::optional<int32_t> gpu_instance_id;  // Set for a MIG instance.
   std::string name;
   std::string uuid;
+  // NVML's busId, "00000000:3B:00.0" (the parent's, for a MIG instance); empty if unknown.
+  std::string pci_bus_id;
   bool gpm_supported = false;
   bool xid_events = false;  // Registered for NVML XID events (nvml/health.h).
 };
