@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How the pyzoo dataloader case's input scales (issue 13): one JSON line per measurement.
+"""How the pyzoo dataloader case's input scales: one JSON line per measurement.
 
     python3 bench/dataloader_probe.py [--batches 30]
 
@@ -17,7 +17,7 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "pyzoo"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "validation", "pyzoo"))
 import pyzoo  # noqa: E402
 
 
