@@ -16,6 +16,8 @@ and its content is what KIND prints from the current binary (run from the reposi
                                         the fix (results.jsonl's untraced step times)
   diff-headlines                        `diff --json` of each bundled GPT-2 trace against the next:
                                         the change it names and the step-time ratio
+  prometheus-families                   `gpuscope serve` against the build tree's fake NVML: every
+                                        family's name, type and help
   schema-fields report|diff             every field path of schema/gpuscope.KIND.v1.schema.json:
                                         type, whether null, description
 
@@ -104,6 +106,49 @@ def diff_headlines(gpuscope, _args):
     return "\n".join(rows) + "\n"
 
 
+def prometheus_families(gpuscope, _args):
+    """`gpuscope serve` against the fake NVML (built beside the binary, src/nvml) on the bundled
+    fixtures, one scrape each: every family's name, type and help."""
+    import socket
+    import time
+    import urllib.request
+    fake = os.path.join(os.path.dirname(os.path.dirname(gpuscope)), "nvml", "libgpuscope_fake_nvml.so")
+    if not os.path.exists(fake):
+        raise FileNotFoundError(f"prometheus-families needs the build tree's fake NVML: {fake}")
+    families = {}
+    for fixture in ("synthetic_2gpu.txt", "synthetic_health.txt"):
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        env = dict(os.environ, GPUSCOPE_NVML_LIBRARY=fake,
+                   GPUSCOPE_FAKE_NVML_FIXTURE=os.path.join(ROOT, "testdata", "nvml", fixture),
+                   GPUSCOPE_PROC_ROOT=os.path.join(ROOT, "testdata", "nvml", "proc"))
+        server = subprocess.Popen([gpuscope, "serve", "--listen", f"127.0.0.1:{port}", "--interval", "100ms"],
+                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            text = None
+            for _ in range(100):
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                        text = r.read().decode()
+                    if "# HELP" in text:
+                        break
+                except OSError:
+                    pass
+                time.sleep(0.1)
+            if not text:
+                raise RuntimeError(f"gpuscope serve answered no /metrics with {fixture}")
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+        kinds = dict(re.findall(r"^# TYPE (\S+) (\S+)", text, re.M))
+        for name, help_text in re.findall(r"^# HELP (\S+) (.*)$", text, re.M):
+            families[name] = (kinds.get(name, ""), help_text)
+    rows = ["| family | type | help |", "| --- | --- | --- |"]
+    rows += [f"| `{n}` | {t} | {h.replace('|', '/')} |" for n, (t, h) in sorted(families.items())]
+    return "\n".join(rows) + "\n"
+
+
 def schema_fields(_gpuscope, args):
     kind = args[0]
     with open(os.path.join(ROOT, "schema", f"gpuscope.{kind}.v1.schema.json")) as f:
@@ -180,6 +225,7 @@ def output(gpuscope, args):
 
 
 KINDS = {"traces-vs-own": traces_vs_own, "trace-predictions": trace_predictions, "diff-headlines": diff_headlines,
+         "prometheus-families": prometheus_families,
          "schema-fields": schema_fields, "output": output}
 
 
