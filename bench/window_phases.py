@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The pace of each part of a run traced with a bounded window (issue 16), from the program's own
+"""The pace of each part of a run traced with a bounded window, from the program's own
 iteration ends (examples/serve/decode.py --iteration-ends): one JSON line.
 
     python3 bench/window_phases.py ENDS.json --skip K --steps N [--margin M]

@@ -16,7 +16,7 @@
 // else a full mask is assumed and said), at the rate this trace's other GEMMs of the same type
 // achieved (compute-bound: the score GEMMs' own rate includes writing and reading the scores;
 // used instead where no other GEMM has a matmul record). Measured against cuDNN's flash kernels
-// on the H200 (docs/validation-pytorch.md) this rate is about twice theirs: they also compute the
+// on the H200 (docs/validation.md) this rate is about twice theirs: they also compute the
 // softmax's exponentials, which the estimate does not count.
 #include <cctype>
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Inputs as a hostile or careless user gives them (issue 14): pipes, stdin, a FIFO with no
+// Inputs as a hostile or careless user gives them: pipes, stdin, a FIFO with no
 // writer, a symlink loop, gzip bombs, a gzip without its trailer, bytes after the JSON.
 #include "formats/input_source.h"
 
