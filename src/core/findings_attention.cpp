@@ -1,4 +1,4 @@
-// The attention-unfused finding (docs/design.md, "Findings"): attention written out (q·kᵀ,
+// The attention-unfused finding (docs/findings.md): attention written out (q·kᵀ,
 // scale, mask, softmax, ·v as separate kernels) where a fused attention kernel (FlashAttention,
 // cuDNN SDPA) would keep the T x T score matrix on chip.
 //
