@@ -858,7 +858,7 @@ class PyZoo(unittest.TestCase):
     def test_dataloader_estimate_states_the_single_thread_bound(self):
         # Recorded with the bootstrap that marks torch's intra-op threads: the main process built
         # batches with 16 torch threads, so 8 one-thread workers may be up to 16x slower each
-        # (bench/dataloader_probe.py measured 90 ms per batch there, 441 ms on one thread). The
+        # (validation/pyzoo/dataloader_probe.py: 90 ms per batch there, 441 ms on one thread). The
         # headline is the middle of the range in ratio: sqrt(x5.63 * x1.00).
         d = self.report("dataloader_threads")
         f = d["findings"][0]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How the pyzoo dataloader case's input scales: one JSON line per measurement.
 
-    python3 bench/dataloader_probe.py [--batches 30]
+    python3 validation/pyzoo/dataloader_probe.py [--batches 30]
 
 main:      batches built in the main process (num_workers=0) at torch's default intra-op threads
            and at one thread: wall and process CPU time per batch.
@@ -17,7 +17,7 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "validation", "pyzoo"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pyzoo  # noqa: E402
 
 

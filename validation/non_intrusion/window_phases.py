@@ -2,7 +2,7 @@
 """The pace of each part of a run traced with a bounded window, from the program's own
 iteration ends (examples/serve/decode.py --iteration-ends): one JSON line.
 
-    python3 bench/window_phases.py ENDS.json --skip K --steps N [--margin M]
+    python3 validation/non_intrusion/window_phases.py ENDS.json --skip K --steps N [--margin M]
 
 Iterations [K, K+N) are the window (approximately: gpuscope counts forward passes, and each
 admission adds one); M iterations either side of it are left out of the phases. "before" is
