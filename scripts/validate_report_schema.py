@@ -135,12 +135,15 @@ def main(argv):
                         f"(expected at least 40 and {len(DIFF_PAIRS)})")
 
     # The schema must reject what the writer must never produce.
-    if reports:
-        bad = copy.deepcopy(reports[0])
+    sample = next((r for r in reports if r["devices"]), None)
+    if sample is None:
+        failures.append("coverage: no report with a device")
+    else:
+        bad = copy.deepcopy(sample)
         bad["devices"][0]["undocumented_field"] = 1
         if not errors_of(validators["report"], bad):
             failures.append("schema accepts a device with an undocumented field")
-        bad = copy.deepcopy(reports[0])
+        bad = copy.deepcopy(sample)
         bad["devices"][0]["busy_pct"] = None
         if not errors_of(validators["report"], bad):
             failures.append("schema accepts busy_pct null")
