@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CPU cost of each NVML call the sampler makes, on the GPU machine (nvidia-ml-py).
 
-Issue 3's target (8 GPUs at 10 Hz under 1% of a core) is missed on the real driver; this
+The target (8 GPUs at 10 Hz under 1% of a core) is missed on the real driver; this
 measures which calls cost the CPU time. Each call is repeated N times; CPU time per call is
 process time (user + system), wall time beside it. Prints a table.
   python3 scripts/nvml-call-cost.py [N]

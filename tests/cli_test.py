@@ -533,7 +533,7 @@ class Diff(unittest.TestCase):
 
 
 class Serving(unittest.TestCase):
-    """Issue 16: captures of the decode loop (examples/serve) on the H200, testdata/serve."""
+    """Captures of the decode loop (examples/serve) on the H200, testdata/serve."""
 
     def report(self, name):
         r = run("analyze", "--json", os.path.join(ROOT, "testdata", "serve", name + ".gpuscope"))
@@ -562,7 +562,7 @@ class Serving(unittest.TestCase):
         # run --steps 200 --skip-steps 40 (H200, 2026-12-02): the bootstrap timed the untraced
         # steps before the window (5.42 ms) and the estimate's base is that, not the traced
         # 10.61 ms. Measured on the H200, continuous batching at M = 294 against one sequence at
-        # a time: x157 (median of 8 interleaved pairs over three device calls, x142-x236);
+        # a time: x157 (median of 8 interleaved pairs over three runs, x142-x236);
         # the estimate is within +-25% of it.
         d = self.report("one_window_measured")
         self.assertAlmostEqual(d["untraced"]["step_measured_us"], 5423, delta=1)
@@ -910,7 +910,7 @@ class PyZoo(unittest.TestCase):
 
 class ControlCharacters(unittest.TestCase):
     def test_names_from_a_trace_cannot_drive_the_terminal(self):
-        # Issue 14 item 10: a kernel name carrying an OSC title, a clear-screen and a bell.
+        # A kernel name carrying an OSC title, a clear-screen and a bell.
         evil = "evil\x1b]0;pwned\x07\x1b[2Jkernel"
         events = [{"ph": "X", "cat": "kernel", "name": n, "ts": t, "dur": 50, "pid": 0, "tid": 7,
                    "args": {"device": 0, "stream": 7, "correlation": c, "grid": [1, 1, 1], "block": [32, 1, 1]}}
@@ -959,7 +959,7 @@ class ControlCharacters(unittest.TestCase):
 
 class RunOptions(unittest.TestCase):
     def test_sample_interval_needs_a_unit_and_a_sane_range(self):
-        # Issue 14 item 13: "0.5" used to turn sampling off silently; 1e300s overflowed.
+        # "0.5" must not turn sampling off silently, nor 1e300s overflow.
         for bad in ("0.5", "50ms", "1e300s", "-1s", "soon"):
             r = run("run", "--sample-interval", bad, "--", "true")
             self.assertEqual(r.returncode, 2, bad)
@@ -967,7 +967,7 @@ class RunOptions(unittest.TestCase):
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
     def test_trace_window_options_are_checked_before_the_program_runs(self):
-        # Issue 16 item 3: bounded tracing. Bad bounds are refused in one line, exit 2, and the
+        # Bounded tracing. Bad bounds are refused in one line, exit 2, and the
         # program is not started (it would create the marker file).
         marker = os.path.join(tempfile.gettempdir(), "gpuscope-window-test-%d" % os.getpid())
         cases = [(["--after", "5x"], "--after '5x'"), (["--for", "2d"], "--for '2d'"),
@@ -993,7 +993,7 @@ class RunOptions(unittest.TestCase):
 
 
 class ExportAndCsv(unittest.TestCase):
-    """Issue 17 items 3 and 4: Perfetto export of a PyTorch trace; analyze --csv."""
+    """Perfetto export of a PyTorch trace; analyze --csv."""
 
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
