@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`gpuscope serve` at the default 1,024-descriptor limit under 1,100 idle clients that reconnect
-(numbers for docs/robustness.md).
+(numbers for docs/validation.md).
 
 usage: exporter_descriptors.py GPUSCOPE_BIN FAKE_NVML_SO TESTDATA_NVML_DIR
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Load and abuse benchmark of `gpuscope serve` (numbers for docs/performance-live.md).
+"""Load and abuse benchmark of `gpuscope serve` (numbers for docs/validation.md).
 
 usage: exporter_load.py GPUSCOPE_BIN FAKE_NVML_SO TESTDATA_NVML_DIR
 

@@ -1,5 +1,5 @@
 // Cost of building the host index (HostIndex: the per-thread segments of nested ops,
-// annotations and API calls) on synthetic traces of one thread. Issue 14: 160k nested ranges
+// annotations and API calls) on synthetic traces of one thread. 160k nested ranges
 // took over 100 s when every boundary walked the whole stack of open ranges.
 #include <benchmark/benchmark.h>
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Paired wall-time comparison of Holistic Trace Analysis and gpuscope on one trace (issue 19).
+"""Paired wall-time comparison of Holistic Trace Analysis and gpuscope on one trace.
 
 Usage: hta_paired.py HTA_PYTHON HTA_SCRIPT GPUSCOPE DIR [--runs N]
 
 DIR holds the trace as rank-0.json.gz. Each run, in turn: `HTA_PYTHON HTA_SCRIPT DIR` (HTA's
-temporal, idle-time and kernel breakdowns; the script is printed in docs/performance.md) and
+temporal, idle-time and kernel breakdowns: bench/hta_run.py) and
 `GPUSCOPE analyze DIR/rank-0.json.gz`, both whole processes with output discarded, timed with
 time.perf_counter. Prints each run's walls and ratio, the medians and the median ratio.
 """

@@ -1,5 +1,5 @@
 // Gzip inflate speed of the three Debian inflaters on a Kineto trace: zlib, libdeflate and
-// ISA-L (igzip). Measured to choose the reader's inflater (docs/performance.md, issue 19).
+// ISA-L (igzip). Measured to choose the reader's inflater (docs/validation.md, "Performance").
 //
 // Input: GPUSCOPE_INFLATE_INPUT=FILE.json.gz, or by default the real traces of testdata/pytorch
 // inflated, concatenated and recompressed in memory with zlib level 9 (what Python's gzip

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The 8-rank job benchmark of issue 19: gpuscope analyze on a directory of large gzipped
+"""The 8-rank job benchmark: gpuscope analyze on a directory of large gzipped
 PyTorch traces against zcat inflating the same files on one core, in the same run.
 
 Usage: job_bench.py GPUSCOPE [--job DIR] [--runs 3] [-- extra analyze arguments]

@@ -1,5 +1,5 @@
 // Cost of the live sampler and the exporter with 8 fake GPUs (the fake NVML library, loaded
-// through the real dlopen path). Benchmarks report numbers; results: docs/performance-live.md.
+// through the real dlopen path). Benchmarks report numbers; results: docs/validation.md.
 //
 //   build/src/nvml/sampler_bench        (CMake: src/nvml/CMakeLists.txt, GPUSCOPE_BENCH)
 //

@@ -1,5 +1,5 @@
 // A small CUDA C++ program with known activity, for checking `gpuscope run` on a GPU
-// (scripts/gpu-check-run). Prints the counts it produced as one JSON line on stdout.
+// (validation/run capture). Prints the counts it produced as one JSON line on stdout.
 //
 //   tiny_cuda [--steps N] [--kernels-per-step K] [--graph-launches G] [--sleep-ms MS]
 //

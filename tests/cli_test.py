@@ -533,7 +533,7 @@ class Diff(unittest.TestCase):
 
 
 class Serving(unittest.TestCase):
-    """Issue 16: captures of the decode loop (examples/serve) on the H200, testdata/serve."""
+    """Captures of the decode loop (examples/serve) on the H200, testdata/serve."""
 
     def report(self, name):
         r = run("analyze", "--json", os.path.join(ROOT, "testdata", "serve", name + ".gpuscope"))
@@ -559,10 +559,10 @@ class Serving(unittest.TestCase):
         self.assertGreater(gap["est_speedup"], 1.2)
 
     def test_bounded_window_predicts_from_the_measured_untraced_step(self):
-        # run --steps 200 --skip-steps 40 (device call s9_d): the bootstrap timed the untraced
+        # run --steps 200 --skip-steps 40 (H200, 2026-12-02): the bootstrap timed the untraced
         # steps before the window (5.42 ms) and the estimate's base is that, not the traced
         # 10.61 ms. Measured on the H200, continuous batching at M = 294 against one sequence at
-        # a time: x157 (median of 8 interleaved pairs over three device calls, x142-x236);
+        # a time: x157 (median of 8 interleaved pairs over three runs, x142-x236);
         # the estimate is within +-25% of it.
         d = self.report("one_window_measured")
         self.assertAlmostEqual(d["untraced"]["step_measured_us"], 5423, delta=1)
@@ -574,7 +574,7 @@ class Serving(unittest.TestCase):
         self.assertIn("before the window opened (measured", launch["evidence"])
 
     def test_static_graph_server_window_with_the_gpu_timeline_mark(self):
-        # The same server recorded with this session's bootstrap (s10_d): it still runs to the
+        # The same server, graph replays counted as steps: it still runs to the
         # end in a bounded window and whole-run traced (the bootstrap wraps CUDAGraph.replay),
         # it is a server (no optimizer steps), and kernel-fusion x1.07 is all that is left.
         d = self.report("graph_overlap_window2")
@@ -598,7 +598,7 @@ class Serving(unittest.TestCase):
             self.assertLess(f["est_speedup"], 1.10, f)
 
     def test_compiled_static_graph_server_has_nothing_left(self):
-        # decode.py --graph --overlap --compile at saturation (s11_a): the kernel-fusion finding of
+        # decode.py --graph --overlap --compile at saturation (H200, 2026-12-02): the kernel-fusion finding of
         # the uncompiled server (x1.07) was borne out (p50 per token 2.10 -> 1.95 ms, x1.075), and
         # the compiled server has no finding at all.
         d = self.report("graph_overlap_compile_window")
@@ -619,9 +619,9 @@ class Serving(unittest.TestCase):
 
 class PyZooBounded(unittest.TestCase):
     """The fixed pyzoo programs in bounded windows (`gpuscope run --steps 15 --skip-steps 12`,
-    device calls s10_b to s10_d, testdata/pyzoo/README.md): what each one still gets, against
-    the next fix measured untraced in one process (pyzoo --compare, the same calls,
-    testdata/validate/session10)."""
+    H200, 2026-12-02, testdata/pyzoo/README.md): what each one still gets, against
+    the next fix measured untraced in one process (pyzoo --compare, the same days;
+    docs/validation.md)."""
 
     def report(self, name):
         r = run("analyze", "--json", os.path.join(ROOT, "testdata", "pyzoo", "bounded", name + ".gpuscope"))
@@ -636,7 +636,7 @@ class PyZooBounded(unittest.TestCase):
         # Replays counted as steps; the optimizer steps before the window mark it as training
         # (it got scheduling-gap x1.40 as a "server" before); no zero-timestamp work spans the
         # clock. Its kernel-fusion (x1.48; foreach kernels end chains) against torch.compile's
-        # x1.21 (s10_b) is the loosest estimate of the fixed programs.
+        # x1.21 is the loosest estimate of the fixed programs.
         d = self.report("launch_fixed")
         self.assertGreaterEqual(d["steps"]["count"], 10)
         self.assertLess(d["steps"]["excluded_before_ms"], 1000)
@@ -646,8 +646,8 @@ class PyZooBounded(unittest.TestCase):
         self.assertLess(abs(fusion["est_speedup"] / 1.21 - 1), 0.25, fusion)
 
     def test_the_untraced_step_is_the_gpus_where_the_host_runs_ahead(self):
-        # fp32 --fixed: the host ends its untraced steps every ~1.8 ms (call s10_a) while the GPU
-        # needs ~6; the GPU-timeline mark gives the step (6.05 ms measured untraced, s10_b).
+        # fp32 --fixed: the host ends its untraced steps every ~1.8 ms while the GPU
+        # needs ~6; the GPU-timeline mark gives the step (6.05 ms measured untraced).
         d = self.report("fp32_fixed")
         self.assertGreater(d["untraced"]["step_measured_us"], 5000)
         fusion = self.finding(d, "kernel-fusion")
@@ -659,8 +659,8 @@ class PyZooBounded(unittest.TestCase):
         self.assertIsNone(self.finding(d, "kernel-fusion"))
 
     def test_next_bottlenecks_match_their_measured_fixes(self):
-        # item --fixed: host-bound against the program without its host work, x1.62 (s10_c);
-        # optimizer --fixed: launch-bound against the step in a CUDA graph, x7.63 (s10_a).
+        # item --fixed: host-bound against the program without its host work, x1.62;
+        # optimizer --fixed: launch-bound against the step in a CUDA graph, x7.63.
         for name, fid, measured in (("item_fixed", "host-bound", 1.62), ("optimizer_fixed", "launch-bound", 7.63)):
             d = self.report(name)
             self.assertEqual(d["findings"][0]["id"], fid, name)
@@ -670,7 +670,7 @@ class PyZooBounded(unittest.TestCase):
         # The bootstrap timed the next batches on one thread in a forked copy before the first
         # step (312 ms a batch against 63 ms on the main process's 16 threads): the estimate is
         # a prediction, not the middle of a range. Measured untraced with the fix (8 workers,
-        # pinned), median of seven interleaved pairs over s10_c, s11_a and s11_b: x2.16.
+        # pinned), median of seven interleaved pairs over three runs: x2.16.
         for path in (os.path.join("bounded", "dataloader_probe"), "dataloader_probe"):
             r = run("analyze", "--json", os.path.join(ROOT, "testdata", "pyzoo", path + ".gpuscope"))
             self.assertEqual(r.returncode, 0, r.stderr)
@@ -681,7 +681,7 @@ class PyZooBounded(unittest.TestCase):
             self.assertLess(abs(f["est_speedup"] / 2.16 - 1), 0.25, (path, f["est_speedup"]))
 
     def test_dataloader_with_light_items(self):
-        # --loader-width 128 (s11_e): items an eighth as costly, as large. The probe measured
+        # --loader-width 128: items an eighth as costly, as large. The probe measured
         # 137 ms a batch on one thread, so 8 workers would hide the input (x3.30), but the fix
         # measured x2.25 (four interleaved pairs): workers running together delivered a batch
         # every ~30 ms. The estimate says it is then an upper bound; traced with the fix, the
@@ -699,8 +699,8 @@ class PyZooBounded(unittest.TestCase):
         # The probe's copy then ran the fix (8 workers over the same data, each batch copied as
         # pinning would) and timed what they delivered together: 22-60 ms a batch where one
         # worker's time alone gave 11-60 ms. Three item costs (--loader-width 128, 512, 1024;
-        # s12_a, s12_b in bounded windows; s12_c traced whole); measured untraced with the fix,
-        # median of seven interleaved pairs each: x2.14, x2.77, x2.09 (testdata/validate/session12).
+        # in bounded windows, and traced whole); measured untraced with the fix,
+        # median of seven interleaved pairs each: x2.14, x2.77, x2.09 (docs/validation.md).
         for name, measured in (("bounded/dataloader_pool_w128", 2.14), ("bounded/dataloader_pool_w512", 2.77),
                                ("bounded/dataloader_pool2_w512", 2.77), ("bounded/dataloader_pool_w1024", 2.09),
                                ("bounded/dataloader_pool2_w1024", 2.09), ("dataloader_pool_w128", 2.14),
@@ -714,7 +714,7 @@ class PyZooBounded(unittest.TestCase):
             self.assertLess(abs(f["est_speedup"] / measured - 1), 0.25, (name, f["est_speedup"]))
 
     def test_dataloader_with_too_few_workers(self):
-        # dataloader --fixed --workers 2 on 16 CPUs (s12_d): the probe's copy timed the advised 8
+        # dataloader --fixed --workers 2 on 16 CPUs: the probe's copy timed the advised 8
         # workers together (59.6 ms a batch at --loader-width 1024); the finding predicts the
         # step from that pace. Measured untraced against --workers 8, median of three
         # interleaved pairs: x2.21 (width 128), x4.11 (1024).
@@ -736,7 +736,7 @@ class PyZooBounded(unittest.TestCase):
 
 
 class DdpGloo(unittest.TestCase):
-    """examples/ddp/train_ddp.py --backend gloo, two ranks on the one H200 (s11_a, s11_b): the
+    """examples/ddp/train_ddp.py --backend gloo, two ranks on the one H200: the
     GPU waits while gloo all-reduces each gradient bucket on the CPU. Captured (with the
     bootstrap's process-group mark) and profiled, both read as one job."""
 
@@ -812,7 +812,7 @@ class RunTorchrunSimulated(unittest.TestCase):
 
 
 class PyZoo(unittest.TestCase):
-    """Captures of the PyTorch zoo (examples/pyzoo) under `gpuscope run` with the Python
+    """Captures of the PyTorch zoo (validation/pyzoo) under `gpuscope run` with the Python
     bootstrap on the H200 (2026-12-01, testdata/pyzoo/README.md): the top finding names the
     planted cause, steps come from the optimizer hooks, and the healthy control has nothing
     above x1.05."""
@@ -856,9 +856,9 @@ class PyZoo(unittest.TestCase):
                     self.assertLess(f["est_speedup"], 1.15, case)
 
     def test_dataloader_estimate_states_the_single_thread_bound(self):
-        # Recorded with this session's bootstrap (device call s8_b): the main process built
+        # Recorded with the bootstrap that marks torch's intra-op threads: the main process built
         # batches with 16 torch threads, so 8 one-thread workers may be up to 16x slower each
-        # (bench/dataloader_probe.py measured 90 ms per batch there, 441 ms on one thread). The
+        # (validation/pyzoo/dataloader_probe.py: 90 ms per batch there, 441 ms on one thread). The
         # headline is the middle of the range in ratio: sqrt(x5.63 * x1.00).
         d = self.report("dataloader_threads")
         f = d["findings"][0]
@@ -869,7 +869,7 @@ class PyZoo(unittest.TestCase):
         self.assertAlmostEqual(f["est_speedup"], 5.63 ** 0.5, delta=0.01)
 
     def test_dataloader_cpu_time_bounds_the_slow_end_only(self):
-        # Recorded with the per-batch loader marks (device call s9_c): the main process spent
+        # Recorded with the per-batch loader marks: the main process spent
         # 1.56 s of CPU per 0.10 s batch (16 threads spinning; one thread takes 0.44 s). The
         # CPU-time end says "no gain"; the finding stays on top with the middle of the range as
         # its headline, sqrt(x5.15 * x1.00).
@@ -886,8 +886,8 @@ class PyZoo(unittest.TestCase):
                 self.assertLessEqual(f["est_speedup"], 1.05, (name, f))
 
     # The attention case at three sizes (seq, heads, d_model): the program's untraced step
-    # unfixed / fixed with SDPA, measured on the H200 (docs/validation-pytorch.md: the default
-    # size in session 6, the other two in device call s8_a, testdata/validate/session8/s8a.jsonl).
+    # unfixed / fixed with SDPA, measured on the H200 (docs/validation.md: the default
+    # size and the other two, 2026-12-01).
     ATTENTION_MEASURED = {"attention": 9.61, "attention_1024_8_512": 4.14, "attention_4096_16_1024": 14.38}
 
     def test_attention_estimate_tracks_the_measured_speedup(self):
@@ -910,7 +910,7 @@ class PyZoo(unittest.TestCase):
 
 class ControlCharacters(unittest.TestCase):
     def test_names_from_a_trace_cannot_drive_the_terminal(self):
-        # Issue 14 item 10: a kernel name carrying an OSC title, a clear-screen and a bell.
+        # A kernel name carrying an OSC title, a clear-screen and a bell.
         evil = "evil\x1b]0;pwned\x07\x1b[2Jkernel"
         events = [{"ph": "X", "cat": "kernel", "name": n, "ts": t, "dur": 50, "pid": 0, "tid": 7,
                    "args": {"device": 0, "stream": 7, "correlation": c, "grid": [1, 1, 1], "block": [32, 1, 1]}}
@@ -959,7 +959,7 @@ class ControlCharacters(unittest.TestCase):
 
 class RunOptions(unittest.TestCase):
     def test_sample_interval_needs_a_unit_and_a_sane_range(self):
-        # Issue 14 item 13: "0.5" used to turn sampling off silently; 1e300s overflowed.
+        # "0.5" must not turn sampling off silently, nor 1e300s overflow.
         for bad in ("0.5", "50ms", "1e300s", "-1s", "soon"):
             r = run("run", "--sample-interval", bad, "--", "true")
             self.assertEqual(r.returncode, 2, bad)
@@ -967,7 +967,7 @@ class RunOptions(unittest.TestCase):
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
     def test_trace_window_options_are_checked_before_the_program_runs(self):
-        # Issue 16 item 3: bounded tracing. Bad bounds are refused in one line, exit 2, and the
+        # Bounded tracing. Bad bounds are refused in one line, exit 2, and the
         # program is not started (it would create the marker file).
         marker = os.path.join(tempfile.gettempdir(), "gpuscope-window-test-%d" % os.getpid())
         cases = [(["--after", "5x"], "--after '5x'"), (["--for", "2d"], "--for '2d'"),
@@ -993,7 +993,7 @@ class RunOptions(unittest.TestCase):
 
 
 class ExportAndCsv(unittest.TestCase):
-    """Issue 17 items 3 and 4: Perfetto export of a PyTorch trace; analyze --csv."""
+    """Perfetto export of a PyTorch trace; analyze --csv."""
 
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()

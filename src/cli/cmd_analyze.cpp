@@ -280,7 +280,7 @@ int run_analyze(const AnalyzeArgs& args) {
   // Traces are read and dropped one after another: memory freed by one is kept for the next
   // (up to 1 GiB) rather than returned to the system and faulted in again, and vectors up to
   // 32 MiB live in the heap. 6-8% less CPU time on the job benchmark, about 60 MB more peak
-  // RSS (docs/performance.md).
+  // RSS (docs/validation.md, "Performance").
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
 #endif

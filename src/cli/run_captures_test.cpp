@@ -102,7 +102,7 @@ TEST_F(RunCapturesTest, OneCaptureBecomesTheOutput) {
   EXPECT_TRUE(read_capture_file(path("exp.gpuscope")).ok());
 }
 
-// Issue 14: `-o exp.gpuscope` deleted an existing exp.1.gpuscope; and replaced exp.gpuscope.
+// `-o exp.gpuscope` deleted an existing exp.1.gpuscope; and replaced exp.gpuscope.
 TEST_F(RunCapturesTest, ExistingCapturesOfTheSameStemSurvive) {
   write_text(path("exp.gpuscope"), "earlier run");
   write_text(path("exp.1.gpuscope"), "earlier run, pid 1");

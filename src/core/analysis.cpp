@@ -22,7 +22,7 @@ namespace gpuscope {
 namespace {
 
 // One device's report: each analysis in turn, over the device's context. Later analyses read
-// what earlier ones put into the report (docs/design.md, "Findings", for what each rule needs).
+// what earlier ones put into the report (docs/findings.md, for what each rule needs).
 DeviceReport analyze_device(const Trace& trace, const HostIndex& host, int32_t device_id,
                             const StepDetection& steps, const AnalysisOptions& options) {
   const DeviceContext ctx(trace, host, device_id, steps);

@@ -293,7 +293,7 @@ std::optional<Finding> host_sync(const FindingContext& f) {
                   "own work then overlaps the GPU's.");
 }
 
-// The one list of device findings (docs/design.md, "Findings", describes each). Idle-cause
+// The one list of device findings (docs/findings.md describes each). Idle-cause
 // findings come first, in cause order.
 constexpr FindingRuleEntry kFindingRules[] = {
     {"memcpy", &memcpy_stall},

@@ -1,4 +1,4 @@
-// The attention-unfused finding (docs/design.md, "Findings"): attention written out (q·kᵀ,
+// The attention-unfused finding (docs/findings.md): attention written out (q·kᵀ,
 // scale, mask, softmax, ·v as separate kernels) where a fused attention kernel (FlashAttention,
 // cuDNN SDPA) would keep the T x T score matrix on chip.
 //
@@ -16,7 +16,7 @@
 // else a full mask is assumed and said), at the rate this trace's other GEMMs of the same type
 // achieved (compute-bound: the score GEMMs' own rate includes writing and reading the scores;
 // used instead where no other GEMM has a matmul record). Measured against cuDNN's flash kernels
-// on the H200 (docs/validation-pytorch.md) this rate is about twice theirs: they also compute the
+// on the H200 (docs/validation.md) this rate is about twice theirs: they also compute the
 // softmax's exponentials, which the estimate does not count.
 #include <cctype>
 #include <algorithm>

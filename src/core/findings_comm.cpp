@@ -1,4 +1,4 @@
-// The communication rule (docs/design.md, "Findings"): collectives that no compute hides.
+// The communication rule (docs/findings.md): collectives that no compute hides.
 #include <algorithm>
 #include <cctype>
 #include <iterator>

@@ -1,5 +1,5 @@
-// The input-bound finding: the GPU waits while the host prepares input (docs/design.md,
-// "Findings"), and what the Python bootstrap's host marks say about the main process's loader.
+// The input-bound finding: the GPU waits while the host prepares input (docs/findings.md),
+// and what the Python bootstrap's host marks say about the main process's loader.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

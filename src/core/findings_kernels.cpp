@@ -1,5 +1,5 @@
 // The findings about kernels themselves (precision, fusion, grid sizes, occupancy). Each rule's
-// comment gives its trigger and its estimate; docs/design.md, "Findings", has them all.
+// comment gives its trigger and its estimate; docs/findings.md has them all.
 #include <algorithm>
 #include <cmath>
 #include <map>

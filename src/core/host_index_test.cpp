@@ -310,7 +310,7 @@ TEST(HostIndex, RandomTracesCoverOverlapsLaunchesAndOwners) {
   EXPECT_GT(owned, 200);
 }
 
-// Issue 14: 160k nested annotations once took over 100 s (bench/host_index_bench.cpp
+// 160k nested annotations once took over 100 s (bench/host_index_bench.cpp
 // measures it). Annotation i spans [i, 4d - i) us: d - 1 one-microsecond segments going in,
 // the innermost one's long middle, d - 1 coming out.
 TEST(HostIndex, DeepNesting) {

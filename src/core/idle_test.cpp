@@ -367,7 +367,7 @@ namespace {
 // The healthy GEMM loop recorded with torch.profiler and a schedule: the host's ProfilerStep
 // ranges are short (it runs far ahead), and the GPU is still busy with work launched before
 // recording began, so the first recorded kernel starts 7 ms into the first step. On the device
-// timeline none of that is idle (issue 13).
+// timeline none of that is idle.
 TEST(Analysis, HostFarAheadOfTheGpuIsNotIdle) {
   testing::TraceBuilder b(132, "NVIDIA H200");
   double gpu = 7000;

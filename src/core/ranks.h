@@ -17,7 +17,7 @@ namespace gpuscope {
 RankSummary summarize_ranks(const std::vector<DeviceReport>& devices);
 
 // What the job check needs of one trace, so that traces can be dropped once analysed (a
-// job's traces are read and analysed a few at a time, issue 19).
+// job's traces are read and analysed a few at a time).
 struct RankFacts {
   std::optional<int32_t> rank;
   std::optional<int32_t> world_size;

@@ -61,7 +61,7 @@ constexpr std::optional<IdleCauseId> idle_cause_from_name(std::string_view name)
   return std::nullopt;
 }
 
-// How much a finding matters, from its estimated speedup (docs/design.md, "Findings").
+// How much a finding matters, from its estimated speedup (docs/findings.md).
 enum class Severity : uint8_t { kHigh, kMedium, kLow };
 inline constexpr std::string_view kSeverityNames[] = {"high", "medium", "low"};
 constexpr std::string_view severity_name(Severity s) { return kSeverityNames[static_cast<size_t>(s)]; }

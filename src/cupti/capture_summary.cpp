@@ -1,5 +1,5 @@
 // gpuscope-capture-summary: prints one JSON line of raw counts from a capture, independent of
-// the analysis core (used by scripts/gpu-check-run to compare a capture with what the traced
+// the analysis core (used by validation/run capture to compare a capture with what the traced
 // program and the PyTorch profiler report). Not a user command.
 //
 // Usage: gpuscope-capture-summary CAPTURE [--skip-steps N]

@@ -216,7 +216,7 @@ void Tracer::on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer
 }
 
 // A record of a CUDA graph launch: its runtime or driver API call, or a kernel that ran inside a
-// graph (a window that opens mid-run may lack the driver's API records: docs/tracing.md).
+// graph (a window that opens mid-run may lack the driver's API records: docs/run.md).
 bool is_graph_launch(const CUpti_Activity& r) {
   if (r.kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || r.kind == CUPTI_ACTIVITY_KIND_KERNEL) {
     return reinterpret_cast<const CUpti_ActivityKernel10&>(r).graphId != 0;
@@ -520,8 +520,8 @@ void Tracer::close_window() {
   if (graph_launched_) {
     // The window replayed CUDA graphs. Detaching CUPTI then (activity off, cuptiFinalize) made
     // the program's next graph replay fail with "unspecified launch failure" on the H200
-    // (examples/serve/decode.py --graph under `run --steps`, two runs of two, device calls s9_c
-    // and s9_d), while whole-run tracing of the same program was fine. So CUPTI stays as it is:
+    // (examples/serve/decode.py --graph under `run --steps`, two runs of two, 2026-12-02,
+    // both bounded), while whole-run tracing of the same program was fine. So CUPTI stays as it is:
     // it is given no more buffers (its records after the window are dropped), and the program
     // keeps paying the tracer's per-launch cost, which graph replays keep small.
     drain_gemms();

@@ -31,7 +31,7 @@ TEST(ParseListen, AcceptsHostPortForms) {
   ASSERT_TRUE(b.ok());
   EXPECT_EQ(b->host, "::1");
   EXPECT_EQ(b->port, 0);
-  auto every = parse_listen(":9464");  // Every interface (issue 18).
+  auto every = parse_listen(":9464");  // Every interface.
   ASSERT_TRUE(every.ok());
   EXPECT_EQ(every->host, "");
   EXPECT_EQ(every->port, 9464);

@@ -467,7 +467,7 @@ TEST(Capture, DemanglesKernelsAndAlignsGemmThreads) {
 }
 
 
-// ---- Issue 14: bounded inputs, checked times, pipes --------------------------------------
+// ---- Bounded inputs, checked times, pipes --------------------------------------
 
 // The file header and one chunk framed around `raw` (zlib-compressed when `compress`), with
 // correct checksums.
@@ -506,7 +506,7 @@ long max_rss_mb() {
 }
 
 TEST(Capture, SmallFileCannotInflateToGigabytes) {
-  // Issue 14: a 6.2 MB capture inflated to 7.2 GB of memory (each chunk is capped, the total
+  // A 6.2 MB capture inflated to 7.2 GB of memory (each chunk is capped, the total
   // was not). Here 100 chunks of one 64 MiB record of zeros (6.4 GB raw, about 6.5 MB stored).
   capture::ByteWriter raw;
   raw.u8(200);  // An unknown record type: skipped by its length, so reading is quick.
@@ -539,7 +539,7 @@ TEST(Capture, SmallFileCannotInflateToGigabytes) {
 }
 
 TEST(Capture, SparseTwoGigabyteFileIsStreamed) {
-  // Issue 14: a 2 GB sparse capture (a header, then zeros) was read whole into memory.
+  // A 2 GB sparse capture (a header, then zeros) was read whole into memory.
   const std::string path = temp_path("sparse.gpuscope");
   std::ofstream(path, std::ios::binary) << file_header() << framed_chunk(std::string(), false);
   ASSERT_EQ(truncate(path.c_str(), 2ll << 30), 0);
@@ -552,7 +552,7 @@ TEST(Capture, SparseTwoGigabyteFileIsStreamed) {
 }
 
 TEST(Capture, TimesThatOverflowAreDroppedWithTheirOffset) {
-  // Issue 14 (found by a CRC-fixing fuzzer): start + duration overflowed int64 (undefined
+  // Found by a CRC-fixing fuzzer: start + duration overflowed int64 (undefined
   // behaviour; in Release, busy 100% instead of 67.8% and windows of 9.2e12 ms).
   capture::ByteWriter raw;
   auto kernel = [&](int64_t start, int64_t duration) {
@@ -607,7 +607,7 @@ TEST(Capture, ReadFromAPipe) {
 }
 
 TEST(Capture, ManyDeviceRecordsReadInLinearTime) {
-  // Issue 14: 200k device records (356 KB of capture) took 24.7 s, then minutes with distinct
+  // 200k device records (356 KB of capture) took 24.7 s, then minutes with distinct
   // ids: each record searched every device read before it.
   for (const bool distinct : {false, true}) {
     capture::ByteWriter raw;
@@ -633,7 +633,7 @@ TEST(Capture, ManyDeviceRecordsReadInLinearTime) {
 }
 
 TEST(Capture, DeeplyNestedRangesReadInLinearTime) {
-  // Issue 14: 160k nested NVTX ranges took 43 s to analyse. The reader's share must stay
+  // 160k nested NVTX ranges took 43 s to analyse. The reader's share must stay
   // linear (the analysis's host index is a separate matter).
   capture::ByteWriter raw;
   raw.u8(static_cast<uint8_t>(capture::RecordType::kString));

@@ -291,7 +291,7 @@ bool InflateStream::refill_input(std::string& error) {
 }
 
 // Gzip is undone by ISA-L's igzip: about 3 times zlib's speed on profiler JSON, streaming
-// (docs/performance.md, "Inflate").
+// (bench/inflate_bench.cpp).
 size_t InflateStream::read(char* dst, size_t n, std::string& error) {
   if (!started_) {
     started_ = true;

@@ -129,7 +129,7 @@ class InflateStream {
 };
 
 // An InflateStream read ahead by a thread of its own: the next blocks are inflated while the
-// reader parses the last one (issue 19). Same contract as InflateStream's read for one
+// reader parses the last one. Same contract as InflateStream's read for one
 // consumer; `limit_exceeded` and `notes` are final once read has returned 0. Memory: at most
 // `blocks_ahead` + 1 blocks.
 class PrefetchStream {

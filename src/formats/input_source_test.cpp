@@ -1,4 +1,4 @@
-// Inputs as a hostile or careless user gives them (issue 14): pipes, stdin, a FIFO with no
+// Inputs as a hostile or careless user gives them: pipes, stdin, a FIFO with no
 // writer, a symlink loop, gzip bombs, a gzip without its trailer, bytes after the JSON.
 #include "formats/input_source.h"
 
@@ -217,7 +217,7 @@ TEST(InputSource, TrailingGarbageWarns) {
 }
 
 TEST(InputSource, OneHugeJsonStringFailsEarly) {
-  // Issue 14: a 3 MB .json.gz holding one 3 GB string reached 4.2 GB of memory and then a
+  // A 3 MB .json.gz holding one 3 GB string reached 4.2 GB of memory and then a
   // misleading "read error". Built here from gzip members (8 MiB of 'a' each, 384 times).
   const std::string block = gzip(std::string(8 << 20, 'a'), 9);
   std::string file = gzip(R"json({"traceEvents": [], "x": ")json");

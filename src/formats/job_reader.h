@@ -1,5 +1,5 @@
 // Reading the traces of a job (one per rank) several at a time within a memory budget
-// (issue 19). Each trace is handed, on the thread that read it, to the caller's function (which
+// Each trace is handed, on the thread that read it, to the caller's function (which
 // analyses it) and dropped afterwards, so memory holds only the traces in flight.
 #pragma once
 
@@ -41,7 +41,7 @@ struct JobReadOptions {
 uint64_t default_memory_budget();
 
 // The memory reading and analysing the trace at `path` is expected to take: 0.4 times its
-// JSON size (docs/performance.md measures 0.24 for reading and 0.37 with the analysis), plus
+// JSON size (docs/validation.md: 0.24 for reading and 0.37 with the analysis), plus
 // buffers. The JSON size of a gzip file is taken from its trailer (the size of its last member
 // modulo 4 GiB) when that is larger than the file, else 10 times the file.
 uint64_t estimated_read_bytes(const std::string& path);

@@ -27,7 +27,7 @@ TEST(JsonText, InvalidUtf8BecomesReplacementCharacters) {
 }
 
 TEST(JsonText, NonFiniteNumbersBecomeNull) {
-  // Issue 14: `export --perfetto` wrote nan/inf, which no JSON parser accepts.
+  // `export --perfetto` wrote nan/inf, which no JSON parser accepts.
   std::string out;
   EXPECT_TRUE(append_json_number(out, 67.8));
   out += ",";

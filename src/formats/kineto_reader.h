@@ -4,7 +4,7 @@
 // holds the resulting Trace (compact value events) but never the whole JSON text. With
 // threads (KinetoReadOptions::threads), gzip is inflated in a thread of its own and the
 // batches are parsed by worker threads, then appended in order: the Trace is the same as with
-// one thread, string ids included (docs/performance.md, issue 19).
+// one thread, string ids included (docs/validation.md, "Performance").
 //
 // Errors: a Status whose message is one line naming the problem and, where known, the byte
 // offset in the uncompressed JSON. A partly readable trace (truncated, events with

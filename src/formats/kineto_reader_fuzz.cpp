@@ -3,7 +3,7 @@
 // either. The input is read twice, on one thread and by the parallel reader (an inflating
 // thread, a parsing thread, batches of a few events), and the two reports must be identical:
 // a difference aborts. Build: cmake -DGPUSCOPE_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ (see
-// docs/performance.md).
+// docs/validation.md).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>

@@ -317,7 +317,7 @@ INSTANTIATE_TEST_SUITE_P(PyTorchH200, Golden,
                          ::testing::Values("fp32_sync", "bf16_sync", "bf16_async", "bf16_compile"));
 
 TEST(KinetoReader, TimesThatOverflowAreDroppedWithTheirOffset) {
-  // Issue 14: ts + dur overflowed int64 (undefined behaviour; Release printed busy 100% or
+  // ts + dur past int64 (undefined behaviour; Release printed busy 100% or
   // "no GPU kernels"), and a double outside int64's range was cast to an integer.
   const std::string text = R"json({"traceEvents": [
     {"ph": "X", "cat": "kernel", "name": "ok", "pid": 0, "tid": 7, "ts": 10, "dur": 5},

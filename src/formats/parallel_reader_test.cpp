@@ -1,4 +1,4 @@
-// The parallel reader (issue 19) builds the same trace, and so the same report, as the reader
+// The parallel reader builds the same trace, and so the same report, as the reader
 // on one thread: on every trace in testdata/, on hand-made traces with named lanes, skipped
 // events, out-of-range times and a cut, and through the job reader's memory budget.
 #include <zlib.h>

@@ -81,7 +81,7 @@ TEST(PerfettoWriter, WritesValidJsonWithExactTimestampsFlowsAndCounters) {
 }
 
 TEST(PerfettoWriter, NonFiniteCounterValuesAreNullWithAWarning) {
-  // Issue 14: a device sample holding NaN or infinity (a capture can carry any f64) made
+  // A device sample holding NaN or infinity (a capture can carry any f64) made
   // `export --perfetto` write invalid JSON with exit 0.
   std::vector<Trace> traces;
   traces.push_back(small_trace());

@@ -4,7 +4,7 @@
 //
 // Follows: nvml.h of CUDA 13.0 (driver branch 580, NVML_API_VERSION 12). Every layout below is
 // identical back to CUDA 11.8 except where noted. nvml_types_test.cpp pins sizes and
-// offsets; scripts/gpu-check-live compares them with the real header on the GPU machine.
+// offsets; validation/run live compares them with the real header on the GPU machine.
 //
 // Only what the sampler calls is declared. Names keep NVML's spelling so that a reader can
 // grep the vendor documentation.

@@ -1,5 +1,5 @@
 // Pins the layout of our NVML declarations (nvml_types.h) to nvml.h of CUDA 13.0 / driver 580
-// on x86_64 (LP64). The expected numbers were read off that header; scripts/gpu-check-live
+// on x86_64 (LP64). The expected numbers were read off that header; validation/run live
 // also compiles the same checks against the real header on the GPU machine.
 #include <cstddef>
 

@@ -56,7 +56,7 @@ TEST(RecordedH200, ElementwiseLoopIsBandwidthBoundOnly) {
   EXPECT_EQ(r.signals, (std::set<std::string>{"memory_bandwidth_bound"}));
 }
 
-// The other loads of the same scripted check (scripts/gpu-check-live, 2026-11-30, H200): each
+// The other loads of the same scripted check (validation/run live, 2026-11-30, H200): each
 // planted case raises exactly its signal; the bf16 GEMM loop and an idle GPU raise none.
 struct Planted {
   const char* fixture;

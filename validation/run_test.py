@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""ctest validation_entry_point: `validation/run --list` names one runner per claim, every runner
+it names exists and is executable, every runner folder under validation/ is named, docs/validation.md
+cites each claim's command, and an unknown name is a usage error (exit 2, one line on stderr)."""
+import os
+import re
+import subprocess
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+RUN = os.path.join(HERE, "run")
+
+
+class EntryPoint(unittest.TestCase):
+    def setUp(self):
+        p = subprocess.run([RUN, "--list"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.claims = dict(re.findall(r"^(\S+)\s+validation/(\S+)", p.stdout, re.M))
+
+    def test_every_named_runner_exists_and_runs(self):
+        self.assertGreaterEqual(len(self.claims), 6)
+        for name, runner in self.claims.items():
+            path = os.path.join(HERE, runner)
+            self.assertTrue(os.access(path, os.X_OK), f"{name}: {path} is not an executable file")
+
+    def test_every_runner_folder_is_named(self):
+        named = {r.split("/")[0] for r in self.claims.values()}
+        folders = {d for d in os.listdir(HERE) if os.path.isdir(os.path.join(HERE, d)) and d != "__pycache__"}
+        self.assertEqual(folders, named)
+
+    def test_docs_cite_each_claim(self):
+        with open(os.path.join(ROOT, "docs", "validation.md")) as f:
+            doc = f.read()
+        for name in self.claims:
+            self.assertTrue(f"validation/run {name}" in doc, f"docs/validation.md does not cite claim {name}")
+
+    def test_unknown_name_is_a_usage_error(self):
+        p = subprocess.run([RUN, "no-such-claim"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no-such-claim", p.stderr)
+        self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
