@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Programs for `validation/run try`: each has a planted cause that one `gpuscope run --try` fix
+answers, and a `--fixed` variant where the code itself is edited the way the fix would be
+(the reference the trial's measurement is compared with). Two programs per fix, of different
+models and sizes; `three` plants three causes at once (for `--try auto`).
+
+usage: programs.py NAME [--fixed] [--steps N] [--result FILE]
+Writes {"step_ms": [...], "losses": [...]} to FILE: every step's period on the GPU's timeline
+(CUDA events at step ends, read after the last step) and the first 20 losses.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.nn as nn
+
+PROGRAMS = {
+    # name: (fix, what is planted)
+    "mlp_fp32": ("tf32", "an fp32 MLP, 8 x 4096, batch 512"),
+    "conv_fp32": ("tf32", "an fp32 conv net, 6 layers of 3x3 at 128 channels, 64x64 images, batch 64"),
+    "mlp_bf16": ("bf16", "an fp32 MLP, 6 x 8192, batch 1024, without autocast"),
+    "encoder_bf16": ("bf16", "an fp32 transformer encoder, 6 layers of d=1024, seq 512, batch 16"),
+    "adamw_many": ("fused-optimizer", "AdamW over 400 small layers (foreach, not fused)"),
+    "sgd_many": ("fused-optimizer", "SGD with momentum over 800 layers of 128x128"),
+    "loader_heavy": ("dataloader", "a DataLoader without workers whose items take ~1 ms of CPU each, batch 32"),
+    "loader_light": ("dataloader", "a DataLoader without workers, items ~0.2 ms each, batch 128"),
+    "no_caching": ("caching-allocator", "PYTORCH_NO_CUDA_MEMORY_CACHING=1 (set by the runner) on an MLP"),
+    "no_caching_conv": ("caching-allocator", "PYTORCH_NO_CUDA_MEMORY_CACHING=1 on a conv net"),
+    "three": ("auto", "fp32 matmuls, an unfused AdamW and a loader without workers, together"),
+}
+
+
+class Items(torch.utils.data.Dataset):
+    """Items that cost CPU time to build (numpy work), as augmentation does."""
+
+    def __init__(self, n, dim, work):
+        self.n, self.dim, self.work = n, dim, work
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        import numpy as np
+        rng = np.random.default_rng(i)
+        x = rng.standard_normal((self.work, 64)).astype("float32")
+        for _ in range(4):
+            x = np.tanh(x @ np.eye(64, dtype="float32"))
+        v = torch.from_numpy(np.resize(x, self.dim).copy())
+        return v, torch.tensor(i % 10)
+
+
+def mlp(width, depth, out=10):
+    layers = []
+    for _ in range(depth):
+        layers += [nn.Linear(width, width), nn.ReLU()]
+    return nn.Sequential(*layers, nn.Linear(width, out))
+
+
+def conv_net(ch=128, depth=6):
+    layers = [nn.Conv2d(3, ch, 3, padding=1), nn.ReLU()]
+    for _ in range(depth - 1):
+        layers += [nn.Conv2d(ch, ch, 3, padding=1), nn.ReLU()]
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(ch, 10))
+
+
+def build(name, fixed, dev):
+    """Model, optimizer, a batch source (an iterator of (x, y) on the device), autocast dtype."""
+    g = torch.Generator(device="cpu").manual_seed(0)
+    amp = None
+    fused = {}
+    loader_kwargs = {"num_workers": 0}
+    fix = PROGRAMS[name][0]
+    if fixed and fix in ("tf32", "auto"):
+        torch.set_float32_matmul_precision("high")
+        torch.backends.cudnn.allow_tf32 = True
+    if fixed and fix == "bf16":
+        amp = torch.bfloat16
+    if fixed and fix in ("fused-optimizer", "auto"):
+        fused = {"fused": True}
+    if fixed and fix in ("dataloader", "auto"):
+        workers = max(1, min(8, len(os.sched_getaffinity(0)) - 1))
+        loader_kwargs = {"num_workers": workers, "pin_memory": True, "persistent_workers": True}
+
+    def fixed_batches(x, y):
+        while True:
+            yield x, y
+
+    if name in ("mlp_fp32", "no_caching"):
+        model, x = mlp(4096, 8), torch.randn(512, 4096, generator=g)
+        batches = fixed_batches(x.to(dev), torch.randint(0, 10, (512,), generator=g).to(dev))
+    elif name in ("conv_fp32", "no_caching_conv"):
+        model, x = conv_net(), torch.randn(64, 3, 64, 64, generator=g)
+        batches = fixed_batches(x.to(dev), torch.randint(0, 10, (64,), generator=g).to(dev))
+    elif name == "mlp_bf16":
+        model, x = mlp(8192, 6), torch.randn(1024, 8192, generator=g)
+        batches = fixed_batches(x.to(dev), torch.randint(0, 10, (1024,), generator=g).to(dev))
+    elif name == "encoder_bf16":
+        layer = nn.TransformerEncoderLayer(1024, 16, 4096, batch_first=True, dropout=0.0)
+        model = nn.Sequential(nn.TransformerEncoder(layer, 6), nn.Flatten(), nn.LazyLinear(10))
+        x = torch.randn(16, 512, 1024, generator=g)
+        batches = fixed_batches(x.to(dev), torch.randint(0, 10, (16,), generator=g).to(dev))
+    elif name in ("adamw_many", "sgd_many"):
+        width, depth = (256, 400) if name == "adamw_many" else (128, 800)
+        model, x = mlp(width, depth), torch.randn(64, width, generator=g)
+        batches = fixed_batches(x.to(dev), torch.randint(0, 10, (64,), generator=g).to(dev))
+    elif name in ("loader_heavy", "loader_light", "three"):
+        dim, work, bs = {"loader_heavy": (1024, 256, 32), "loader_light": (1024, 48, 128),
+                         "three": (2048, 128, 64)}[name]
+        model = mlp(dim, 4)
+        loader = torch.utils.data.DataLoader(Items(100000, dim, work), batch_size=bs, shuffle=False, **loader_kwargs)
+
+        def from_loader():
+            for xb, yb in loader:
+                yield xb.to(dev, non_blocking=True), yb.to(dev, non_blocking=True)
+        batches = from_loader()
+    else:
+        raise SystemExit(f"unknown program {name}; one of {', '.join(PROGRAMS)}")
+    model = model.to(dev)
+    if name.startswith("sgd"):
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9, **fused)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4, **fused)
+    return model, opt, batches, amp
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("name", choices=sorted(PROGRAMS))
+    ap.add_argument("--fixed", action="store_true")
+    ap.add_argument("--steps", type=int, default=80)
+    ap.add_argument("--result")
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    dev = torch.device("cuda")
+    model, opt, batches, amp = build(a.name, a.fixed, dev)
+    loss_fn = nn.CrossEntropyLoss()
+    ends, losses = [], []
+    for step in range(a.steps):
+        x, y = next(batches)
+        with torch.autocast("cuda", dtype=amp, enabled=amp is not None):
+            loss = loss_fn(model(x).float(), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        ev = torch.cuda.Event(enable_timing=True)
+        ev.record()
+        ends.append(ev)
+        if step < 20:
+            losses.append(loss.detach())
+    torch.cuda.synchronize()
+    step_ms = [a.elapsed_time(b) for a, b in zip(ends, ends[1:])]
+    if a.result:
+        with open(a.result, "w") as f:
+            json.dump({"step_ms": step_ms, "losses": [float(v) for v in losses]}, f)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""`gpuscope run --try` against editing the code: for each program of programs.py, the speedup
+the trial measures beside the speedup of the `--fixed` variant, both untraced, and the as-is
+trial's step beside the untraced program's. Prints the table docs/validation.md shows.
+
+usage: validation/try/run.py [--gpuscope PATH] [--programs a,b,...] [--pairs 3] [--steps 80]
+                             [--work DIR]
+
+Per program: `--pairs` interleaved pairs of untraced runs (as is, then fixed; order swapped
+every other pair), each run's step the median of its steps after 10; the edited speedup is the
+median as-is step over the median fixed step. Then one `gpuscope run --try FIX --json`
+(warm-up 10, 30 timed). Columns: edited (code changed, untraced), tried (gpuscope's trial), error
+= tried / edited - 1 (target within ±10%), as-is drift = the trial's as-is step against the
+untraced as-is step (target within 2%), estimate (the finding's, where one was made).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+PROGRAMS_PY = os.path.join(HERE, "programs.py")
+
+
+def program_env(name):
+    env = dict(os.environ)
+    if name.startswith("no_caching"):
+        env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
+    return env
+
+
+def untraced(name, fixed, steps, work, tag):
+    result = os.path.join(work, f"{name}-{tag}.json")
+    cmd = [sys.executable, PROGRAMS_PY, name, "--steps", str(steps), "--result", result] + (["--fixed"] if fixed else [])
+    env = program_env(name)
+    if fixed and name.startswith("no_caching"):
+        env.pop("PYTORCH_NO_CUDA_MEMORY_CACHING")
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{name} {'fixed' if fixed else 'as is'}: " + (proc.stderr.strip().splitlines() or ["?"])[-1])
+    with open(result) as f:
+        return statistics.median(json.load(f)["step_ms"][10:])
+
+
+def tried(gpuscope, name, fix, steps, work):
+    out = os.path.join(work, f"{name}-try")
+    cmd = [gpuscope, "run", "--try", fix, "--json", "-o", out, "--", sys.executable, PROGRAMS_PY, name,
+           "--steps", str(steps)]
+    proc = subprocess.run(cmd, env=program_env(name), capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{name} --try {fix}: exit {proc.returncode}: " + (proc.stderr.strip().splitlines() or ["?"])[-1])
+    return json.loads(proc.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gpuscope", default="gpuscope")
+    ap.add_argument("--programs", help="comma-separated names of programs.py (default: all)")
+    ap.add_argument("--pairs", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=80)
+    ap.add_argument("--work")
+    a = ap.parse_args()
+    from programs import PROGRAMS  # Needs torch: after --help.
+    a.programs = a.programs or ",".join(PROGRAMS)
+    work = a.work or tempfile.mkdtemp(prefix="gpuscope-try-validation-")
+    rows = []
+    for name in a.programs.split(","):
+        fix = PROGRAMS[name][0]
+        try:
+            asis, fixed = [], []
+            for p in range(a.pairs):
+                order = (False, True) if p % 2 == 0 else (True, False)
+                for f in order:
+                    (fixed if f else asis).append(untraced(name, f, a.steps, work, f"{p}-{int(f)}"))
+            doc = tried(a.gpuscope, name, fix, max(a.steps, 70), work)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            rows.append((name, fix, f"failed: {e}"))
+            print(f"{name}: {e}", file=sys.stderr, flush=True)
+            continue
+        edited = statistics.median(asis) / statistics.median(fixed)
+        trial_asis = doc["as_is"]["step_ms_median"]
+        drift = trial_asis / statistics.median(asis) - 1
+        best = [t for t in doc["tries"] if t["speedup"] is not None]
+        row = (doc["tries"][-1] if fix == "auto" and doc["tries"] else best[0] if best else None)
+        if row is None or row["speedup"] is None:
+            rows.append((name, fix, "trial gave no speedup: " + json.dumps(doc["tries"])[:200]))
+            continue
+        err = row["speedup"] / edited - 1
+        est = f"x{row['estimated_speedup']:.2f}" if row.get("estimated_speedup") else "-"
+        rows.append((name, row["label"], f"x{edited:.2f}", f"x{row['speedup']:.2f} "
+                     f"(x{row['speedup_interval_95'][0]:.2f}-x{row['speedup_interval_95'][1]:.2f})",
+                     f"{err * 100:+.1f}%", f"{drift * 100:+.1f}%", est))
+        print(f"{name}: edited x{edited:.2f}, tried x{row['speedup']:.2f}", file=sys.stderr, flush=True)
+    print(f"{a.pairs} interleaved untraced pairs per program, {a.steps} steps, median after 10; one --try run each")
+    print("| program | fix | edited | tried (95%) | error | as-is drift | estimate |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for r in rows:
+        print("| " + " | ".join(r) + " |" if len(r) == 7 else f"| {r[0]} | {r[1]} | {r[2]} | | | | |")
+
+
+if __name__ == "__main__":
+    main()
