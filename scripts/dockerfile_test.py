@@ -14,8 +14,9 @@
 - The runtime stage: OCI labels (title, licenses = LICENSE's Apache-2.0, version = CMake's
   project version), a non-root USER, and the image runs `gpuscope serve --listen :9464`,
   arguments the binary accepts.
-- The HEALTHCHECK command, run here against `gpuscope serve` on the fake NVML (its port
-  swapped for a free one), fails while nothing listens and passes once /metrics answers.
+- The HEALTHCHECK command, run here with its port swapped for a free one, fails while nothing
+  listens and against a server whose /metrics answers 503, and passes against `gpuscope serve`
+  on the fake NVML once /metrics answers.
 - .dockerignore keeps build trees out of the build context.
 Usage: dockerfile_test.py GPUSCOPE_BINARY K8S_GRPC_MODULE FAKE_NVML_SO TESTDATA_NVML_DIR
 
@@ -23,6 +24,7 @@ ctest dockerfile_lint: `dockerfile_test.py --lint` runs hadolint (PyPI hadolint-
 named by $GPUSCOPE_HADOLINT, else `hadolint` on PATH) on the Dockerfile: any finding fails.
 Exit 77 (skipped, saying so) when there is no hadolint.
 """
+import http.server
 import json
 import os
 import re
@@ -32,6 +34,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -165,6 +168,21 @@ def check_healthcheck(ins, binary, fake_nvml, testdata_nvml, errors):
 
     if healthy():
         errors.append(f"the HEALTHCHECK passes with nothing listening on {port}")
+    # An exporter that answers /metrics with 503 (no sample yet) is not healthy.
+    class Unavailable(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_error(503)
+
+        def log_message(self, *args):
+            pass
+
+    with http.server.HTTPServer(("127.0.0.1", int(port)), Unavailable) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        if healthy():
+            errors.append("the HEALTHCHECK passes when /metrics answers 503")
+        server.shutdown()
+    ok = False
     env = dict(os.environ, GPUSCOPE_NVML_LIBRARY=fake_nvml,
                GPUSCOPE_FAKE_NVML_FIXTURE=os.path.join(testdata_nvml, "h200_idle.txt"))
     serve = subprocess.Popen([binary, "serve", "--listen", f"127.0.0.1:{port}", "--interval", "200ms",
@@ -172,19 +190,16 @@ def check_healthcheck(ins, binary, fake_nvml, testdata_nvml, errors):
                              stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 20
-        ok = False
         while time.monotonic() < deadline and serve.poll() is None:
             if healthy():
                 ok = True
                 break
             time.sleep(0.2)
-        if not ok:
-            errors.append(f"the HEALTHCHECK never passed against gpuscope serve on {port} (serve exit {serve.poll()})")
     finally:
         serve.terminate()
         _, err = serve.communicate(timeout=10)
-    if errors and err:
-        errors.append(f"serve stderr: {err[-500:]!r}")
+    if not ok:
+        errors.append(f"the HEALTHCHECK never passed against gpuscope serve on {port}: serve said {err[-500:]!r}")
 
 
 def main():
