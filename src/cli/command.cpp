@@ -49,7 +49,7 @@ CommandLine build_command_line() {
       "  gpuscope COMMAND --help            # a command's options and examples",
       "gpuscope");
   cl.app->require_subcommand(1);
-  cl.app->set_version_flag("--version", "gpuscope 0.1.0");
+  cl.app->set_version_flag("--version", "gpuscope " GPUSCOPE_VERSION);  // CMake's project version
 
   auto& registry = command_registry();
   std::stable_sort(registry.begin(), registry.end(),
