@@ -31,7 +31,8 @@
 #include "cli/run_process.h"
 #include "cli/run_sampler.h"
 #include "cli/run_try.h"
-#include "core/host_index.h"
+#include "core/host_marks.h"
+#include "core/run_protocol.h"
 #include "formats/capture.h"
 
 namespace gpuscope::cli {
@@ -110,24 +111,24 @@ std::string window_environment(const RunOptions& options, bool python,
   if (options.whole && (options.steps > 0 || after_ms > 0 || for_ms > 0))
     return "--whole traces the whole run; --steps, --after and --for bound it: use one or the other";
   if (options.steps > 0) {
-    env->emplace_back("GPUSCOPE_TRACE_DEFERRED", "1");
-    env->emplace_back("GPUSCOPE_STEPS", std::to_string(options.steps));
-    env->emplace_back("GPUSCOPE_SKIP_STEPS", std::to_string(options.skip_steps));
+    env->emplace_back(run_protocol::kEnvTraceDeferred.name, "1");
+    env->emplace_back(run_protocol::kEnvSteps.name, std::to_string(options.steps));
+    env->emplace_back(run_protocol::kEnvSkipSteps.name, std::to_string(options.skip_steps));
     if (!python)
       fmt::print(stderr, "gpuscope run: --steps counts the steps of a PyTorch program (optimizer steps, else "
                  "iterations of its step loop, else CUDA-graph replays) through the Python bootstrap; for other "
                  "programs use --after/--for\n");
   }
-  if (after_ms > 0) env->emplace_back("GPUSCOPE_TRACE_AFTER_MS", std::to_string(after_ms));
-  if (for_ms > 0) env->emplace_back("GPUSCOPE_TRACE_FOR_MS", std::to_string(for_ms));
+  if (after_ms > 0) env->emplace_back(run_protocol::kEnvTraceAfterMs.name, std::to_string(after_ms));
+  if (for_ms > 0) env->emplace_back(run_protocol::kEnvTraceForMs.name, std::to_string(for_ms));
   return "";
 }
 
 // The default cap of a plain run (see kDefaultMaxSteps); none with --whole or a bounded window.
 std::vector<std::pair<std::string, std::string>> default_cap_environment(const RunOptions& options, bool bounded) {
   if (options.whole || bounded) return {};
-  return {{"GPUSCOPE_MAX_STEPS", std::to_string(kDefaultMaxSteps)},
-          {"GPUSCOPE_TRACE_FOR_MS", std::to_string(kDefaultTraceMs)}};
+  return {{run_protocol::kEnvMaxSteps.name, std::to_string(kDefaultMaxSteps)},
+          {run_protocol::kEnvTraceForMs.name, std::to_string(kDefaultTraceMs)}};
 }
 
 bool looks_like_python(const std::string& program) {
@@ -220,7 +221,7 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   options.analysis.json_without_devices = true;
   spec.env.emplace_back("CUDA_INJECTION64_PATH", inject);
   spec.env.emplace_back("NVTX_INJECTION64_PATH", inject);
-  spec.env.emplace_back("GPUSCOPE_CAPTURE_PREFIX", captures.prefix());
+  spec.env.emplace_back(run_protocol::kEnvCapturePrefix.name, captures.prefix());
   if (!blas.empty()) {
     std::string preload = blas;
     if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
@@ -232,7 +233,7 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   for (auto& kv : window_env) spec.env.push_back(std::move(kv));
   for (const auto& kv : cap_env) spec.env.push_back(kv);
   const std::string bootstrap = find_python_bootstrap();
-  for (auto& kv : python_environment(bootstrap, std::getenv("GPUSCOPE_PYTHON"), std::getenv("PYTHONPATH")))
+  for (auto& kv : python_environment(bootstrap, std::getenv(run_protocol::kEnvPython.name), std::getenv("PYTHONPATH")))
     spec.env.push_back(std::move(kv));
   if (bootstrap.empty() && looks_like_python(command[0]))
     fmt::print(stderr, "gpuscope run: the Python bootstrap (python/ beside {}) is missing; Python is traced "
@@ -324,9 +325,10 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
     // time cap shows in how long the program ran.
     std::optional<int64_t> steps, fine_us, period_ns;
     for (const auto& t : traces) {
-      if (auto s = host_mark_max(t, "capped_after_steps")) steps = std::max(steps.value_or(0), *s);
-      if (auto s = host_mark_max(t, "capped_after_us")) fine_us = std::max(fine_us.value_or(0), *s);
-      if (auto s = host_mark_max(t, "loop_period_ns")) period_ns = std::max(period_ns.value_or(0), *s);
+      const WindowMarks window = parse_host_marks(t).window;
+      if (auto s = window.capped_after_steps) steps = std::max(steps.value_or(0), *s);
+      if (auto s = window.capped_after_us) fine_us = std::max(fine_us.value_or(0), *s);
+      if (auto s = window.loop_period_ns) period_ns = std::max(period_ns.value_or(0), *s);
     }
     if (fine_us)
       fmt::print(stderr, "gpuscope run: the step loop turns every {:.1f} us, too fast for each turn to be worth "

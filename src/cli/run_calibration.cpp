@@ -12,6 +12,7 @@
 
 #include "cli/run_captures.h"
 #include "cli/run_process.h"
+#include "core/run_protocol.h"
 
 namespace gpuscope::cli {
 
@@ -49,8 +50,8 @@ Calibration calibrate_tracing(const std::string& tool, const std::string& inject
   const std::optional<double> plain = measure("plain", {});
   std::optional<double> traced;
   if (plain) {
-    traced = measure("traced", {{"CUDA_INJECTION64_PATH", inject},
-                                {"GPUSCOPE_CAPTURE_PREFIX", scratch + "/cal"}});
+    traced = measure("traced", {{run_protocol::kEnvCudaInjection.name, inject},
+                                {run_protocol::kEnvCapturePrefix.name, scratch + "/cal"}});
   }
   remove_private_dir(scratch);
   if (plain && traced) out.cost = TracingCost{*plain, *traced};

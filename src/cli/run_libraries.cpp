@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "core/run_protocol.h"
+
 namespace gpuscope::cli {
 
 std::string find_python_bootstrap() {
@@ -14,7 +16,7 @@ std::vector<std::pair<std::string, std::string>> python_environment(const std::s
                                                                     const char* python_env,
                                                                     const char* old_pythonpath) {
   std::vector<std::pair<std::string, std::string>> env;
-  env.emplace_back("GPUSCOPE_RUN", "1");
+  env.emplace_back(run_protocol::kEnvRun.name, "1");
   if (bootstrap.empty() || (python_env && std::strcmp(python_env, "0") == 0)) return env;
   std::string path = bootstrap;
   if (old_pythonpath && *old_pythonpath) path += std::string(":") + old_pythonpath;

@@ -15,6 +15,7 @@
 #include "cli/run_process.h"
 #include "core/analysis.h"
 #include "core/diff.h"
+#include "core/run_protocol.h"
 #include "core/text.h"
 #include "formats/capture.h"
 #include "formats/html_diff.h"
@@ -63,9 +64,9 @@ TrialRun run_trial(const TryRequest& r, const std::string& label, std::vector<co
                                                      : std::string("expandable_segments:True"));
     }
   }
-  spec.env.emplace_back("GPUSCOPE_TRY", python_fixes);
-  spec.env.emplace_back("GPUSCOPE_TRY_RESULT", result);
-  spec.env.emplace_back("GPUSCOPE_TRY_WARMUP", std::to_string(r.warmup));
+  spec.env.emplace_back(run_protocol::kEnvTry.name, python_fixes);
+  spec.env.emplace_back(run_protocol::kEnvTryResult.name, result);
+  spec.env.emplace_back(run_protocol::kEnvTryWarmup.name, std::to_string(r.warmup));
   spec.stdout_path = stem + ".out";
   spec.stderr_path = run.log;
   const std::string at = total > 0 ? fmt::format("[{}/{}]", index, total) : fmt::format("[{}]", index);

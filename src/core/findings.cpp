@@ -135,8 +135,8 @@ std::optional<Finding> host_bound(const FindingContext& f) {
 // Whether the trace's CUDA collectives run on gloo: PyTorch's profiler names ProcessGroupGloo's
 // work "gloo:all_reduce" (and so on), and the Python bootstrap marks a process whose default
 // process group sends CUDA tensors through gloo (`gpuscope.host#dist_gloo=1`).
-bool collectives_on_gloo(const Trace& t) {
-  if (host_mark_max(t, "dist_gloo").value_or(0) > 0) return true;
+bool collectives_on_gloo(const Trace& t, const HostMarks& marks) {
+  if (marks.dist_gloo) return true;
   for (StringId id = 0; id < t.strings.size(); ++id) {
     if (t.strings.view(id).starts_with("gloo:")) return true;
   }
@@ -146,7 +146,7 @@ bool collectives_on_gloo(const Trace& t) {
 std::optional<Finding> collective_wait(const FindingContext& f) {
   const IdleCause* c = idle_trigger(f, IdleCauseId::kCollective);
   if (!c) return std::nullopt;
-  if (collectives_on_gloo(f.device.trace)) {
+  if (collectives_on_gloo(f.device.trace, f.device.host.marks())) {
     return proposal(
         "The GPU waits for collectives that gloo runs on the CPU",
         idle_evidence(f, *c) + "; the process group is gloo: each bucket is copied to host memory, reduced by the "

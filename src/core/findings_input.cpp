@@ -14,6 +14,7 @@
 
 #include "core/findings.h"
 #include "core/host_index.h"
+#include "core/run_protocol.h"
 
 namespace gpuscope {
 namespace {
@@ -21,7 +22,7 @@ namespace {
 // The worker count the input finding recommends and its estimate assumes.
 constexpr int64_t kLoaderWorkers = 8;
 
-// What the bootstrap's host marks (kHostMarkPrefix) say about data loading in the main process.
+// What the bootstrap's host marks (host_marks.h) say about data loading in the main process.
 struct LoaderHost {
   std::optional<int64_t> cpus;           // CPUs the process may use.
   std::optional<int64_t> torch_threads;  // torch's intra-op threads at the first batch.
@@ -56,7 +57,7 @@ int64_t worker_batches_in_window(const Trace& t, int64_t window_start, int64_t w
   bool any = false;
   for (StringId id = 0; id < t.strings.size(); ++id) {
     const std::string_view s = t.strings.view(id);
-    if (!s.starts_with("enumerate(DataLoader)#")) continue;
+    if (!s.starts_with(run_protocol::kDataLoaderRange.prefix)) continue;
     kind[id] = s.find("_MultiProcessing") != std::string_view::npos ? kWorkers : kMain;
     any = true;
   }
@@ -78,37 +79,25 @@ double median(std::vector<double>& v) {
   return (upper + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid))) / 2;
 }
 
-// The one parse of the bootstrap's host marks: "gpuscope.host#cpus=16,torch_threads=16" (once
-// per process) and "gpuscope.host#loader_cpu_us=C,loader_wall_us=W" (after each batch built in
-// the main process; NVTX marks, so zero-length annotations at the batch's end).
-LoaderHost loader_host(const Trace& t, int64_t window_start, int64_t window_end) {
+// What the bootstrap's marks say about the main process's loader (parsed by host_marks.h), with
+// the per-batch marks' medians over the batches built inside the window (all of them when none
+// is): NVTX marks, so zero-length annotations at each batch's end.
+LoaderHost loader_host(const Trace& t, const LoaderMarks& marks, int64_t window_start, int64_t window_end) {
   LoaderHost host;
   host.worker_batches = worker_batches_in_window(t, window_start, window_end);
-  std::unordered_map<StringId, std::pair<int64_t, int64_t>> batch_marks;  // name -> (cpu, wall) us
-  for (StringId id = 0; id < t.strings.size(); ++id) {
-    std::string_view s = t.strings.view(id);
-    if (!s.starts_with(kHostMarkPrefix)) continue;
-    s.remove_prefix(kHostMarkPrefix.size());
-    if (!host.torch_threads) host.torch_threads = host_mark_field(s, "torch_threads");
-    if (!host.cpus) host.cpus = host_mark_field(s, "cpus");
-    if (!host.workers) host.workers = host_mark_field(s, "loader_workers");
-    if (!host.one_thread_ns) {
-      if (const std::optional<int64_t> us = host_mark_field(s, "loader_one_thread_us"); us && *us > 0) {
-        host.one_thread_ns = static_cast<double>(*us) * 1e3;
-        host.one_thread_batches = host_mark_field(s, "batches").value_or(0);
-      }
-    }
-    if (!host.pool_ns) {
-      const std::optional<int64_t> us = host_mark_field(s, "loader_pool_us"), w = host_mark_field(s, "pool_workers");
-      if (us && *us > 0 && w && *w > 0) {
-        host.pool_ns = static_cast<double>(*us) * 1e3;
-        host.pool_workers = *w;
-        host.pool_batches = host_mark_field(s, "batches").value_or(0);
-      }
-    }
-    const std::optional<int64_t> cpu = host_mark_field(s, "loader_cpu_us"), wall = host_mark_field(s, "loader_wall_us");
-    if (cpu && wall) batch_marks.emplace(id, std::make_pair(*cpu, *wall));
+  host.torch_threads = marks.torch_threads;
+  host.cpus = marks.cpus;
+  host.workers = marks.workers;
+  if (marks.one_thread_us) {
+    host.one_thread_ns = static_cast<double>(*marks.one_thread_us) * 1e3;
+    host.one_thread_batches = marks.one_thread_batches;
   }
+  if (marks.pool_us) {
+    host.pool_ns = static_cast<double>(*marks.pool_us) * 1e3;
+    host.pool_workers = marks.pool_workers;
+    host.pool_batches = marks.pool_batches;
+  }
+  const auto& batch_marks = marks.batch_cpu_wall_us;
   if (batch_marks.empty()) return host;
   std::vector<double> cpu_in, wall_in, cpu_all, wall_all;
   for (const HostEvent& e : t.host_events) {
@@ -335,7 +324,8 @@ std::optional<Finding> input_bound(const FindingContext& f) {
   if (!c) return std::nullopt;
   const double base = f.base_ns();
   const double input = static_cast<double>(c->ns - c->tracing_ns.value_or(0));
-  const LoaderHost host = loader_host(f.device.trace, f.device.window_start, f.device.window_end);
+  const LoaderHost host =
+      loader_host(f.device.trace, f.device.host.marks().loader, f.device.window_start, f.device.window_end);
   if (host.worker_batches > 0 && !host.batch_cpu_ns) {
     return workers_behind(f, *c, host, base, input);
   }

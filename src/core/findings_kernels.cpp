@@ -10,6 +10,7 @@
 #include "core/findings.h"
 #include "core/fusion.h"
 #include "core/occupancy.h"
+#include "core/run_protocol.h"
 
 namespace gpuscope {
 namespace {
@@ -164,7 +165,7 @@ std::string optimizer_class(const Trace& t) {
   std::map<std::string, int64_t> seen;
   for (const HostEvent& e : t.host_events) {
     const std::string_view name = t.strings.view(e.name);
-    constexpr std::string_view kPrefix = "Optimizer.step#";
+    constexpr std::string_view kPrefix = run_protocol::kOptimizerStepRange.prefix;
     if (!name.starts_with(kPrefix)) continue;
     const std::string_view rest = name.substr(kPrefix.size());
     seen[std::string(rest.substr(0, rest.find('.')))] += 1;

@@ -34,7 +34,7 @@ namespace serving_detail {
 bool is_inference(const FindingContext& f) {
   // The bootstrap counted optimizer steps before a bounded window: training, even where the
   // window's steps replay a CUDA graph with the optimizer inside.
-  if (host_mark_max(f.device.trace, "optimizer_steps").value_or(0) > 0) return false;
+  if (f.device.host.marks().window.optimizer_steps.value_or(0) > 0) return false;
   if (f.report.step_source == step_source_name(StepSource::kForwardPass)) return true;
   // Iterations of a loop: inference unless something in the trace trains (below).
   for (KernelCategory c : f.categories) {

@@ -1,6 +1,7 @@
 #include "core/host_index.h"
 
 #include "core/name_cache.h"
+#include "core/run_protocol.h"
 
 #include <algorithm>
 #include <climits>
@@ -141,7 +142,7 @@ std::pair<uint16_t, StringId> segment_label(const Trace& trace, const OpenRanges
   // marker, the profiler's or gpuscope's step loop (then the host runs code outside any
   // profiled op).
   StringId name = open.top().item->name;
-  if (const std::string_view v = trace.strings.view(name); v.starts_with("ProfilerStep#") || v.starts_with("gpuscope.iter#"))
+  if (const std::string_view v = trace.strings.view(name); v.starts_with("ProfilerStep#") || v.starts_with(run_protocol::kStepLoopRange.prefix))
     name = 0;
   flags &= static_cast<uint16_t>(~kHostLaunch);
   flags |= kHostAnnotationOnly;
@@ -175,9 +176,9 @@ uint16_t host_event_flags(std::string_view name) {
       contains_ci(name, "synchronize")) {
     f |= kHostBlocking;
   }
-  if (name.starts_with("Optimizer.step#")) f |= kHostOptimizer | kHostIssuing;
+  if (name.starts_with(run_protocol::kOptimizerStepRange.prefix)) f |= kHostOptimizer | kHostIssuing;
   // Captures of older gpuscope versions, whose bootstrap hooked forward and backward.
-  if (name.starts_with("gpuscope.forward#") || name == "gpuscope.backward") f |= kHostIssuing;
+  if (name.starts_with(run_protocol::kForwardRange.prefix) || name == run_protocol::kBackwardRange.prefix) f |= kHostIssuing;
   return f;
 }
 
@@ -242,7 +243,9 @@ const HostSegment* ThreadTimeline::at(int64_t t) const {
 }
 
 HostIndex::HostIndex(const Trace& trace)
-    : api_owner_op_(trace.api_calls.size(), -1), api_context_flags_(trace.api_calls.size(), 0) {
+    : api_owner_op_(trace.api_calls.size(), -1),
+      api_context_flags_(trace.api_calls.size(), 0),
+      marks_(parse_host_marks(trace)) {
   std::vector<std::vector<HostItem>> items_by_thread;
   auto items_for = [&](int32_t pid, int32_t tid) -> std::vector<HostItem>& {
     auto [it, inserted] = thread_by_key_.try_emplace(thread_key(pid, tid), threads_.size());
@@ -254,12 +257,11 @@ HostIndex::HostIndex(const Trace& trace)
   };
   NameCache<uint16_t, uint16_t (*)(std::string_view)> flags_of(trace.strings, &host_event_flags);
   NameCache<bool, bool (*)(std::string_view)> is_py_sample(
-      trace.strings, [](std::string_view n) { return n.starts_with(kPySamplePrefix); });
+      trace.strings, [](std::string_view n) { return n.starts_with(run_protocol::kPySampleMark.prefix); });
   for (uint32_t i = 0; i < trace.host_events.size(); ++i) {
     const HostEvent& e = trace.host_events[i];
     if (e.kind == HostEventKind::kAnnotation && e.end_ns == e.start_ns && is_py_sample(e.name)) {
-      const std::string_view tag = trace.strings.view(e.name).substr(kPySamplePrefix.size());
-      py_samples_.push_back({e.start_ns, e.name, tag.starts_with("data;")});
+      py_samples_.push_back({e.start_ns, e.name, py_sample_in_data_loading(trace.strings.view(e.name))});
       continue;
     }
     const bool is_op = e.kind == HostEventKind::kOp;
@@ -309,7 +311,7 @@ void HostIndex::build_collectives(const Trace& trace) {
   // ProcessGroupGloo with CUDA tensors (traced on the H200, examples/ddp/train_ddp.py --backend
   // gloo): a worker thread copies the gradient bucket to the host, synchronises on the copy,
   // all-reduces it over TCP on the CPU (30-85 ms there, no CUDA call), then copies it back.
-  const bool gloo = host_mark_max(trace, "dist_gloo").value_or(0) > 0;
+  const bool gloo = marks_.dist_gloo;
   for (const ThreadTimeline& th : threads_) {
     std::vector<Interval>& out = collectives_[th.pid];
     for (size_t i = 0; i < th.segments.size(); ++i) {
@@ -420,44 +422,6 @@ int64_t HostIndex::next_py_sample_after(int64_t t) const {
   auto it = std::upper_bound(py_samples_.begin(), py_samples_.end(), t,
                              [](int64_t v, const PySample& p) { return v < p.time_ns; });
   return it == py_samples_.end() ? INT64_MAX : it->time_ns;
-}
-
-std::optional<int64_t> host_mark_field(std::string_view fields, std::string_view key) {
-  for (size_t at = 0; at < fields.size();) {
-    const size_t comma = std::min(fields.find(',', at), fields.size());
-    const std::string_view field = fields.substr(at, comma - at);
-    at = comma + 1;
-    if (field.size() <= key.size() || !field.starts_with(key) || field[key.size()] != '=') continue;
-    int64_t v = 0;
-    size_t digits = 0;
-    for (char c : field.substr(key.size() + 1)) {
-      if (c < '0' || c > '9' || v > 1'000'000'000'000) break;
-      v = v * 10 + (c - '0');
-      ++digits;
-    }
-    return digits ? std::optional<int64_t>(v) : std::nullopt;
-  }
-  return std::nullopt;
-}
-
-std::optional<int64_t> host_mark_max(const Trace& trace, std::string_view key) {
-  std::optional<int64_t> most;
-  for (StringId id = 0; id < trace.strings.size(); ++id) {
-    std::string_view s = trace.strings.view(id);
-    if (!s.starts_with(kHostMarkPrefix)) continue;
-    if (const auto v = host_mark_field(s.substr(kHostMarkPrefix.size()), key)) most = std::max(most.value_or(*v), *v);
-  }
-  return most;
-}
-
-std::string py_sample_label(std::string_view mark_name) {
-  if (mark_name.starts_with(kPySamplePrefix)) mark_name.remove_prefix(kPySamplePrefix.size());
-  const size_t semi = mark_name.find(';');
-  if (semi == std::string_view::npos) return "";
-  std::string_view frames = mark_name.substr(semi + 1);
-  frames = frames.substr(0, frames.find('|'));
-  if (frames.empty()) return "";
-  return std::string(frames) + " (Python)";
 }
 
 }  // namespace gpuscope

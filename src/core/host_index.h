@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/host_marks.h"
 #include "core/intervals.h"
 #include "core/trace.h"
 
@@ -56,41 +57,16 @@ uint16_t host_event_flags(std::string_view name);
 uint16_t api_call_flags(ApiClass api_class, std::string_view name);
 
 // A sample of the Python stack of the thread that issues GPU work (gpuscope's Python
-// bootstrap marks them as NVTX marks "gpuscope.py#<tag>;<frames>"; see
-// src/python/gpuscope_boot/_gpuscope_boot.py).
+// bootstrap marks them as NVTX marks "gpuscope.py#<tag>;<frames>", run_protocol.h; parsed by
+// host_marks.h).
 struct PySample {
   int64_t time_ns = 0;
   StringId name = 0;  // The whole mark name.
   bool data = false;  // A data-loading frame (torch.utils.data) was on the stack.
 };
-inline constexpr std::string_view kPySamplePrefix = "gpuscope.py#";
-// The bootstrap's host marks, "gpuscope.host#k1=v1,k2=v2" with integer values:
-// - data loading in the main process (num_workers=0): its CPUs and torch's intra-op threads,
-//   once per process, "cpus=16,torch_threads=16"; after each batch built there, the CPU time of
-//   all the process's threads and the wall time it took, "loader_cpu_us=1440000,
-//   loader_wall_us=90000" (read by findings_input.cpp's loader_host);
-// - a DataLoader with worker processes, once: "cpus=16,loader_workers=8" (the same);
-// - a bounded window, as it opens: the median untraced step before it,
-//   "untraced_step_us=4920,steps=8", and the optimizer steps before it, "optimizer_steps=4"
-//   (findings_serving.cpp); as it closes, the same median on the GPU's timeline,
-//   "untraced_device_step_us=5100,steps=8" (idle.cpp);
-// - a --steps window opened by time, no step source having appeared: "time_window_us=10000000,
-//   no_steps=1", or the step loop turning too fast to mark: "time_window_us=500000,
-//   loop_period_ns=4100";
-// - a whole run whose tracing stopped after its first steps: "capped_after_steps=300" (run).
-// Each field is read with host_mark_field (host_mark_max over the whole trace).
-inline constexpr std::string_view kHostMarkPrefix = "gpuscope.host#";
-// The value of `key=<digits>` in a host mark's text after the prefix ("k1=v1,k2=v2"), or null
-// (no such field, or no digits).
-std::optional<int64_t> host_mark_field(std::string_view fields, std::string_view key);
-// The largest value of `key` in any host mark of the trace, or null where none has it.
-std::optional<int64_t> host_mark_max(const Trace& trace, std::string_view key);
 // A sample describes the stack from its time until the next sample, for at most this long
 // (the bootstrap samples at 100 Hz by default).
 inline constexpr int64_t kPySampleMaxAgeNs = 50'000'000;
-// "data;a.py:3 f|b.py:9 g" -> "a.py:3 f (Python)": the innermost frame of the program's own
-// code, or "" when the sample has none.
-std::string py_sample_label(std::string_view mark_name);
 
 struct HostSegment {
   int64_t start_ns = 0;
@@ -140,6 +116,8 @@ class HostIndex {
   // gloo, a thread that launches no kernels between a synchronisation and the copy back that
   // follows it (the all-reduce on the CPU).
   const std::vector<Interval>& collectives(int32_t pid) const;
+  // The bootstrap's host marks (data loading, process group, the trace window), parsed once.
+  const HostMarks& marks() const { return marks_; }
 
  private:
   void build_thread(const Trace& trace, ThreadTimeline& timeline,
@@ -152,6 +130,7 @@ class HostIndex {
   std::vector<uint16_t> api_context_flags_;
   std::vector<PySample> py_samples_;  // Sorted by time.
   std::unordered_map<int32_t, std::vector<Interval>> collectives_;  // By pid: merged, sorted.
+  HostMarks marks_;
 };
 
 }  // namespace gpuscope

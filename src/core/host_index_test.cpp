@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/run_protocol.h"
 #include "core/test_builder.h"
 
 namespace gpuscope {
@@ -143,7 +144,7 @@ RefIndex reference_index(const Trace& trace) {
   for (uint32_t i = 0; i < trace.host_events.size(); ++i) {
     const HostEvent& e = trace.host_events[i];
     const std::string_view name = trace.strings.view(e.name);
-    if (e.kind == HostEventKind::kAnnotation && e.end_ns == e.start_ns && name.starts_with(kPySamplePrefix)) {
+    if (e.kind == HostEventKind::kAnnotation && e.end_ns == e.start_ns && name.starts_with(run_protocol::kPySampleMark.prefix)) {
       continue;
     }
     items_for(e.pid, e.tid).push_back(

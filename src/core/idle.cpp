@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "core/run_protocol.h"
+
 namespace gpuscope {
 namespace {
 
@@ -254,7 +256,7 @@ std::vector<std::pair<std::string, int64_t>> cause_labels(const DeviceContext& c
     std::string label = id == kDeviceCopyName ? "(device copy or set)"
                         : id == 0            ? "(host code outside profiled ops)"
                                              : std::string(ctx.trace.strings.view(id));
-    if (label.starts_with(kPySamplePrefix)) {
+    if (label.starts_with(run_protocol::kPySampleMark.prefix)) {
       label = py_sample_label(label);
       if (label.empty()) label = "(Python, outside the program's own files)";
     }
@@ -294,17 +296,6 @@ int64_t host_at_launching_code_ns(const DeviceContext& ctx, const Accumulators& 
     if (!label.starts_with("(") && launching.contains(label)) out += ns;
   }
   return out;
-}
-
-// The Python bootstrap's untraced step, measured before a bounded window opened: the median of
-// the step periods it timed while waiting, on the host ("gpuscope.host#untraced_step_us=4920,
-// steps=8") and on the GPU's timeline ("untraced_device_step_us=..."). A host that runs ahead of
-// the GPU ends its steps sooner than the GPU finishes them, so the program's step is the longer
-// of the two. Empty without either mark.
-std::optional<int64_t> measured_untraced_step_ns(const Trace& t) {
-  const int64_t us = std::max(host_mark_max(t, "untraced_step_us").value_or(0),
-                              host_mark_max(t, "untraced_device_step_us").value_or(0));
-  return us > 0 ? std::optional<int64_t>(us * 1000) : std::nullopt;
 }
 
 // With the untraced step measured, the tracer's share of the idle is what the traced window
@@ -363,7 +354,10 @@ void add_idle_attribution(const DeviceContext& ctx, DeviceReport& r) {
     for (const IdleCause& c : r.idle_causes) tracing += c.tracing_ns.value_or(0);
     r.untraced_window_est_ns = r.window_ns - tracing;
   }
-  if (const auto step = measured_untraced_step_ns(ctx.trace); step && !ctx.steps.empty()) {
+  // The Python bootstrap's untraced step, measured before a bounded window opened: the median of
+  // the step periods it timed while waiting, on the host and on the GPU's timeline, the longer of
+  // the two (WindowMarks::untraced_step_ns).
+  if (const auto step = ctx.host.marks().window.untraced_step_ns(); step && !ctx.steps.empty()) {
     apply_measured_untraced_step(ctx, *step, r);
   }
 }

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "core/run_protocol.h"
+
 namespace gpuscope {
 
 std::string_view step_source_name(StepSource s) {
@@ -159,11 +161,11 @@ StepDetection detect_steps(const Trace& trace, std::string_view step_range) {
         std::from_chars(digits.data(), digits.data() + digits.size(), n);
       }
       named.push_back({e.start_ns, e.end_ns, n});
-    } else if (name.starts_with("Optimizer.step#")) {
+    } else if (name.starts_with(run_protocol::kOptimizerStepRange.prefix)) {
       optimizer.push_back({e.start_ns, e.end_ns, 0});
-    } else if (name.starts_with("gpuscope.iter#")) {
+    } else if (name.starts_with(run_protocol::kStepLoopRange.prefix)) {
       loops[e.name].push_back({e.start_ns, e.end_ns, 0});
-    } else if (name.starts_with("gpuscope.forward#")) {
+    } else if (name.starts_with(run_protocol::kForwardRange.prefix)) {
       forwards[e.name].push_back({e.start_ns, e.end_ns, 0});
     }
   }

@@ -25,6 +25,7 @@
 #include <cstring>
 
 #include "core/clock.h"
+#include "core/run_protocol.h"
 #include "cupti/gemm_calls.h"
 
 namespace {
@@ -93,7 +94,7 @@ Fn real(std::atomic<void*>& cache, const char* const* sonames, const char* name)
 // injection library switches it with gpuscope_blas_set_recording.
 std::atomic<bool>& recording() {
   static std::atomic<bool> on{[] {
-    const char* d = std::getenv("GPUSCOPE_TRACE_DEFERRED");
+    const char* d = std::getenv(gpuscope::run_protocol::kEnvTraceDeferred.name);
     return !(d && std::strcmp(d, "1") == 0);
   }()};
   return on;

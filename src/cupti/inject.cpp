@@ -50,6 +50,7 @@
 
 #include "cupti/activity_decoder.h"
 #include "core/clock.h"
+#include "core/run_protocol.h"
 #include "cupti/gemm_calls.h"
 #include "formats/capture_writer.h"
 
@@ -346,8 +347,8 @@ void Tracer::write_process_record() {
     if (c == '\0') c = ' ';
   while (!args.empty() && args.back() == ' ') args.pop_back();
   p.command_line = args;
-  if (const char* r = std::getenv("RANK")) p.rank = std::atoi(r);
-  if (const char* w = std::getenv("WORLD_SIZE")) p.world_size = std::atoi(w);
+  if (const char* r = std::getenv(run_protocol::kEnvRank.name)) p.rank = std::atoi(r);
+  if (const char* w = std::getenv(run_protocol::kEnvWorldSize.name)) p.world_size = std::atoi(w);
   p.tool_version = "gpuscope 0.1.0";
   writer_.add(p);
 }
@@ -371,7 +372,7 @@ void Tracer::on_signal(int sig) {
 }
 
 void Tracer::install_signal_handlers() {
-  if (const char* v = std::getenv("GPUSCOPE_HANDLE_SIGNALS"); v && std::strcmp(v, "0") == 0)
+  if (const char* v = std::getenv(run_protocol::kEnvHandleSignals.name); v && std::strcmp(v, "0") == 0)
     return;
   for (int sig : {SIGTERM, SIGINT}) {
     struct sigaction old {};
@@ -393,10 +394,10 @@ bool Tracer::enable_kinds() {
   kinds_on_.push_back(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   // The rest are best effort; a failure is noted once in the capture's stats via stderr only
   // when GPUSCOPE_VERBOSE is set.
-  const bool verbose = std::getenv("GPUSCOPE_VERBOSE") != nullptr;
+  const bool verbose = std::getenv(run_protocol::kEnvVerbose.name) != nullptr;
   // GPUSCOPE_KINDS_OFF: comma-separated names of optional kinds not to record (e.g. "MEMORY2"), to
   // measure what each costs the traced program; the analysis then lacks what they would explain.
-  const char* off_env = std::getenv("GPUSCOPE_KINDS_OFF");
+  const char* off_env = std::getenv(run_protocol::kEnvKindsOff.name);
   const std::string kinds_off = "," + std::string(off_env ? off_env : "") + ",";
   auto optional_kind = [&](CUpti_ActivityKind kind, const char* name) {
     if (kinds_off.find(std::string(",") + name + ",") != std::string::npos) return;
@@ -417,7 +418,7 @@ bool Tracer::enable_kinds() {
   // time; PyTorch makes about eight of them per kernel it launches (9,697 cudaGetDevice
   // records for 1,186 kernels in a tiny-MLP step loop on the H200), and each recorded call
   // costs the program time. They are not recorded unless GPUSCOPE_RUNTIME_API=all.
-  if (const char* r = std::getenv("GPUSCOPE_RUNTIME_API"); !r || std::strcmp(r, "all") != 0) {
+  if (const char* r = std::getenv(run_protocol::kEnvRuntimeApi.name); !r || std::strcmp(r, "all") != 0) {
     for (CUpti_CallbackId cbid : {
              CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
              CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
@@ -466,7 +467,7 @@ bool Tracer::enable_kinds() {
   // Driver API: every runtime call also makes driver calls, so recording them all roughly
   // doubles the API records. By default only the launch entry points (Triton and other
   // driver-API launchers); GPUSCOPE_DRIVER_API=all records every driver call.
-  if (const char* d = std::getenv("GPUSCOPE_DRIVER_API"); d && std::strcmp(d, "all") == 0) {
+  if (const char* d = std::getenv(run_protocol::kEnvDriverApi.name); d && std::strcmp(d, "all") == 0) {
     optional_kind(CUPTI_ACTIVITY_KIND_DRIVER, "DRIVER");
   } else {
     for (CUpti_CallbackId cbid :
@@ -527,7 +528,7 @@ void Tracer::close_window() {
     drain_gemms();
     enabled_ = false;
     window_ = kDone;
-    if (std::getenv("GPUSCOPE_VERBOSE"))
+    if (std::getenv(run_protocol::kEnvVerbose.name))
       std::fprintf(stderr, "gpuscope: window closed; CUDA graphs were launched, so CUPTI stays attached\n");
     return;
   }
@@ -555,13 +556,13 @@ void Tracer::check_window_deadlines() {
 
 int Tracer::initialize() {
   if (initialized_.exchange(true)) return 1;
-  if (const char* off = std::getenv("GPUSCOPE_DISABLE"); off && std::strcmp(off, "1") == 0)
+  if (const char* off = std::getenv(run_protocol::kEnvDisable.name); off && std::strcmp(off, "1") == 0)
     return 1;
 
   std::string prefix = "gpuscope";
-  if (const char* p = std::getenv("GPUSCOPE_CAPTURE_PREFIX"); p && *p) prefix = p;
+  if (const char* p = std::getenv(run_protocol::kEnvCapturePrefix.name); p && *p) prefix = p;
   capture::CaptureWriter::Options options;
-  if (const char* c = std::getenv("GPUSCOPE_COMPRESS"); c && std::strcmp(c, "0") == 0)
+  if (const char* c = std::getenv(run_protocol::kEnvCompress.name); c && std::strcmp(c, "0") == 0)
     options.compress = false;
   // A new file only (O_EXCL|O_NOFOLLOW, mode 0600): `<prefix>.<pid>.gpuscope`, or a numbered
   // name beside it when that exists (an exec'd image of this pid wrote it); never truncating or
@@ -603,9 +604,9 @@ int Tracer::initialize() {
     const char* v = std::getenv(name);
     return v ? std::max<int64_t>(0, std::atoll(v)) : 0;
   };
-  const char* deferred = std::getenv("GPUSCOPE_TRACE_DEFERRED");
-  const int64_t after_ms = env_ms("GPUSCOPE_TRACE_AFTER_MS");
-  open_for_ns_ = env_ms("GPUSCOPE_TRACE_FOR_MS") * 1000000;
+  const char* deferred = std::getenv(run_protocol::kEnvTraceDeferred.name);
+  const int64_t after_ms = env_ms(run_protocol::kEnvTraceAfterMs.name);
+  open_for_ns_ = env_ms(run_protocol::kEnvTraceForMs.name) * 1000000;
   if ((deferred && std::strcmp(deferred, "1") == 0) || after_ms > 0) {
     window_ = kWaiting;
     if (after_ms > 0) open_at_ns_ = realtime_ns() + after_ms * 1000000;

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "core/clock.h"
+#include "core/run_protocol.h"
 #include "formats/capture_writer.h"
 
 namespace {
@@ -31,10 +32,10 @@ int64_t g_start_ns = 0;
 void finish() {
   if (!g_writer) return;
   int kernels = 10;
-  if (const char* k = std::getenv("GPUSCOPE_SIM_KERNELS")) kernels = std::atoi(k);
+  if (const char* k = std::getenv(run_protocol::kEnvSimKernels.name)) kernels = std::atoi(k);
   int64_t nccl_ns = 0, gap_ns = 1'000'000;
-  if (const char* n = std::getenv("GPUSCOPE_SIM_NCCL_US")) nccl_ns = int64_t{1000} * std::atoi(n);
-  if (const char* g = std::getenv("GPUSCOPE_SIM_GAP_US")) gap_ns = int64_t{1000} * std::atoi(g);
+  if (const char* n = std::getenv(run_protocol::kEnvSimNcclUs.name)) nccl_ns = int64_t{1000} * std::atoi(n);
+  if (const char* g = std::getenv(run_protocol::kEnvSimGapUs.name)) gap_ns = int64_t{1000} * std::atoi(g);
   const uint32_t name = g_writer->intern("sim_kernel_" + std::to_string(getpid()));
   const uint32_t nccl = g_writer->intern("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)");
   const int64_t period = 1'000'000 + std::max(gap_ns, nccl_ns);
@@ -70,7 +71,7 @@ void finish() {
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   std::string prefix = "gpuscope";
-  if (const char* p = std::getenv("GPUSCOPE_CAPTURE_PREFIX"); p && *p) prefix = p;
+  if (const char* p = std::getenv(run_protocol::kEnvCapturePrefix.name); p && *p) prefix = p;
   static capture::CaptureWriter writer;
   std::string path, error;
   if (!writer.open_new_for_process(prefix, getpid(), {}, &path, &error)) {
@@ -86,8 +87,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   p.start_ns = g_start_ns;
   p.command_line = "gpuscope-fake-cuda-program";
   p.tool_version = "gpuscope 0.1.0 (simulated injection)";
-  if (const char* r = std::getenv("RANK")) p.rank = std::atoi(r);
-  if (const char* w = std::getenv("WORLD_SIZE")) p.world_size = std::atoi(w);
+  if (const char* r = std::getenv(run_protocol::kEnvRank.name)) p.rank = std::atoi(r);
+  if (const char* w = std::getenv(run_protocol::kEnvWorldSize.name)) p.world_size = std::atoi(w);
   writer.add(p);
   capture::DeviceRecord d;
   d.id = 0;

@@ -9,7 +9,6 @@
 #include "core/text.h"
 #include "exporter/exposition_text.h"
 #include "exporter/prometheus_health.h"
-#include "nvml/process_identity.h"
 #include "nvml/sample_fields.h"
 
 namespace gpuscope::exporter {

@@ -115,8 +115,9 @@ class TryTest(unittest.TestCase):
         self.undo += tr.apply(self.torch, list(fixes))
 
     def test_nothing_is_requested_without_gpuscope_try(self):
-        self.assertEqual(tr.requested({}), [])
-        self.assertEqual(tr.requested({"GPUSCOPE_TRY": "tf32,caching-allocator,dataloader"}), ["tf32", "dataloader"])
+        os.environ.pop("GPUSCOPE_TRY", None)
+        self.assertEqual(tr.requested(), [])
+        self.assertEqual(tr.requested("tf32,caching-allocator,dataloader"), ["tf32", "dataloader"])
 
     def test_tf32_sets_precision_and_is_undone(self):
         t = self.torch
@@ -231,7 +232,7 @@ class TrialTest(unittest.TestCase):
         t = self.torch
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "r.json")
-            tr.begin(t, {"GPUSCOPE_TRY": "tf32", "GPUSCOPE_TRY_RESULT": path, "GPUSCOPE_TRY_WARMUP": "2"})
+            tr.begin(t, fixes="tf32", result=path, warmup="2")
             self.assertEqual(t.get_float32_matmul_precision(), "high")
             t.Tensor(3.0).backward()
             # Steps 1..6 end 4 ms apart on the GPU; step counts repeat when two sources fire.
@@ -251,7 +252,7 @@ class TrialTest(unittest.TestCase):
     def test_without_fixes_nothing_but_losses_is_touched(self):
         t = self.torch
         backward = t.Tensor.backward
-        tr.begin(t, {"GPUSCOPE_TRY": "", "GPUSCOPE_TRY_RESULT": "/nonexistent/r.json"})
+        tr.begin(t, fixes="", result="/nonexistent/r.json", warmup="0")
         self.assertEqual(t.get_float32_matmul_precision(), "highest")
         self.assertIsNot(t.Tensor.backward, backward)
         self.assertEqual(tr.outcome, {})

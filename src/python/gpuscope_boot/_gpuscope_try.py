@@ -125,8 +125,8 @@ def _fused_optimizer(torch, report):
 
 
 def _advised_workers():
-    env = os.environ.get("GPUSCOPE_TRY_WORKERS", "")
-    if env.isdigit() and int(env) > 0:
+    env = os.environ.get("GPUSCOPE_TRY_WORKERS")
+    if env and env.isdigit() and int(env) > 0:
         return int(env)
     try:
         cpus = len(os.sched_getaffinity(0))
@@ -165,10 +165,10 @@ FIXES = {
 }
 
 
-def requested(env=None):
-    """The fixes GPUSCOPE_TRY names that are applied in Python, in order."""
-    value = (env if env is not None else os.environ).get("GPUSCOPE_TRY", "")
-    return [f for f in value.split(",") if f in FIXES]
+def requested(value=None):
+    """The fixes a GPUSCOPE_TRY value names that are applied in Python, in order."""
+    value = os.environ.get("GPUSCOPE_TRY") if value is None else value
+    return [f for f in (value or "").split(",") if f in FIXES]
 
 
 def _first_line(e):
@@ -208,13 +208,13 @@ _trial = {"torch": None, "result": None, "warmup": 0, "seen": 0, "ends": [], "ev
 _MAX_TIMED = 100000
 
 
-def begin(torch, env=None):
-    """At torch import, in a trial: applies the requested fixes and keeps the losses."""
-    env = env if env is not None else os.environ
-    warmup = env.get("GPUSCOPE_TRY_WARMUP", "")
-    _trial.update(torch=torch, result=env.get("GPUSCOPE_TRY_RESULT"),
-                  warmup=int(warmup) if warmup.isdigit() else 0)
-    _trial["undo"] = apply(torch, requested(env))
+def begin(torch, fixes=None, result=None, warmup=None):
+    """At torch import, in a trial: applies the requested fixes and keeps the losses. The
+    arguments default to GPUSCOPE_TRY, GPUSCOPE_TRY_RESULT and GPUSCOPE_TRY_WARMUP."""
+    result = os.environ.get("GPUSCOPE_TRY_RESULT") if result is None else result
+    warmup = os.environ.get("GPUSCOPE_TRY_WARMUP", "0") if warmup is None else warmup
+    _trial.update(torch=torch, result=result, warmup=int(warmup) if str(warmup).isdigit() else 0)
+    _trial["undo"] = apply(torch, requested(fixes))
     try:
         _trial["undo"].append(capture_losses(torch))
     except Exception:  # noqa: BLE001 - never in the program's way
