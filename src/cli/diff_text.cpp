@@ -10,9 +10,10 @@
 namespace gpuscope::cli {
 namespace {
 
-// Green when the change is an improvement, red when it is a regression.
+// Green when the change is an improvement, red when it is a regression; plain when it shows
+// as zero at the 2 decimals written (+0.00 is no change to the reader).
 std::string good_bad(const Painter& p, std::string_view t, double change, bool higher_is_better) {
-  if (change == 0) return std::string(t);
+  if (std::abs(change) < 0.005) return std::string(t);
   return (change > 0) == higher_is_better ? p.green(t) : p.red(t);
 }
 
@@ -96,7 +97,7 @@ void render_device(std::string& out, const DeviceDiff& d, const Painter& p, int 
   out += p.bold("gpuscope diff · " + title) + "\n";
   auto side = [&](std::string_view tag, const std::string& source, int64_t steps, const std::string& step_source) {
     const std::string tail = fmt::format(" · {} step{} ({})", steps, steps == 1 ? "" : "s", step_source);
-    out += p.dim(fmt::format("  {:<5}", tag) + clip(source, w > 8 + tail.size() ? w - 8 - tail.size() : 8) + tail) + "\n";
+    out += p.dim(fmt::format("  {:<5}", tag) + elide_path(source, w > 8 + tail.size() ? w - 8 - tail.size() : 8) + tail) + "\n";
   };
   side("BASE", d.base_source, d.base_steps, d.base_step_source);
   side("NEW", d.new_source, d.new_steps, d.new_step_source);
@@ -149,15 +150,23 @@ void render_device(std::string& out, const DeviceDiff& d, const Painter& p, int 
   component_table(out, p, "Precision of matrix math time", d.precision);
 
   if (!d.kernels.empty()) {
+    const double floor_ms = d.kernel_noise_floor_ms();
     out += "\n" + p.bold("Kernels whose time changed most") + p.dim("  (ms per step; - not in that run's top 10)") + "\n";
+    out += p.dim(wrap_text(fmt::format("changes under {:.2f} ms per step (0.02 ms, or 0.2% of BASE's step time where more) "
+                                       "are noise, not listed",
+                                       floor_ms),
+                           w, "  "));
+    bool listed = false;
     for (const auto& k : d.kernels) {
-      if (std::abs(k.delta_ms()) < kShownMs) continue;
+      if (std::abs(k.delta_ms()) < floor_ms) continue;
+      listed = true;
       const std::string change = fmt::format("{:>+8.2f}", k.delta_ms());
       auto side_ms = [](const std::optional<double>& v) { return v ? fmt::format("{:.2f}", *v) : std::string("-"); };
       const std::string head = fmt::format("{:>7} -> {:<7} {:<14} ", side_ms(k.base_ms), side_ms(k.new_ms), clip(k.category, 14));
       out += "  " + good_bad(p, change, k.delta_ms(), false) + " " + head +
              clip(k.name, w > 13 + head.size() ? w - 13 - head.size() : 10) + "\n";
     }
+    if (!listed) out += "  none above the noise floor\n";
   }
 
   out += "\n" + p.bold("Findings") + p.dim("  (estimated speedup if fixed: BASE -> NEW)") + "\n";

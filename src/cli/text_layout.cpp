@@ -1,5 +1,7 @@
 #include "cli/text_layout.h"
 
+#include <algorithm>
+
 #include <fmt/core.h>
 
 
@@ -18,6 +20,26 @@ std::string cut(std::string_view s, size_t n) {
   size_t cut = n > 3 ? n - 3 : 0;
   while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
   return std::string(s.substr(0, cut)) + "...";
+}
+
+std::string elide_path(std::string_view raw, size_t n) {
+  const std::string s = terminal_safe(raw);
+  if (s.size() <= n) return s;
+  auto is_char_start = [&](size_t i) { return i >= s.size() || (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80; };
+  const size_t slash = s.rfind('/');
+  const size_t name_at = slash == std::string::npos ? 0 : slash;  // the name, with its slash
+  const size_t name_bytes = s.size() - name_at;
+  if (n <= 3) return std::string(std::min(n, size_t{3}), '.');
+  if (name_bytes + 3 >= n) {
+    // The end of the name only.
+    size_t from = s.size() - (n - 3);
+    while (!is_char_start(from)) ++from;
+    return "..." + s.substr(from);
+  }
+  // The start of the directories, "...", the name.
+  size_t head = n - 3 - name_bytes;
+  while (head > 0 && !is_char_start(head)) --head;
+  return s.substr(0, head) + "..." + s.substr(name_at);
 }
 
 std::string wrap_text(std::string_view raw, size_t width, std::string_view indent) {

@@ -34,6 +34,11 @@ std::string clip(std::string_view s, size_t n);
 // only, not escaped again.
 std::string cut(std::string_view safe, size_t n);
 
+// At most n bytes of terminal_safe(path) keeping its end, the file name: the middle of the
+// directories becomes "...", or, when the file name alone is too long, its start does
+// ("/data/runs/.../rank0.json.gz", "...ng_name.json.gz"). Never cuts inside a UTF-8 character.
+std::string elide_path(std::string_view path, size_t n);
+
 // Characters (code points) in valid UTF-8 text: its columns on a terminal (no wide characters).
 size_t display_width(std::string_view text);
 
