@@ -63,7 +63,9 @@ std::string flops_text(double flops) {
   for (const auto& [scale, prefix] : kPrefixes) {
     if (std::abs(flops) >= scale) {
       const double v = flops / scale;
-      return fmt::format("{} {}FLOP", std::abs(v) >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v), prefix);
+      const double a = std::abs(v);
+      return fmt::format("{} {}FLOP", a >= 100 ? fmt::format("{:.0f}", v) : a >= 10 ? fmt::format("{:.1f}", v) : fmt::format("{:.2f}", v),
+                         prefix);
     }
   }
   return fmt::format("{:.0f} FLOP", flops);
@@ -88,7 +90,7 @@ CLI::Validator duration_check(DurationRule rule) {
         }
         return {};
       },
-      "DURATION");
+      "");
 }
 
 CLI::Validator size_check(const std::string& option, std::string_view example) {
@@ -99,7 +101,7 @@ CLI::Validator size_check(const std::string& option, std::string_view example) {
         return fmt::format("{} {}: not a size; write e.g. {} or 512M (K, M, G, T: powers of 1024)", option,
                            terminal_safe(text), example);
       },
-      "SIZE");
+      "");
 }
 
 CLI::Validator finite_between(double lo, double hi, const std::string& option, const std::string& what) {
@@ -112,7 +114,7 @@ CLI::Validator finite_between(double lo, double hi, const std::string& option, c
         }
         return {};
       },
-      "NUMBER");
+      "");
 }
 
 CLI::Validator flops_per_step_check() {
@@ -130,21 +132,23 @@ CLI::Validator count_between(int64_t lo, int64_t hi, const std::string& option) 
         }
         return {};
       },
-      "N");
+      "");
 }
 
 CLI::Validator one_of(std::vector<std::string> names, const std::string& option, const std::string& example) {
-  std::string list;
+  std::string list, braced;
   for (size_t i = 0; i < names.size(); ++i) {
     list += i == 0 ? "" : i + 1 == names.size() ? " or " : ", ";
     list += names[i];
+    braced += (i == 0 ? "{" : ",") + names[i];
   }
+  braced += "}";
   return CLI::Validator(
       [names, option, example, list](std::string& text) -> std::string {
         if (std::find(names.begin(), names.end(), text) != names.end()) return {};
         return fmt::format("{} {}: expected {} (e.g. {})", option, terminal_safe(text), list, example);
       },
-      list);
+      braced);
 }
 
 CLI::Validator output_name_check() {

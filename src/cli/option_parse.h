@@ -26,7 +26,7 @@ std::optional<int64_t> parse_duration_ns(std::string_view text, std::optional<in
 // significant digits, for messages and the text report.
 std::string duration_text(double ns);
 
-// "1.41 TFLOP", "520 GFLOP", "3.2 PFLOP": FLOPs with an SI prefix.
+// "14.1 TFLOP", "520 GFLOP", "3.20 PFLOP": FLOPs with an SI prefix, 3 significant digits.
 std::string flops_text(double flops);
 
 // A duration option: `option` names it in messages ("--interval"). Accepts what

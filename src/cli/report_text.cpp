@@ -32,7 +32,7 @@ std::string ms(int64_t ns) { return fmt::format("{:.2f} ms", static_cast<double>
 // a 35-column note still fits beside them.
 int headline_bar_cells(int width) { return std::clamp(width - 70, 10, 30); }
 // The category bars: 25 cells at 86 columns or more, fewer below.
-int category_bar_cells(int width) { return std::clamp(width - 61, 8, 25); }
+int category_bar_cells(int width) { return width >= 70 ? std::clamp(width - 61, 9, 25) : std::clamp(width - 45, 4, 25); }
 
 // `line` (already made safe), and when wider than `width`, wrapped with `indent`.
 std::string fitted(const std::string& line, int width, std::string_view indent) {
@@ -131,22 +131,17 @@ void render_findings(std::string& out, const std::vector<Finding>& findings, con
     const std::string speedup = f.est_speedup ? fmt::format("×{:.2f} est.", *f.est_speedup) : "";
     const std::string plain_head = fmt::format("  {}. [{}] {}  {}  ", ++n, name, terminal_safe(f.id), speedup);
     const size_t lead = display_width(plain_head);
-    const size_t room = static_cast<size_t>(width) > lead + 20 ? static_cast<size_t>(width) - lead : 0;
-    std::string title = f.title.empty() ? "\n"
-                        : room        ? wrap_text(f.title, room, "")
-                                      : "\n" + wrap_text(f.title, static_cast<size_t>(width), "     ");
-    if (room) {
-      std::string indented;
-      size_t pos = 0;
-      bool first = true;
-      while (pos < title.size()) {
-        const size_t end = title.find('\n', pos);
-        indented += (first ? "" : std::string(lead, ' ')) + title.substr(pos, end - pos + 1);
-        first = false;
-        pos = end + 1;
-      }
-      title = indented;
+    // As many words as fit beside the head; the rest below, indented like the evidence.
+    const std::string safe_title = terminal_safe(f.title);
+    size_t fit = 0;
+    for (size_t end = 0; end != std::string::npos && lead + display_width(safe_title.substr(0, end)) <= static_cast<size_t>(width);) {
+      fit = end;
+      if (end == safe_title.size()) break;
+      end = safe_title.find(' ', end + 1);
+      if (end == std::string::npos) end = safe_title.size();
     }
+    std::string title = safe_title.substr(0, fit) + "\n";
+    if (fit < safe_title.size()) title += wrap_text(safe_title.substr(fit + (fit > 0 ? 1 : 0)), static_cast<size_t>(width), "     ");
     out += fmt::format("  {}. [{}] {}  {}  {}", n, sev, p.bold(terminal_safe(f.id)), f.est_speedup ? p.cyan(speedup) : "", title);
     out += p.dim(wrap_text(f.evidence, width, "     "));
     out += wrap_text("→ " + f.recommendation, width, "     ");
@@ -224,14 +219,18 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
       const auto& st = d.steps[i];
       const std::string cell = fmt::format(" #{} {:.1f} ms {:.0f}% busy", st.number,
                                            static_cast<double>(st.duration_ns) / 1e6, st.busy_pct);
-      if (col + cell.size() > static_cast<size_t>(width)) {
+      if (col + cell.size() + 1 > static_cast<size_t>(width)) {
         out += "\n        ";
         col = 8;
       }
       out += p.dim(cell + (i + 1 < d.steps.size() ? ";" : ""));
       col += cell.size() + 1;
     }
-    if (d.steps.size() > 16) out += p.dim(fmt::format(" ... ({} steps)", d.steps.size()));
+    if (d.steps.size() > 16) {
+      const std::string more = fmt::format(" ... ({} steps)", d.steps.size());
+      if (col + more.size() > static_cast<size_t>(width)) out += "\n        ";
+      out += p.dim(more);
+    }
     out += "\n";
   }
   if (!d.timeline.empty()) {
@@ -252,7 +251,8 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
     out += "\n";
   }
 
-  out += "\n" + p.bold(fmt::format("Idle {:.1f}% of the window", d.idle_pct)) + p.dim("  (cause · share · per step · host doing)") + "\n";
+  out += "\n" + heading(p, fmt::format("Idle {:.1f}% of the window", d.idle_pct), "  (cause · share · per step · host doing)",
+                        static_cast<size_t>(width));
   std::vector<const IdleCause*> causes;
   for (const auto& c : d.idle_causes) if (c.ns > 0) causes.push_back(&c);
   std::sort(causes.begin(), causes.end(), [](auto* a, auto* b) { return a->ns > b->ns; });
@@ -289,9 +289,11 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   out += "\n" + p.bold(fmt::format("Kernels {} · GPU time by category", d.kernel_count)) + "\n";
   for (const auto& c : d.categories) {
     if (c.ns == 0) continue;
-    out += fmt::format("  {:<15} {:>5.1f}%  {}  {:>10}/step  {:>7} launches\n", clip(c.category, 15), c.pct,
-                       bar(c.pct, category_bar_cells(width)),
-                       ms(static_cast<int64_t>(static_cast<double>(c.ns) / steps)), c.count);
+    // Under 70 columns the launch count gives way to the bar.
+    const std::string launches = width >= 70 ? fmt::format("  {:>7} launches", c.count) : "";
+    out += fmt::format("  {:<15} {:>5.1f}%  {}  {:>10}/step{}\n", clip(c.category, 15), c.pct,
+                       bar(c.pct, category_bar_cells(width)), ms(static_cast<int64_t>(static_cast<double>(c.ns) / steps)),
+                       launches);
   }
   std::string launch = fmt::format("{:.0f}% of kernels under 10 us ({:.1f}% of kernel time)", d.launch.under_10us_count_pct,
                                    d.launch.under_10us_time_pct);
@@ -317,7 +319,7 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   }
 
   if (!d.fusion.empty()) {
-    out += "\n" + p.bold("Fusion candidates") + p.dim("  (recurring chains of memory-bound kernels)") + "\n";
+    out += "\n" + heading(p, "Fusion candidates", "  (recurring chains of memory-bound kernels)", static_cast<size_t>(width));
     for (size_t i = 0; i < d.fusion.size() && i < 3; ++i) {
       const auto& f = d.fusion[i];
       std::string chain;
@@ -329,7 +331,7 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
     }
   }
 
-  out += "\n" + p.bold("Findings") + p.dim("  (estimated speedup of the whole step if fixed)") + "\n";
+  out += "\n" + heading(p, "Findings", "  (estimated speedup of the whole step if fixed)", static_cast<size_t>(width));
   if (d.findings.empty() && d.busy_pct < 0.05) {
     // A window with no kernel time (0.0% as shown above) has nothing on the GPU to tune.
     out += wrap_text(fmt::format("none: the GPU was idle for the whole window ({}); there is no GPU work here to "
