@@ -112,9 +112,9 @@ std::string unmatched_step_range(const Trace& trace, const AnalysisOptions& opti
   const std::string source = trace.source == "-" ? "<stdin>" : trace.source;
   return fmt::format("--step-range {}: no annotation of {} has that name; {}", terminal_safe(options.step_range),
                      terminal_safe(source),
-                     have.empty() ? "it has no step-like annotations: leave --step-range out (steps are then found "
+                     have.empty() ? "it has no recurring annotations: leave --step-range out (steps are then found "
                                     "from optimizer steps, the step loop or the kernel pattern)"
-                                  : "its step-like annotations are " + have + ": name one of them (without #N)");
+                                  : "its recurring annotations are " + have + ": name one of them (without #N)");
 }
 
 std::string impossible_utilization(std::span<const DeviceReport> devices) {

@@ -18,7 +18,7 @@ namespace gpuscope::cli {
 
 // Called once with the subcommand's CLI::App to declare its options; returns the action to
 // run if that subcommand is chosen. The action returns the process exit code
-// (0 success, 1 the analysed program or a check failed, 2 bad input or usage).
+// (0 success, 2 bad input or usage; `run`: the traced program's own exit code).
 using CommandSetup = std::function<std::function<int()>(CLI::App&)>;
 
 struct CommandSpec {

@@ -45,7 +45,7 @@ bool step_range_name_matches(std::string_view name, std::string_view step_range)
 
 std::string_view step_source_name(StepSource s);
 
-// The annotations of `trace` that could mark steps, by name with its trailing number shown as
+// The annotations of `trace` that could mark steps (recurring ones), by name with its trailing number shown as
 // "N" ("ProfilerStep#N", "train_step#N"; "step" when it has none): those that recur (2 or more)
 // or whose name has a step number, with their counts, most frequent first, at most `limit`.
 // For the message that says which steps a trace has when --step-range names none of them.

@@ -202,7 +202,7 @@ TEST(HtmlReport, LongKernelNamesAreCappedWithTheFullNameInATooltip) {
   d.top_kernels.push_back({name, "gemm", 1, 10, 100});
   report.devices.push_back(d);
   const std::string page = report_to_html(report);
-  const std::string shown = "void cutlass::Kernel<" + std::string(html::kNameChars - 21, 'x') + "…</span>";
+  const std::string shown = "void cutlass::Kernel&lt;" + std::string(html::kNameChars - 21, 'x') + "…</span>";
   EXPECT_NE(page.find(shown), std::string::npos);
   EXPECT_NE(page.find("title=\"void cutlass::Kernel&lt;" + std::string(700, 'x') + "&gt;(Params)\""), std::string::npos);
   EXPECT_EQ(html::short_name("short"), "short");
