@@ -366,6 +366,13 @@ class RunSimulated(unittest.TestCase):
         self.assertEqual(rc, 3, err)
         self.assertEqual(json.loads(out)["devices"][0]["kernels"]["top"][0]["name"][:11], "sim_kernel_")
 
+    def test_text_report_fits_80_columns_and_the_exit_code_passes_through(self):
+        rc, out, err = self.finish(self.start(program=[FAKE_CUDA, "--exit", "5"]))
+        self.assertEqual(rc, 5, err)
+        self.assertIn("Utilization", out)
+        for line in out.splitlines():
+            self.assertLessEqual(len(line), 80, line)
+
     def test_json_stdout_is_the_report_whatever_the_program_prints(self):
         # The program's stdout used to come first ("hello", then the report); without CUDA no
         # JSON was printed at all.
