@@ -366,6 +366,13 @@ class RunSimulated(unittest.TestCase):
         self.assertEqual(rc, 3, err)
         self.assertEqual(json.loads(out)["devices"][0]["kernels"]["top"][0]["name"][:11], "sim_kernel_")
 
+    def test_text_report_fits_80_columns_and_the_exit_code_passes_through(self):
+        rc, out, err = self.finish(self.start(program=[FAKE_CUDA, "--exit", "5"]))
+        self.assertEqual(rc, 5, err)
+        self.assertIn("Utilization", out)
+        for line in out.splitlines():
+            self.assertLessEqual(len(line), 80, line)
+
     def test_json_stdout_is_the_report_whatever_the_program_prints(self):
         # The program's stdout used to come first ("hello", then the report); without CUDA no
         # JSON was printed at all.
@@ -963,14 +970,14 @@ class RunOptions(unittest.TestCase):
         for bad in ("0.5", "50ms", "1e300s", "-1s", "soon"):
             r = run("run", "--sample-interval", bad, "--", "true")
             self.assertEqual(r.returncode, 2, bad)
-            self.assertIn("--sample-interval '%s'" % bad, r.stderr)
+            self.assertIn("--sample-interval %s:" % bad, r.stderr)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
 
     def test_trace_window_options_are_checked_before_the_program_runs(self):
         # Bounded tracing. Bad bounds are refused in one line, exit 2, and the
         # program is not started (it would create the marker file).
         marker = os.path.join(tempfile.gettempdir(), "gpuscope-window-test-%d" % os.getpid())
-        cases = [(["--after", "5x"], "--after '5x'"), (["--for", "2d"], "--for '2d'"),
+        cases = [(["--after", "5x"], "--after 5x:"), (["--for", "2d"], "--for 2d:"),
                  (["--steps", "3", "--after", "1s"], "use one of them"),
                  (["--steps", "-1"], "take counts"),
                  (["--whole", "--steps", "3"], "--whole traces the whole run")]
@@ -1251,6 +1258,252 @@ class HelpFitsTheScreen(unittest.TestCase):
     def test_wide_terminal_still_80(self):
         wide = self.help_on_terminal(["analyze"], 200)
         self.assertEqual(wide.splitlines(), run("analyze", "--help").stdout.splitlines())
+
+
+def read_pty(args, columns, env=None):
+    """stdout of `gpuscope ARGS` on a pseudo-terminal `columns` wide (stderr discarded)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    e = dict(os.environ)
+    e["NO_COLOR"] = "1"
+    e.update(env or {})
+    p = subprocess.Popen([BIN, *args], stdout=slave, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=e)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    return p.wait(timeout=120), out.decode().replace("\r\n", "\n")
+
+
+class CliEdges(unittest.TestCase):
+    """The command line at its edges: widths, units, whole tables, refused inputs, messages."""
+
+    TRACES = [os.path.join(ROOT, "testdata", "pytorch", n + ".json.gz")
+              for n in ("fp32_sync", "bf16_sync", "bf16_async", "bf16_compile", "h200_gemm_profiler_schedule")] + [
+        os.path.join(ROOT, "testdata", "hta", n) for n in (
+            "nccl_parser_config_nccl_data.json.gz", "critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz",
+            "amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz")]
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def assert_within(self, text, width, what):
+        for line in text.splitlines():
+            self.assertLessEqual(len(line), width, "%s: %r" % (what, line))
+
+    def test_text_reports_fit_80_columns_when_piped(self):
+        for trace in self.TRACES:
+            model = ["--model", MODEL] if "sync" in trace or "async" in trace or "compile" in trace else []
+            r = run("analyze", *model, trace)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assert_within(r.stdout, 80, trace)
+        r = run("diff", self.TRACES[0], self.TRACES[3])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assert_within(r.stdout, 80, "diff")
+
+    def test_text_report_fits_the_terminal(self):
+        for columns in (60, 80, 120):
+            rc, out = read_pty(["analyze", TRACE], columns)
+            self.assertEqual(rc, 0)
+            self.assert_within(out, columns, columns)
+            if columns == 120:  # room is used: the timeline spans the screen
+                self.assertTrue(any(len(l) > 100 for l in out.splitlines()), out)
+            rc, out = read_pty(["diff", self.TRACES[1], self.TRACES[2]], columns)
+            self.assertEqual(rc, 0)
+            self.assert_within(out, columns, "diff %d" % columns)
+
+    def test_readable_units(self):
+        r = run("analyze", TRACE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotRegex(r.stdout, r"\de[+-]\d")  # no 1.4e+13
+        self.assertNotRegex(r.stdout, r"\d{4,} us")  # no "median 15685 us"
+        self.assertRegex(r.stdout, r"matmul FLOPs per step \(from op shapes\): [\d.]+ [TPG]FLOP")
+
+    def test_csv_kernels_has_every_kernel(self):
+        import csv
+        import io
+        r = run("analyze", "--csv", "kernels", TRACE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = list(csv.reader(io.StringIO(r.stdout, newline="")))[1:]
+        top = json.loads(run("analyze", "--json", TRACE).stdout)["devices"][0]["kernels"]
+        self.assertEqual(len(top["top"]), 10)
+        self.assertGreater(len(rows), 10)
+        self.assertEqual(len({row[0] for row in rows}), len(rows))
+        self.assertAlmostEqual(sum(float(row[4]) for row in rows), 100.0, delta=0.5)
+        self.assertEqual([row[0] for row in rows[:10]], [k["name"] for k in top["top"]])
+
+    def test_step_range_that_names_nothing_is_refused(self):
+        out = os.path.join(self.dir.name, "x.json")
+        for args in (["analyze", "--step-range", "no_such_step", TRACE],
+                     ["export", "--perfetto", out, "--step-range", "no_such_step", TRACE],
+                     ["diff", "--step-range", "no_such_step", TRACE, TRACE]):
+            r = run(*args)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertEqual(r.stdout, "")
+            lines = r.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, r.stderr)
+            self.assertIn("--step-range no_such_step", lines[0])
+            self.assertIn("ProfilerStep#N", lines[0])  # the steps that exist
+            self.assertFalse(os.path.exists(out))
+        self.assertEqual(run("analyze", "--step-range", "ProfilerStep", TRACE).returncode, 0)
+
+    def test_model_and_flops_per_step_exclude_each_other(self):
+        for cmd, args in (("analyze", [TRACE]), ("diff", [TRACE, TRACE]), ("run", ["--", "true"])):
+            r = run(cmd, "--model", MODEL, "--flops-per-step", "1e12", *args)
+            self.assertEqual(r.returncode, 2, cmd)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn("--model and --flops-per-step cannot be used together", r.stderr)
+            self.assertIn("gpuscope %s --help" % cmd, r.stderr)
+
+    def test_impossible_mfu_is_refused(self):
+        for args in (["analyze", "--flops-per-step", "1e26", TRACE], ["analyze", "--json", "--flops-per-step", "1e26", TRACE],
+                     ["analyze", "--model", MODEL, "--peak-tflops", "1", TRACE],
+                     ["diff", "--flops-per-step", "1e26", TRACE, TRACE]):
+            r = run(*args)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertEqual(r.stdout, "")
+            lines = [l for l in r.stderr.splitlines() if ": warning: " not in l]
+            self.assertEqual(len(lines), 1, r.stderr)
+            self.assertIn("impossible", lines[0])
+            self.assertIn("--peak-tflops", lines[0])
+            self.assertLess(len(lines[0]), 400)
+        r = run("analyze", "--flops-per-step", "1e13", TRACE)  # a possible MFU is still shown
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_out_of_range_numbers_read_well(self):
+        for args, option in ((["analyze", "--peak-tflops", "-5", TRACE], "--peak-tflops -5"),
+                             (["export", "--perfetto", "x.json", "--from", "-5", TRACE], "--from -5"),
+                             (["analyze", "--threads", "0", TRACE], "--threads 0"),
+                             (["top", "--idle-sm-active", "150"], "--idle-sm-active 150")):
+            r = run(*args)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIn(option, r.stderr)
+            self.assertNotIn("1.79769", r.stderr)
+            self.assertLess(len(r.stderr), 200, r.stderr)
+
+    def test_usage_errors_name_the_problem_and_the_help(self):
+        r = run("frobnicate")
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        self.assertIn("gpuscope: unknown command 'frobnicate'", r.stderr)
+        self.assertIn("analyze", r.stderr)
+        self.assertIn("gpuscope --help", r.stderr)
+        r = run()
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("gpuscope: no command given", r.stderr)
+        r = run("analyze", "--csv", TRACE)
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+        self.assertIn("--csv", r.stderr)
+        self.assertIn("steps, kernels or idle", r.stderr)
+        self.assertIn("gpuscope analyze --help", r.stderr)
+        r = run("export", "--perfetto")
+        self.assertEqual(r.returncode, 2)
+        self.assertTrue(r.stderr.startswith("gpuscope: "), r.stderr)
+        self.assertIn("gpuscope export --help", r.stderr)
+
+    def test_every_help_states_its_exit_codes(self):
+        for args in ([], ["analyze"], ["diff"], ["run"], ["top"], ["monitor"], ["serve"], ["export"]):
+            r = run(*args, "--help")
+            self.assertEqual(r.returncode, 0, args)
+            self.assertIn("Exit codes: " if args == ["run"] else "Exit codes: 0 ", r.stdout, args)
+            self.assertRegex(r.stdout, r"2 (bad|when)", args)
+        self.assertIn("program's own exit code", run("run", "--help").stdout)
+        self.assertIn("program's own exit code", run("--help").stdout)
+
+    def test_diff_reads_a_saved_report_on_stdin(self):
+        saved = run("analyze", "--json", TRACE).stdout
+        e = dict(os.environ)
+        from_stdin = subprocess.run([BIN, "diff", "--json", "-", self.TRACES[2]], input=saved, capture_output=True,
+                                    text=True, env=e, timeout=120)
+        self.assertEqual(from_stdin.returncode, 0, from_stdin.stderr)
+        from_trace = run("diff", "--json", TRACE, self.TRACES[2])
+        a, b = json.loads(from_stdin.stdout), json.loads(from_trace.stdout)
+        a["devices"][0]["base"]["source"] = b["devices"][0]["base"]["source"]
+        self.assertEqual(a, b)
+        with open(TRACE, "rb") as f:  # a trace on stdin still works
+            r = subprocess.run([BIN, "diff", "--json", "-", self.TRACES[2]], stdin=f, capture_output=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_long_paths_keep_their_file_name(self):
+        deep = os.path.join(self.dir.name, *["a_rather_long_directory_name_%d" % i for i in range(6)])
+        os.makedirs(deep)
+        base, new = os.path.join(deep, "base_run.json.gz"), os.path.join(deep, "new_run.json.gz")
+        os.symlink(self.TRACES[1], base)
+        os.symlink(self.TRACES[2], new)
+        for args in (["diff", base, new], ["analyze", base]):
+            r = run(*args)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assert_within(r.stdout, 80, args)
+            self.assertIn("...", r.stdout)
+            self.assertRegex(r.stdout, r"\.\.\./base_run\.json\.gz")
+
+    def test_html_page_names_its_origin_and_caps_names(self):
+        page = os.path.join(self.dir.name, "r.html")
+        r = run("analyze", "--html", page, TRACE)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(page) as f:
+            html = f.read()
+        version = run("--version").stdout.split()[-1]
+        self.assertIn("gpuscope " + version, html)
+        self.assertIn("analyze --html " + page, html)
+        self.assertRegex(html, r"\d{4}-\d\d-\d\d \d\d:\d\d UTC")
+        page = os.path.join(self.dir.name, "d.html")
+        r = run("diff", "--html", page, self.TRACES[1], self.TRACES[2])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(page) as f:
+            html = f.read()
+        self.assertIn("gpuscope " + version, html)
+        self.assertIn("are noise and not listed", html)
+        self.assertNotIn("<span class=new>+0.00", html)
+        self.assertNotIn("<span class=resolved>-0.00", html)
+
+
+@unittest.skipUnless(os.environ.get("GPUSCOPE_TEST_FAKE_NVML"), "needs the fake NVML library (ctest sets it)")
+class LiveRecords(unittest.TestCase):
+    """monitor and top against the fake NVML (src/nvml/fake_nvml.cpp) and a recorded fixture."""
+
+    def live(self, *args):
+        env = {"GPUSCOPE_NVML_LIBRARY": os.environ["GPUSCOPE_TEST_FAKE_NVML"],
+               "GPUSCOPE_FAKE_NVML_FIXTURE": os.path.join(ROOT, "testdata", "nvml", "synthetic_2gpu.txt"),
+               "GPUSCOPE_PROC_ROOT": os.path.join(ROOT, "testdata", "nvml", "proc")}
+        r = run(*args, env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
+    def test_monitor_records_name_the_host_and_the_gpu(self):
+        import csv
+        import io
+        import socket
+        records = [json.loads(l) for l in self.live("monitor", "--interval", "100ms", "--duration", "250ms").splitlines()]
+        self.assertTrue(records)
+        for rec in records:
+            self.assertEqual(rec["host"], socket.gethostname(), rec)
+        rows = list(csv.reader(io.StringIO(self.live("monitor", "--format", "csv", "--interval", "100ms",
+                                                     "--duration", "100ms"), newline="")))
+        self.assertEqual(rows[0][-3:], ["signals", "host", "name"])
+        self.assertGreater(len(rows), 1)
+        for row in rows[1:]:
+            self.assertEqual(len(row), len(rows[0]))
+            self.assertEqual(row[-2], socket.gethostname())
+            self.assertTrue(row[-1], row)
+
+    def test_top_piped_has_no_trailing_padding(self):
+        out = self.live("top", "--interval", "100ms", "--count", "1")
+        self.assertIn("GPU", out)
+        for line in out.splitlines():
+            self.assertEqual(line, line.rstrip(), repr(line))
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@
 #include "cli/command.h"
 #include "cli/report_text.h"
 #include "core/analysis.h"
+#include "core/steps.h"
 #include "formats/csv_report.h"
 #include "formats/output_file.h"
 #include "formats/html_report.h"
@@ -33,6 +34,65 @@
 
 namespace gpuscope::cli {
 
+AnalysisOptions ModelCliOptions::analysis_options() const {
+  AnalysisOptions options;
+  options.model = model;
+  options.flops_per_step = flops_per_step;
+  options.peak_tflops = peak_tflops;
+  options.step_range = step_range;
+  return options;
+}
+
+AnalysisOptions AnalyzeCliOptions::analysis_options() const {
+  AnalysisOptions options = model.analysis_options();
+  options.as_job = as_job;
+  return options;
+}
+
+void add_model_options(CLI::App& app, ModelCliOptions& o) {
+  CLI::Option* model =
+      app.add_option_function<std::string>(
+             "--model", [&o](const std::string& text) { o.model = parse_model_spec(text).value(); },
+             "Model for MFU, e.g. gpt:params=124M,layers=12,heads=12,dmodel=768,seq=1024,batch=16\n"
+             "(training FLOPs per token = 6N + 12*L*H*Q*T, PaLM appendix B)")
+          ->type_name("SPEC")
+          ->check(CLI::Validator(
+              [](std::string& text) -> std::string {
+                auto spec = parse_model_spec(text);
+                return spec.ok() ? "" : terminal_safe(spec.status().message());
+              },
+              ""));
+  CLI::Option* flops =
+      app.add_option("--flops-per-step", o.flops_per_step, "Model FLOPs per training step, for MFU (instead of --model)")
+          ->check(flops_per_step_check());
+  model->excludes(flops);
+  flops->excludes(model);
+  app.add_option("--peak-tflops", o.peak_tflops,
+                 "Dense peak TFLOP/s to divide by (default: from the device name; bf16 dense, e.g. 989.4 "
+                 "for H100/H200 SXM)")
+      ->check(peak_tflops_check());
+  app.add_option("--step-range", o.step_range,
+                 "Name of the annotation/NVTX range that marks one step (default: ProfilerStep#N, then "
+                 "'step'/'train_step', then optimizer steps); one that names no annotation is an error")
+      ->type_name("NAME");
+}
+
+StatusOr<InputLimits> InputLimitCliOptions::limits() const {
+  auto limits = InputLimits::from_environment();
+  if (!limits.ok()) return limits;
+  if (max_inflate_bytes) limits->max_inflate_bytes = max_inflate_bytes;
+  return limits;
+}
+
+void add_input_limit_options(CLI::App& app, InputLimitCliOptions& o) {
+  app.add_option_function<std::string>(
+         "--max-inflate", [&o](const std::string& text) { o.max_inflate_bytes = parse_byte_size(text); },
+         "Most bytes a compressed input may expand to, e.g. 16G (default: 100x the compressed size for JSON, 32x "
+         "for captures, at least 256M, bounded by memory; env GPUSCOPE_MAX_INFLATE)")
+      ->type_name("SIZE")
+      ->check(size_check("--max-inflate", "16G"));
+}
+
 void add_analysis_options(CLI::App& app, AnalyzeCliOptions& o) {
   app.add_flag("--json", o.json, "Print the report as JSON (schema gpuscope.report/1) instead of text");
   app.add_option("--html", o.html,
@@ -40,43 +100,42 @@ void add_analysis_options(CLI::App& app, AnalyzeCliOptions& o) {
                  "needed to view it) to FILE")
       ->type_name("FILE")
       ->check(output_name_check());
-  app.add_option("--model", o.model_spec,
-                 "Model for MFU, e.g. gpt:params=124M,layers=12,heads=12,dmodel=768,seq=1024,batch=16\n"
-                 "(training FLOPs per token = 6N + 12*L*H*Q*T, PaLM appendix B)");
-  app.add_option("--flops-per-step", o.flops_per_step, "Model FLOPs per training step, for MFU (instead of --model)")
-      ->check(flops_per_step_check());
-  app.add_option("--peak-tflops", o.peak_tflops,
-                 "Dense peak TFLOP/s to divide by (default: from the device name; bf16 dense, e.g. 989.4 "
-                 "for H100/H200 SXM)")
-      ->check(peak_tflops_check());
-  app.add_option("--step-range", o.step_range,
-                 "Name of the annotation/NVTX range that marks one step (default: ProfilerStep#N, then "
-                 "'step'/'train_step', then optimizer steps)");
+  add_model_options(app, o.model);
+}
+
+std::string unmatched_step_range(const Trace& trace, const AnalysisOptions& options) {
+  if (options.step_range.empty() || count_step_range_matches(trace, options.step_range) > 0) return "";
+  std::string have;
+  for (const StepNameCount& n : step_like_annotations(trace)) {
+    have += fmt::format("{}{} ({}x)", have.empty() ? "" : ", ", terminal_safe(n.name), n.count);
+  }
+  const std::string source = trace.source == "-" ? "<stdin>" : trace.source;
+  return fmt::format("--step-range {}: no annotation of {} has that name; {}", terminal_safe(options.step_range),
+                     terminal_safe(source),
+                     have.empty() ? "it has no recurring annotations: leave --step-range out (steps are then found "
+                                    "from optimizer steps, the step loop or the kernel pattern)"
+                                  : "its recurring annotations are " + have + ": name one of them (without #N)");
+}
+
+std::string impossible_utilization(std::span<const DeviceReport> devices) {
+  for (const DeviceReport& d : devices) {
+    auto over = [](const std::optional<double>& v) { return v && *v > 100.0; };
+    if (!over(d.mfu_pct) && !over(d.hfu_pct)) continue;
+    const bool mfu = over(d.mfu_pct);
+    const double pct = mfu ? *d.mfu_pct : *d.hfu_pct;
+    const std::string flops =
+        mfu ? fmt::format("model FLOPs per step {} ({})", flops_text(d.model_flops_per_step.value_or(0)),
+                          d.model_flops_formula.starts_with("given") ? "--flops-per-step" : "--model")
+            : fmt::format("matmul FLOPs per step {} (from op shapes)", flops_text(d.matmul_flops_per_step.value_or(0)));
+    return fmt::format("{} would be {:.3g}%, which is impossible: {} in {} per step at a peak of {:.1f} TFLOP/s ({}); "
+                       "check {}--peak-tflops",
+                       mfu ? "MFU" : "HFU", pct, flops, duration_text(d.step_mean_ms.value_or(0) * 1e6),
+                       d.peak_tflops.value_or(0), d.peak_basis, mfu ? "--flops-per-step or --model, and " : "");
+  }
+  return "";
 }
 
 namespace {
-
-// The analysis options of the command line; nullopt after printing the problem.
-std::optional<AnalysisOptions> analysis_options(const AnalyzeCliOptions& o) {
-  if (!o.csv.empty() && !csv_table_from_name(o.csv)) {
-    fmt::print(stderr, "gpuscope: --csv {}: expected steps, kernels or idle\n", terminal_safe(o.csv));
-    return std::nullopt;
-  }
-  AnalysisOptions options;
-  if (!o.model_spec.empty()) {
-    auto spec = parse_model_spec(o.model_spec);
-    if (!spec.ok()) {
-      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(spec.status().message()));
-      return std::nullopt;
-    }
-    options.model = spec.value();
-  }
-  options.flops_per_step = o.flops_per_step;
-  options.peak_tflops = o.peak_tflops;
-  options.step_range = o.step_range;
-  options.as_job = o.as_job;
-  return options;
-}
 
 // Prints the report of traces analysed one by one (analyze_one_trace), in their order.
 // `traces`: the traces (at least their source and device samples) for --html.
@@ -90,6 +149,12 @@ int report_analyses(std::vector<TraceAnalysis> parts, const AnalyzeCliOptions& o
     if (o.json && o.json_without_devices) print_json_without_devices(report.rejected);
     return 2;
   }
+  // An MFU over 100% is no measurement: the inputs that made it are wrong. Refused, never shown.
+  if (const std::string impossible = impossible_utilization(report.devices); !impossible.empty()) {
+    fmt::print(stderr, "gpuscope: {}\n", terminal_safe(impossible));
+    if (o.json && o.json_without_devices) print_json_without_devices({impossible});
+    return 2;
+  }
   for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: skipped {}\n", terminal_safe(r));
   // A valid trace without GPU work is described (exit 0), not refused as bad input.
   const std::string text = csv    ? report_to_csv(report, *csv)
@@ -100,7 +165,7 @@ int report_analyses(std::vector<TraceAnalysis> parts, const AnalyzeCliOptions& o
   if (!o.html.empty()) {
     std::vector<std::string> inputs;
     for (const Trace& t : traces) inputs.push_back(t.source);
-    const Status written = write_output_file("--html", o.html, inputs, report_to_html(report, traces));
+    const Status written = write_output_file("--html", o.html, inputs, report_to_html(report, traces, page_origin()));
     if (!written.ok()) {
       fmt::print(stderr, "gpuscope: {}\n", terminal_safe(written.message()));
       return 2;
@@ -129,21 +194,28 @@ int report_traces(std::vector<Trace>& traces, const AnalyzeCliOptions& o) {
       return 2;
     }
   }
-  const std::optional<AnalysisOptions> options = analysis_options(o);
-  if (!options) return 2;
+  const AnalysisOptions options = o.analysis_options();
+  for (const Trace& t : traces) {
+    if (const std::string unmatched = unmatched_step_range(t, options); !unmatched.empty()) {
+      fmt::print(stderr, "gpuscope: {}\n", unmatched);
+      if (o.json && o.json_without_devices) print_json_without_devices({unmatched});
+      return 2;
+    }
+  }
   std::vector<TraceAnalysis> parts;
   parts.reserve(traces.size());
-  for (const Trace& t : traces) parts.push_back(analyze_one_trace(t, *options));
-  return report_analyses(std::move(parts), o, *options, traces);
+  for (const Trace& t : traces) parts.push_back(analyze_one_trace(t, options));
+  return report_analyses(std::move(parts), o, options, traces);
 }
 
 namespace {
 
+// `gpuscope analyze`, as parsed (every value checked by the parser).
 struct AnalyzeArgs {
   std::vector<std::string> paths;
-  std::string max_inflate;  // --max-inflate SIZE
-  std::string max_memory;   // --max-memory SIZE
-  unsigned threads = 0;     // --threads N (0: GPUSCOPE_THREADS, else every core)
+  InputLimitCliOptions limits;
+  std::optional<uint64_t> max_memory_bytes;  // --max-memory SIZE
+  unsigned threads = 0;                      // --threads N (0: GPUSCOPE_THREADS, else every core)
   AnalyzeCliOptions options;
 };
 
@@ -211,39 +283,14 @@ uint64_t file_bytes(const std::string& path) {
 }
 
 int run_analyze(const AnalyzeArgs& args) {
-  if (args.options.json && !args.options.csv.empty()) {
-    fmt::print(stderr, "gpuscope: --csv and --json both choose the output format; use one\n");
-    return 2;
-  }
-  if (!args.options.csv.empty() && !csv_table_from_name(args.options.csv)) {
-    fmt::print(stderr, "gpuscope: --csv {}: expected steps, kernels or idle\n", terminal_safe(args.options.csv));
-    return 2;
-  }
-  auto limits = InputLimits::from_environment();
+  auto limits = args.limits.limits();
   if (!limits.ok()) {
     fmt::print(stderr, "gpuscope: {}\n", terminal_safe(limits.status().message()));
     return 2;
   }
-  if (!args.max_inflate.empty()) {
-    auto bytes = parse_byte_size(args.max_inflate);
-    if (!bytes || *bytes == 0) {
-      fmt::print(stderr, "gpuscope: --max-inflate {}: expected a size such as 16G or 512M\n",
-                 terminal_safe(args.max_inflate));
-      return 2;
-    }
-    limits->max_inflate_bytes = bytes;
-  }
   JobReadOptions job;
   job.limits = limits.value();
-  if (!args.max_memory.empty()) {
-    auto bytes = parse_byte_size(args.max_memory);
-    if (!bytes || *bytes == 0) {
-      fmt::print(stderr, "gpuscope: --max-memory {}: expected a size such as 4G or 512M\n",
-                 terminal_safe(args.max_memory));
-      return 2;
-    }
-    job.max_memory_bytes = *bytes;
-  }
+  if (args.max_memory_bytes) job.max_memory_bytes = *args.max_memory_bytes;
   job.threads = args.threads;
   if (job.threads == 0) {
     auto threads = threads_from_environment();
@@ -253,8 +300,7 @@ int run_analyze(const AnalyzeArgs& args) {
     }
     job.threads = threads.value();
   }
-  const std::optional<AnalysisOptions> analysis = analysis_options(args.options);
-  if (!analysis) return 2;
+  const AnalysisOptions analysis = args.options.analysis_options();
   auto paths = expand_trace_paths(args.paths);
   if (!paths.ok()) {
     fmt::print(stderr, "gpuscope: {}\n", terminal_safe(paths.status().message()));
@@ -289,6 +335,7 @@ int run_analyze(const AnalyzeArgs& args) {
   const std::vector<std::string>& files = paths.value();
   std::vector<std::optional<TraceAnalysis>> parts(files.size());
   std::vector<std::string> errors(files.size());
+  std::vector<std::string> step_range_errors(files.size());  // --step-range names no annotation
   // What --html draws besides the report: each trace's device samples (small), by source.
   std::vector<Trace> samples(files.size());
   {
@@ -302,10 +349,20 @@ int run_analyze(const AnalyzeArgs& args) {
         errors[i] = trace.status().message();
         return;
       }
-      parts[i] = analyze_one_trace(trace.value(), *analysis);
+      if (std::string unmatched = unmatched_step_range(trace.value(), analysis); !unmatched.empty()) {
+        step_range_errors[i] = std::move(unmatched);
+        return;
+      }
+      parts[i] = analyze_one_trace(trace.value(), analysis);
       samples[i].source = trace->source;
       samples[i].device_samples = std::move(trace->device_samples);
     });
+  }
+  // A step range that names nothing would leave every step definition to chance: refused.
+  for (const std::string& e : step_range_errors) {
+    if (e.empty()) continue;
+    fmt::print(stderr, "gpuscope: {}\n", e);
+    return 2;
   }
   bool failed = false;
   size_t skipped = 0;
@@ -333,7 +390,7 @@ int run_analyze(const AnalyzeArgs& args) {
     fmt::print(stderr, "gpuscope: none of the {} files could be read\n", skipped);
     return 2;
   }
-  return report_analyses(std::move(read), args.options, *analysis, read_samples);
+  return report_analyses(std::move(read), args.options, analysis, read_samples);
 }
 
 CommandRegistration kAnalyze{CommandSpec{
@@ -347,22 +404,28 @@ CommandRegistration kAnalyze{CommandSpec{
                      "Trace files (.json, .json.gz from torch.profiler; .gpuscope captures), directories of "
                      "per-rank traces, pipes (<(zcat t.json.gz)) or - for stdin")
           ->required();
-      app.add_option("--max-inflate", args->max_inflate,
-                     "Most bytes a compressed input may expand to, e.g. 16G (default: 100x the compressed "
-                     "size for JSON, 32x for captures, at least 256M, bounded by memory; env GPUSCOPE_MAX_INFLATE)");
+      add_input_limit_options(app, args->limits);
       add_analysis_options(app, args->options);
       app.add_option("--threads", args->threads,
                      "Threads for reading and analysing (default: every\n"
                      "core, or GPUSCOPE_THREADS); 1: one thread. The\n"
                      "report is the same whatever the number")
-          ->check(CLI::Range(1, 4096));
-      app.add_option("--max-memory", args->max_memory,
-                     "Memory for the traces read at once, e.g. 8G\n"
-                     "(default: half of the available memory): the\n"
-                     "ranks of a directory are read a few at a time");
-      app.add_option("--csv", args->options.csv,
-                     "Print one table as CSV instead of the report: steps, kernels or idle (RFC 4180; "
-                     "unmeasured values are empty cells)");
+          ->check(count_between(1, 4096, "--threads"));
+      app.add_option_function<std::string>(
+             "--max-memory", [args](const std::string& text) { args->max_memory_bytes = parse_byte_size(text); },
+             "Memory for the traces read at once, e.g. 8G\n"
+             "(default: half of the available memory): the\n"
+             "ranks of a directory are read a few at a time")
+          ->type_name("SIZE")
+          ->check(size_check("--max-memory", "8G"));
+      CLI::Option* csv =
+          app.add_option("--csv", args->options.csv,
+                         "Print one table as CSV instead of the report: steps, kernels or idle (RFC 4180; "
+                         "unmeasured values are empty cells; kernels: every kernel name)")
+              ->type_name("TABLE")
+              ->check(one_of({"steps", "kernels", "idle"}, "--csv", "--csv steps TRACE"));
+      csv->excludes("--json");
+      app.get_option("--json")->excludes(csv);
       app.add_flag("--as-job", args->options.as_job,
                    "Treat the traces as the ranks of one job even when their ranks, world size, GPU model or "
                    "time ranges do not agree");
@@ -381,7 +444,9 @@ CommandRegistration kAnalyze{CommandSpec{
           "                              schedule=schedule) as p:\n"
           "      for batch in loader: train_step(batch); p.step()\n"
           "  p.export_chrome_trace(\"trace.json.gz\")\n\n"
-          "Exit codes: 0 report printed; 2 bad input (one line on stderr says what and where).");
+          "Exit codes: 0 report printed; 2 bad input or usage (one line on stderr says what and\n"
+          "where): an unreadable trace, a bad option value, a --step-range that names no\n"
+          "annotation, an MFU over 100% (--flops-per-step, --model or --peak-tflops is wrong).");
       return [args] { return run_analyze(*args); };
     }}};
 

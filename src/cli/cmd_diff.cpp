@@ -11,6 +11,7 @@
 
 #include <fmt/core.h>
 
+#include "cli/analyze_command.h"
 #include "cli/command.h"
 #include "cli/diff_text.h"
 #include "cli/text_layout.h"
@@ -18,6 +19,7 @@
 #include "core/diff.h"
 #include "formats/diff_json.h"
 #include "formats/html_diff.h"
+#include "formats/input_source.h"
 #include "formats/output_file.h"
 #include "formats/report_json_reader.h"
 #include "formats/trace_input.h"
@@ -25,19 +27,66 @@
 namespace gpuscope::cli {
 namespace {
 
+// `gpuscope diff`, as parsed (every value checked by the parser).
 struct DiffArgs {
   std::string base, now;
   bool json = false;
   std::string html;  // --html FILE
-  std::string model_spec;
-  std::optional<double> flops_per_step;
-  std::optional<double> peak_tflops;
-  std::string step_range;
+  ModelCliOptions model;
 };
 
 bool is_regular_file(const std::string& path) {
   struct stat st{};
   return path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// The report of one side's traces, or why there is nothing to compare.
+StatusOr<Report> analyzed(const std::string& tag, const std::string& path, const std::vector<Trace>& traces,
+                          const AnalysisOptions& options) {
+  for (const Trace& t : traces) {
+    if (std::string unmatched = unmatched_step_range(t, options); !unmatched.empty()) {
+      return Status::error(fmt::format("{}: {}", tag, unmatched));
+    }
+  }
+  Report report = analyze_traces(traces, options);
+  for (const auto& w : report.warnings) fmt::print(stderr, "gpuscope: warning: {}: {}\n", tag, terminal_safe(w));
+  if (report.devices.empty()) {
+    return Status::error(fmt::format("{} {}: nothing to compare: {}", tag, path,
+                                     !report.rejected.empty()           ? report.rejected.front()
+                                     : !report.without_gpu_work.empty() ? report.without_gpu_work.front()
+                                                                        : "no GPU activity"));
+  }
+  if (std::string impossible = impossible_utilization(report.devices); !impossible.empty()) {
+    return Status::error(fmt::format("{} {}: {}", tag, path, impossible));
+  }
+  for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: {}: skipped {}\n", tag, terminal_safe(r));
+  return report;
+}
+
+// A saved report read back, or a trace analysed, and the problem with it (without
+// "gpuscope: "). stdin ("-") is read once: its first bytes say which it is.
+StatusOr<Report> report_from_stdin(const std::string& tag, const AnalysisOptions& options) {
+  auto limits = InputLimits::from_environment();
+  if (!limits.ok()) return limits.status();
+  auto opened = ByteSource::open("-", limits.value());
+  if (!opened.ok()) return Status::error(fmt::format("{} <stdin>: {}", tag, opened.status().message()));
+  ByteSource& source = *opened.value();
+  if (looks_like_report_json(source.head())) {
+    std::string text, error;
+    char buffer[1 << 16];
+    while (const size_t n = source.read(buffer, sizeof buffer, error)) text.append(buffer, n);
+    if (!error.empty()) return Status::error(fmt::format("{} <stdin>: {}", tag, error));
+    auto report = report_from_json(text);
+    if (!report.ok()) return Status::error(fmt::format("{} <stdin>: {}", tag, report.status().message()));
+    return report;
+  }
+  TraceReadOptions read;
+  read.limits = limits.value();
+  auto trace = read_trace_source(source, "<stdin>", read);
+  if (!trace.ok()) return Status::error(fmt::format("{} <stdin>: {}", tag, trace.status().message()));
+  std::vector<Trace> traces;
+  traces.push_back(std::move(trace).value());
+  return analyzed(tag, "<stdin>", traces, options);
 }
 
 // A saved report when the file starts like one; otherwise empty (read it as a trace).
@@ -56,6 +105,7 @@ std::optional<StatusOr<Report>> read_saved_report(const std::string& path) {
 
 // One side of the comparison as a report, or an error line (without "gpuscope: ").
 StatusOr<Report> load_side(const std::string& tag, const std::string& path, const AnalysisOptions& options) {
+  if (path == "-") return report_from_stdin(tag, options);
   if (auto saved = read_saved_report(path)) {
     if (!saved->ok()) return Status::error(fmt::format("{} {}: {}", tag, path, saved->status().message()));
     return std::move(*saved);
@@ -75,16 +125,7 @@ StatusOr<Report> load_side(const std::string& tag, const std::string& path, cons
     traces.push_back(std::move(trace).value());
   }
   if (traces.empty()) return Status::error(fmt::format("{} {}: no trace could be read", tag, path));
-  Report report = analyze_traces(traces, options);
-  for (const auto& w : report.warnings) fmt::print(stderr, "gpuscope: warning: {}: {}\n", tag, terminal_safe(w));
-  if (report.devices.empty()) {
-    return Status::error(fmt::format("{} {}: nothing to compare: {}", tag, path,
-                                     !report.rejected.empty()           ? report.rejected.front()
-                                     : !report.without_gpu_work.empty() ? report.without_gpu_work.front()
-                                                                        : "no GPU activity"));
-  }
-  for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: {}: skipped {}\n", tag, terminal_safe(r));
-  return report;
+  return analyzed(tag, path, traces, options);
 }
 
 int run_diff(const DiffArgs& args) {
@@ -98,19 +139,7 @@ int run_diff(const DiffArgs& args) {
       return 2;
     }
   }
-  AnalysisOptions options;
-  if (!args.model_spec.empty()) {
-    auto spec = parse_model_spec(args.model_spec);
-    if (!spec.ok()) {
-      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(spec.status().message()));
-      return 2;
-    }
-    options.model = spec.value();
-  }
-  options.flops_per_step = args.flops_per_step;
-  options.peak_tflops = args.peak_tflops;
-  options.step_range = args.step_range;
-
+  const AnalysisOptions options = args.model.analysis_options();
   auto base = load_side("BASE", args.base, options);
   if (!base.ok()) {
     fmt::print(stderr, "gpuscope: {}\n", terminal_safe(base.status().message()));
@@ -134,14 +163,12 @@ int run_diff(const DiffArgs& args) {
     }
     text = diff_to_json(diff);
   } else {
-    TextStyle style = style_for(stdout);
-    style.width = 80;
-    text = render_diff(diff, style);
+    text = render_diff(diff, style_for(stdout));
   }
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
   if (!args.html.empty()) {
-    const Status written = write_output_file("--html", args.html, {args.base, args.now}, diff_to_html(diff));
+    const Status written = write_output_file("--html", args.html, {args.base, args.now}, diff_to_html(diff, page_origin()));
     if (!written.ok()) {
       fmt::print(stderr, "gpuscope: {}\n", terminal_safe(written.message()));
       return 2;
@@ -167,13 +194,7 @@ CommandRegistration kDiff{CommandSpec{
                      "Also write the comparison as one self-contained HTML page (no network needed to view it) to FILE")
           ->type_name("FILE")
       ->check(output_name_check());
-      app.add_option("--model", args->model_spec,
-                     "Model for MFU of the traces, e.g. gpt:params=124M,layers=12,heads=12,dmodel=768,seq=1024,batch=16");
-      app.add_option("--flops-per-step", args->flops_per_step, "Model FLOPs per step of the traces, for MFU")
-          ->check(flops_per_step_check());
-      app.add_option("--peak-tflops", args->peak_tflops, "Dense peak TFLOP/s to divide by (default: from the device name)")
-          ->check(peak_tflops_check());
-      app.add_option("--step-range", args->step_range, "Name of the annotation/NVTX range that marks one step");
+      add_model_options(app, args->model);
       app.footer(
           "\nExamples:\n"
           "  gpuscope diff before.json.gz after.json.gz\n"
@@ -187,7 +208,9 @@ CommandRegistration kDiff{CommandSpec{
           "precision whose time per step changed most, beside the measured step-time ratio, and warns when\n"
           "the runs are not like for like (other device, other step definition, other FLOPs per step).\n"
           "--model and the other analysis options apply to traces, not to saved reports.\n\n"
-          "Exit codes: 0 comparison printed; 2 bad input (one line on stderr says which side and why).");
+          "BASE or NEW may be - (stdin): a trace or a saved report.\n\n"
+          "Exit codes: 0 comparison printed; 2 bad input or usage (one line on stderr says which\n"
+          "side and why), as for analyze.");
       return [args] { return run_diff(*args); };
     }}};
 

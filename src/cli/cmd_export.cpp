@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/core.h>
 
+#include "cli/analyze_command.h"
 #include "cli/command.h"
 #include "cli/text_layout.h"
 #include "core/analysis.h"
@@ -24,14 +25,16 @@
 namespace gpuscope::cli {
 namespace {
 
+// `gpuscope export`, as parsed (every value checked by the parser).
 struct ExportOptions {
   std::string perfetto;
-  std::string max_inflate;
+  InputLimitCliOptions limits;
   std::vector<std::string> inputs;
   std::optional<double> from_ms;  // From the traces' first event.
   std::optional<double> to_ms;
-  std::string steps;        // "A:B", step numbers as the report shows them, inclusive.
-  std::string step_range;   // As for analyze.
+  std::string steps;  // "A:B" as typed, for messages...
+  std::optional<std::pair<int64_t, int64_t>> step_span;  // ...and its step numbers, inclusive.
+  std::string step_range;  // As for analyze.
 };
 
 // The earliest event of the traces (host clock, ns); nullopt when they hold none. The event
@@ -68,47 +71,26 @@ std::optional<std::pair<int64_t, int64_t>> parse_step_span(const std::string& te
 }
 
 int run_export(const ExportOptions& options) {
-  auto limits = InputLimits::from_environment();
+  auto limits = options.limits.limits();
   if (!limits.ok()) {
-    fmt::print(stderr, "gpuscope export: {}\n", terminal_safe(limits.status().message()));
+    fmt::print(stderr, "gpuscope: {}\n", terminal_safe(limits.status().message()));
     return 2;
   }
-  if (!options.max_inflate.empty()) {
-    auto bytes = parse_byte_size(options.max_inflate);
-    if (!bytes || *bytes == 0) {
-      fmt::print(stderr, "gpuscope export: --max-inflate {}: expected a size such as 16G or 512M\n",
-                 options.max_inflate);
-      return 2;
-    }
-    limits->max_inflate_bytes = bytes;
-  }
-  if (!options.steps.empty() && (options.from_ms || options.to_ms)) {
-    fmt::print(stderr, "gpuscope export: --steps and --from/--to both set a window; use one\n");
-    return 2;
-  }
-  std::optional<std::pair<int64_t, int64_t>> step_span;
-  if (!options.steps.empty()) {
-    step_span = parse_step_span(options.steps);
-    if (!step_span) {
-      fmt::print(stderr, "gpuscope export: --steps {}: expected A:B, step numbers with A <= B, e.g. 3:5\n",
-                 options.steps);
-      return 2;
-    }
-  }
+  const std::optional<std::pair<int64_t, int64_t>>& step_span = options.step_span;
   if (options.from_ms && options.to_ms && *options.from_ms >= *options.to_ms) {
-    fmt::print(stderr, "gpuscope export: --from {} --to {}: the window is empty; --to must be after --from\n",
+    fmt::print(stderr, "gpuscope: --from {} --to {}: the window is empty; --to must be after --from\n",
                *options.from_ms, *options.to_ms);
     return 2;
   }
   if (std::count(options.inputs.begin(), options.inputs.end(), "-") > 1) {
-    fmt::print(stderr, "gpuscope export: '-' (stdin) can be read only once\n");
+    fmt::print(stderr, "gpuscope: '-' (stdin) can be read only once\n");
     return 2;
   }
   // Before reading (a large trace takes a while): the output must not replace an input, a
   // special file or a read-only one.
   if (options.perfetto != "-") {
     if (Status usable = check_output_path("--perfetto", options.perfetto, options.inputs); !usable.ok()) {
-      fmt::print(stderr, "gpuscope export: {}\n", terminal_safe(usable.message()));
+      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(usable.message()));
       return 2;
     }
   }
@@ -117,12 +99,12 @@ int run_export(const ExportOptions& options) {
     // Opened once (pipes and "-" for stdin work); the reader is chosen by the first bytes.
     auto trace = read_trace_file(path, limits.value());
     if (!trace.ok()) {
-      fmt::print(stderr, "gpuscope export: {}: {}\n", terminal_safe(path == "-" ? "<stdin>" : path),
+      fmt::print(stderr, "gpuscope: {}: {}\n", terminal_safe(path == "-" ? "<stdin>" : path),
                  terminal_safe(trace.status().message()));
       return 2;
     }
     for (const auto& w : trace->warnings) {
-      fmt::print(stderr, "gpuscope export: warning: {}: {}\n", terminal_safe(trace->source), terminal_safe(w));
+      fmt::print(stderr, "gpuscope: warning: {}: {}\n", terminal_safe(trace->source), terminal_safe(w));
     }
     traces.push_back(std::move(trace).value());
   }
@@ -132,6 +114,12 @@ int run_export(const ExportOptions& options) {
   PerfettoOptions perfetto;
   AnalysisOptions analysis;
   analysis.step_range = options.step_range;
+  for (const Trace& t : traces) {
+    if (std::string unmatched = unmatched_step_range(t, analysis); !unmatched.empty()) {
+      fmt::print(stderr, "gpuscope: {}\n", unmatched);
+      return 2;
+    }
+  }
   std::vector<std::string> rejected;
   for (const Trace& t : traces) {
     TraceAnalysis a = analyze_one_trace(t, analysis);
@@ -139,10 +127,10 @@ int run_export(const ExportOptions& options) {
     perfetto.reports.push_back(std::move(a.devices));
   }
   if (rejected.size() == traces.size()) {
-    for (const auto& r : rejected) fmt::print(stderr, "gpuscope export: {}\n", terminal_safe(r));
+    for (const auto& r : rejected) fmt::print(stderr, "gpuscope: {}\n", terminal_safe(r));
     return 2;
   }
-  for (const auto& r : rejected) fmt::print(stderr, "gpuscope export: warning: {}\n", terminal_safe(r));
+  for (const auto& r : rejected) fmt::print(stderr, "gpuscope: warning: {}\n", terminal_safe(r));
 
   if (options.from_ms || options.to_ms) {
     const int64_t origin = first_event_ns(traces).value_or(0);
@@ -171,7 +159,7 @@ int run_export(const ExportOptions& options) {
         }
         if (!have.empty()) break;
       }
-      fmt::print(stderr, "gpuscope export: --steps {}: no analysed step {}; {}\n", options.steps,
+      fmt::print(stderr, "gpuscope: --steps {}: no analysed step {}; {}\n", options.steps,
                  from ? step_span->second : step_span->first,
                  have.empty() ? "the traces have no analysed steps" : "the analysed steps are " + have);
       return 2;
@@ -183,12 +171,12 @@ int run_export(const ExportOptions& options) {
   std::vector<std::string> warnings;
   Status status = write_perfetto_file(traces, options.perfetto, options.inputs, &warnings, perfetto);
   if (!status.ok()) {
-    fmt::print(stderr, "gpuscope export: {}\n", terminal_safe(status.message()));
+    fmt::print(stderr, "gpuscope: {}\n", terminal_safe(status.message()));
     return 2;
   }
-  for (const auto& w : warnings) fmt::print(stderr, "gpuscope export: warning: {}\n", terminal_safe(w));
+  for (const auto& w : warnings) fmt::print(stderr, "gpuscope: warning: {}\n", terminal_safe(w));
   if (options.perfetto != "-") {
-    fmt::print(stderr, "gpuscope export: wrote {} (open it in https://ui.perfetto.dev)\n",
+    fmt::print(stderr, "gpuscope: wrote {} (open it in https://ui.perfetto.dev)\n",
                terminal_safe(options.perfetto));
   }
   return 0;
@@ -206,16 +194,31 @@ CommandRegistration kExport({
                      "PyTorch profiler traces (.json, .json.gz) or capture files written by gpuscope run ('-' "
                      "for stdin)")
           ->required();
-      app.add_option("--from", options->from_ms, "Start of the window, ms after the traces' first event")
-          ->check(CLI::NonNegativeNumber);
-      app.add_option("--to", options->to_ms, "End of the window, ms after the traces' first event")
-          ->check(CLI::NonNegativeNumber);
-      app.add_option("--steps", options->steps, "Window of analysed steps A:B (inclusive, numbers as analyze shows)");
+      CLI::Option* from = app.add_option("--from", options->from_ms, "Start of the window, ms after the traces' first event")
+                              ->check(finite_between(0, 1e12, "--from", "a time in ms"));
+      CLI::Option* to = app.add_option("--to", options->to_ms, "End of the window, ms after the traces' first event")
+                            ->check(finite_between(0, 1e12, "--to", "a time in ms"));
+      app.add_option_function<std::string>(
+             "--steps",
+             [options](const std::string& text) {
+               options->steps = text;
+               options->step_span = parse_step_span(text);
+             },
+             "Window of analysed steps A:B (inclusive, numbers as analyze shows)")
+          ->type_name("A:B")
+          ->check(CLI::Validator(
+              [](std::string& text) -> std::string {
+                return parse_step_span(text) ? ""
+                                             : fmt::format("--steps {}: expected A:B, step numbers with A <= B, e.g. 3:5",
+                                                           terminal_safe(text));
+              },
+              ""))
+          ->excludes(from)
+          ->excludes(to);
       app.add_option("--step-range", options->step_range,
-                     "Name of the annotation/NVTX range that marks one step (as for analyze)");
-      app.add_option("--max-inflate", options->max_inflate,
-                     "Most bytes a compressed input may expand to, e.g. 16G (default: 100x the compressed size "
-                     "for JSON, 32x for captures, at least 256M, bounded by memory; env GPUSCOPE_MAX_INFLATE)");
+                     "Name of the annotation/NVTX range that marks one step (as for analyze)")
+          ->type_name("NAME");
+      add_input_limit_options(app, options->limits);
       app.footer(
           "Examples:\n"
           "  gpuscope export --perfetto trace.perfetto.json trace.json.gz\n"
@@ -223,7 +226,9 @@ CommandRegistration kExport({
           "  gpuscope export --perfetto run.json.gz --from 2000 --to 2500 run.gpuscope\n\n"
           "Open the output in ui.perfetto.dev. The output is written whole or not at all (a\n"
           "temporary file renamed over it); an input, a device, a FIFO or a read-only file is\n"
-          "never replaced, and a symlink is replaced, not written through.");
+          "never replaced, and a symlink is replaced, not written through.\n\n"
+          "Exit codes: 0 written; 2 bad input or usage (one line on stderr says what and where),\n"
+          "the output then not written.");
       return [options]() { return run_export(*options); };
     },
 });

@@ -25,75 +25,77 @@ void install_interrupt_handlers() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
-StatusOr<int64_t> parse_duration_ns(std::string_view text, std::string_view option) {
-  double value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  std::string_view unit(end, static_cast<size_t>(text.data() + text.size() - end));
-  double scale = 0;
-  if (unit.empty() || unit == "s") scale = 1e9;
-  else if (unit == "ms") scale = 1e6;
-  else if (unit == "us") scale = 1e3;
-  else if (unit == "m") scale = 60e9;
-  else if (unit == "h") scale = 3600e9;
-  if (ec != std::errc() || scale == 0 || !(value >= 0) || std::isinf(value)) {
-    return Status::error(fmt::format("{} {}: not a duration; write e.g. 100ms, 2s or 5m", option, text));
-  }
-  // 2^63 ns is 292 years; beyond it the conversion to int64 would be undefined.
-  if (value * scale >= 9.2e18) {
-    return Status::error(fmt::format("{} {}: too long (at most 100 years); write e.g. 2s or 5m",
-                                     option, text));
-  }
-  return static_cast<int64_t>(std::llround(value * scale));
+namespace {
+
+constexpr int64_t kSecondNs = 1'000'000'000;
+
+// --interval: from 100 ms (the shortest window NVML GPM measures) to a day.
+DurationRule interval_rule() {
+  DurationRule rule{"--interval", kSecondNs};
+  rule.min_ns = 100'000'000;
+  rule.max_ns = 86'400 * kSecondNs;
+  rule.zero_allowed = false;
+  rule.why_min = "the shortest window NVML GPM measures";
+  rule.examples = "100ms, 1s or 5s";
+  return rule;
 }
 
+DurationRule threshold_rule(const std::string& option) { return DurationRule{option, kSecondNs}; }
+
+}  // namespace
+
 void add_live_options(CLI::App& app, LiveCliOptions& o) {
-  app.add_option("--interval", o.interval, "Sampling interval, >= 100ms (GPM's minimum)")
-      ->capture_default_str();
+  app.add_option("--interval", o.interval, "Sampling interval, >= 100ms (GPM's minimum); a bare number is seconds")
+      ->capture_default_str()
+      ->type_name("DURATION")
+      ->check(duration_check(interval_rule()));
   app.add_flag("--process-args", o.process_args,
                "Show processes' full command lines (secrets such as --password=... and URL "
                "credentials redacted); default: the executable name only");
   app.add_option("--idle-after", o.idle_after,
                  "Signal idle_holding_memory after a process holds memory on an idle GPU this long")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->type_name("DURATION")
+      ->check(duration_check(threshold_rule("--idle-after")));
   app.add_option("--signal-after", o.signal_after,
                  "Other signals fire after their condition holds this long")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->type_name("DURATION")
+      ->check(duration_check(threshold_rule("--signal-after")));
   app.add_option("--idle-memory-gib", o.idle_memory_gib,
                  "idle_holding_memory: minimum memory a process holds (GiB)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_between(0, 1e6, "--idle-memory-gib", "a memory size in GiB"));
   app.add_option("--idle-sm-active", o.thresholds.idle_sm_active_pct,
                  "idle_holding_memory: SM active (%) below which the GPU counts as idle")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_between(0, 100, "--idle-sm-active", "a percentage"));
   app.add_option("--busy-util", o.thresholds.busy_util_pct, "busy_not_working: utilization (%) at or above")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_between(0, 100, "--busy-util", "a percentage"));
   app.add_option("--busy-sm-active", o.thresholds.busy_sm_active_pct,
                  "busy_not_working: with SM active (%) below")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_between(0, 100, "--busy-sm-active", "a percentage"));
   app.add_option("--tensor-sm-active", o.thresholds.tensor_sm_active_pct,
                  "tensor_cores_unused: SM active (%) at or above, tensor active ~0")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_between(0, 100, "--tensor-sm-active", "a percentage"));
   app.add_option("--membw-dram", o.thresholds.membw_dram_pct,
                  "memory_bandwidth_bound: DRAM bandwidth (%) at or above")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_between(0, 100, "--membw-dram", "a percentage"));
 }
 
 std::optional<LiveSettings> live_settings(const LiveCliOptions& o) {
   LiveSettings s;
   s.thresholds = o.thresholds;
-  auto interval = parse_duration_ns(o.interval, "--interval");
-  auto idle_after = parse_duration_ns(o.idle_after, "--idle-after");
-  auto signal_after = parse_duration_ns(o.signal_after, "--signal-after");
-  for (const Status* st : {&interval.status(), &idle_after.status(), &signal_after.status()}) {
-    if (!st->ok()) {
-      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(st->message()));
-      return std::nullopt;
-    }
-  }
-  if (*interval < 100'000'000) {
-    fmt::print(stderr,
-               "gpuscope: --interval {}: below 100ms, the shortest window NVML GPM measures; use "
-               "--interval 100ms or more\n",
-               o.interval);
+  const auto interval = parse_duration_ns(o.interval, kSecondNs);
+  const auto idle_after = parse_duration_ns(o.idle_after, kSecondNs);
+  const auto signal_after = parse_duration_ns(o.signal_after, kSecondNs);
+  if (!interval || !idle_after || !signal_after) {
+    fmt::print(stderr, "gpuscope: --interval {}, --idle-after {}, --signal-after {}: not durations; write e.g. 1s\n",
+               terminal_safe(o.interval), terminal_safe(o.idle_after), terminal_safe(o.signal_after));
     return std::nullopt;
   }
   s.interval_ns = *interval;

@@ -2,6 +2,7 @@
 // record per GPU per interval; health counters (JSONL only) when they were read again;
 // --record also writes an NVML fixture for the fake library.
 #include <time.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
@@ -23,9 +24,10 @@
 namespace gpuscope::cli {
 namespace {
 
+// `gpuscope monitor`, as parsed (every value checked by the parser).
 struct MonitorOptions {
   LiveCliOptions live;
-  std::string duration;
+  std::optional<int64_t> duration_ns;  // --duration
   std::string format = "jsonl";
   std::string output;
   std::string record;
@@ -65,7 +67,7 @@ std::string json_opt(const std::optional<T>& v) {
 // One "health" record per GPU (not per MIG instance) when its counters were read again or a
 // new XID arrived (core/device_health.h); null where the GPU does not support a reading.
 std::string health_json(const DeviceHealth& h, const DeviceSample& s, const nvml::DeviceInfo& d,
-                        int64_t time_ns) {
+                        const std::string& host, int64_t time_ns) {
   std::string xids = "null";
   if (h.xid_supported) {
     xids = "{";
@@ -91,11 +93,11 @@ std::string health_json(const DeviceHealth& h, const DeviceSample& s, const nvml
     reasons += "]";
   }
   return fmt::format(
-      R"({{"type":"health","time_ns":{},"device":{},"uuid":{},"xid_errors_total":{},"xid_errors":{},"last_xid":{},)"
+      R"({{"type":"health","time_ns":{},"host":{},"device":{},"uuid":{},"xid_errors_total":{},"xid_errors":{},"last_xid":{},)"
       R"("ecc_volatile_corrected":{},"ecc_volatile_uncorrected":{},"ecc_aggregate_corrected":{},"ecc_aggregate_uncorrected":{},)"
       R"("remapped_rows_correctable":{},"remapped_rows_uncorrectable":{},"remap_pending":{},"remap_failure":{},)"
       R"("pcie_replays":{},"nvlink":{},"power_limit_w":{},"clocks_event_reasons":{}}})",
-      time_ns, h.device, json_string(d.uuid),
+      time_ns, json_string(host), h.device, json_string(d.uuid),
       h.xid_supported ? fmt::format("{}", h.xid_total) : "null", xids, json_opt(h.last_xid),
       json_opt(h.ecc_volatile_corrected), json_opt(h.ecc_volatile_uncorrected),
       json_opt(h.ecc_aggregate_corrected), json_opt(h.ecc_aggregate_uncorrected),
@@ -104,13 +106,20 @@ std::string health_json(const DeviceHealth& h, const DeviceSample& s, const nvml
       json_opt(h.power_limit_w), reasons);
 }
 
-void write_jsonl(std::FILE* f, NumberWriter& num, const nvml::Sampler& sampler,
+// The host's name, in every record: logs of several machines stay apart when merged.
+std::string host_name() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) return "";
+  return host;
+}
+
+void write_jsonl(std::FILE* f, NumberWriter& num, const nvml::Sampler& sampler, const std::string& host,
                  const nvml::LiveSnapshot& snap, const std::vector<Signal>& signals) {
   for (size_t i = 0; i < snap.devices.size(); ++i) {
     const DeviceSample& s = snap.devices[i];
     const nvml::DeviceInfo& d = sampler.devices()[i];
-    std::string line = fmt::format(R"({{"type":"device","time_ns":{},"interval_ns":{},"device":{},)",
-                                   s.time_ns, s.interval_ns, s.device);
+    std::string line = fmt::format(R"({{"type":"device","time_ns":{},"interval_ns":{},"host":{},"device":{},)",
+                                   s.time_ns, s.interval_ns, json_string(host), s.device);
     if (s.gpu_instance_id) line += fmt::format(R"("gpu_instance_id":{},)", *s.gpu_instance_id);
     line += fmt::format(R"("uuid":{},"name":{})", json_string(d.uuid), json_string(d.name));
     for (const nvml::SampleField& field : nvml::device_sample_fields()) {
@@ -126,22 +135,22 @@ void write_jsonl(std::FILE* f, NumberWriter& num, const nvml::Sampler& sampler,
   }
   for (size_t i = 0; i < snap.health.size() && i < snap.devices.size(); ++i) {
     if (!snap.health[i].updated || snap.devices[i].gpu_instance_id) continue;
-    fmt::print(f, "{}\n", health_json(snap.health[i], snap.devices[i], sampler.devices()[i], snap.time_ns));
+    fmt::print(f, "{}\n", health_json(snap.health[i], snap.devices[i], sampler.devices()[i], host, snap.time_ns));
   }
   for (const ProcessSample& p : snap.processes) {
     fmt::print(f,
-               R"({{"type":"process","time_ns":{},"device":{},"pid":{},"memory_used_bytes":{},"sm_util_pct":{},"mem_util_pct":{},"command":{},"user":{},"pod_uid":{},"slurm_job_id":{}}})"
+               R"({{"type":"process","time_ns":{},"host":{},"device":{},"pid":{},"memory_used_bytes":{},"sm_util_pct":{},"mem_util_pct":{},"command":{},"user":{},"pod_uid":{},"slurm_job_id":{}}})"
                "\n",
-               p.time_ns, p.device, p.pid,
+               p.time_ns, json_string(host), p.device, p.pid,
                p.memory_used_bytes ? fmt::format("{}", *p.memory_used_bytes) : "null",
                num.json(p.sm_util_pct, p.device, "process sm_util_pct"),
                num.json(p.mem_util_pct, p.device, "process mem_util_pct"), json_string(p.command),
                json_string(p.user), json_string(p.pod_uid), json_string(p.slurm_job_id));
   }
   for (const Signal& sig : signals) {
-    fmt::print(f, R"({{"type":"signal","time_ns":{},"since_ns":{},"device":{},"signal":"{}","pid":{},"evidence":{},"text":{}}})"
+    fmt::print(f, R"({{"type":"signal","time_ns":{},"since_ns":{},"host":{},"device":{},"signal":"{}","pid":{},"evidence":{},"text":{}}})"
                "\n",
-               snap.time_ns, sig.since_ns, sig.device, signal_name(sig.kind),
+               snap.time_ns, sig.since_ns, json_string(host), sig.device, signal_name(sig.kind),
                sig.process ? fmt::format("{}", sig.process->pid) : "null",
                json_string(sig.evidence), json_string(describe_signal(sig)));
   }
@@ -150,10 +159,11 @@ void write_jsonl(std::FILE* f, NumberWriter& num, const nvml::Sampler& sampler,
 void write_csv_header(std::FILE* f) {
   std::string line = "time_ns,interval_ns,device,gpu_instance_id,uuid";
   for (const nvml::SampleField& field : nvml::device_sample_fields()) line += fmt::format(",{}", field.name);
-  fmt::print(f, "{},signals\n", line);
+  // host and name last: the columns before them keep their places for existing readers.
+  fmt::print(f, "{},signals,host,name\n", line);
 }
 
-void write_csv(std::FILE* f, NumberWriter& num, const nvml::Sampler& sampler,
+void write_csv(std::FILE* f, NumberWriter& num, const nvml::Sampler& sampler, const std::string& host,
                const nvml::LiveSnapshot& snap, const std::vector<Signal>& signals) {
   for (size_t i = 0; i < snap.devices.size(); ++i) {
     const DeviceSample& s = snap.devices[i];
@@ -169,22 +179,15 @@ void write_csv(std::FILE* f, NumberWriter& num, const nvml::Sampler& sampler,
       if (!names.empty()) names += ' ';
       names += signal_name(sig.kind);
     }
-    fmt::print(f, "{},{}\n", line, names);
+    fmt::print(f, "{},{},{},{}\n", line, names, csv_field(host), csv_field(sampler.devices()[i].name));
   }
 }
 
 int run_monitor(const MonitorOptions& o) {
   auto settings = live_settings(o.live);
   if (!settings) return 2;
-  std::optional<int64_t> duration_ns;
-  if (!o.duration.empty()) {
-    auto d = parse_duration_ns(o.duration, "--duration");
-    if (!d.ok()) {
-      fmt::print(stderr, "gpuscope: {}\n", terminal_safe(d.status().message()));
-      return 2;
-    }
-    duration_ns = *d;
-  }
+  const std::optional<int64_t>& duration_ns = o.duration_ns;
+  const std::string host = host_name();
   std::FILE* out = stdout;
   if (!o.output.empty()) {
     out = std::fopen(o.output.c_str(), "w");
@@ -226,8 +229,8 @@ int run_monitor(const MonitorOptions& o) {
       rc = 2;
       return false;
     }
-    if (o.format == "csv") write_csv(out, num, *sampler, *frame.snapshot, *frame.signals);
-    else write_jsonl(out, num, *sampler, *frame.snapshot, *frame.signals);
+    if (o.format == "csv") write_csv(out, num, *sampler, host, *frame.snapshot, *frame.signals);
+    else write_jsonl(out, num, *sampler, host, *frame.snapshot, *frame.signals);
     std::fflush(out);
     if (recorder) {
       Status rs = recorder->write_frame(*frame.snapshot);
@@ -250,9 +253,13 @@ const CommandRegistration kMonitor{CommandSpec{
     40, [](CLI::App& app) -> std::function<int()> {
       auto o = std::make_shared<MonitorOptions>();
       add_live_options(app, o->live);
-      app.add_option("--duration", o->duration, "Stop after this long (default: until Ctrl-C)");
+      app.add_option_function<std::string>(
+             "--duration", [o](const std::string& text) { o->duration_ns = parse_duration_ns(text, 1'000'000'000); },
+             "Stop after this long (default: until Ctrl-C); a bare number is seconds")
+          ->type_name("DURATION")
+          ->check(duration_check(DurationRule{"--duration", 1'000'000'000}));
       app.add_option("--format", o->format, "jsonl (one object per line, absent = null) or csv")
-          ->check(CLI::IsMember({"jsonl", "csv"}))
+          ->check(one_of({"jsonl", "csv"}, "--format", "--format csv"))
           ->capture_default_str();
       app.add_option("--output,-o", o->output, "Write to FILE instead of stdout");
       app.add_option("--record", o->record,
@@ -261,7 +268,10 @@ const CommandRegistration kMonitor{CommandSpec{
           "Examples:\n"
           "  gpuscope monitor -o gpus.jsonl               # every second, until Ctrl-C\n"
           "  gpuscope monitor --format csv --interval 500ms --duration 10m > gpus.csv\n"
-          "  gpuscope monitor --idle-after 5m | grep '\"type\":\"signal\"'");
+          "  gpuscope monitor --idle-after 5m | grep '\"type\":\"signal\"'\n\n"
+          "Every record names the host (JSONL \"host\"; CSV host and name, the last columns).\n\n"
+          "Exit codes: 0 stopped by --duration or Ctrl-C; 2 bad usage, no NVML or GPU, or the\n"
+          "output cannot be written (one line on stderr says what).");
       return [o] { return run_monitor(*o); };
     }}};
 

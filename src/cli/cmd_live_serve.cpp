@@ -102,7 +102,9 @@ const CommandRegistration kServe{CommandSpec{
           "  gpuscope serve --listen :9464 --dcgm-compat  # all interfaces, DCGM names too\n"
           "  curl -s localhost:9464/metrics | grep gpuscope_sm_active_ratio\n\n"
           "In a Kubernetes pod, GPUs and processes get pod, namespace and container labels from\n"
-          "the kubelet's socket (mounted by deploy/kubernetes); without it, none (said once).");
+          "the kubelet's socket (mounted by deploy/kubernetes); without it, none (said once).\n\n"
+          "Exit codes: 0 stopped by Ctrl-C or SIGTERM; 2 bad usage, no NVML or GPU, or the\n"
+          "address cannot be bound (one line on stderr says what).");
       return [o] { return run_serve(*o); };
     }}};
 

@@ -143,7 +143,12 @@ int run_top(const TopOptions& o) {
     } else {
       // Not a terminal: every line at full width (nothing to fit), one block per interval.
       std::vector<TopLine> lines = render_top(in, 100000, 0);
-      for (const TopLine& l : lines) out += (l.style == TopLine::kAlert ? "! " : "") + l.text + "\n";
+      // No padding: a file or pipe gets each line's text, never the spaces that align a screen.
+      for (const TopLine& l : lines) {
+        std::string line = (l.style == TopLine::kAlert ? "! " : "") + l.text;
+        line.erase(line.find_last_not_of(' ') + 1);
+        out += line + "\n";
+      }
       out += "\n";
     }
     std::fwrite(out.data(), 1, out.size(), stdout);
@@ -159,11 +164,13 @@ const CommandRegistration kTop{CommandSpec{
       auto o = std::make_shared<TopOptions>();
       add_live_options(app, o->live);
       app.add_option("--count", o->count, "Draw this many frames, then exit (0: until q)")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(count_between(0, 1'000'000'000, "--count"));
       app.add_option("--sort", o->sort,
                      "Order of GPUs and processes: gpu (index), util, sm (SM active; processes: SM%) or mem, "
                      "largest first; the s key cycles through them")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(one_of({"gpu", "util", "sm", "mem"}, "--sort", "--sort mem"));
       app.footer(
           "\nExamples:\n"
           "  gpuscope top\n"
@@ -172,7 +179,9 @@ const CommandRegistration kTop{CommandSpec{
           "Fits the terminal: at 80x24 narrower columns are dropped in a fixed order (temperature, power,\n"
           "occupancy, DRAM, name, memory, tensor), never cut; GPU, utilization and SM active stay.\n"
           "Under each GPU: utilization beside SM active over the last samples (sparklines).\n\n"
-          "Keys: q quits, s changes the sort order.");
+          "Keys: q quits, s changes the sort order.\n\n"
+          "Exit codes: 0 quit with q, Ctrl-C or after --count frames; 2 bad usage, or no NVML or\n"
+          "GPU (one line on stderr says what).");
       return [o] { return run_top(*o); };
     }}};
 

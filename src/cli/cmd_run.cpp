@@ -55,40 +55,26 @@ struct RunOptions {
   std::vector<std::string> command;
 };
 
-// "100ms", "0.5s", "2s", "250" (ms), "0" (off). Returns milliseconds, or -1 if malformed.
-// Milliseconds of "100ms", "1s" or "0" (off); -1 when the text is no such duration: a number
-// needs its unit (a bare "0.5" would be read as 0.5 ms and turn sampling off silently), and a
-// nonzero interval must lie between 100 ms (NVML's GPM needs that much between samples) and an
-// hour.
-int64_t parse_interval_ms(const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || !(v >= 0)) return -1;
-  const std::string unit(end);
-  if (unit.empty()) return v == 0 ? 0 : -1;
-  double ms = 0;
-  if (unit == "ms") {
-    ms = v;
-  } else if (unit == "s") {
-    ms = v * 1000;
-  } else {
-    return -1;
-  }
-  if (ms == 0) return 0;
-  if (ms < 100 || ms > 3'600'000) return -1;
-  return static_cast<int64_t>(ms);
+// --sample-interval: 0 (off), or from 100 ms (NVML's GPM needs that much between samples) to an
+// hour, with its unit: a bare "0.5" would be read as 0.5 ms and turn sampling off silently.
+DurationRule sample_interval_rule() {
+  DurationRule rule{"--sample-interval"};
+  rule.min_ns = 100'000'000;
+  rule.max_ns = 3'600'000'000'000;
+  rule.why_min = "the shortest period NVML GPM measures";
+  rule.examples = "100ms, 1s or 0 (off)";
+  return rule;
 }
 
-// Milliseconds of a window bound ("30s", "500ms", "2m"); -1 when malformed or over a day.
-int64_t parse_window_ms(const std::string& text) {
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (end == text.c_str() || !(v >= 0)) return -1;
-  const std::string unit(end);
-  const double scale = unit == "ms" ? 1 : unit == "s" ? 1e3 : unit == "m" ? 60e3 : -1;
-  if (scale < 0 || v * scale > 86'400'000) return -1;
-  return static_cast<int64_t>(v * scale);
+// --after and --for: up to a day, with the unit.
+DurationRule window_rule(const std::string& option) {
+  DurationRule rule{option};
+  rule.max_ns = 86'400'000'000'000;
+  rule.examples = "500ms, 30s or 2m";
+  return rule;
 }
+
+int64_t to_ms(const std::string& text) { return text.empty() ? 0 : parse_duration_ns(text, std::nullopt).value_or(0) / 1'000'000; }
 
 // A plain run (no --steps, --after, --for or --whole) traces from the start and stops after
 // this many steps (the Python bootstrap counts them) or this long after CUDA started, whichever
@@ -100,11 +86,8 @@ constexpr int64_t kDefaultTraceMs = 300'000;
 // The environment that bounds the trace window, or an error message.
 std::string window_environment(const RunOptions& options, bool python,
                                std::vector<std::pair<std::string, std::string>>* env) {
-  const int64_t after_ms = options.after.empty() ? 0 : parse_window_ms(options.after);
-  const int64_t for_ms = options.for_.empty() ? 0 : parse_window_ms(options.for_);
-  if (after_ms < 0 || for_ms < 0)
-    return fmt::format("--{} '{}': not a duration up to a day with its unit; use e.g. 500ms, 30s or 2m",
-                       after_ms < 0 ? "after" : "for", after_ms < 0 ? options.after : options.for_);
+  const int64_t after_ms = to_ms(options.after);
+  const int64_t for_ms = to_ms(options.for_);
   if (options.steps < 0 || options.skip_steps < 0) return "--steps and --skip-steps take counts (0 or more)";
   if (options.steps > 0 && after_ms > 0)
     return "--steps opens the window after --skip-steps steps and --after after a time; use one of them";
@@ -143,12 +126,7 @@ bool json_on_stdout(const RunOptions& options) { return options.analysis.json &&
 
 // --try: trials of the program (run_try.h), each a bounded `gpuscope run` of this executable.
 int try_command(const RunOptions& options, std::vector<std::string> command) {
-  if (options.steps > 0 || !options.after.empty() || !options.for_.empty() || options.whole ||
-      options.no_report || !options.analysis.csv.empty()) {
-    fmt::print(stderr, "gpuscope run: --try times its own steps (--try-steps, --try-warmup); it takes none of "
-               "--steps, --after, --for, --whole, --no-report, --csv\n");
-    return 2;
-  }
+  // --steps, --skip-steps, --after, --for, --whole and --no-report: refused by CLI11 (excludes).
   if (!looks_like_python(command[0])) {
     fmt::print(stderr, "gpuscope run: --try applies its fixes through the Python bootstrap: run a Python program "
                "(python, torchrun)\n");
@@ -173,14 +151,7 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
     return 2;
   }
   if (!options.try_fixes.empty()) return try_command(options, std::move(command));
-  const int64_t interval_ms = parse_interval_ms(options.sample_interval);
-  if (interval_ms < 0) {
-    fmt::print(stderr,
-               "gpuscope run: --sample-interval '{}': not a duration from 100ms to 1h with its unit; use e.g. "
-               "100ms, 1s or 0 (off)\n",
-               options.sample_interval);
-    return 2;
-  }
+  const int64_t interval_ms = to_ms(options.sample_interval);
   std::vector<std::pair<std::string, std::string>> window_env;
   if (std::string error = window_environment(options, looks_like_python(command[0]), &window_env);
       !error.empty()) {
@@ -369,7 +340,9 @@ CommandRegistration kRun({
                      "replaced: the capture then gets a numbered name beside it");
       app.add_option("--sample-interval", options->sample_interval,
                      "NVML/GPM sampling period while the program runs (e.g. 100ms, 1s; 0 = off)")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->type_name("DURATION")
+          ->check(duration_check(sample_interval_rule()));
       app.add_flag("--no-report", options->no_report, "Only write the capture(s)");
       app.add_flag("--no-calibrate", options->no_calibrate,
                    "Do not measure what tracing adds to each kernel launch on this host (gpuscope-calibrate, about "
@@ -381,20 +354,38 @@ CommandRegistration kRun({
                      "replays; with none of them 20 s after CUDA started, a 10 s window)");
       app.add_option("--skip-steps", options->skip_steps, "Warm-up steps run untraced before --steps")
           ->capture_default_str();
-      app.add_option("--after", options->after, "Start tracing this long after CUDA starts (e.g. 30s, 2m)");
-      app.add_option("--for", options->for_, "Stop tracing (detach CUPTI) this long after it started (e.g. 10s)");
+      app.add_option("--after", options->after, "Start tracing this long after CUDA starts (e.g. 30s, 2m)")
+          ->type_name("DURATION")
+          ->check(duration_check(window_rule("--after")));
+      app.add_option("--for", options->for_, "Stop tracing (detach CUPTI) this long after it started (e.g. 10s)")
+          ->type_name("DURATION")
+          ->check(duration_check(window_rule("--for")));
       app.add_flag("--whole", options->whole,
                    "Trace the whole run. Without it, and without --steps/--after/--for, tracing stops after "
                    "the first 300 steps or 5 minutes after CUDA started, whichever comes first, and the rest "
                    "of a long job runs untraced");
-      app.add_option("--try", options->try_fixes,
-                     "Measure fixes on this program, with no code change: FIX[,FIX...] of tf32, bf16, "
-                     "fused-optimizer, dataloader, caching-allocator, expandable-segments, or 'auto' (those "
-                     "the findings advise). Runs the program once as it is and once per fix, each ended after "
-                     "its timed steps; -o names a new folder for their captures and logs");
-      app.add_option("--try-steps", options->try_steps, "Steps timed per --try run")->capture_default_str();
+      auto* try_option =
+          app.add_option("--try", options->try_fixes,
+                         "Measure fixes on this program, with no code change: FIX[,FIX...] of tf32, bf16, "
+                         "fused-optimizer, dataloader, caching-allocator, expandable-segments, or 'auto' (those "
+                         "the findings advise). Runs the program once as it is and once per fix, each ended "
+                         "after its timed steps; -o names a new folder for their captures and logs")
+              ->type_name("FIXES")
+              ->check(CLI::Validator(
+                  [](std::string& text) {
+                    bool automatic = false;
+                    std::string error;
+                    return parse_trial_fixes(text, &automatic, &error) ? std::string() : error;
+                  },
+                  "", "fixes"));
+      try_option->excludes("--steps")->excludes("--skip-steps")->excludes("--after")->excludes("--for")
+          ->excludes("--whole")->excludes("--no-report");
+      app.add_option("--try-steps", options->try_steps, "Steps timed per --try run")
+          ->capture_default_str()
+          ->check(CLI::Range(3, 100000));
       app.add_option("--try-warmup", options->try_warmup, "Steps run before timing, per --try run")
-          ->capture_default_str();
+          ->capture_default_str()
+          ->check(CLI::Range(1, 100000));
       add_analysis_options(app, options->analysis);
       // Everything after `--` is the command, options included.
       app.add_option("command", options->command, "The program to trace and its arguments, after --")
@@ -407,10 +398,14 @@ CommandRegistration kRun({
           "  gpuscope run --after 60s --for 10s -- ./server  # a 10s window of a long run\n"
           "  gpuscope run --try auto -- python train.py     # measure the advised fixes\n\n"
           "Every process of the program that uses CUDA is traced (CUPTI kernels, copies, API "
-          "calls, NVTX ranges, cuBLAS GEMM shapes). gpuscope exits with the program's exit code.\n\n"
+          "calls, NVTX ranges, cuBLAS GEMM shapes).\n\n"
           "With --json, stdout holds the JSON report and nothing else: the program's own stdout goes "
           "to stderr, and a run that traced nothing still prints a report (no devices, the reason "
-          "under \"rejected\").");
+          "under \"rejected\").\n\n"
+          "Exit codes: the program's own exit code (128+N when a signal N killed it), whatever the "
+          "report; when the program exited 0: 0, or 2 when the report could not be made (bad "
+          "input or usage, one line on stderr says what). Options are checked before the program "
+          "starts: a bad one is exit 2 and the program never runs.");
       return [options]() { return run_command(*options, options->command); };
     },
 });

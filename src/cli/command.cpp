@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 
 #include <fmt/core.h>
 
@@ -16,24 +17,41 @@ std::vector<CommandSpec>& command_registry() {
   return registry;
 }
 
-CLI::Validator finite_between(double lo, double hi, const std::string& what) {
-  return CLI::Validator(
-      [lo, hi, what](std::string& text) -> std::string {
-        double value = 0;
-        if (!CLI::detail::lexical_cast(text, value) || !std::isfinite(value) || value < lo || value > hi) {
-          return fmt::format("'{}' is not {}: expected a number from {:g} to {:g}", text, what, lo, hi);
-        }
-        return {};
-      },
-      "POSITIVE");
+namespace {
+std::string& invocation_text() {
+  static std::string text;
+  return text;
+}
+}  // namespace
+
+void set_invocation(int argc, const char* const* argv) {
+  std::string& out = invocation_text();
+  out.clear();
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (i == 0) arg = arg.substr(arg.rfind('/') + 1);  // "gpuscope", not where it was installed
+    const bool plain = !arg.empty() && arg.find_first_not_of(
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%") == std::string::npos;
+    if (!out.empty()) out += ' ';
+    if (plain) {
+      out += arg;
+      continue;
+    }
+    out += '\'';
+    for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += '\'';
+  }
 }
 
-CLI::Validator flops_per_step_check() { return finite_between(1, 1e27, "a count of FLOPs per step"); }
-CLI::Validator peak_tflops_check() { return finite_between(1e-3, 1e6, "a peak in TFLOP/s"); }
+const std::string& invocation() { return invocation_text(); }
 
-CLI::Validator output_name_check() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string { return text.empty() ? "name a file to write to" : ""; }, "");
+html::PageOrigin page_origin() {
+  char date[64] = {};
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &utc);
+  return {kVersion, date, invocation()};
 }
 
 CommandLine build_command_line() {
@@ -48,8 +66,11 @@ CommandLine build_command_line() {
       "  gpuscope analyze trace.json.gz     # a PyTorch profiler trace\n"
       "  gpuscope COMMAND --help            # a command's options and examples",
       "gpuscope");
+  cl.app->footer(
+      "\nExit codes: 0 success; 2 bad input or usage (one line on stderr says what, where and what "
+      "to do); gpuscope run: the traced program's own exit code. Each command's --help says more.");
   cl.app->require_subcommand(1);
-  cl.app->set_version_flag("--version", "gpuscope " GPUSCOPE_VERSION);  // CMake's project version
+  cl.app->set_version_flag("--version", std::string("gpuscope ") + kVersion);
 
   auto& registry = command_registry();
   std::stable_sort(registry.begin(), registry.end(),

@@ -11,11 +11,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/option_parse.h"
+#include "formats/html_page.h"
+
 namespace gpuscope::cli {
 
 // Called once with the subcommand's CLI::App to declare its options; returns the action to
 // run if that subcommand is chosen. The action returns the process exit code
-// (0 success, 1 the analysed program or a check failed, 2 bad input or usage).
+// (0 success, 2 bad input or usage; `run`: the traced program's own exit code).
 using CommandSetup = std::function<std::function<int()>(CLI::App&)>;
 
 struct CommandSpec {
@@ -31,16 +34,10 @@ struct CommandRegistration {
   explicit CommandRegistration(CommandSpec spec) { command_registry().push_back(std::move(spec)); }
 };
 
-// Checks shared by the commands' options. CLI11's PositiveNumber and Range let NaN through
-// (and PositiveNumber infinity), which then reach the report as "MFU nan%".
-// A finite number within [lo, hi]; the message names the range and what the number is.
-CLI::Validator finite_between(double lo, double hi, const std::string& what);
-// --flops-per-step: model FLOPs per step, from one FLOP to 1e27 (far beyond any job).
-CLI::Validator flops_per_step_check();
-// --peak-tflops: dense peak TFLOP/s of one GPU, from 0.001 (1 GFLOP/s) to 1e6.
-CLI::Validator peak_tflops_check();
-// An output file's name (--html FILE): not empty.
-CLI::Validator output_name_check();
+// Checks shared by the commands' options: option_parse.h.
+
+// gpuscope's version, as --version and the --html pages show it.
+inline constexpr const char* kVersion = GPUSCOPE_VERSION;  // CMake's project version
 
 // The whole command line (command.cpp): the top-level App with every registered subcommand in
 // `order`, and the help formatter (help_format.h) on all of them. Each action runs when its
@@ -50,5 +47,13 @@ struct CommandLine {
   std::vector<std::pair<CLI::App*, std::function<int()>>> actions;
 };
 CommandLine build_command_line();
+
+// The command line gpuscope was started with, as one line (arguments holding spaces or quotes
+// quoted for a POSIX shell), for the --html pages; main() records it before parsing.
+void set_invocation(int argc, const char* const* argv);
+const std::string& invocation();
+
+// What an --html page says about its making: kVersion, the date now (UTC), invocation().
+html::PageOrigin page_origin();
 
 }  // namespace gpuscope::cli

@@ -10,9 +10,10 @@
 namespace gpuscope::cli {
 namespace {
 
-// Green when the change is an improvement, red when it is a regression.
+// Green when the change is an improvement, red when it is a regression; plain when it shows
+// as zero at the 2 decimals written (+0.00 is no change to the reader).
 std::string good_bad(const Painter& p, std::string_view t, double change, bool higher_is_better) {
-  if (change == 0) return std::string(t);
+  if (std::abs(change) < 0.005) return std::string(t);
   return (change > 0) == higher_is_better ? p.green(t) : p.red(t);
 }
 
@@ -22,38 +23,41 @@ constexpr double kShownMs = 0.005;
 
 std::string ratio_text(std::optional<double> r) { return r ? fmt::format("x{:.2f}", *r) : std::string("-"); }
 
-// "  label  BASE  NEW  change  ratio": 2 + 22 + 11 + 11 + 12 + 9 = 67 columns.
-std::string row(std::string_view label, std::string_view base, std::string_view now, std::string_view change,
+// "  label  BASE  NEW  change  ratio": 2 + lw + 11 + 11 + 12 + 9 columns, 67 with the label
+// column `lw` at its widest (22); narrower screens get a narrower label column.
+size_t label_width(size_t width) { return std::clamp<size_t>(width > 45 ? width - 45 : 0, 13, 22); }
+
+std::string row(size_t lw, std::string_view label, std::string_view base, std::string_view now, std::string_view change,
                 std::string_view ratio) {
-  return fmt::format("  {:<22}{:>11}{:>11}{}{}\n", clip(label, 21), base, now, change, ratio);
+  return fmt::format("  {:<{}}{:>11}{:>11}{}{}\n", clip(label, lw - 1), lw, base, now, change, ratio);
 }
 
-std::string pct_row(const Painter& p, std::string_view label, const ValueChange& v, bool higher_is_better = true) {
+std::string pct_row(const Painter& p, size_t lw, std::string_view label, const ValueChange& v, bool higher_is_better = true) {
   if (!v.base && !v.now) return "";
   auto side = [](const std::optional<double>& x) { return x ? fmt::format("{:.1f}%", *x) : std::string("n/a"); };
   const auto delta = v.delta();
   const std::string change = delta ? fmt::format("{:>12}", fmt::format("{:+.1f} pts", *delta)) : std::string(12, ' ');
-  return row(label, side(v.base), side(v.now), delta ? good_bad(p, change, *delta, higher_is_better) : change,
+  return row(lw, label, side(v.base), side(v.now), delta ? good_bad(p, change, *delta, higher_is_better) : change,
              v.ratio() ? fmt::format("{:>9}", ratio_text(v.ratio())) : "");
 }
 
-std::string ms_row(const Painter& p, std::string_view label, double base, double now, std::optional<double> ratio) {
+std::string ms_row(const Painter& p, size_t lw, std::string_view label, double base, double now, std::optional<double> ratio) {
   const double delta = now - base;
   const std::string change = fmt::format("{:>12}", fmt::format("{:+.2f}", delta));
-  return row(label, fmt::format("{:.2f}", base), fmt::format("{:.2f}", now),
+  return row(lw, label, fmt::format("{:.2f}", base), fmt::format("{:.2f}", now),
              std::abs(delta) < kShownMs ? change : good_bad(p, change, delta, false), fmt::format("{:>9}", ratio_text(ratio)));
 }
 
-void component_table(std::string& out, const Painter& p, std::string_view title,
+void component_table(std::string& out, const Painter& p, size_t lw, std::string_view title,
                      const std::vector<ComponentChange>& rows) {
   std::string body;
   for (const auto& c : rows) {
     if (std::max(c.base_ms, c.new_ms) < kShownMs) continue;
-    body += ms_row(p, c.name, c.base_ms, c.new_ms, c.ratio());
+    body += ms_row(p, lw, c.name, c.base_ms, c.new_ms, c.ratio());
   }
   if (body.empty()) return;
-  out += "\n" + p.bold(title) + p.dim("  (ms per step)") + "\n";
-  out += p.dim(row("", "BASE", "NEW", fmt::format("{:>12}", "change"), fmt::format("{:>9}", "ratio")));
+  out += "\n" + heading(p, title, "  (ms per step)", 200);
+  out += p.dim(row(lw, "", "BASE", "NEW", fmt::format("{:>12}", "change"), fmt::format("{:>9}", "ratio")));
   out += body;
 }
 
@@ -90,13 +94,14 @@ std::string speedup_text(const FindingChange& f, bool base) {
 
 void render_device(std::string& out, const DeviceDiff& d, const Painter& p, int width) {
   const size_t w = static_cast<size_t>(width);
+  const size_t lw = label_width(w);
   std::string title =
       terminal_safe(d.base_device == d.new_device ? d.new_device : d.base_device + " -> " + d.new_device);
   if (d.rank) title += fmt::format(" · rank {}", *d.rank);
   out += p.bold("gpuscope diff · " + title) + "\n";
   auto side = [&](std::string_view tag, const std::string& source, int64_t steps, const std::string& step_source) {
     const std::string tail = fmt::format(" · {} step{} ({})", steps, steps == 1 ? "" : "s", step_source);
-    out += p.dim(fmt::format("  {:<5}", tag) + clip(source, w > 8 + tail.size() ? w - 8 - tail.size() : 8) + tail) + "\n";
+    out += p.dim(fmt::format("  {:<5}", tag) + elide_path(source, w > 8 + tail.size() ? w - 8 - tail.size() : 8) + tail) + "\n";
   };
   side("BASE", d.base_source, d.base_steps, d.base_step_source);
   side("NEW", d.new_source, d.new_steps, d.new_step_source);
@@ -116,51 +121,59 @@ void render_device(std::string& out, const DeviceDiff& d, const Painter& p, int 
     }
     out += p.cyan(wrap_text(line, w, "  "));
   } else {
-    out += "  none: no idle cause, kernel category or precision changed its time per step\n";
+    out += wrap_text("none: no idle cause, kernel category or precision changed its time per step", w, "  ");
   }
   out += wrap_text(fmt::format("measured step time x{:.4f}: {:.2f} -> {:.2f} ms ({})", d.step_time_ratio,
                                d.step_ms.base.value_or(0), d.step_ms.now.value_or(0), faster),
                    w, "  ");
 
-  out += "\n" + p.dim(row("", "BASE", "NEW", fmt::format("{:>12}", "change"), fmt::format("{:>9}", "ratio")));
+  out += "\n" + p.dim(row(lw, "", "BASE", "NEW", fmt::format("{:>12}", "change"), fmt::format("{:>9}", "ratio")));
   const std::string step_change = fmt::format("{:>12}", fmt::format("{:+.2f} ms", step_delta));
-  out += row("Step time", fmt::format("{:.2f} ms", d.step_ms.base.value_or(0)), fmt::format("{:.2f} ms", d.step_ms.now.value_or(0)),
+  out += row(lw, "Step time", fmt::format("{:.2f} ms", d.step_ms.base.value_or(0)), fmt::format("{:.2f} ms", d.step_ms.now.value_or(0)),
              good_bad(p, step_change, step_delta, false), fmt::format("{:>9}", ratio_text(d.step_time_ratio)));
   const std::string basis = d.throughput_basis == "model_flops"    ? "model FLOPs/s"
                             : d.throughput_basis == "matmul_flops" ? "matmul FLOPs/s"
                                                                    : "steps/s, same work assumed";
   // The basis where the BASE, NEW and change columns are (34 columns).
-  out += fmt::format("  {:<22}{}{:>9}\n", "Throughput", p.dim(fmt::format("{:>34}", basis)), ratio_text(d.throughput_ratio));
-  out += pct_row(p, "MFU", d.mfu_pct);
-  out += pct_row(p, "HFU (matmul)", d.hfu_pct);
-  out += pct_row(p, "Utilization (busy)", d.busy_pct);
-  out += pct_row(p, "SM active (estimate)", d.sm_active_est_pct);
-  out += pct_row(p, "SM active (hw)", d.hw_sm_active_pct);
-  out += pct_row(p, "Tensor active (hw)", d.hw_tensor_active_pct);
-  out += pct_row(p, "Idle", d.idle_pct, false);
+  out += fmt::format("  {:<{}}{}{:>9}\n", "Throughput", lw, p.dim(fmt::format("{:>34}", cut(basis, 33))), ratio_text(d.throughput_ratio));
+  out += pct_row(p, lw, "MFU", d.mfu_pct);
+  out += pct_row(p, lw, "HFU (matmul)", d.hfu_pct);
+  out += pct_row(p, lw, "Utilization (busy)", d.busy_pct);
+  out += pct_row(p, lw, "SM active (estimate)", d.sm_active_est_pct);
+  out += pct_row(p, lw, "SM active (hw)", d.hw_sm_active_pct);
+  out += pct_row(p, lw, "Tensor active (hw)", d.hw_tensor_active_pct);
+  out += pct_row(p, lw, "Idle", d.idle_pct, false);
   if (d.kernels_per_step.base && d.kernels_per_step.now) {
-    out += row("Kernels per step", fmt::format("{:.0f}", *d.kernels_per_step.base), fmt::format("{:.0f}", *d.kernels_per_step.now),
+    out += row(lw, "Kernels per step", fmt::format("{:.0f}", *d.kernels_per_step.base), fmt::format("{:.0f}", *d.kernels_per_step.now),
                fmt::format("{:>12}", fmt::format("{:+.0f}", *d.kernels_per_step.delta())),
                fmt::format("{:>9}", ratio_text(d.kernels_per_step.ratio())));
   }
 
-  component_table(out, p, "Idle by cause", d.idle);
-  component_table(out, p, "GPU time by kernel category", d.categories);
-  component_table(out, p, "Precision of matrix math time", d.precision);
+  component_table(out, p, lw, "Idle by cause", d.idle);
+  component_table(out, p, lw, "GPU time by kernel category", d.categories);
+  component_table(out, p, lw, "Precision of matrix math time", d.precision);
 
   if (!d.kernels.empty()) {
-    out += "\n" + p.bold("Kernels whose time changed most") + p.dim("  (ms per step; - not in that run's top 10)") + "\n";
+    const double floor_ms = d.kernel_noise_floor_ms();
+    out += "\n" + heading(p, "Kernels whose time changed most", "  (ms per step; - not in that run's top 10)", w);
+    out += p.dim(wrap_text(fmt::format("changes under {:.2f} ms per step (0.02 ms, or 0.2% of BASE's step time where more) "
+                                       "are noise, not listed",
+                                       floor_ms),
+                           w, "  "));
+    bool listed = false;
     for (const auto& k : d.kernels) {
-      if (std::abs(k.delta_ms()) < kShownMs) continue;
+      if (std::abs(k.delta_ms()) < floor_ms) continue;
+      listed = true;
       const std::string change = fmt::format("{:>+8.2f}", k.delta_ms());
       auto side_ms = [](const std::optional<double>& v) { return v ? fmt::format("{:.2f}", *v) : std::string("-"); };
       const std::string head = fmt::format("{:>7} -> {:<7} {:<14} ", side_ms(k.base_ms), side_ms(k.new_ms), clip(k.category, 14));
       out += "  " + good_bad(p, change, k.delta_ms(), false) + " " + head +
              clip(k.name, w > 13 + head.size() ? w - 13 - head.size() : 10) + "\n";
     }
+    if (!listed) out += "  none above the noise floor\n";
   }
 
-  out += "\n" + p.bold("Findings") + p.dim("  (estimated speedup if fixed: BASE -> NEW)") + "\n";
+  out += "\n" + heading(p, "Findings", "  (estimated speedup if fixed: BASE -> NEW)", w);
   if (d.findings.empty()) out += "  none in either run\n";
   for (const auto& f : d.findings) {
     const std::string status = fmt::format("{:<9}", finding_status_name(f.status));

@@ -3,6 +3,7 @@
 // for signals. Implemented in cmd_live.cpp.
 #pragma once
 
+#include "cli/option_parse.h"
 #include "cli/text_layout.h"
 
 #include <atomic>
@@ -21,9 +22,6 @@
 
 namespace gpuscope::cli {
 
-// "100ms", "1s", "2.5s", "1m", "1h"; a bare number is seconds.
-StatusOr<int64_t> parse_duration_ns(std::string_view text, std::string_view option);
-
 struct LiveCliOptions {
   std::string interval = "1s";
   std::string idle_after = "60s";    // SignalThresholds::idle_after_ns, as the option's text
@@ -36,8 +34,8 @@ struct LiveCliOptions {
 // Declares --interval, --process-args and the signal threshold options.
 void add_live_options(CLI::App& app, LiveCliOptions& options);
 
-// Validated interval (>= 100 ms, GPM's minimum) and thresholds; prints one line and returns
-// nullopt on bad input.
+// The interval and thresholds as numbers. Every value was checked while the command line was
+// parsed (durations: option_parse.h, a bare number is seconds); nullopt only if one was not.
 struct LiveSettings {
   int64_t interval_ns = 0;
   SignalThresholds thresholds;

@@ -34,10 +34,20 @@ std::string clip(std::string_view s, size_t n);
 // only, not escaped again.
 std::string cut(std::string_view safe, size_t n);
 
+// At most n bytes of terminal_safe(path) keeping its end, the file name: the middle of the
+// directories becomes "...", or, when the file name alone is too long, its start does
+// ("/data/runs/.../rank0.json.gz", "...ng_name.json.gz"). Never cuts inside a UTF-8 character.
+std::string elide_path(std::string_view path, size_t n);
+
 // Characters (code points) in valid UTF-8 text: its columns on a terminal (no wide characters).
 size_t display_width(std::string_view text);
 
-// Word-wraps terminal_safe(text) to `width` columns, each line prefixed by `indent`.
+// Word-wraps terminal_safe(text) to `width` columns, each line prefixed by `indent`. A word
+// wider than a line (a path, a mangled name) is broken where the line ends.
 std::string wrap_text(std::string_view text, size_t width, std::string_view indent);
+
+// A section heading: `title` in bold, then `note` dimmed where it fits in `width` columns
+// (cut, or left out when under 12 columns would be left of it); ends with a newline.
+std::string heading(const Painter& p, std::string_view title, std::string_view note, size_t width);
 
 }  // namespace gpuscope::cli

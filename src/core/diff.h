@@ -5,6 +5,7 @@
 // any value one side did not measure, is empty, never 0.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -127,6 +128,11 @@ struct DeviceDiff {
   std::vector<FindingChange> findings;      // Resolved, new, changed, unchanged; by id within each.
 
   std::optional<HeadlineChange> headline;  // Empty only when nothing has any time.
+
+  // The smallest change of a kernel's time per step (ms) that the text and HTML pages list
+  // among the kernels that changed most: 0.02 ms, or 0.2% of BASE's step time where that is
+  // more. Below it, run-to-run noise (timer granularity, clocks) would be listed as a change.
+  double kernel_noise_floor_ms() const { return std::max(0.02, 0.002 * step_ms.base.value_or(0)); }
 };
 inline constexpr size_t kMaxKernelChanges = 10;
 

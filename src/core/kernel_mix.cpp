@@ -40,7 +40,7 @@ void add_categories(const DeviceContext& ctx, const KernelMix& mix, DeviceReport
   std::sort(r.categories.begin(), r.categories.end(), [](auto& a, auto& b) { return a.ns > b.ns; });
 }
 
-// The ten kernel names with the most time.
+// Every kernel name by time, most first; the first ten are the top kernels.
 void add_top_kernels(const DeviceContext& ctx, const KernelMix& mix, DeviceReport& r) {
   std::unordered_map<StringId, TopKernel> by_name;
   int64_t kernel_ns = 0;
@@ -54,12 +54,13 @@ void add_top_kernels(const DeviceContext& ctx, const KernelMix& mix, DeviceRepor
   }
   std::vector<std::pair<StringId, TopKernel>> tops(by_name.begin(), by_name.end());
   std::sort(tops.begin(), tops.end(), [](auto& a, auto& b) { return a.second.ns > b.second.ns; });
-  for (size_t i = 0; i < tops.size() && i < 10; ++i) {
-    TopKernel t = tops[i].second;
-    t.name = std::string(ctx.trace.strings.view(tops[i].first));
+  r.kernels.reserve(tops.size());
+  for (auto& [name, t] : tops) {
+    t.name = std::string(ctx.trace.strings.view(name));
     t.pct = pct(static_cast<double>(t.ns), static_cast<double>(kernel_ns));
-    r.top_kernels.push_back(std::move(t));
+    r.kernels.push_back(std::move(t));
   }
+  r.top_kernels.assign(r.kernels.begin(), r.kernels.begin() + static_cast<ptrdiff_t>(std::min<size_t>(10, r.kernels.size())));
 }
 
 // Small kernels, and kernels against their launch calls (where correlated).

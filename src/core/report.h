@@ -238,7 +238,10 @@ struct DeviceReport {
 
   int64_t kernel_count = 0;
   std::vector<CategoryTime> categories;
-  std::vector<TopKernel> top_kernels;
+  std::vector<TopKernel> top_kernels;  // The 10 kernel names with the most time (JSON, text, HTML).
+  // Every kernel name, most time first (top_kernels is its start): `analyze --csv kernels`.
+  // Not in the JSON report; empty in a report read back from JSON.
+  std::vector<TopKernel> kernels;
   LaunchStats launch;
   std::vector<PrecisionTime> precision;
   std::vector<FusionCandidate> fusion;

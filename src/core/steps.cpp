@@ -5,7 +5,10 @@
 #include <cctype>
 #include <climits>
 #include <cmath>
+#include <map>
 #include <unordered_map>
+
+#include <fmt/core.h>
 
 #include "core/run_protocol.h"
 
@@ -208,6 +211,36 @@ StepDetection detect_steps(const Trace& trace, std::string_view step_range) {
     d.steps = std::move(pattern);
   }
   return d;
+}
+
+std::vector<StepNameCount> step_like_annotations(const Trace& trace, size_t limit) {
+  std::map<std::string, std::pair<int64_t, bool>> counts;  // name: count, has a step number
+  for (const HostEvent& e : trace.host_events) {
+    if (e.kind != HostEventKind::kAnnotation || e.end_ns <= e.start_ns) continue;
+    const std::string_view name = trace.strings.view(e.name);
+    const std::string_view stem = strip_step_number(name);
+    const bool numbered = stem.size() < name.size();
+    auto& c = counts[numbered ? fmt::format("{}{}N", stem, name[stem.size()] == '#' ? "#" : " ") : std::string(name)];
+    c.first += 1;
+    c.second = c.second || numbered;
+  }
+  std::vector<StepNameCount> out;
+  for (auto& [name, c] : counts) {
+    if (c.first >= 2 || c.second) out.push_back({name, c.first});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.count > b.count; });
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
+int64_t count_step_range_matches(const Trace& trace, std::string_view step_range) {
+  int64_t n = 0;
+  for (const HostEvent& e : trace.host_events) {
+    if (e.kind == HostEventKind::kAnnotation && e.end_ns > e.start_ns &&
+        step_range_name_matches(trace.strings.view(e.name), step_range))
+      ++n;
+  }
+  return n;
 }
 
 bool step_range_name_matches(std::string_view name, std::string_view step_range) {

@@ -1,6 +1,7 @@
 // Step detection: where training iterations begin and end on the host clock.
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -43,5 +44,18 @@ StepDetection detect_steps(const Trace& trace, std::string_view step_range);
 bool step_range_name_matches(std::string_view name, std::string_view step_range);
 
 std::string_view step_source_name(StepSource s);
+
+// The annotations of `trace` that could mark steps (recurring ones), by name with its trailing number shown as
+// "N" ("ProfilerStep#N", "train_step#N"; "step" when it has none): those that recur (2 or more)
+// or whose name has a step number, with their counts, most frequent first, at most `limit`.
+// For the message that says which steps a trace has when --step-range names none of them.
+struct StepNameCount {
+  std::string name;
+  int64_t count = 0;
+};
+std::vector<StepNameCount> step_like_annotations(const Trace& trace, size_t limit = 5);
+
+// Annotations of `trace` (with a positive duration) that step_range_name_matches `step_range`.
+int64_t count_step_range_matches(const Trace& trace, std::string_view step_range);
 
 }  // namespace gpuscope

@@ -159,6 +159,28 @@ TEST(Steps, StepRangeIsHonouredOverDefaultNames) {
   EXPECT_EQ(d.steps[0].end_ns, 50'000);
 }
 
+// What --step-range is checked against: the annotations it matches, and the recurring ones
+// a message lists when it matches none.
+TEST(Steps, StepRangeMatchesAndTheAnnotationsThatCouldBeSteps) {
+  testing::TraceBuilder b;
+  for (int i = 0; i < 3; ++i) {
+    b.annotation(i * 100.0, i * 100.0 + 90, "ProfilerStep#" + std::to_string(i));
+    b.annotation(i * 100.0 + 10, i * 100.0 + 50, "forward");
+  }
+  b.annotation(400, 410, "setup");  // once, no number: not a step candidate
+  b.annotation(500, 500, "ProfilerStep#9");  // no duration: not counted
+  const Trace t = b.build();
+  EXPECT_EQ(count_step_range_matches(t, "ProfilerStep"), 3);
+  EXPECT_EQ(count_step_range_matches(t, "forward"), 3);
+  EXPECT_EQ(count_step_range_matches(t, "backward"), 0);
+  const std::vector<StepNameCount> names = step_like_annotations(t);
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_EQ(names[0].name, "ProfilerStep#N");
+  EXPECT_EQ(names[0].count, 3);
+  EXPECT_EQ(names[1].name, "forward");
+  EXPECT_EQ(step_like_annotations(t, 1).size(), 1u);
+}
+
 TEST(Steps, IdenticalLayersGiveWholeSteps) {
   // Eight identical layers (gemm, relu), a sync after each, then a loss kernel; the steps'
   // timing wobbles. The period is the whole step, not one layer.

@@ -79,7 +79,8 @@ std::string report_to_csv(const Report& report, CsvTable table) {
     case CsvTable::kKernels: {
       Table t(report, {"name", "category", "count", "ms", "pct"});
       for (const DeviceReport& d : report.devices) {
-        for (const TopKernel& k : d.top_kernels) {
+        // Every kernel (a report read back from JSON has only its top kernels).
+        for (const TopKernel& k : d.kernels.empty() ? d.top_kernels : d.kernels) {
           t.device_row(d, {k.name, k.category, std::to_string(k.count), ms(k.ns), pct(k.pct)});
         }
       }

@@ -6,7 +6,7 @@
 // Tables (one row per entry, for every device of the report in report order; with more than
 // one device each row starts with the device's source and device id, so rows stay apart):
 // - steps:   number,start_ms,duration_ms,busy_pct,matmul_flops (start from the window's start)
-// - kernels: name,category,count,ms,pct (the top-kernel table; pct of kernel time)
+// - kernels: name,category,count,ms,pct (every kernel name, most time first; pct of kernel time)
 // - idle:    cause,ms,pct,ms_per_step,top_host (pct of the window; top_host: what the host did
 //            during most of that idle time)
 #pragma once

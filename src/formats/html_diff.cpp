@@ -19,10 +19,13 @@ constexpr std::string_view kNewColour = "#3559a8";
 
 std::string ratio_text(std::optional<double> r) { return r ? fmt::format("×{:.3f}", *r) : "<span class=null>null</span>"; }
 
-// Green when the change is an improvement, red when a regression.
+// Green when the change is an improvement, red when a regression, neutral when it shows as
+// zero at the decimals written (+0.00 is no change to the reader, whatever its sign).
 std::string signed_cell(std::optional<double> delta, std::string_view unit, bool higher_is_better, int decimals = 2) {
   if (!delta) return "<td class=n><span class=null>null</span></td>";
-  const std::string_view cls = *delta == 0 ? "unchanged" : (*delta > 0) == higher_is_better ? "resolved" : "new";
+  const bool zero = std::abs(*delta) < 0.5 * std::pow(10.0, -decimals);
+  const std::string_view cls = zero ? "unchanged" : (*delta > 0) == higher_is_better ? "resolved" : "new";
+  if (zero) return fmt::format("<td class=n><span class={}>{:.{}f}{}</span></td>", cls, 0.0, decimals, unit);
   return fmt::format("<td class=n><span class={}>{:+.{}f}{}</span></td>", cls, *delta, decimals, unit);
 }
 
@@ -168,15 +171,25 @@ void device_section(std::string& out, const DeviceDiff& d, size_t index) {
   component_table(out, "Precision of matrix math time (ms per step)", d.precision, false);
 
   if (!d.kernels.empty()) {
-    out += "<h3>Kernels whose time changed most</h3>\n<p class=sub>ms per step, matched by normalised name; null: not in "
-           "that run's top kernels</p>\n<table><tr><th>change</th><th>BASE</th><th>NEW</th><th>category</th><th>name</th></tr>\n";
+    const double floor_ms = d.kernel_noise_floor_ms();
+    std::string rows;
     auto side = [](const std::optional<double>& v) { return v ? fmt::format("{:.2f}", *v) : "<span class=null>null</span>"; };
     for (const KernelChange& k : d.kernels) {
-      if (std::abs(k.delta_ms()) < kShownMs) continue;
-      out += fmt::format("<tr>{}<td class=n>{}</td><td class=n>{}</td><td>{}</td><td class=name>{}</td></tr>\n",
-                         signed_cell(k.delta_ms(), "", false), side(k.base_ms), side(k.new_ms), escape(k.category), escape(k.name));
+      if (std::abs(k.delta_ms()) < floor_ms) continue;
+      rows += fmt::format("<tr>{}<td class=n>{}</td><td class=n>{}</td><td>{}</td><td class=name>{}</td></tr>\n",
+                          signed_cell(k.delta_ms(), "", false), side(k.base_ms), side(k.new_ms), escape(k.category),
+                          html::short_name(k.name));
     }
-    out += "</table>\n";
+    out += fmt::format("<h3>Kernels whose time changed most</h3>\n<p class=sub>ms per step, matched by normalised name; "
+                       "null: not in that run's top kernels; changes under {:.2f} ms per step (0.02 ms, or 0.2% of "
+                       "BASE's step time where more) are noise and not listed</p>\n",
+                       floor_ms);
+    if (rows.empty()) {
+      out += "<p>none above the noise floor</p>\n";
+    } else {
+      out += "<table><tr><th>change</th><th>BASE</th><th>NEW</th><th>category</th><th>name</th></tr>\n" + rows +
+             "</table>\n";
+    }
   }
   findings_table(out, d);
   out += "</section>\n";
@@ -184,14 +197,15 @@ void device_section(std::string& out, const DeviceDiff& d, size_t index) {
 
 }  // namespace
 
-std::string diff_to_html(const ReportDiff& diff) {
+std::string diff_to_html(const ReportDiff& diff, const html::PageOrigin& origin) {
   std::string title = "gpuscope diff";
   if (!diff.devices.empty()) title += " · " + diff.devices.front().base_source + " → " + diff.devices.front().new_source;
   std::string out = html::page_head(title);
-  out += "<h1>gpuscope diff</h1>\n<p class=sub>Times are per step; ratios are NEW / BASE.</p>\n";
+  out += "<h1>gpuscope diff</h1>\n" + html::origin_line(origin) +
+         "<p class=sub>Times are per step; ratios are NEW / BASE.</p>\n";
   for (const std::string& w : diff.warnings) out += "<div class=warn>warning: " + escape(w) + "</div>\n";
   for (size_t i = 0; i < diff.devices.size(); ++i) device_section(out, diff.devices[i], i);
-  return out + html::page_tail();
+  return out + html::page_tail(origin);
 }
 
 }  // namespace gpuscope

@@ -8,9 +8,11 @@
 #include <string>
 
 #include "core/diff.h"
+#include "formats/html_page.h"
 
 namespace gpuscope {
 
-std::string diff_to_html(const ReportDiff& diff);
+// `origin`: the version, date and command line shown on the page.
+std::string diff_to_html(const ReportDiff& diff, const html::PageOrigin& origin = {});
 
 }  // namespace gpuscope

@@ -54,7 +54,7 @@ padding:6px 12px;margin:8px 0}
 .finding .t{font-weight:600}.finding .e{color:#3c4455;margin:4px 0}.finding .r{margin:2px 0}
 .warn{background:#fff7e0;border:1px solid #e9c46a;padding:6px 10px;border-radius:4px;margin:6px 0}
 .resolved{color:#2e7d32}.new{color:#c62828}.changed{color:#b26a00}.unchanged{color:#5b6476}
-footer{color:#8a93a5;font-size:12px;margin-top:30px}
+footer{color:#8a93a5;font-size:12px;margin-top:30px}.origin{color:#5b6477;font-size:12px;margin:0 0 8px;overflow-wrap:anywhere}
 )";
 
 std::string valid_utf8(std::string_view s) {
@@ -100,9 +100,34 @@ std::string page_head(std::string_view title) {
       escape(title), kStyle);
 }
 
-std::string page_tail() {
-  return "<footer>Written by gpuscope. Self-contained: no scripts, nothing loaded from the network. "
+std::string origin_line(const PageOrigin& origin) {
+  std::string line;
+  if (!origin.version.empty()) line = "gpuscope " + escape(origin.version);
+  if (!origin.date.empty()) line += (line.empty() ? "" : " · ") + escape(origin.date);
+  if (!origin.command_line.empty()) line += (line.empty() ? "" : " · ") + ("<code>" + escape(origin.command_line) + "</code>");
+  return line.empty() ? "" : "<p class=origin>" + line + "</p>\n";
+}
+
+std::string page_tail(const PageOrigin& origin) {
+  std::string written = "Written by gpuscope";
+  if (!origin.version.empty()) written += " " + escape(origin.version);
+  if (!origin.date.empty()) written += " on " + escape(origin.date);
+  if (!origin.command_line.empty()) written += " with <code>" + escape(origin.command_line) + "</code>";
+  return "<footer>" + written + ". Self-contained: no scripts, nothing loaded from the network. "
          "Estimates are labelled as such; null means not measured.</footer>\n</main></body></html>\n";
+}
+
+std::string short_name(std::string_view name, size_t max_chars) {
+  size_t chars = 0, cut = name.size();
+  for (size_t i = 0; i < name.size(); ++i) {
+    if ((static_cast<unsigned char>(name[i]) & 0xC0) == 0x80) continue;  // inside a UTF-8 character
+    if (chars++ == max_chars) {
+      cut = i;
+      break;
+    }
+  }
+  if (cut == name.size()) return escape(name);
+  return fmt::format("<span title=\"{}\">{}…</span>", escape(name), escape(name.substr(0, cut)));
 }
 
 std::string_view cause_colour(IdleCauseId cause) { return kCauseColours[static_cast<size_t>(cause)]; }

@@ -22,10 +22,27 @@ namespace gpuscope::html {
 // tab and newline shown as "\xNN".
 std::string escape(std::string_view text);
 
+// Where a page came from, shown on it: the gpuscope version, when it was written, and the
+// command line that wrote it. Empty fields are left out.
+struct PageOrigin {
+  std::string version;       // "0.1.0"
+  std::string date;          // "2026-12-03 12:40 UTC"
+  std::string command_line;  // "gpuscope analyze --html r.html trace.json.gz"
+};
+
 // "<!DOCTYPE html>...<body>" with the style sheet; `title` is escaped here.
 std::string page_head(std::string_view title);
-// "</body></html>" after a footer line naming the tool.
-std::string page_tail();
+// A line under the page's heading: "gpuscope VERSION · DATE · COMMAND"; "" when `origin` is empty.
+std::string origin_line(const PageOrigin& origin);
+// "</body></html>" after a footer line naming the tool (and its version, the date and the
+// command line, from `origin`).
+std::string page_tail(const PageOrigin& origin = {});
+
+// A kernel or op name for a table cell: escaped, and when longer than `max_chars` characters
+// (demangled templates run to hundreds), its first max_chars characters and "…", the full
+// name in a tooltip (title attribute).
+inline constexpr size_t kNameChars = 120;
+std::string short_name(std::string_view name, size_t max_chars = kNameChars);
 
 // Colour of the timeline's "kernels running" and of each idle cause (one per cause in
 // kIdleCauseTable order, distinct, readable on white).

@@ -324,7 +324,7 @@ void kernels_section(std::string& out, const DeviceReport& d) {
   for (const TopKernel& k : d.top_kernels) {
     out += fmt::format("<tr><td class=n>{:.1f}% {}</td><td class=n>{}</td><td>{}</td><td class=n>{}</td><td class=name>{}</td></tr>\n",
                        k.pct, html::bar(k.pct), k.count, escape(k.category), html::ms(static_cast<double>(k.ns) / steps),
-                       escape(k.name));
+                       html::short_name(k.name));
   }
   out += "</table>\n<h3>Precision of matrix math time (GEMM, convolution, attention)</h3>\n";
   if (d.precision.empty()) {
@@ -391,11 +391,11 @@ void device_section(std::string& out, const DeviceReport& d, size_t index, std::
 
 }  // namespace
 
-std::string report_to_html(const Report& report, std::span<const Trace> traces) {
+std::string report_to_html(const Report& report, std::span<const Trace> traces, const html::PageOrigin& origin) {
   std::string title = "gpuscope report";
   if (!report.devices.empty()) title += " · " + report.devices.front().source;
   std::string out = html::page_head(title);
-  out += "<h1>gpuscope report</h1>\n";
+  out += "<h1>gpuscope report</h1>\n" + html::origin_line(origin);
   out += fmt::format("<p class=sub>{} device report{}</p>\n", report.devices.size(), report.devices.size() == 1 ? "" : "s");
   for (const std::string& w : report.warnings) out += "<div class=warn>warning: " + escape(w) + "</div>\n";
   for (const std::string& r : report.rejected) out += "<div class=warn>skipped: " + escape(r) + "</div>\n";
@@ -411,7 +411,7 @@ std::string report_to_html(const Report& report, std::span<const Trace> traces) 
     out += "</section>\n";
   }
   for (size_t i = 0; i < report.devices.size(); ++i) device_section(out, report.devices[i], i, traces);
-  return out + html::page_tail();
+  return out + html::page_tail(origin);
 }
 
 }  // namespace gpuscope

@@ -13,11 +13,14 @@
 
 #include "core/report.h"
 #include "core/trace.h"
+#include "formats/html_page.h"
 
 namespace gpuscope {
 
 // `traces`: the traces the report was made from, for their device samples (matched to a
 // device report by source and device id); may be empty (then no samples chart).
-std::string report_to_html(const Report& report, std::span<const Trace> traces = {});
+// `origin`: the version, date and command line shown on the page.
+std::string report_to_html(const Report& report, std::span<const Trace> traces = {},
+                           const html::PageOrigin& origin = {});
 
 }  // namespace gpuscope

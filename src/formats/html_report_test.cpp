@@ -183,5 +183,50 @@ TEST(HtmlFile, RefusesToReplaceAnInputAndWritesWholeFiles) {
   EXPECT_NE(missing.message().find("no/such/dir/page.html"), std::string::npos);
 }
 
+// The page says which gpuscope wrote it, when and with what command line.
+TEST(HtmlReport, OriginIsOnThePage) {
+  Report report;
+  report.devices.push_back(DeviceReport{});
+  const std::string page = report_to_html(report, {}, {"9.8.7", "2026-12-03 12:00 UTC", "gpuscope analyze <t>.json"});
+  EXPECT_NE(page.find("gpuscope 9.8.7 · 2026-12-03 12:00 UTC · <code>gpuscope analyze &lt;t&gt;.json</code>"),
+            std::string::npos);
+  EXPECT_NE(page.find("Written by gpuscope 9.8.7 on 2026-12-03 12:00 UTC"), std::string::npos);
+  EXPECT_EQ(report_to_html(report).find("class=origin"), std::string::npos);  // nothing to say: no line
+}
+
+// A 700-character demangled name is shown shortened, whole in its tooltip.
+TEST(HtmlReport, LongKernelNamesAreCappedWithTheFullNameInATooltip) {
+  const std::string name = "void cutlass::Kernel<" + std::string(700, 'x') + ">(Params)";
+  Report report;
+  DeviceReport d;
+  d.top_kernels.push_back({name, "gemm", 1, 10, 100});
+  report.devices.push_back(d);
+  const std::string page = report_to_html(report);
+  const std::string shown = "void cutlass::Kernel&lt;" + std::string(html::kNameChars - 21, 'x') + "…</span>";
+  EXPECT_NE(page.find(shown), std::string::npos);
+  EXPECT_NE(page.find("title=\"void cutlass::Kernel&lt;" + std::string(700, 'x') + "&gt;(Params)\""), std::string::npos);
+  EXPECT_EQ(html::short_name("short"), "short");
+  EXPECT_EQ(html::short_name("äöü", 2), "<span title=\"äöü\">äö…</span>");  // whole characters
+}
+
+// A change that shows as +0.00 is neutral, not red; kernels that moved by noise are not listed
+// as "changed most", and the page states the floor.
+TEST(HtmlDiff, ZeroIsNeutralAndNoiseIsNotAChange) {
+  ReportDiff diff;
+  DeviceDiff d;
+  d.step_ms = {100.0, 100.001};
+  d.categories.push_back({ComponentKind::kCategory, "gemm", 50.0, 50.001});
+  d.kernels.push_back({"noisy_kernel", "gemm", 5.0, 5.01});
+  d.kernels.push_back({"slower_kernel", "gemm", 5.0, 6.0});
+  diff.devices.push_back(d);
+  EXPECT_DOUBLE_EQ(d.kernel_noise_floor_ms(), 0.2);
+  const std::string page = diff_to_html(diff);
+  EXPECT_EQ(page.find("<span class=new>+0.00"), std::string::npos);
+  EXPECT_NE(page.find("<span class=unchanged>0.00</span>"), std::string::npos);
+  EXPECT_EQ(page.find("noisy_kernel"), std::string::npos);
+  EXPECT_NE(page.find("slower_kernel"), std::string::npos);
+  EXPECT_NE(page.find("changes under 0.20 ms per step"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpuscope

@@ -80,14 +80,16 @@ StatusOr<Trace> read_trace_file(const std::string& path, const InputLimits& limi
 }
 
 StatusOr<Trace> read_trace_file(const std::string& path, const TraceReadOptions& read_options) {
-  const InputLimits& limits = read_options.limits;
-  const auto& progress = read_options.progress;
   // Opened once: the first bytes choose the reader and are then read by it, so pipes and stdin
   // work like files.
-  auto opened = ByteSource::open(path, limits);
+  auto opened = ByteSource::open(path, read_options.limits);
   if (!opened.ok()) return opened.status();
-  ByteSource& source = *opened.value();
-  const std::string name = path == "-" ? "<stdin>" : path;
+  return read_trace_source(*opened.value(), path == "-" ? "<stdin>" : path, read_options);
+}
+
+StatusOr<Trace> read_trace_source(ByteSource& source, const std::string& name, const TraceReadOptions& read_options) {
+  const InputLimits& limits = read_options.limits;
+  const auto& progress = read_options.progress;
   if (looks_like_capture(source.head())) {
     // The capture reader's errors start with the name; callers of this function add it.
     auto trace = read_capture_source(source, name, limits);

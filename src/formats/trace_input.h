@@ -35,5 +35,7 @@ struct TraceReadOptions {
   std::atomic<int64_t>* events_read = nullptr;  // KinetoReadOptions::events_read.
 };
 StatusOr<Trace> read_trace_file(const std::string& path, const TraceReadOptions& options);
+// The same for an input already opened (its head() chooses the reader); `name` is its source.
+StatusOr<Trace> read_trace_source(ByteSource& source, const std::string& name, const TraceReadOptions& options);
 
 }  // namespace gpuscope
