@@ -82,7 +82,7 @@ TEST_F(RunTryTest, AutoTriesWhatTheFindingsAdviseAndPrintsTheirEstimates) {
   EXPECT_NEAR(fused["estimated_speedup"].get<double>(), 1.96, 0.01);
 }
 
-TEST_F(RunTryTest, AutoRunsTheFixesThatHelpedTogether) {
+TEST_F(RunTryTest, AutoTriesTf32AndBf16ButNeverRunsBothTogether) {
   ::setenv("FAKE_TRY_CAPTURE", (std::string(GPUSCOPE_SOURCE_DIR) + "/testdata/pyzoo/fp32.gpuscope").c_str(), 1);
   const auto doc = run(request("auto"));
   // precision-fp32 answers tf32 and bf16; together keeps the faster of the two only, so no
