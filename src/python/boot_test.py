@@ -743,6 +743,19 @@ with open(os.environ["STUB_LOG"], "a") as f:
             self.assertAlmostEqual(period, 40_000_000, delta=5_000_000)
         self.assertEqual(doc["fixes"], {})
 
+    def test_a_trial_whose_window_cannot_open_still_ends_after_its_steps(self):
+        result = os.path.join(self.root, "trial.json")
+        program = self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "12")
+        program = program.replace("    return True\n", "    return False\n", 1)  # No injection library.
+        self.run_program(program, env={"GPUSCOPE_STEPS": "2", "GPUSCOPE_SKIP_STEPS": "8", "GPUSCOPE_PY_SAMPLE_HZ": "0",
+                                       "GPUSCOPE_LOOP": "0", "GPUSCOPE_TRY": "", "GPUSCOPE_TRY_WARMUP": "3",
+                                       "GPUSCOPE_TRY_RESULT": result})
+        records = self.records()
+        self.assertNotIn(0, [r["control"] for r in records if "control" in r])  # Never opened, never closed.
+        self.assertFalse([r for r in records if "hooks_left" in r])
+        with open(result) as f:
+            self.assertEqual(len(json.load(f)["host_step_ns"]), 5)
+
     def test_without_a_trial_nothing_is_tried(self):
         self.run_program(self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "4"),
                          env={"GPUSCOPE_PY_SAMPLE_HZ": "0", "GPUSCOPE_TRY": "tf32"})

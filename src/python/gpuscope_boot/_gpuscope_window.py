@@ -133,6 +133,11 @@ def step_ended(kind):
             # Training or inference, for a window whose steps run in a CUDA graph (no optimizer
             # call inside it to tell).
             guarded(marks.host)(optimizer_steps=w["opt"])
+        elif w.get("trial") is not None and done_now >= w["skip"] + w["steps"]:
+            # A trial whose window could not open (no injection library) still ends after its
+            # steps: what was timed is its measurement, and it has no capture.
+            w["state"] = "done"
+            _end_trial(w)
     elif w["state"] == "open" and w["kind"] != "time" and steps_done(w) - w["at_open"] >= w["steps"]:
         close()
 
@@ -155,11 +160,15 @@ def close():
     trace_control(False)
     detach()
     if w.get("trial") is not None:
-        # A trial of `gpuscope run --try` ends here: its steps were timed before the window
-        # and traced in it. _exit skips the program's own exit code (a checkpoint it would
-        # save); the injection library flushes the capture from its _exit hook.
-        guarded(w["trial"].finish)(w["skip"])
-        os._exit(0)
+        _end_trial(w)
+
+
+def _end_trial(w):
+    """A trial of `gpuscope run --try` ends here: its steps were timed before the window and
+    traced in it. _exit skips the program's own code after its steps (a checkpoint it would
+    save); the injection library flushes the capture from its _exit hook."""
+    guarded(w["trial"].finish)(w["skip"])
+    os._exit(0)
 
 
 def median_period(periods, done_before, kept):
