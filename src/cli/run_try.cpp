@@ -233,7 +233,8 @@ bool read_trial_result(const std::string& path, TrialRun* run) {
     std::vector<int64_t> out;
     if (auto it = doc.find(key); it != doc.end() && it->is_array())
       for (const auto& v : *it)
-        if (v.is_number() && v.get<double>() > 0) out.push_back(static_cast<int64_t>(v.get<double>()));
+        if (v.is_number() && v.get<double>() > 0 && v.get<double>() < 1e15)  // Under 11 days a step.
+          out.push_back(static_cast<int64_t>(v.get<double>()));
     return out;
   };
   const std::vector<int64_t> device = numbers("device_step_ns");
@@ -253,7 +254,7 @@ bool read_trial_result(const std::string& path, TrialRun* run) {
     for (const auto& [name, entry] : it->items()) {
       TrialRun::Outcome o;
       if (entry.is_object()) {
-        o.applied = entry.value("applied", false);
+        if (auto a = entry.find("applied"); a != entry.end() && a->is_boolean()) o.applied = a->get<bool>();
         if (auto d = entry.find("details"); d != entry.end() && d->is_array())
           for (const auto& s : *d)
             if (s.is_string()) o.details.push_back(s.get<std::string>());

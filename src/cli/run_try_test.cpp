@@ -141,12 +141,15 @@ TEST(TrialResult, MalformedOrMissingResultsAreNoMeasurement) {
   std::ofstream(path) << "{\"host_step_ns\": [1, 2";
   EXPECT_FALSE(read_trial_result(path, &run));
   EXPECT_NE(run.error.find("is not JSON"), std::string::npos);
-  std::ofstream(path) << R"({"host_step_ns": [5, 6, 7, 8], "device_step_ns": [4], "fixes": {"tf32": 3}})";
+  std::ofstream(path) << R"({"host_step_ns": [5, 6, 7, 8, 1e300, -1], "device_step_ns": [4],
+                             "fixes": {"tf32": 3, "bf16": {"applied": "yes", "details": [1, "why"]}}})";
   TrialRun ok;
   ASSERT_TRUE(read_trial_result(path, &ok));
   EXPECT_EQ(ok.clock, "host");  // One device period of four steps: the host's are used.
   EXPECT_EQ(ok.step_ns.size(), 4u);
   EXPECT_FALSE(ok.outcome["tf32"].applied);
+  EXPECT_FALSE(ok.outcome["bf16"].applied);  // Not a boolean: not applied.
+  EXPECT_EQ(ok.outcome["bf16"].details, std::vector<std::string>{"why"});
 }
 
 }  // namespace
