@@ -349,7 +349,7 @@ void Tracer::write_process_record() {
   p.command_line = args;
   if (const char* r = std::getenv(run_protocol::kEnvRank.name)) p.rank = std::atoi(r);
   if (const char* w = std::getenv(run_protocol::kEnvWorldSize.name)) p.world_size = std::atoi(w);
-  p.tool_version = "gpuscope 0.1.0";
+  p.tool_version = "gpuscope " GPUSCOPE_VERSION;  // CMake's project version
   writer_.add(p);
 }
 

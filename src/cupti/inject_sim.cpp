@@ -86,7 +86,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   p.ppid = getppid();
   p.start_ns = g_start_ns;
   p.command_line = "gpuscope-fake-cuda-program";
-  p.tool_version = "gpuscope 0.1.0 (simulated injection)";
+  p.tool_version = "gpuscope " GPUSCOPE_VERSION " (simulated injection)";
   if (const char* r = std::getenv(run_protocol::kEnvRank.name)) p.rank = std::atoi(r);
   if (const char* w = std::getenv(run_protocol::kEnvWorldSize.name)) p.world_size = std::atoi(w);
   writer.add(p);

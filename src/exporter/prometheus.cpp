@@ -170,7 +170,7 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
   header(out, {"gpuscope_exporter_info", "gauge",
                "gpuscope version and NVIDIA driver version; always 1."});
   value_line(out, "gpuscope_exporter_info",
-             fmt::format("version=\"0.1.0\",driver=\"{}\"", escape_label_value(in.driver_version)),
+             fmt::format("version=\"{}\",driver=\"{}\"", GPUSCOPE_VERSION, escape_label_value(in.driver_version)),
              1);
   if (!in.snapshot || !in.devices) return out;
   const nvml::LiveSnapshot& snap = *in.snapshot;
