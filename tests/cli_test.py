@@ -999,6 +999,78 @@ class RunOptions(unittest.TestCase):
             self.assertIn(expected, r.stdout, (args, r.stdout, r.stderr))
 
 
+class RunTry(unittest.TestCase):
+    """`run --try` through the real binary: each trial a nested `gpuscope run` of a Python
+    program against the bootstrap's torch stub (src/python/boot_test.py), whose steps the
+    fixes' environment makes faster. No CUDA: the trials have no captures, only measurements."""
+
+    PROGRAM = """
+import os, time, torch
+from torch.optim.optimizer import AdamW
+torch.cuda.init()
+opt = AdamW()
+for i in range(60):
+    time.sleep(0.004 if os.environ.get("GPUSCOPE_TRY") == "tf32" else 0.008)
+    opt.step()
+print("the program's own end")
+"""
+
+    def setUp(self):
+        sys.path.insert(0, os.path.join(ROOT, "src", "python"))
+        import boot_test
+        import textwrap
+        self.dir = tempfile.mkdtemp(prefix="gpuscope-try-cli-")
+        for rel, text in boot_test.STUB.items():
+            path = os.path.join(self.dir, "stub", rel)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w") as f:
+                f.write(textwrap.dedent(text))
+        with open(os.path.join(self.dir, "prog.py"), "w") as f:
+            f.write(self.PROGRAM)
+        self.env = {"PYTHONPATH": os.path.join(self.dir, "stub"), "STUB_LOG": os.path.join(self.dir, "log.jsonl"),
+                    "GPUSCOPE_PY_SAMPLE_HZ": "0"}
+
+    def tearDown(self):
+        subprocess.run(["rm", "-rf", self.dir])
+
+    def try_run(self, *args):
+        out = os.path.join(self.dir, "trial")
+        r = run("run", "--try", "tf32", "-o", out, *args, "--", sys.executable, os.path.join(self.dir, "prog.py"),
+                env=self.env)
+        if "libgpuscope_inject.so not found" in r.stderr or "bootstrap" in r.stderr and "missing" in r.stderr:
+            self.skipTest("built without the CUDA parts: no injection library or bootstrap beside the binary")
+        return r, out
+
+    def test_each_trial_is_timed_and_ended_and_compared(self):
+        r, out = self.try_run("--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.assertEqual(doc["schema"], "gpuscope.try/1")
+        self.assertEqual(doc["as_is"]["steps_timed"], 30, (out, r.stderr))
+        self.assertAlmostEqual(doc["as_is"]["step_ms_median"], 8, delta=4)
+        (tried,) = doc["tries"]
+        # The stub has no set_float32_matmul_precision: the fix says so, and is not measured.
+        self.assertFalse(tried["applied"])
+        self.assertIn("tf32: failed:", tried["not_applied"])
+        self.assertIsNone(tried["speedup"])
+        self.assertIn("[1/2] as is: running (10 + 30 steps)", r.stderr)
+        # Each trial ended after its steps: the program's own end never ran.
+        with open(os.path.join(out, "as-is.out")) as f:
+            self.assertNotIn("the program's own end", f.read())
+
+    def test_options_that_bound_a_single_run_are_refused(self):
+        for args in (["--steps", "5"], ["--whole"], ["--try-steps", "2"]):
+            r = run("run", "--try", "tf32", *args, "--", sys.executable, "-c", "pass")
+            self.assertEqual(r.returncode, 2, args)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+        r = run("run", "--try", "warp-speed", "--", sys.executable, "-c", "pass")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("unknown fix 'warp-speed'", r.stderr)
+        r = run("run", "--try", "tf32", "--", "./not-python")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("Python program", r.stderr)
+
+
 class ExportAndCsv(unittest.TestCase):
     """Perfetto export of a PyTorch trace; analyze --csv."""
 

@@ -339,6 +339,7 @@ int run_try(const TryRequest& request) {
     row.run = &run;
     if (!run.error.empty()) return row;
     row.not_applied = not_applied_reason(run);
+    if (!row.not_applied.empty()) return row;  // Not the fix's speedup: not reported as one.
     row.measured = compare_steps(as_is.step_ns, run.step_ns);
     if (as_is_report) row.estimate = estimate_for(*as_is_report, run.fixes);
     row.losses = compare_losses(as_is.losses, run.losses);

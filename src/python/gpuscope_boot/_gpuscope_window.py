@@ -124,7 +124,7 @@ def step_ended(kind):
         if cuda_ready() and w.get("trial") is None:  # A trial records its own events.
             guarded(_record_step_event)(kind)
         done_now = steps_done(w)
-        if done_now >= w["skip"] and cuda_ready() and trace_control(True):
+        if done_now >= w["skip"] and cuda_ready() and _open_window(w):
             # The window's step kind, and how many of those steps ended before it (were all kept,
             # the first of them is warm-up).
             kind = kind if kind == "graph" else "opt" if w["opt"] else "loop"
@@ -140,6 +140,17 @@ def step_ended(kind):
             _end_trial(w)
     elif w["state"] == "open" and w["kind"] != "time" and steps_done(w) - w["at_open"] >= w["steps"]:
         close()
+
+
+def _open_window(w):
+    """trace_control(True); in a trial, a window that cannot open (no injection library) is
+    False, so that the trial still ends after its steps."""
+    try:
+        return trace_control(True)
+    except Exception:
+        if w.get("trial") is None:
+            raise
+        return False
 
 
 def graph_replayed():
