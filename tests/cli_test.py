@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import termios
+import textwrap
 import unittest
 
 BIN = None
@@ -1018,13 +1019,23 @@ print("the program's own end")
     def setUp(self):
         sys.path.insert(0, os.path.join(ROOT, "src", "python"))
         import boot_test
-        import textwrap
         self.dir = tempfile.mkdtemp(prefix="gpuscope-try-cli-")
         for rel, text in boot_test.STUB.items():
             path = os.path.join(self.dir, "stub", rel)
             os.makedirs(os.path.dirname(path), exist_ok=True)
             with open(path, "w") as f:
                 f.write(textwrap.dedent(text))
+        with open(os.path.join(self.dir, "stub", "torch", "__init__.py"), "a") as f:
+            # The API the tf32 fix sets (the stub has no autocast: bf16 cannot apply).
+            f.write(textwrap.dedent("""
+                import types as _types
+                _precision = ["highest"]
+                def get_float32_matmul_precision():
+                    return _precision[0]
+                def set_float32_matmul_precision(p):
+                    _precision[0] = p
+                backends = _types.SimpleNamespace(cudnn=_types.SimpleNamespace(allow_tf32=False))
+                """))
         with open(os.path.join(self.dir, "prog.py"), "w") as f:
             f.write(self.PROGRAM)
         self.env = {"PYTHONPATH": os.path.join(self.dir, "stub"), "STUB_LOG": os.path.join(self.dir, "log.jsonl"),
@@ -1033,30 +1044,58 @@ print("the program's own end")
     def tearDown(self):
         subprocess.run(["rm", "-rf", self.dir])
 
-    def try_run(self, *args):
-        out = os.path.join(self.dir, "trial")
-        r = run("run", "--try", "tf32", "-o", out, *args, "--", sys.executable, os.path.join(self.dir, "prog.py"),
+    def try_run(self, fixes, *args, name=None):
+        out = os.path.join(self.dir, name or "trial-" + fixes)
+        r = run("run", "--try", fixes, "-o", out, *args, "--", sys.executable, os.path.join(self.dir, "prog.py"),
                 env=self.env)
         if "libgpuscope_inject.so not found" in r.stderr or "bootstrap" in r.stderr and "missing" in r.stderr:
             self.skipTest("built without the CUDA parts: no injection library or bootstrap beside the binary")
         return r, out
 
+    def valid(self, doc):
+        try:
+            import jsonschema
+        except ImportError:
+            return
+        with open(os.path.join(ROOT, "schema", "gpuscope.try.v1.schema.json")) as f:
+            jsonschema.validate(doc, json.load(f))
+
     def test_each_trial_is_timed_and_ended_and_compared(self):
-        r, out = self.try_run("--json")
+        r, out = self.try_run("tf32", "--json")
         self.assertEqual(r.returncode, 0, r.stderr)
         doc = json.loads(r.stdout)
-        self.assertEqual(doc["schema"], "gpuscope.try/1")
+        self.valid(doc)
         self.assertEqual(doc["as_is"]["steps_timed"], 30, (out, r.stderr))
         self.assertAlmostEqual(doc["as_is"]["step_ms_median"], 8, delta=4)
         (tried,) = doc["tries"]
-        # The stub has no set_float32_matmul_precision: the fix says so, and is not measured.
-        self.assertFalse(tried["applied"])
-        self.assertIn("tf32: failed:", tried["not_applied"])
-        self.assertIsNone(tried["speedup"])
+        # The trial's environment made its steps 4 ms instead of 8.
+        self.assertTrue(tried["applied"], tried)
+        self.assertGreater(tried["speedup"], 1.5)
+        self.assertLess(tried["speedup"], 2.6)
+        low, high = tried["speedup_interval_95"]
+        self.assertLessEqual(low, tried["speedup"])
+        self.assertGreaterEqual(high, tried["speedup"])
+        self.assertTrue(tried["changes_numerics"])
         self.assertIn("[1/2] as is: running (10 + 30 steps)", r.stderr)
         # Each trial ended after its steps: the program's own end never ran.
-        with open(os.path.join(out, "as-is.out")) as f:
-            self.assertNotIn("the program's own end", f.read())
+        for trial in ("as-is", "tf32"):
+            with open(os.path.join(out, trial + ".out")) as f:
+                self.assertNotIn("the program's own end", f.read())
+
+    def test_a_fix_that_cannot_apply_is_not_measured(self):
+        r, out = self.try_run("bf16", "--json")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        doc = json.loads(r.stdout)
+        self.valid(doc)
+        (tried,) = doc["tries"]
+        self.assertFalse(tried["applied"])
+        self.assertIn("bf16: failed:", tried["not_applied"])
+        self.assertIsNone(tried["speedup"])
+        r, _ = self.try_run("bf16", name="text")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("bf16", r.stdout)
+        self.assertIn("not applied: failed:", r.stdout)
+        self.assertTrue(all(len(line) <= 80 for line in r.stdout.splitlines()), r.stdout)
 
     def test_options_that_bound_a_single_run_are_refused(self):
         for args in (["--steps", "5"], ["--whole"], ["--try-steps", "2"]):

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_process.h"
+#include "cli/text_layout.h"
 #include "core/analysis.h"
 #include "core/diff.h"
 #include "core/run_protocol.h"
@@ -175,25 +176,30 @@ Json row_json(const Row& row) {
 
 void print_row(const Row& row) {
   const TrialRun& run = *row.run;
-  fmt::print("  {:<20} ", terminal_safe(run.label));
+  const std::string pad(23, ' ');
+  // The label, then `text` wrapped to 80 columns beside it (continuation lines under it).
+  auto beside = [&](const std::string& text) {
+    std::string wrapped = wrap_text(text, 80, pad);
+    fmt::print("  {:<20} {}", terminal_safe(run.label), wrapped.substr(std::min(wrapped.size(), pad.size())));
+    if (wrapped.empty() || wrapped.back() != '\n') fmt::print("\n");
+  };
   if (!run.error.empty()) {
-    fmt::print("no measurement: {}\n", terminal_safe(run.error));
+    beside("no measurement: " + run.error);
     return;
   }
   if (!row.not_applied.empty()) {
     std::string why = row.not_applied;
     if (run.fixes.size() == 1 && why.rfind(std::string(run.fixes[0]->name) + ": ", 0) == 0)
       why = why.substr(run.fixes[0]->name.size() + 2);
-    fmt::print("not applied: {}\n", terminal_safe(why));
+    beside("not applied: " + why);
     return;
   }
   if (!row.measured) {
-    fmt::print("too few steps to compare\n");
+    beside("too few steps to compare");
     return;
   }
-  fmt::print("{}  measured x{:.2f} (95% x{:.2f}-x{:.2f})\n", fmt_step(row.measured->after_median_ns),
-             row.measured->speedup, row.measured->low, row.measured->high);
-  const std::string pad(23, ' ');
+  beside(fmt::format("{}  measured x{:.2f} (95% x{:.2f}-x{:.2f})", fmt_step(row.measured->after_median_ns),
+                     row.measured->speedup, row.measured->low, row.measured->high));
   if (row.estimate)
     fmt::print("{}estimated x{:.2f} ({} finding)\n", pad, row.estimate->speedup, row.estimate->finding);
   else
