@@ -29,6 +29,21 @@ def run(*args, env=None):
     return subprocess.run([BIN, *args], capture_output=True, text=True, env=e, timeout=120)
 
 
+def drain_pty(master):
+    """Everything a child wrote to the pseudo-terminal until it closed it; closes `master`."""
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    return out
+
+
 class BadInput(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
@@ -1333,16 +1348,7 @@ class HelpFitsTheScreen(unittest.TestCase):
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
         p = subprocess.Popen([BIN, *args, "--help"], stdout=slave, stderr=slave, stdin=subprocess.DEVNULL)
         os.close(slave)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not chunk:
-                break
-            out += chunk
-        os.close(master)
+        out = drain_pty(master)
         self.assertEqual(p.wait(timeout=60), 0)
         return out.decode().replace("\r\n", "\n")
 
@@ -1380,16 +1386,7 @@ def read_pty(args, columns, env=None):
     e.update(env or {})
     p = subprocess.Popen([BIN, *args], stdout=slave, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=e)
     os.close(slave)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        out += chunk
-    os.close(master)
+    out = drain_pty(master)
     return p.wait(timeout=120), out.decode().replace("\r\n", "\n")
 
 
