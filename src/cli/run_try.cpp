@@ -325,12 +325,13 @@ int run_try(const TryRequest& request) {
   }
   const std::optional<Report> as_is_report = analyze_capture(as_is.capture);
   if (automatic) {
+    // Every fix whose finding the as-is report made (tf32 and bf16 both answer precision-fp32;
+    // only the faster of them goes into "together" below).
     for (const TrialFix& fix : trial_fixes()) {
       if (!fix.env_name.empty() && fix.name == "caching-allocator" && !std::getenv(fix.env_name.data())) continue;
       const std::vector<const TrialFix*> one = {&fix};
       if (as_is_report && estimate_for(*as_is_report, one)) fixes.push_back(&fix);
     }
-    // TF32 and bf16 answer the same finding; bf16 goes further, so `auto` tries both.
     if (fixes.empty()) {
       fmt::print(stderr, "gpuscope run --try auto: no finding of the as-is run is one that --try can apply "
                  "(the fixes: tf32, bf16, fused-optimizer, dataloader, caching-allocator, expandable-segments)\n");

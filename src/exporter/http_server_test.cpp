@@ -1,6 +1,7 @@
 // The exporter's HTTP endpoint under hostile clients (issue: bodies buffered, headers
 // unbounded, slow clients blocking scrapes). Raw sockets, so that each abuse is exact.
 #include "exporter/http_server.h"
+#include "exporter/test_socket.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -24,18 +25,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int connect_to(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
+int connect_to(int port) { return testing::connect_to(port); }
 
 // Reads until the peer closes or `timeout_ms` passes.
 std::string read_all(int fd, int timeout_ms) {

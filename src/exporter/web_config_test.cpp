@@ -2,6 +2,7 @@
 // one line naming the file and the field, basic auth against bcrypt hashes, and the HTTP server
 // over TLS with a self-signed certificate made here with the openssl command.
 #include "exporter/web_config.h"
+#include "exporter/test_socket.h"
 
 #include <arpa/inet.h>
 #include <crypt.h>
@@ -175,21 +176,7 @@ TEST(BasicAuth, ChecksBcryptHashes) {
 
 // --- The server with TLS and users -----------------------------------------------------------
 
-int connect_to(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return -1;
-  }
-  timeval tv{5, 0};  // A server that never answers fails the test instead of hanging it.
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  return fd;
-}
+int connect_to(int port) { return testing::connect_to(port, 5); }
 
 // Sends `request` in plain text and reads until the server closes.
 std::string plain_exchange(int port, const std::string& request) {
