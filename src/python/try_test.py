@@ -23,16 +23,44 @@ def stub_torch():
     torch.backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(allow_tf32=False))
     torch.autocast_log = []
 
+    autocast_on = {"v": False}
+
     class Autocast:
         def __init__(self, device_type, dtype):
             self.args = (device_type, dtype)
 
         def __enter__(self):
             torch.autocast_log.append(("enter",) + self.args)
+            self.prev, autocast_on["v"] = autocast_on["v"], True
 
         def __exit__(self, *a):
             torch.autocast_log.append(("exit",) + self.args)
+            autocast_on["v"] = self.prev
     torch.autocast = Autocast
+    torch.is_autocast_enabled = lambda device_type: autocast_on["v"]
+
+    class Module:
+        def __call__(self, *args):
+            return self.forward(*args)
+
+    class Sequential(Module):
+        def __init__(self, *layers):
+            self.layers = layers
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    class Probe(Module):
+        """Records whether autocast was on when its forward ran."""
+        def __init__(self):
+            self.seen = []
+
+        def forward(self, x):
+            self.seen.append(autocast_on["v"])
+            return x
+    torch.nn = types.SimpleNamespace(Module=Module, Sequential=Sequential, Probe=Probe)
 
     class Optimizer:
         def __init__(self, params, lr=0.1, fused=None, foreach=None):
@@ -138,18 +166,50 @@ class TryTest(unittest.TestCase):
         self.assertFalse(tr.outcome["tf32"]["applied"])
         self.assertIn("already allows TF32", tr.outcome["tf32"]["details"][0])
 
-    def test_bf16_enters_autocast_once_at_the_first_step_end(self):
+    def test_bf16_autocasts_each_outermost_module_call_from_the_second_step(self):
         t = self.torch
+        inner = t.nn.Probe()
+        model = t.nn.Sequential(t.nn.Probe(), inner)
         self.apply("bf16")
-        self.assertEqual(t.autocast_log, [])  # Not at import: CUDA is not initialised yet.
+        model(1)  # The first step runs as it is: CUDA may not be initialised yet.
+        self.assertEqual(t.autocast_log, [])
         tr.on_step_end()
-        tr.on_step_end()
-        self.assertEqual(t.autocast_log, [("enter", "cuda", "bfloat16")])
         self.assertTrue(tr.outcome["bf16"]["applied"])
+        model(1)
+        model(1)
+        # One autocast region per outermost call, entered and left (its cache of cast weights
+        # dropped before the optimizer updates them); the inner module runs inside it.
+        self.assertEqual(t.autocast_log, [("enter", "cuda", "bfloat16"), ("exit", "cuda", "bfloat16")] * 2)
+        self.assertEqual(inner.seen, [False, True, True])
+        self.assertFalse(t.is_autocast_enabled("cuda"))  # Backward and the optimizer run outside it.
         for u in self.undo:
             u()
         self.undo = []
-        self.assertEqual(t.autocast_log[-1], ("exit", "cuda", "bfloat16"))
+        model(1)
+        self.assertEqual(len(t.autocast_log), 4)
+        self.assertEqual(inner.seen[-1], False)
+
+    def test_bf16_leaves_a_program_that_autocasts_itself_as_it_is(self):
+        t = self.torch
+        model = t.nn.Probe()
+        self.apply("bf16")
+        tr.on_step_end()
+        with t.autocast("cuda", "float16"):
+            model(1)
+        self.assertEqual(t.autocast_log, [("enter", "cuda", "float16"), ("exit", "cuda", "float16")])
+        self.assertIn("the program autocasts this call itself", tr.outcome["bf16"]["details"])
+
+    def test_bf16_failure_to_autocast_is_reported_and_the_program_runs(self):
+        t = self.torch
+
+        def unsupported(device_type, dtype):
+            raise RuntimeError("Current CUDA Device does not support bfloat16")
+        self.apply("bf16")
+        t.autocast = unsupported
+        tr.on_step_end()
+        self.assertFalse(tr.outcome["bf16"]["applied"])
+        self.assertIn("failed: Current CUDA Device does not support bfloat16", tr.outcome["bf16"]["details"])
+        self.assertEqual(t.nn.Probe()(7), 7)
 
     def test_fused_optimizer_for_torch_classes_only(self):
         t = self.torch

@@ -14,8 +14,11 @@ step times after 5 warm-up steps, and a row's is the median over its pairs. Colu
   same losses          the first 20 losses (or outputs) identical in every traced run
   steps found          what `gpuscope analyze` found in the last traced run's capture: source,
                        count and ms per step, beside the program's own median
-Pairs are taken pair-major (pair 1 of every row, then pair 2, ...): when --budget-s runs out,
-every row has the same number of pairs, and the table says how many.
+Before the pairs, each row runs once untimed, so that torch.compile's caches are warm in every
+timed run, traced or not, as in a user's second run (--no-warm skips it).
+Pairs are taken pair-major (pair 1 of every row, then pair 2, ...): a round of pairs that would
+end past --budget-s (judged by the longest round so far) is not begun, so every row has the same
+number of pairs, and the table says how many.
 """
 import argparse
 import json
@@ -88,6 +91,8 @@ def main():
     ap.add_argument("--budget-s", type=float, default=3600)
     ap.add_argument("--gpuscope", default="gpuscope")
     ap.add_argument("--work", default=None)
+    ap.add_argument("--no-warm", action="store_true", help="skip the untimed run of each row that fills "
+                    "torch.compile's caches before the pairs (a first max-autotune run spends minutes there)")
     ap.add_argument("--run-args", default="", help="options for `gpuscope run`, e.g. '--steps 50': the table "
                     "then also gives the last third of the steps (after a bounded window) traced and untraced")
     a = ap.parse_args()
@@ -100,9 +105,19 @@ def main():
     deadline = time.monotonic() + a.budget_s
     runs = {row: {"untraced": [], "traced": []} for row in rows}
     pairs_done = 0
+    if not a.no_warm:
+        for row in rows:
+            if time.monotonic() > deadline:
+                break
+            began = time.monotonic()
+            r = run_once(row, 6, False, a.gpuscope, work, "warm")
+            print(f"warm {row}: {time.monotonic() - began:.1f} s" + (f" ({r['error']})" if "error" in r else ""),
+                  file=sys.stderr, flush=True)
+    longest = 0.0  # the longest pair of every row so far: a next one that would end past the budget is not begun
     for p in range(a.pairs):
-        if time.monotonic() > deadline:
+        if time.monotonic() + longest > deadline:
             break
+        began = time.monotonic()
         for row in rows:
             if any("error" in r for r in runs[row]["untraced"] + runs[row]["traced"]):
                 continue  # a row that failed once is not run again
@@ -114,6 +129,7 @@ def main():
                 f"{k} {v[-1].get('run_ms', float('nan')):.2f} ms/step, {sum(v[-1].get('step_ms', [])) / 1e3:.2f} s in steps"
                 for k, v in runs[row].items()), file=sys.stderr, flush=True)
         pairs_done += 1
+        longest = max(longest, time.monotonic() - began)
     print(f"{pairs_done} interleaved pairs per row, {a.steps} steps per run, median step time after 5 warm-up steps"
           + (f"; traced with `gpuscope run {a.run_args}`" if a.run_args else ""))
     print("| program | untraced ms | traced ms | delta | dynamo graphs/breaks/recompiles | same losses | steps found (program's own) |")

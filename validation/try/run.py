@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`gpuscope run --try` against editing the code: for each program of programs.py, the speedup
 the trial measures beside the speedup of the `--fixed` variant, both untraced, and the as-is
-trial's step beside the untraced program's. Prints the table docs/validation.md shows.
+trial's step beside the untraced program's. Prints the table docs/validation.md shows, a row
+as each program is done.
 
 usage: validation/try/run.py [--gpuscope PATH] [--programs a,b,...] [--pairs 3] [--steps 80]
                              [--work DIR]
@@ -20,6 +21,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -63,12 +65,21 @@ def main():
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--steps", type=int, default=80)
     ap.add_argument("--work")
+    ap.add_argument("--budget-s", type=float, default=3600,
+                    help="begin no program once this many seconds have passed (each row is printed when done)")
     a = ap.parse_args()
     from programs import PROGRAMS  # Needs torch: after --help.
     a.programs = a.programs or ",".join(PROGRAMS)
     work = a.work or tempfile.mkdtemp(prefix="gpuscope-try-validation-")
-    rows = []
+    os.makedirs(work, exist_ok=True)
+    print(f"{a.pairs} interleaved untraced pairs per program, {a.steps} steps, median after 10; one --try run each")
+    print("| program | fix | edited | tried (95%) | error | as-is drift | estimate |")
+    print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
+    deadline = time.monotonic() + a.budget_s
     for name in a.programs.split(","):
+        if time.monotonic() > deadline:
+            add((name, PROGRAMS[name][0], "not run: --budget-s spent"))
+            continue
         fix = PROGRAMS[name][0]
         try:
             asis, fixed = [], []
@@ -78,7 +89,7 @@ def main():
                     (fixed if f else asis).append(untraced(name, f, a.steps, work, f"{p}-{int(f)}"))
             doc = tried(a.gpuscope, name, fix, max(a.steps, 70), work)
         except (RuntimeError, subprocess.TimeoutExpired) as e:
-            rows.append((name, fix, f"failed: {e}"))
+            add((name, fix, f"failed: {e}"))
             print(f"{name}: {e}", file=sys.stderr, flush=True)
             continue
         edited = statistics.median(asis) / statistics.median(fixed)
@@ -87,19 +98,21 @@ def main():
         best = [t for t in doc["tries"] if t["speedup"] is not None]
         row = (doc["tries"][-1] if fix == "auto" and doc["tries"] else best[0] if best else None)
         if row is None or row["speedup"] is None:
-            rows.append((name, fix, "trial gave no speedup: " + json.dumps(doc["tries"])[:200]))
+            why = "; ".join(f"{t['label']}: {t.get('error') or t.get('not_applied') or 'no speedup'}"
+                            for t in doc["tries"]) or "no trial"
+            add((name, fix, f"x{edited:.2f}", f"no measurement ({why[:300]})"))
             continue
         err = row["speedup"] / edited - 1
         est = f"x{row['estimated_speedup']:.2f}" if row.get("estimated_speedup") else "-"
-        rows.append((name, row["label"], f"x{edited:.2f}", f"x{row['speedup']:.2f} "
+        add((name, row["label"], f"x{edited:.2f}", f"x{row['speedup']:.2f} "
                      f"(x{row['speedup_interval_95'][0]:.2f}-x{row['speedup_interval_95'][1]:.2f})",
                      f"{err * 100:+.1f}%", f"{drift * 100:+.1f}%", est))
-        print(f"{name}: edited x{edited:.2f}, tried x{row['speedup']:.2f}", file=sys.stderr, flush=True)
-    print(f"{a.pairs} interleaved untraced pairs per program, {a.steps} steps, median after 10; one --try run each")
-    print("| program | fix | edited | tried (95%) | error | as-is drift | estimate |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for r in rows:
-        print("| " + " | ".join(r) + " |" if len(r) == 7 else f"| {r[0]} | {r[1]} | {r[2]} | | | | |")
+
+
+def add(row):
+    """Prints one row of the table (a failed program's reason fills the columns it reaches)."""
+    row = list(row) + [""] * (7 - len(row))
+    print("| " + " | ".join(row) + " |", flush=True)
 
 
 if __name__ == "__main__":

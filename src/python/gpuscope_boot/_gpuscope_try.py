@@ -8,9 +8,10 @@ program raises NotApplicable with the reason, and the program runs as it is.
 
   tf32               TF32 matmuls and convolutions (torch.set_float32_matmul_precision("high"),
                      cuDNN allow_tf32). Changes numerics.
-  bf16               autocast to bfloat16 on the thread that runs the steps, from the end of the
-                     first step: forward, loss and backward (backward ops follow the dtypes of
-                     the forward). Changes numerics.
+  bf16               autocast to bfloat16 around each outermost module call (the model's forward,
+                     a loss module), from the second step on: backward and the optimizer run
+                     outside it, as in code that wraps its forward in torch.autocast. Changes
+                     numerics.
   fused-optimizer    Adam, AdamW, SGD and Adagrad built with fused=True (one kernel for all
                      parameters), unless the program chose fused or foreach itself.
   dataloader         DataLoaders without workers get GPUSCOPE_TRY_WORKERS workers (default: one
@@ -50,33 +51,69 @@ def _tf32(torch, report):
     return undo
 
 
-_autocast = {"ctx": None, "entered": False}
+_bf16_state = {"torch": None, "active": False, "own": False}
+_outermost = threading.local()  # Set while an outermost module call runs on this thread.
+
+
+def _autocast_on(torch):
+    try:
+        return bool(torch.is_autocast_enabled("cuda"))
+    except TypeError:  # torch before 2.4 takes no device type (and means CUDA)
+        return bool(torch.is_autocast_enabled())
 
 
 def _bf16(torch, report):
-    # Entered at the end of the first step, on the thread that ran it: at torch import CUDA is
-    # not initialised yet, and torch.autocast's check of bfloat16 support would initialise it
-    # (on device 0, before a launcher's set_device). The first step runs as it is (warm-up).
-    _autocast["ctx"] = torch.autocast(device_type="cuda", dtype=torch.bfloat16)
-    _autocast["entered"] = False
+    # Each outermost module call (the model's forward, a loss module) runs under autocast to
+    # bfloat16, as `with torch.autocast(...): loss = loss_fn(model(x), y)` would: backward and
+    # the optimizer run outside it, and autocast's cache of cast weights is dropped after each
+    # call, so a weight the optimizer updated is cast again. Active from the end of the first
+    # step: at torch import CUDA is not initialised yet, and torch.autocast's check of bfloat16
+    # support would initialise it (on device 0, before a launcher's set_device).
+    module = torch.nn.Module
+    original = module.__call__
+    _bf16_state.update(torch=torch, active=False, own=False)
+
+    def patched(self, *args, **kwargs):
+        if not _bf16_state["active"] or getattr(_outermost, "on", False):
+            return original(self, *args, **kwargs)
+        try:
+            if _autocast_on(torch):
+                if not _bf16_state["own"]:
+                    _bf16_state["own"] = True
+                    report("bf16", False, "the program autocasts this call itself")
+                return original(self, *args, **kwargs)
+            ctx = torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+        except Exception as e:  # noqa: BLE001 - a fix must never break the program
+            _bf16_state["active"] = False
+            report("bf16", False, "failed: " + _first_line(e))
+            return original(self, *args, **kwargs)
+        _outermost.on = True
+        try:
+            with ctx:
+                return original(self, *args, **kwargs)
+        finally:
+            _outermost.on = False
+    module.__call__ = patched
 
     def undo():
-        if _autocast["entered"]:
-            _autocast["ctx"].__exit__(None, None, None)
-        _autocast.update(ctx=None, entered=False)
+        module.__call__ = original
+        _bf16_state.update(torch=None, active=False)
     return undo
 
 
 def on_step_end():
     """Called by the bootstrap at the end of each step, on the thread that ran it."""
-    if _autocast["ctx"] is not None and not _autocast["entered"]:
-        _autocast["entered"] = True
-        try:
-            _autocast["ctx"].__enter__()
-            report("bf16", True, "autocast(bfloat16) from the end of the first step, on its thread")
-        except Exception as e:  # noqa: BLE001 - a fix must never break the program
-            _autocast["ctx"] = None
-            report("bf16", False, "failed: " + _first_line(e))
+    torch = _bf16_state["torch"]
+    if torch is None or _bf16_state["active"]:
+        return
+    try:
+        torch.autocast(device_type="cuda", dtype=torch.bfloat16)  # Raises where bf16 is not supported.
+    except Exception as e:  # noqa: BLE001 - a fix must never break the program
+        _bf16_state["torch"] = None
+        report("bf16", False, "failed: " + _first_line(e))
+        return
+    _bf16_state["active"] = True
+    report("bf16", True, "autocast(bfloat16) around each outermost module call, from the second step")
 
 
 _FUSED_CLASSES = ("Adam", "AdamW", "SGD", "Adagrad")
