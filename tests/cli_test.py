@@ -1081,7 +1081,10 @@ print("the program's own end")
         self.assertEqual(r.returncode, 0, r.stderr)
         doc = json.loads(r.stdout)
         self.valid(doc)
-        self.assertEqual(doc["as_is"]["steps_timed"], 30, (out, r.stderr))
+        # The program as it is ran twice, before and after the tried run: both are the reference.
+        self.assertEqual(doc["as_is"]["steps_timed"], 60, (out, r.stderr))
+        self.assertEqual(len(doc["as_is"]["step_ms_medians"]), 2)
+        self.assertAlmostEqual(doc["as_is"]["drift"], 0, delta=0.5)
         self.assertAlmostEqual(doc["as_is"]["step_ms_median"], 8, delta=4)
         (tried,) = doc["tries"]
         # The trial's environment made its steps 4 ms instead of 8.
@@ -1092,9 +1095,10 @@ print("the program's own end")
         self.assertLessEqual(low, tried["speedup"])
         self.assertGreaterEqual(high, tried["speedup"])
         self.assertTrue(tried["changes_numerics"])
-        self.assertIn("[1/2] as is: running (10 + 30 steps)", r.stderr)
+        self.assertIn("[1/3] as is: running (10 + 30 steps)", r.stderr)
+        self.assertIn("[3/3] as is, again: running (10 + 30 steps)", r.stderr)
         # Each trial ended after its steps: the program's own end never ran.
-        for trial in ("as-is", "tf32"):
+        for trial in ("as-is", "tf32", "as-is-again"):
             with open(os.path.join(out, trial + ".out")) as f:
                 self.assertNotIn("the program's own end", f.read())
 

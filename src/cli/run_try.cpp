@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -27,7 +28,14 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string file_stem(const std::string& label) { return label == "as is" ? "as-is" : label; }
+// The as-is runs' drift beyond which the report says speedups that small are not resolved.
+constexpr double kDriftResolved = 0.02;
+
+constexpr const char* kAsIsAgain = "as is, again";
+
+std::string file_stem(const std::string& label) {
+  return label == "as is" ? "as-is" : label == kAsIsAgain ? "as-is-again" : label;
+}
 
 std::string last_line(const std::string& path) {
   std::ifstream in(path);
@@ -313,9 +321,9 @@ int run_try(const TryRequest& request) {
     }
   }
   std::vector<const TrialFix*> fixes = std::move(*parsed);
-  const int planned = automatic ? 0 : static_cast<int>(fixes.size()) + 1;
+  const int planned = automatic ? 0 : static_cast<int>(fixes.size()) + 2;
   std::vector<TrialRun> runs;
-  runs.reserve(trial_fixes().size() + 2);
+  runs.reserve(trial_fixes().size() + 3);  // As is, each fix, together, as is again: Rows point into it.
   runs.push_back(run_trial(request, "as is", {}, 1, planned));
   const TrialRun& as_is = runs.front();
   if (!as_is.error.empty()) {
@@ -337,17 +345,22 @@ int run_try(const TryRequest& request) {
                  "(the fixes: tf32, bf16, fused-optimizer, dataloader, caching-allocator, expandable-segments)\n");
     }
   }
-  const int total = static_cast<int>(fixes.size()) + 1 + (automatic && fixes.size() >= 2 ? 1 : 0);
+  // Together runs only where two fixes helped (an auto run's count may then end one short).
+  const int total = static_cast<int>(fixes.size()) + 1 + (automatic && fixes.size() >= 2 ? 1 : 0) +
+                    (fixes.empty() ? 0 : 1);
   for (size_t i = 0; i < fixes.size(); ++i)
     runs.push_back(run_trial(request, std::string(fixes[i]->name), {fixes[i]}, static_cast<int>(i) + 2, total));
 
+  // What each tried run is compared with: the as-is run's steps, and those of the as-is run
+  // again at the end once it ran (below).
+  std::vector<int64_t> reference = as_is.step_ns;
   auto make_row = [&](const TrialRun& run) {
     Row row;
     row.run = &run;
     if (!run.error.empty()) return row;
     row.not_applied = not_applied_reason(run);
     if (!row.not_applied.empty()) return row;  // Not the fix's speedup: not reported as one.
-    row.measured = compare_steps(as_is.step_ns, run.step_ns);
+    row.measured = compare_steps(reference, run.step_ns);
     if (as_is_report) row.estimate = estimate_for(*as_is_report, run.fixes);
     row.losses = compare_losses(as_is.losses, run.losses);
     return row;
@@ -372,8 +385,25 @@ int run_try(const TryRequest& request) {
                    helped.end());
     }
     if (helped.size() >= 2) {
-      runs.push_back(run_trial(request, "together", helped, total, total));
+      runs.push_back(run_trial(request, "together", helped, total - 1, total));
       rows.push_back(make_row(runs.back()));
+    }
+  }
+
+  // The program as it is once more, after the tried runs: a machine's speed moves while trials
+  // run (clocks, other work on the host). Each speedup compares with both as-is runs, and the
+  // drift between them says how far two runs of the same program came apart.
+  std::optional<double> drift;
+  std::vector<double> as_is_medians = {*median_ns(as_is.step_ns)};
+  if (!fixes.empty()) {
+    const int last = static_cast<int>(runs.size()) + 1;  // The last trial, together run or not.
+    runs.push_back(run_trial(request, kAsIsAgain, {}, last, last));
+    const TrialRun& again = runs.back();
+    if (again.error.empty() && !again.step_ns.empty()) {
+      as_is_medians.push_back(*median_ns(again.step_ns));
+      drift = as_is_medians[1] / as_is_medians[0] - 1;
+      reference.insert(reference.end(), again.step_ns.begin(), again.step_ns.end());
+      for (Row& row : rows) row = make_row(*row.run);
     }
   }
 
@@ -402,8 +432,12 @@ int run_try(const TryRequest& request) {
     doc["command"] = request.command;
     doc["steps_timed"] = request.steps;
     doc["warmup_steps"] = request.warmup;
-    doc["as_is"] = {{"step_ms_median", *median_ns(as_is.step_ns) / 1e6},
-                    {"steps_timed", static_cast<int64_t>(as_is.step_ns.size())},
+    Json medians = Json::array();
+    for (double m : as_is_medians) medians.push_back(m / 1e6);
+    doc["as_is"] = {{"step_ms_median", *median_ns(reference) / 1e6},
+                    {"steps_timed", static_cast<int64_t>(reference.size())},
+                    {"step_ms_medians", medians},
+                    {"drift", drift ? Json(*drift) : Json()},
                     {"clock", as_is.clock},
                     {"capture", as_is.capture.empty() ? Json() : Json(as_is.capture)},
                     {"log", as_is.log}};
@@ -415,7 +449,17 @@ int run_try(const TryRequest& request) {
   }
   fmt::print("gpuscope run --try: {} steps timed per run after {} warm-up, untraced\n", request.steps,
              request.warmup);
-  fmt::print("  {:<20} {}\n", "as is", fmt_step(*median_ns(as_is.step_ns)));
+  if (drift) {
+    fmt::print("  {:<20} {} (first {:.2f}, last {:.2f})\n", "as is", fmt_step(*median_ns(reference)),
+               as_is_medians[0] / 1e6, as_is_medians[1] / 1e6);
+    if (std::abs(*drift) > kDriftResolved)
+      fmt::print("{}", wrap_text(fmt::format("The program as it is ran {:.1f}% {} at the end than at the start: "
+                                             "speedups within that are not resolved.",
+                                             std::abs(*drift) * 100, *drift > 0 ? "slower" : "faster"),
+                                 80, "  "));
+  } else {
+    fmt::print("  {:<20} {}\n", "as is", fmt_step(*median_ns(reference)));
+  }
   for (const Row& row : rows) print_row(row);
   fmt::print("Trials end after their steps; none of them is the program's real run.\n");
   if (best)

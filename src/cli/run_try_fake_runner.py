@@ -6,7 +6,8 @@ FAKE_TRY_CAPTURE), with step times that depend on the fixes in the environment:
   as is 10 ms; tf32 5 ms; bf16 4 ms; fused-optimizer applied 8 ms; dataloader: no DataLoader;
   expandable-segments 9 ms when PYTORCH_CUDA_ALLOC_CONF holds it; caching-allocator 7 ms when
   PYTORCH_NO_CUDA_MEMORY_CACHING is gone. Fixes together multiply their gains. The program
-  "fail" exits 3 before any step."""
+  "fail" exits 3 before any step. With FAKE_TRY_DRIFT=F the as-is run made again at the end
+  (capture as-is-again.gpuscope) takes F times as long per step, as on a machine that slowed."""
 import json
 import os
 import shutil
@@ -41,6 +42,8 @@ if "expandable_segments:True" in os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""):
     ms *= 0.9
 if os.environ.get("FAKE_TRY_NO_CACHING") and "PYTORCH_NO_CUDA_MEMORY_CACHING" not in os.environ:
     ms *= 0.7
+if os.path.basename(cap) == "as-is-again.gpuscope" and os.environ.get("FAKE_TRY_DRIFT"):
+    ms *= float(os.environ["FAKE_TRY_DRIFT"])
 steps = skip - warmup
 # A little spread, the same in every run: +-2%.
 step_ns = [int(ms * 1e6 * (1 + 0.02 * ((i % 5) - 2) / 2)) for i in range(steps)]

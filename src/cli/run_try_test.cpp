@@ -25,6 +25,7 @@ class RunTryTest : public ::testing::Test {
   void TearDown() override {
     std::system(("rm -rf '" + dir_ + "'").c_str());
     ::unsetenv("FAKE_TRY_NO_CACHING");
+    ::unsetenv("FAKE_TRY_DRIFT");
     ::unsetenv("PYTORCH_NO_CUDA_MEMORY_CACHING");
   }
   TryRequest request(const std::string& fixes, const std::string& program = "train.py") {
@@ -115,6 +116,30 @@ TEST_F(RunTryTest, AFixThatCannotApplySaysWhyAndIsNotMeasured) {
   EXPECT_NE(out.find("fused-optimizer      not applied: Lion has a step of its own"),
             std::string::npos) << out;
   EXPECT_EQ(out.find("measured x"), std::string::npos) << out;
+}
+
+TEST_F(RunTryTest, TheProgramAsItIsRunsAgainLastAndItsDriftIsReported) {
+  const auto steady = run(request("tf32"));
+  EXPECT_EQ(steady["as_is"]["steps_timed"], 40);  // Both as-is runs are the reference.
+  EXPECT_NEAR(steady["as_is"]["drift"].get<double>(), 0.0, 1e-9);
+  ::setenv("FAKE_TRY_DRIFT", "1.1", 1);
+  TryRequest r = request("tf32");
+  r.output_dir += "-drift";
+  const auto doc = run(r);
+  ASSERT_EQ(doc["as_is"]["step_ms_medians"].size(), 2u);
+  EXPECT_NEAR(doc["as_is"]["step_ms_medians"][0].get<double>(), 10.0, 1e-9);
+  EXPECT_NEAR(doc["as_is"]["step_ms_medians"][1].get<double>(), 11.0, 1e-9);
+  EXPECT_NEAR(doc["as_is"]["drift"].get<double>(), 0.1, 1e-9);
+  // Compared with both as-is runs: between 10/5 and 11/5.
+  const double speedup = doc["tries"][0]["speedup"].get<double>();
+  EXPECT_GT(speedup, 2.0);
+  EXPECT_LT(speedup, 2.2);
+  r.json = false;
+  r.output_dir += "-text";
+  const std::string out = run(r).get<std::string>();
+  std::system(("rm -rf '" + r.output_dir + "' '" + dir_ + "-drift'").c_str());
+  EXPECT_NE(out.find("(first 10.00, last 11.00)"), std::string::npos) << out;
+  EXPECT_NE(out.find("ran 10.0% slower at the end than at the start"), std::string::npos) << out;
 }
 
 TEST_F(RunTryTest, AProgramThatFailsAsItIsEndsTheTrialsWithItsCode) {
