@@ -189,6 +189,21 @@ class TryTest(unittest.TestCase):
         self.assertEqual(len(t.autocast_log), 4)
         self.assertEqual(inner.seen[-1], False)
 
+    def test_bf16_passes_straight_through_while_dynamo_traces(self):
+        t = self.torch
+        compiling = {"v": False}
+        t.compiler = types.SimpleNamespace(is_compiling=lambda: compiling["v"])
+        model = t.nn.Probe()
+        self.apply("bf16")
+        tr.on_step_end()
+        compiling["v"] = True
+        model(1)
+        self.assertEqual(t.autocast_log, [])
+        self.assertEqual(model.seen, [False])
+        compiling["v"] = False
+        model(1)
+        self.assertEqual(model.seen, [False, True])
+
     def test_bf16_leaves_a_program_that_autocasts_itself_as_it_is(self):
         t = self.torch
         model = t.nn.Probe()

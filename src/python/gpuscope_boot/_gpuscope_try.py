@@ -72,9 +72,13 @@ def _bf16(torch, report):
     module = torch.nn.Module
     original = module.__call__
     _bf16_state.update(torch=torch, active=False, own=False)
+    compiler = getattr(torch, "compiler", None)
+    compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
 
     def patched(self, *args, **kwargs):
-        if not _bf16_state["active"] or getattr(_outermost, "on", False):
+        # While dynamo traces a compiled module, is_compiling() is a constant True: the submodule
+        # calls it traces go straight to Module.__call__, with no guard on the state here.
+        if compiling() or not _bf16_state["active"] or getattr(_outermost, "on", False):
             return original(self, *args, **kwargs)
         try:
             if _autocast_on(torch):
