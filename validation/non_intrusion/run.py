@@ -4,7 +4,11 @@ find its steps? Run on any machine with a GPU and PyTorch; prints the table docs
 shows.
 
 usage: validation/non_intrusion/run.py [--rows eager,compile,...] [--pairs 5] [--steps 40]
-                                       [--budget-s 3600] [--gpuscope PATH] [--work DIR]
+                                       [--budget-s 3600] [--gpuscope PATH] [--work DIR] [--resume]
+
+A matrix too long for one sitting is made in several: the same --work and --resume each time
+(each run's result is kept there as ROW-TAG.run.json, its capture analysed and removed), with
+--budget-s under the sitting's length; the table covers every pair made so far.
 
 For every row of programs.py, interleaved pairs of runs (untraced then traced, the order
 swapped every other pair) of the same program; each run's step time is the median of its own
@@ -30,13 +34,20 @@ import tempfile
 import time
 
 RUN_ARGS = []  # extra options of `gpuscope run` (--run-args)
+KEEP_CAPTURES = False  # --keep-captures
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = os.path.join(HERE, "programs.py")
 sys.path.insert(0, HERE)
 
 
-def run_once(row, steps, traced, gpuscope, work, tag):
+def run_once(row, steps, traced, gpuscope, work, tag, resume=False):
+    """One run of a row; its result (the program's, with the runner's findings added) is kept in
+    WORK/ROW-TAG.run.json, which --resume reads instead of running again."""
     result = os.path.join(work, f"{row}-{tag}.json")
+    kept = os.path.join(work, f"{row}-{tag}.run.json")
+    if resume and os.path.exists(kept):
+        with open(kept) as f:
+            return json.load(f)
     cmd = [sys.executable, PROGRAMS, row, "--steps", str(steps), "--result", result]
     if traced:
         cap = os.path.join(work, f"{row}-{tag}.gpuscope")
@@ -54,8 +65,15 @@ def run_once(row, steps, traced, gpuscope, work, tag):
         # One capture, or one per CUDA process (FILE-stem.<pid>.gpuscope) where helpers such as
         # compile workers started CUDA too.
         stem = os.path.splitext(cap)[0]
-        out["captures"] = sorted(os.path.join(work, f) for f in os.listdir(work)
-                                 if os.path.join(work, f).startswith(stem) and f.endswith(".gpuscope"))
+        captures = sorted(os.path.join(work, f) for f in os.listdir(work)
+                          if os.path.join(work, f).startswith(stem) and f.endswith(".gpuscope"))
+        # What the capture shows, now: a later --resume needs the result, not the capture.
+        out["steps_found"] = steps_found(gpuscope, captures)
+        if not KEEP_CAPTURES:
+            for c in captures:
+                os.remove(c)
+    with open(kept, "w") as f:
+        json.dump(out, f)
     return out
 
 
@@ -91,6 +109,10 @@ def main():
     ap.add_argument("--budget-s", type=float, default=3600)
     ap.add_argument("--gpuscope", default="gpuscope")
     ap.add_argument("--work", default=None)
+    ap.add_argument("--resume", action="store_true", help="reuse the runs kept in --work (ROW-TAG.run.json) "
+                    "by an earlier invocation with the same --work, so that a matrix can be completed over "
+                    "several shorter sessions")
+    ap.add_argument("--keep-captures", action="store_true", help="keep each traced run's capture in --work")
     ap.add_argument("--no-warm", action="store_true", help="skip the untimed run of each row that fills "
                     "torch.compile's caches before the pairs (a first max-autotune run spends minutes there)")
     ap.add_argument("--run-args", default="", help="options for `gpuscope run`, e.g. '--steps 50': the table "
@@ -99,6 +121,8 @@ def main():
     import programs  # needs torch: after --help
 
     RUN_ARGS.extend(a.run_args.split())
+    global KEEP_CAPTURES
+    KEEP_CAPTURES = a.keep_captures
     rows = a.rows.split(",") if a.rows else programs.ROWS
     work = a.work or tempfile.mkdtemp(prefix="gpuscope-nonintrusion-")
     os.makedirs(work, exist_ok=True)
@@ -110,6 +134,8 @@ def main():
             if time.monotonic() > deadline:
                 break
             began = time.monotonic()
+            if a.resume and any(f.startswith(row + "-") and f.endswith(".run.json") for f in os.listdir(work)):
+                continue  # warmed by the invocation that made those runs
             r = run_once(row, 6, False, a.gpuscope, work, "warm")
             print(f"warm {row}: {time.monotonic() - began:.1f} s" + (f" ({r['error']})" if "error" in r else ""),
                   file=sys.stderr, flush=True)
@@ -123,7 +149,7 @@ def main():
                 continue  # a row that failed once is not run again
             order = (False, True) if p % 2 == 0 else (True, False)
             for traced in order:
-                r = run_once(row, a.steps, traced, a.gpuscope, work, f"{'t' if traced else 'u'}{p}")
+                r = run_once(row, a.steps, traced, a.gpuscope, work, f"{'t' if traced else 'u'}{p}", a.resume)
                 runs[row]["traced" if traced else "untraced"].append(r)
             print(f"pair {p + 1} {row}: " + " ".join(
                 f"{k} {v[-1].get('run_ms', float('nan')):.2f} ms/step, {sum(v[-1].get('step_ms', [])) / 1e3:.2f} s in steps"
@@ -150,7 +176,7 @@ def main():
             found = f"last third {ut:.2f} -> {tt:.2f} ms ({100 * (tt / ut - 1):+.1f}%); "
         else:
             found = ""
-        found += steps_found(a.gpuscope, t[-1]["captures"])
+        found += t[-1].get("steps_found", "no capture")
         print(f"| {row} | {um:.2f} | {tm:.2f} | {100 * (tm / um - 1):+.1f}% | {dynamo_text(u)} -> {dynamo_text(t)} | "
               f"{'yes' if same else 'NO'} | {found} ({len(u[0]['step_ms'])} x {um:.2f} ms) |")
     return 0

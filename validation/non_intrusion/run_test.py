@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""ctest validation_non_intrusion_runner: the non-intrusion runner's pairs, table and --resume,
+with the programs and `gpuscope` replaced by stand-ins (no GPU, no torch): what it compares and
+keeps, not what a GPU measures."""
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import types
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.modules["programs"] = types.SimpleNamespace(ROWS=["eager", "compile"])
+import run  # noqa: E402
+
+
+class Runner(unittest.TestCase):
+    def setUp(self):
+        self.work = tempfile.mkdtemp(prefix="gpuscope-ni-test-")
+        self.calls = []
+        run.subprocess.run = self.fake
+        run.RUN_ARGS.clear()
+
+    def fake(self, cmd, **kwargs):
+        """A program whose steps take 2.0 ms untraced and 2.1 ms traced; analyze finds 30 steps."""
+        self.calls.append(cmd)
+        if cmd[1] == "analyze":
+            doc = {"devices": [{"window_us": 1, "steps": {"source": "optimizer", "count": 30, "mean_ms": 2.1},
+                                "findings": [{"id": "launch-bound", "est_speedup": 1.5}]}]}
+            return types.SimpleNamespace(returncode=0, stdout=json.dumps(doc), stderr="")
+        traced = cmd[1] == "run"
+        if traced:
+            with open(cmd[cmd.index("-o") + 1], "w") as f:
+                f.write("capture")
+        losses = [1.0] * 20
+        with open(cmd[cmd.index("--result") + 1], "w") as f:
+            json.dump({"step_ms": [2.1 if traced else 2.0] * 30, "losses": losses,
+                       "dynamo": {"unique_graphs": 1, "graph_breaks": 0, "recompiles": 0}}, f)
+        return types.SimpleNamespace(returncode=0, stdout="", stderr="")
+
+    def table(self, *args):
+        sys.argv = ["run.py", "--work", self.work, "--gpuscope", "gpuscope", *args]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            run.main()
+        return out.getvalue()
+
+    def test_pairs_are_interleaved_and_the_table_compares_them(self):
+        out = self.table("--pairs", "2")
+        self.assertIn("2 interleaved pairs per row", out)
+        self.assertIn("| eager | 2.00 | 2.10 | +5.0% | 1/0/0 -> 1/0/0 | yes | "
+                      "optimizer 30 x 2.10 ms; top: launch-bound x1.50 (30 x 2.00 ms) |", out)
+        programs = [c for c in self.calls if c[1] != "analyze"]
+        # One untimed warm run per row, then per pair untraced/traced, the order swapped each pair.
+        self.assertEqual([("run" if c[1] == "run" else "u") for c in programs if "eager" in c],
+                         ["u", "u", "run", "run", "u"])
+        # The captures are analysed at once and not kept.
+        self.assertFalse([f for f in os.listdir(self.work) if f.endswith(".gpuscope")])
+
+    def test_resume_reuses_the_kept_runs_and_adds_pairs(self):
+        self.table("--pairs", "1")
+        before = len(self.calls)
+        out = self.table("--pairs", "2", "--resume")
+        self.assertIn("2 interleaved pairs per row", out)
+        new = [c for c in self.calls[before:] if c[1] != "analyze"]
+        self.assertEqual(len(new), 4)  # The second pair of each row only: no warm run, no first pair.
+        self.assertTrue(all(c[c.index("--result") + 1].endswith(("u1.json", "t1.json")) for c in new))
+
+
+if __name__ == "__main__":
+    unittest.main()
