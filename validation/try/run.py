@@ -5,7 +5,7 @@ trial's step beside the untraced program's. Prints the table docs/validation.md 
 as each program is done.
 
 usage: validation/try/run.py [--gpuscope PATH] [--programs a,b,...] [--pairs 3] [--steps 80]
-                             [--work DIR]
+                             [--work DIR] [--resume] [--budget-s S]
 
 Per program: `--pairs` interleaved pairs of untraced runs (as is, then fixed; order swapped
 every other pair), each run's step the median of its steps after 10; the edited speedup is the
@@ -35,8 +35,11 @@ def program_env(name):
     return env
 
 
-def untraced(name, fixed, steps, work, tag):
+def untraced(name, fixed, steps, work, tag, resume=False):
     result = os.path.join(work, f"{name}-{tag}.json")
+    if resume and os.path.exists(result):
+        with open(result) as f:
+            return statistics.median(json.load(f)["step_ms"][10:])
     cmd = [sys.executable, PROGRAMS_PY, name, "--steps", str(steps), "--result", result] + (["--fixed"] if fixed else [])
     env = program_env(name)
     if fixed and name.startswith("no_caching"):
@@ -48,14 +51,23 @@ def untraced(name, fixed, steps, work, tag):
         return statistics.median(json.load(f)["step_ms"][10:])
 
 
-def tried(gpuscope, name, fix, steps, work):
+def tried(gpuscope, name, fix, steps, work, resume=False):
+    kept = os.path.join(work, f"{name}-try.json")
+    if resume and os.path.exists(kept):
+        with open(kept) as f:
+            return json.load(f)
     out = os.path.join(work, f"{name}-try")
+    if os.path.exists(out):  # an earlier sitting's trial that gave no result: --try wants a new folder
+        os.rename(out, f"{out}-{int(time.time())}")
     cmd = [gpuscope, "run", "--try", fix, "--json", "-o", out, "--", sys.executable, PROGRAMS_PY, name,
            "--steps", str(steps)]
     proc = subprocess.run(cmd, env=program_env(name), capture_output=True, text=True, timeout=1800)
     if proc.returncode != 0:
         raise RuntimeError(f"{name} --try {fix}: exit {proc.returncode}: " + (proc.stderr.strip().splitlines() or ["?"])[-1])
-    return json.loads(proc.stdout)
+    doc = json.loads(proc.stdout)
+    with open(kept, "w") as f:
+        json.dump(doc, f)
+    return doc
 
 
 def main():
@@ -65,6 +77,8 @@ def main():
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--steps", type=int, default=80)
     ap.add_argument("--work")
+    ap.add_argument("--resume", action="store_true", help="reuse the runs kept in --work by an earlier "
+                    "invocation (untraced results, --try documents) and make only those missing")
     ap.add_argument("--budget-s", type=float, default=3600,
                     help="begin no program once this many seconds have passed (each row is printed when done)")
     a = ap.parse_args()
@@ -86,8 +100,8 @@ def main():
             for p in range(a.pairs):
                 order = (False, True) if p % 2 == 0 else (True, False)
                 for f in order:
-                    (fixed if f else asis).append(untraced(name, f, a.steps, work, f"{p}-{int(f)}"))
-            doc = tried(a.gpuscope, name, fix, max(a.steps, 70), work)
+                    (fixed if f else asis).append(untraced(name, f, a.steps, work, f"{p}-{int(f)}", a.resume))
+            doc = tried(a.gpuscope, name, fix, max(a.steps, 70), work, a.resume)
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             add((name, fix, f"failed: {e}"))
             print(f"{name}: {e}", file=sys.stderr, flush=True)

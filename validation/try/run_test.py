@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""ctest validation_try_runner: the --try runner's table and --resume, with the programs and
+`gpuscope` replaced by stand-ins (no GPU, no torch): what it compares and keeps, not what a GPU
+measures."""
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import types
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.modules["programs"] = types.SimpleNamespace(PROGRAMS={"mlp_fp32": ("tf32", ""), "loader": ("dataloader", "")})
+import run  # noqa: E402
+
+
+class Runner(unittest.TestCase):
+    def setUp(self):
+        self.work = tempfile.mkdtemp(prefix="gpuscope-try-test-")
+        self.calls = []
+        run.subprocess.run = self.fake
+
+    def fake(self, cmd, **kwargs):
+        """Untraced: 10 ms a step as is, 5 ms fixed. --try: the as-is trial 10.1 ms, tf32 x1.9;
+        the dataloader trial gives no measurement."""
+        self.calls.append(cmd)
+        if cmd[1] == "run":
+            name = cmd[cmd.index("--") + 3]
+            tries = ([{"label": "tf32", "speedup": 1.9, "speedup_interval_95": [1.85, 1.95],
+                       "estimated_speedup": 2.1, "error": None, "not_applied": None}] if name == "mlp_fp32" else
+                     [{"label": "dataloader", "speedup": None, "error": "the program exited with 1", "not_applied": None}])
+            doc = {"as_is": {"step_ms_median": 10.1}, "tries": tries}
+            return types.SimpleNamespace(returncode=0, stdout=json.dumps(doc), stderr="")
+        with open(cmd[cmd.index("--result") + 1], "w") as f:
+            json.dump({"step_ms": [5.0 if "--fixed" in cmd else 10.0] * 40}, f)
+        return types.SimpleNamespace(returncode=0, stdout="", stderr="")
+
+    def table(self, *args):
+        sys.argv = ["run.py", "--work", self.work, "--gpuscope", "gpuscope", "--pairs", "2", *args]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            run.main()
+        return out.getvalue()
+
+    def test_each_program_is_a_row_with_its_error_and_drift(self):
+        out = self.table()
+        self.assertIn("| mlp_fp32 | tf32 | x2.00 | x1.90 (x1.85-x1.95) | -5.0% | +1.0% | x2.10 |", out)
+        self.assertIn("| loader | dataloader | x2.00 | no measurement (dataloader: the program exited with 1) |", out)
+
+    def test_resume_makes_only_what_is_missing(self):
+        self.table("--programs", "mlp_fp32")
+        before = len(self.calls)
+        out = self.table("--resume")
+        self.assertIn("| mlp_fp32 | tf32 | x2.00 |", out)
+        names = {c[c.index("--") + 3] if c[1] == "run" else c[2] for c in self.calls[before:]}
+        self.assertEqual(names, {"loader"})
+
+
+if __name__ == "__main__":
+    unittest.main()
