@@ -366,10 +366,11 @@ CommandRegistration kRun({
                    "of a long job runs untraced");
       auto* try_option =
           app.add_option("--try", options->try_fixes,
-                         "Measure fixes on this program, with no code change: FIX[,FIX...] of tf32, bf16, "
-                         "fused-optimizer, dataloader, caching-allocator, expandable-segments, or 'auto' (those "
-                         "the findings advise). Runs the program once as it is and once per fix, each ended "
-                         "after its timed steps; -o names a new folder for their captures and logs")
+                         "Measure fixes on this program, with no code change: FIX[,FIX...] of " +
+                             trial_fix_names() +
+                             ", or 'auto' (those the findings advise). Runs the program as it is, once per fix, "
+                             "then as it is again, each ended after its timed steps; -o names a new folder for "
+                             "their captures and logs")
               ->type_name("FIXES")
               ->check(CLI::Validator(
                   [](std::string& text) {

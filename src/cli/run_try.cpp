@@ -289,6 +289,7 @@ std::string not_applied_reason(const TrialRun& run) {
       why = f->name == "fused-optimizer" ? "no Adam, AdamW, SGD or Adagrad optimizer was built"
             : f->name == "dataloader"    ? "no DataLoader was built"
             : f->name == "bf16"          ? "no step ended"
+            : f->name == "compile"       ? "no step ended, or no module was called after the first"
                                          : "the bootstrap did not run (not a Python program?)";
     } else if (!it->second.applied) {
       why = it->second.details.empty() ? "the bootstrap could not apply it" : it->second.details.front();
@@ -342,7 +343,7 @@ int run_try(const TryRequest& request) {
     }
     if (fixes.empty()) {
       fmt::print(stderr, "gpuscope run --try auto: no finding of the as-is run is one that --try can apply "
-                 "(the fixes: tf32, bf16, fused-optimizer, dataloader, caching-allocator, expandable-segments)\n");
+                 "(the fixes: {})\n", trial_fix_names());
     }
   }
   // Together runs only where two fixes helped (an auto run's count may then end one short).

@@ -73,14 +73,21 @@ TEST_F(RunTryTest, EachFixIsMeasuredAgainstTheProgramAsItIs) {
 }
 
 TEST_F(RunTryTest, AutoTriesWhatTheFindingsAdviseAndPrintsTheirEstimates) {
-  // The as-is capture has optimizer-unfused x1.96 (and launch-bound, which no fix here answers).
+  // The as-is capture has optimizer-unfused x1.96 and launch-bound (which compile answers).
   const auto doc = run(request("auto"));
-  ASSERT_EQ(doc["tries"].size(), 1u);
+  ASSERT_EQ(doc["tries"].size(), 3u);
   const auto& fused = doc["tries"][0];
   EXPECT_EQ(fused["label"], "fused-optimizer");
   EXPECT_NEAR(fused["speedup"].get<double>(), 1.25, 1e-9);
   EXPECT_EQ(fused["estimate_finding"], "optimizer-unfused");
   EXPECT_NEAR(fused["estimated_speedup"].get<double>(), 1.96, 0.01);
+  const auto& compile = doc["tries"][1];
+  EXPECT_EQ(compile["label"], "compile");
+  EXPECT_NEAR(compile["speedup"].get<double>(), 1 / 0.95, 1e-9);
+  EXPECT_EQ(compile["estimate_finding"], "launch-bound");
+  // Both helped beyond their interval: together, their gains multiply.
+  EXPECT_EQ(doc["tries"][2]["label"], "together");
+  EXPECT_NEAR(doc["tries"][2]["speedup"].get<double>(), 1 / (0.8 * 0.95), 1e-9);
 }
 
 TEST_F(RunTryTest, AutoTriesTf32AndBf16ButNeverRunsBothTogether) {

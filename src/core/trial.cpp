@@ -13,11 +13,12 @@ constexpr std::string_view kPrecisionFindings[] = {"precision-fp32"};
 constexpr std::string_view kOptimizerFindings[] = {"optimizer-unfused"};
 constexpr std::string_view kInputFindings[] = {"input-bound", "memcpy"};
 constexpr std::string_view kAllocationFindings[] = {"allocation"};
+constexpr std::string_view kCompileFindings[] = {"kernel-fusion", "launch-bound"};
 
 constexpr TrialFix kFixes[] = {
     {"tf32", "float32 matmuls and convolutions on TF32 tensor cores (set_float32_matmul_precision('high'))",
      true, "", kPrecisionFindings},
-    {"bf16", "autocast to bfloat16 on the step thread from the end of the first step", true, "",
+    {"bf16", "autocast to bfloat16 around each outermost module call, from the second step", true, "",
      kPrecisionFindings},
     {"fused-optimizer", "Adam, AdamW, SGD and Adagrad built with fused=True", false, "", kOptimizerFindings},
     {"dataloader", "DataLoaders without workers get workers, pin_memory and persistent_workers", false, "",
@@ -26,6 +27,9 @@ constexpr TrialFix kFixes[] = {
      "PYTORCH_NO_CUDA_MEMORY_CACHING", kAllocationFindings},
     {"expandable-segments", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", false, "PYTORCH_CUDA_ALLOC_CONF",
      kAllocationFindings},
+    // Last: its trial spends its warm-up compiling.
+    {"compile", "torch.compile (default mode) of each outermost module, from the second step", false, "",
+     kCompileFindings},
 };
 
 double median(std::vector<double> v) {
@@ -58,6 +62,12 @@ const TrialFix* find_trial_fix(std::string_view name) {
   return nullptr;
 }
 
+std::string trial_fix_names() {
+  std::string out;
+  for (const TrialFix& f : kFixes) out += std::string(out.empty() ? "" : ", ") + std::string(f.name);
+  return out;
+}
+
 std::optional<std::vector<const TrialFix*>> parse_trial_fixes(std::string_view text, bool* auto_fixes,
                                                                std::string* error) {
   *auto_fixes = false;
@@ -72,9 +82,7 @@ std::optional<std::vector<const TrialFix*>> parse_trial_fixes(std::string_view t
     const std::string_view name = text.substr(start, comma - start);
     const TrialFix* fix = find_trial_fix(name);
     if (!fix) {
-      std::string known;
-      for (const TrialFix& f : kFixes) known += std::string(known.empty() ? "" : ", ") + std::string(f.name);
-      *error = fmt::format("unknown fix '{}'; one of: auto, {}", name, known);
+      *error = fmt::format("unknown fix '{}'; one of: auto, {}", name, trial_fix_names());
       return std::nullopt;
     }
     if (std::find(out.begin(), out.end(), fix) == out.end()) out.push_back(fix);

@@ -27,6 +27,8 @@ struct TrialFix {
 // Every fix, in the order `--try auto` tries them.
 std::span<const TrialFix> trial_fixes();
 const TrialFix* find_trial_fix(std::string_view name);
+// "tf32, bf16, ...": every fix's name, in the table's order.
+std::string trial_fix_names();
 
 // Parses "tf32,fused-optimizer" or "auto" (returns an empty list and sets *auto_fixes).
 // On an unknown name, returns nullopt and sets *error to a message naming the known fixes.

@@ -61,6 +61,22 @@ def stub_torch():
             self.seen.append(autocast_on["v"])
             return x
     torch.nn = types.SimpleNamespace(Module=Module, Sequential=Sequential, Probe=Probe)
+    torch.compiled_calls = []
+
+    class OptimizedModule(Module):
+        """torch.compile's wrapper: records each call, then runs the module (or fails to
+        compile a module named in torch.uncompilable at its first call)."""
+        def __init__(self, mod):
+            self._orig_mod = mod
+
+        def forward(self, *args):
+            if type(self._orig_mod).__name__ in torch.uncompilable:
+                raise RuntimeError("dynamo: cannot compile this\nmore")
+            torch.compiled_calls.append((type(self._orig_mod).__name__, autocast_on["v"]))
+            return self._orig_mod(*args)
+    torch.uncompilable = set()
+    torch.compile = OptimizedModule
+    torch._dynamo = types.SimpleNamespace(eval_frame=types.SimpleNamespace(OptimizedModule=OptimizedModule))
 
     class Optimizer:
         def __init__(self, params, lr=0.1, fused=None, foreach=None):
@@ -203,6 +219,53 @@ class TryTest(unittest.TestCase):
         compiling["v"] = False
         model(1)
         self.assertEqual(model.seen, [False, True])
+
+    def test_compile_runs_each_outermost_module_compiled_from_the_second_step(self):
+        t = self.torch
+        inner = t.nn.Probe()
+        model = t.nn.Sequential(t.nn.Probe(), inner)
+        self.apply("compile")
+        model(1)
+        self.assertEqual(t.compiled_calls, [])  # The first step runs as it is.
+        tr.on_step_end()
+        model(1)
+        model(1)
+        # The compiled form runs the model; its submodules are not compiled apart.
+        self.assertEqual(t.compiled_calls, [("Sequential", False)] * 2)
+        self.assertEqual(len(inner.seen), 3)
+        self.assertEqual(tr.outcome["compile"],
+                         {"applied": True, "details": ["torch.compile(Sequential), default mode, at its first call "
+                                                       "after the first step"]})
+        for u in self.undo:
+            u()
+        self.undo = []
+        model(1)
+        self.assertEqual(len(t.compiled_calls), 2)
+
+    def test_compile_leaves_what_the_program_compiles_itself_and_what_fails(self):
+        t = self.torch
+        own = t.compile(t.nn.Probe())
+        failing = t.nn.Probe()
+        t.uncompilable.add("Probe")
+        self.apply("compile")
+        tr.on_step_end()
+        self.assertRaises(RuntimeError, own, 1)  # The program's own compiled module, as it is.
+        self.assertEqual(failing(5), 5)  # Its compilation failed: it runs as it is.
+        self.assertEqual(failing.seen, [False])
+        self.assertEqual(failing(6), 6)
+        self.assertFalse(tr.outcome["compile"]["applied"])
+        self.assertEqual(tr.outcome["compile"]["details"],
+                         ["the program compiles Probe itself", "Probe: dynamo: cannot compile this"])
+
+    def test_bf16_and_compile_together_autocast_the_compiled_call(self):
+        t = self.torch
+        model = t.nn.Sequential(t.nn.Probe())
+        self.apply("bf16", "compile")
+        tr.on_step_end()
+        model(1)
+        self.assertEqual(t.compiled_calls, [("Sequential", True)])
+        self.assertEqual(t.autocast_log, [("enter", "cuda", "bfloat16"), ("exit", "cuda", "bfloat16")])
+        self.assertTrue(tr.outcome["bf16"]["applied"] and tr.outcome["compile"]["applied"])
 
     def test_bf16_leaves_a_program_that_autocasts_itself_as_it_is(self):
         t = self.torch

@@ -29,6 +29,8 @@ PROGRAMS = {
     "loader_light": ("dataloader", "a DataLoader without workers, items ~0.2 ms each, batch 128"),
     "no_caching": ("caching-allocator", "PYTORCH_NO_CUDA_MEMORY_CACHING=1 (set by the runner) on an MLP"),
     "no_caching_conv": ("caching-allocator", "PYTORCH_NO_CUDA_MEMORY_CACHING=1 on a conv net"),
+    "compile_mlp": ("compile", "an eager MLP of small kernels, 8 x 512, batch 64 (launch-bound)"),
+    "compile_encoder": ("compile", "an eager transformer encoder, 4 layers of d=512, seq 256, batch 16 (unfused)"),
     "three": ("auto", "fp32 matmuls, an unfused AdamW and a loader without workers, together"),
 }
 
@@ -102,6 +104,14 @@ def build(name, fixed, dev):
         model = nn.Sequential(nn.TransformerEncoder(layer, 6), nn.Flatten(), nn.LazyLinear(10))
         x = torch.randn(16, 512, 1024, generator=g)
         batches = fixed_batches(x.to(dev), torch.randint(0, 10, (16,), generator=g).to(dev))
+    elif name == "compile_mlp":
+        model, x = mlp(512, 8), torch.randn(64, 512, generator=g)
+        batches = fixed_batches(x.to(dev), torch.randint(0, 10, (64,), generator=g).to(dev))
+    elif name == "compile_encoder":
+        layer = nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True, dropout=0.0)
+        model = nn.Sequential(nn.TransformerEncoder(layer, 4), nn.Flatten(), nn.Linear(256 * 512, 10))
+        x = torch.randn(16, 256, 512, generator=g)
+        batches = fixed_batches(x.to(dev), torch.randint(0, 10, (16,), generator=g).to(dev))
     elif name in ("adamw_many", "sgd_many"):
         width, depth = (256, 400) if name == "adamw_many" else (128, 800)
         model, x = mlp(width, depth), torch.randn(64, width, generator=g)
@@ -119,6 +129,8 @@ def build(name, fixed, dev):
     else:
         raise SystemExit(f"unknown program {name}; one of {', '.join(PROGRAMS)}")
     model = model.to(dev)
+    if fixed and fix == "compile":
+        model = torch.compile(model)
     if name.startswith("sgd"):
         opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9, **fused)
     else:

@@ -12,6 +12,9 @@ program raises NotApplicable with the reason, and the program runs as it is.
                      a loss module), from the second step on: backward and the optimizer run
                      outside it, as in code that wraps its forward in torch.autocast. Changes
                      numerics.
+  compile            torch.compile (default mode) of each outermost module called after the first
+                     step, unless the program compiles it itself; a module whose compilation
+                     fails runs as it is. Fused arithmetic can differ in the last bits.
   fused-optimizer    Adam, AdamW, SGD and Adagrad built with fused=True (one kernel for all
                      parameters), unless the program chose fused or foreach itself.
   dataloader         DataLoaders without workers get GPUSCOPE_TRY_WORKERS workers (default: one
@@ -30,6 +33,7 @@ import json
 import os
 import threading
 import time
+import weakref
 
 NUMERICS = {"tf32", "bf16"}
 
@@ -51,8 +55,14 @@ def _tf32(torch, report):
     return undo
 
 
-_bf16_state = {"torch": None, "active": False, "own": False}
+# bf16 and compile act on each outermost module call (the model's forward, a loss module): one
+# wrapper of nn.Module.__call__ serves both. Each is pending from torch import and active from
+# the end of the first step: at import CUDA is not initialised yet (torch.autocast's check of
+# bfloat16 support would initialise it on device 0, before a launcher's set_device), and the
+# first step runs as it is.
+_outer = {"torch": None, "pending": set(), "active": set(), "autocast_own": False, "undo": None}
 _outermost = threading.local()  # Set while an outermost module call runs on this thread.
+_compiled = weakref.WeakKeyDictionary()  # module -> its torch.compile form, or None: left as it is
 
 
 def _autocast_on(torch):
@@ -62,62 +72,129 @@ def _autocast_on(torch):
         return bool(torch.is_autocast_enabled())
 
 
-def _bf16(torch, report):
-    # Each outermost module call (the model's forward, a loss module) runs under autocast to
-    # bfloat16, as `with torch.autocast(...): loss = loss_fn(model(x), y)` would: backward and
-    # the optimizer run outside it, and autocast's cache of cast weights is dropped after each
-    # call, so a weight the optimizer updated is cast again. Active from the end of the first
-    # step: at torch import CUDA is not initialised yet, and torch.autocast's check of bfloat16
-    # support would initialise it (on device 0, before a launcher's set_device).
-    module = torch.nn.Module
-    original = module.__call__
-    _bf16_state.update(torch=torch, active=False, own=False)
-    compiler = getattr(torch, "compiler", None)
-    compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+def _compiled_for(torch, module):
+    """The module's compiled form (made at its first outermost call), or None where the program
+    compiles it itself or torch.compile refuses it."""
+    if module in _compiled:
+        return _compiled[module]
+    optimized = getattr(getattr(getattr(torch, "_dynamo", None), "eval_frame", None), "OptimizedModule", ())
+    kind = type(getattr(module, "_orig_mod", module)).__name__
+    if (optimized and isinstance(module, optimized)) or getattr(module, "_compiled_call_impl", None) is not None:
+        _compiled[module] = None
+        report("compile", False, "the program compiles %s itself" % kind)
+        return None
+    try:
+        _compiled[module] = torch.compile(module)
+    except Exception as e:  # noqa: BLE001 - a fix must never break the program
+        _compiled[module] = None
+        report("compile", False, "%s: %s" % (kind, _first_line(e)))
+    return _compiled[module]
 
-    def patched(self, *args, **kwargs):
-        # While dynamo traces a compiled module, is_compiling() is a constant True: the submodule
-        # calls it traces go straight to Module.__call__, with no guard on the state here.
-        if compiling() or not _bf16_state["active"] or getattr(_outermost, "on", False):
-            return original(self, *args, **kwargs)
+
+def _outer_call(torch, original, module, args, kwargs):
+    """One outermost call with the active fixes around it."""
+    active = _outer["active"]
+    callee = None
+    if "compile" in active:
+        callee = _compiled_for(torch, module)
+    ctx = None
+    if "bf16" in active:
         try:
             if _autocast_on(torch):
-                if not _bf16_state["own"]:
-                    _bf16_state["own"] = True
+                if not _outer["autocast_own"]:
+                    _outer["autocast_own"] = True
                     report("bf16", False, "the program autocasts this call itself")
-                return original(self, *args, **kwargs)
-            ctx = torch.autocast(device_type="cuda", dtype=torch.bfloat16)
-        except Exception as e:  # noqa: BLE001 - a fix must never break the program
-            _bf16_state["active"] = False
+            else:
+                ctx = torch.autocast(device_type="cuda", dtype=torch.bfloat16)
+        except Exception as e:  # noqa: BLE001
+            active.discard("bf16")
             report("bf16", False, "failed: " + _first_line(e))
-            return original(self, *args, **kwargs)
-        _outermost.on = True
+    _outermost.on = True
+    try:
+        if ctx is not None:
+            ctx.__enter__()
         try:
-            with ctx:
-                return original(self, *args, **kwargs)
+            if callee is None:
+                return original(module, *args, **kwargs)
+            first = not getattr(callee, "_gpuscope_ran", False)
+            try:
+                out = callee(*args, **kwargs)  # Compiles at its first call.
+            except Exception as e:  # noqa: BLE001
+                if not first:
+                    raise
+                # Compilation failed: the module runs as it is (a real error of the program
+                # raises again there).
+                _compiled[module] = None
+                report("compile", False, "%s: %s" % (type(module).__name__, _first_line(e)))
+                return original(module, *args, **kwargs)
+            if first:
+                callee._gpuscope_ran = True
+                report("compile", True, "torch.compile(%s), default mode, at its first call after the first step"
+                       % type(module).__name__)
+            return out
         finally:
-            _outermost.on = False
-    module.__call__ = patched
+            if ctx is not None:
+                ctx.__exit__(None, None, None)
+    finally:
+        _outermost.on = False
 
-    def undo():
-        module.__call__ = original
-        _bf16_state.update(torch=None, active=False)
-    return undo
+
+def _outermost_fix(name):
+    def apply_fix(torch, report_=None):
+        if name == "compile" and not hasattr(torch, "compile"):
+            raise NotApplicable("this torch has no torch.compile")
+        if _outer["undo"] is None:
+            module = torch.nn.Module
+            original = module.__call__
+            compiler = getattr(torch, "compiler", None)
+            compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+
+            def patched(self, *args, **kwargs):
+                # While dynamo traces a compiled module, is_compiling() is a constant True: the
+                # submodule calls it traces go straight to Module.__call__, with no guard on the
+                # state here.
+                if compiling() or not _outer["active"] or getattr(_outermost, "on", False):
+                    return original(self, *args, **kwargs)
+                return _outer_call(torch, original, self, args, kwargs)
+            module.__call__ = patched
+
+            def restore():
+                module.__call__ = original
+            _outer["undo"] = restore
+            _outer.update(torch=torch, pending=set(), active=set(), autocast_own=False)
+        _outer["pending"].add(name)
+
+        def undo():
+            _outer["pending"].discard(name)
+            _outer["active"].discard(name)
+            if not _outer["pending"] and _outer["undo"] is not None:
+                _outer["undo"]()
+                _outer.update(torch=None, undo=None)
+                _compiled.clear()
+        return undo
+    return apply_fix
+
+
+_bf16 = _outermost_fix("bf16")
+_compile = _outermost_fix("compile")
 
 
 def on_step_end():
-    """Called by the bootstrap at the end of each step, on the thread that ran it."""
-    torch = _bf16_state["torch"]
-    if torch is None or _bf16_state["active"]:
+    """Called by the bootstrap at the end of each step, on the thread that ran it: the pending
+    outermost-call fixes become active."""
+    torch = _outer["torch"]
+    if torch is None:
         return
-    try:
-        torch.autocast(device_type="cuda", dtype=torch.bfloat16)  # Raises where bf16 is not supported.
-    except Exception as e:  # noqa: BLE001 - a fix must never break the program
-        _bf16_state["torch"] = None
-        report("bf16", False, "failed: " + _first_line(e))
-        return
-    _bf16_state["active"] = True
-    report("bf16", True, "autocast(bfloat16) around each outermost module call, from the second step")
+    for name in sorted(_outer["pending"] - _outer["active"]):
+        if name == "bf16":
+            try:
+                torch.autocast(device_type="cuda", dtype=torch.bfloat16)  # Raises where bf16 is not supported.
+            except Exception as e:  # noqa: BLE001 - a fix must never break the program
+                _outer["pending"].discard(name)
+                report("bf16", False, "failed: " + _first_line(e))
+                continue
+            report("bf16", True, "autocast(bfloat16) around each outermost module call, from the second step")
+        _outer["active"].add(name)
 
 
 _FUSED_CLASSES = ("Adam", "AdamW", "SGD", "Adagrad")
@@ -201,6 +278,7 @@ def _dataloader(torch, report):
 FIXES = {
     "tf32": _tf32,
     "bf16": _bf16,
+    "compile": _compile,
     "fused-optimizer": _fused_optimizer,
     "dataloader": _dataloader,
 }
