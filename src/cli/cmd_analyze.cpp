@@ -17,20 +17,20 @@
 
 #include <fmt/core.h>
 
-#include "cli/text_layout.h"
+#include "render/text_layout.h"
 #include "cli/analyze_command.h"
 #include "cli/command.h"
-#include "cli/report_text.h"
+#include "render/report_text.h"
 #include "core/analysis.h"
 #include "core/steps.h"
-#include "formats/csv_report.h"
-#include "formats/output_file.h"
-#include "formats/html_report.h"
-#include "formats/input_source.h"
-#include "formats/job_reader.h"
-#include "formats/kineto_reader.h"
-#include "formats/report_json.h"
-#include "formats/trace_input.h"
+#include "render/csv_report.h"
+#include "render/output_file.h"
+#include "render/html_report.h"
+#include "input/input_source.h"
+#include "input/job_reader.h"
+#include "input/kineto_reader.h"
+#include "render/report_json.h"
+#include "input/trace_input.h"
 
 namespace gpuscope::cli {
 

@@ -33,7 +33,7 @@
 #include "cli/run_try.h"
 #include "core/host_marks.h"
 #include "core/run_protocol.h"
-#include "formats/capture.h"
+#include "input/capture_reader.h"
 
 namespace gpuscope::cli {
 namespace {
