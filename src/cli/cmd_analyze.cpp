@@ -22,6 +22,7 @@
 #include "cli/command.h"
 #include "render/report_text.h"
 #include "core/analysis.h"
+#include "core/run_protocol.h"
 #include "core/steps.h"
 #include "render/csv_report.h"
 #include "render/output_file.h"
@@ -87,8 +88,9 @@ StatusOr<InputLimits> InputLimitCliOptions::limits() const {
 void add_input_limit_options(CLI::App& app, InputLimitCliOptions& o) {
   app.add_option_function<std::string>(
          "--max-inflate", [&o](const std::string& text) { o.max_inflate_bytes = parse_byte_size(text); },
-         "Most bytes a compressed input may expand to, e.g. 16G (default: 100x the compressed size for JSON, 32x "
-         "for captures, at least 256M, bounded by memory; env GPUSCOPE_MAX_INFLATE)")
+         fmt::format("Most bytes a compressed input may expand to, e.g. 16G (default: 100x the compressed size for "
+                     "JSON, 32x for captures, at least 256M, bounded by memory; env {})",
+                     run_protocol::kEnvMaxInflate.name))
       ->type_name("SIZE")
       ->check(size_check("--max-inflate", "16G"));
 }
@@ -407,9 +409,10 @@ CommandRegistration kAnalyze{CommandSpec{
       add_input_limit_options(app, args->limits);
       add_analysis_options(app, args->options);
       app.add_option("--threads", args->threads,
-                     "Threads for reading and analysing (default: every\n"
-                     "core, or GPUSCOPE_THREADS); 1: one thread. The\n"
-                     "report is the same whatever the number")
+                     fmt::format("Threads for reading and analysing (default: every\n"
+                                 "core, or {}); 1: one thread. The\n"
+                                 "report is the same whatever the number",
+                                 run_protocol::kEnvThreads.name))
           ->check(count_between(1, 4096, "--threads"));
       app.add_option_function<std::string>(
              "--max-memory", [args](const std::string& text) { args->max_memory_bytes = parse_byte_size(text); },

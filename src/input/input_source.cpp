@@ -15,6 +15,8 @@
 #include <fmt/core.h>
 #include <isa-l/igzip_lib.h>
 
+#include "core/run_protocol.h"
+
 namespace gpuscope {
 namespace {
 
@@ -87,8 +89,8 @@ class FdSource : public ByteSource {
       if (rc == 0) {
         return Status::error(fmt::format(
             "no data after {:g} s: nothing is writing to this pipe or FIFO; start the writer first "
-            "(GPUSCOPE_INPUT_TIMEOUT=SECONDS waits longer)",
-            limits.read_timeout_s));
+            "({}=SECONDS waits longer)",
+            limits.read_timeout_s, run_protocol::kEnvInputTimeout.name));
       }
       if (rc < 0) return Status::error(fmt::format("cannot wait for input: {}", std::strerror(errno)));
     }
@@ -109,8 +111,8 @@ class FdSource : public ByteSource {
         if (rc == 0) {
           error = fmt::format(
               "no data for {:g} s after byte {}: the writer of this pipe or FIFO stalled "
-              "(GPUSCOPE_INPUT_TIMEOUT=SECONDS waits longer)",
-              timeout_s_, bytes_read_);
+              "({}=SECONDS waits longer)",
+              timeout_s_, bytes_read_, run_protocol::kEnvInputTimeout.name);
           return 0;
         }
         if (rc < 0 && errno != EINTR) {
@@ -170,18 +172,18 @@ void start_member(inflate_state* s) {
 
 StatusOr<InputLimits> InputLimits::from_environment() {
   InputLimits limits;
-  if (const char* v = std::getenv("GPUSCOPE_MAX_INFLATE"); v && *v) {
+  if (const char* v = std::getenv(run_protocol::kEnvMaxInflate.name); v && *v) {
     auto bytes = parse_byte_size(v);
     if (!bytes || *bytes == 0) {
-      return Status::error(fmt::format("GPUSCOPE_MAX_INFLATE={}: expected a size such as 4G or 512M", v));
+      return Status::error(fmt::format("{}={}: expected a size such as 4G or 512M", run_protocol::kEnvMaxInflate.name, v));
     }
     limits.max_inflate_bytes = bytes;
   }
-  if (const char* v = std::getenv("GPUSCOPE_INPUT_TIMEOUT"); v && *v) {
+  if (const char* v = std::getenv(run_protocol::kEnvInputTimeout.name); v && *v) {
     char* end = nullptr;
     const double s = std::strtod(v, &end);
     if (end == v || *end != '\0' || !std::isfinite(s) || s <= 0) {
-      return Status::error(fmt::format("GPUSCOPE_INPUT_TIMEOUT={}: expected seconds, e.g. 120", v));
+      return Status::error(fmt::format("{}={}: expected seconds, e.g. 120", run_protocol::kEnvInputTimeout.name, v));
     }
     limits.read_timeout_s = s;
   }
@@ -228,16 +230,17 @@ uint64_t inflate_limit(InflateProfile profile, uint64_t compressed_bytes, const 
 std::string inflate_limit_message(InflateProfile profile, uint64_t limit, uint64_t compressed_bytes,
                                   const InputLimits& limits) {
   if (limits.max_inflate_bytes) {
-    return fmt::format("decompresses to more than {}, the limit set by --max-inflate or GPUSCOPE_MAX_INFLATE; "
+    return fmt::format("decompresses to more than {}, the limit set by --max-inflate or {}; "
                        "raise it if the input is genuine",
-                       format_bytes(limit));
+                       format_bytes(limit), run_protocol::kEnvMaxInflate.name);
   }
   return fmt::format(
       "decompresses to more than {} ({}x the {} of compressed input read, at most {} of this machine's "
       "memory): a corrupt file or a compression bomb? If it is genuine, raise the limit with "
-      "--max-inflate SIZE or GPUSCOPE_MAX_INFLATE=SIZE (e.g. 16G)",
+      "--max-inflate SIZE or {}=SIZE (e.g. 16G)",
       format_bytes(limit), ratio_of(profile), format_bytes(compressed_bytes),
-      memory_divisor(profile) == 1 ? "all" : fmt::format("1/{}", memory_divisor(profile)));
+      memory_divisor(profile) == 1 ? "all" : fmt::format("1/{}", memory_divisor(profile)),
+      run_protocol::kEnvMaxInflate.name);
 }
 
 StatusOr<std::unique_ptr<ByteSource>> ByteSource::open(const std::string& path, const InputLimits& limits) {

@@ -20,6 +20,7 @@
 #endif
 
 #include "core/aten_matmuls.h"
+#include "core/run_protocol.h"
 #include "input/event_time.h"
 #include "input/input_source.h"
 #include "input/trace_merge.h"
@@ -784,8 +785,8 @@ class KinetoReader {
         fatal_ = fmt::format(
             "byte {}: a single JSON value (event, string or metadata) takes more than {}, which no "
             "profiler trace holds; if the file is genuine, raise the limit with --max-inflate SIZE or "
-            "GPUSCOPE_MAX_INFLATE=SIZE",
-            base_, format_bytes(max_value));
+            "{}=SIZE",
+            base_, format_bytes(max_value), run_protocol::kEnvMaxInflate.name);
         eof_ = true;
         return false;
       }
@@ -1131,12 +1132,12 @@ unsigned reader_threads(const KinetoReadOptions& options) {
 }  // namespace
 
 StatusOr<unsigned> threads_from_environment() {
-  const char* v = std::getenv("GPUSCOPE_THREADS");
+  const char* v = std::getenv(run_protocol::kEnvThreads.name);
   if (!v || !*v) return 0u;
   unsigned n = 0;
   auto [p, ec] = std::from_chars(v, v + std::strlen(v), n);
   if (ec != std::errc() || *p != '\0' || n == 0 || n > 4096) {
-    return Status::error(fmt::format("GPUSCOPE_THREADS={}: expected a number of threads from 1 to 4096", v));
+    return Status::error(fmt::format("{}={}: expected a number of threads from 1 to 4096", run_protocol::kEnvThreads.name, v));
   }
   return n;
 }
