@@ -17,7 +17,7 @@
 #include <fmt/core.h>
 
 #include "core/analysis.h"
-#include "formats/kineto_reader.h"
+#include "input/kineto_reader.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include "core/analysis.h"
 #include "core/status.h"
 #include "core/trace.h"
-#include "formats/input_source.h"
+#include "input/input_source.h"
 
 namespace gpuscope::cli {
 

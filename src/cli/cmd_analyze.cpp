@@ -17,20 +17,21 @@
 
 #include <fmt/core.h>
 
-#include "cli/text_layout.h"
+#include "render/text_layout.h"
 #include "cli/analyze_command.h"
 #include "cli/command.h"
-#include "cli/report_text.h"
+#include "render/report_text.h"
 #include "core/analysis.h"
+#include "core/run_protocol.h"
 #include "core/steps.h"
-#include "formats/csv_report.h"
-#include "formats/output_file.h"
-#include "formats/html_report.h"
-#include "formats/input_source.h"
-#include "formats/job_reader.h"
-#include "formats/kineto_reader.h"
-#include "formats/report_json.h"
-#include "formats/trace_input.h"
+#include "render/csv_report.h"
+#include "render/output_file.h"
+#include "render/html_report.h"
+#include "input/input_source.h"
+#include "input/job_reader.h"
+#include "input/kineto_reader.h"
+#include "render/report_json.h"
+#include "input/trace_input.h"
 
 namespace gpuscope::cli {
 
@@ -87,8 +88,9 @@ StatusOr<InputLimits> InputLimitCliOptions::limits() const {
 void add_input_limit_options(CLI::App& app, InputLimitCliOptions& o) {
   app.add_option_function<std::string>(
          "--max-inflate", [&o](const std::string& text) { o.max_inflate_bytes = parse_byte_size(text); },
-         "Most bytes a compressed input may expand to, e.g. 16G (default: 100x the compressed size for JSON, 32x "
-         "for captures, at least 256M, bounded by memory; env GPUSCOPE_MAX_INFLATE)")
+         fmt::format("Most bytes a compressed input may expand to, e.g. 16G (default: 100x the compressed size for "
+                     "JSON, 32x for captures, at least 256M, bounded by memory; env {})",
+                     run_protocol::kEnvMaxInflate.name))
       ->type_name("SIZE")
       ->check(size_check("--max-inflate", "16G"));
 }
@@ -407,9 +409,10 @@ CommandRegistration kAnalyze{CommandSpec{
       add_input_limit_options(app, args->limits);
       add_analysis_options(app, args->options);
       app.add_option("--threads", args->threads,
-                     "Threads for reading and analysing (default: every\n"
-                     "core, or GPUSCOPE_THREADS); 1: one thread. The\n"
-                     "report is the same whatever the number")
+                     fmt::format("Threads for reading and analysing (default: every\n"
+                                 "core, or {}); 1: one thread. The\n"
+                                 "report is the same whatever the number",
+                                 run_protocol::kEnvThreads.name))
           ->check(count_between(1, 4096, "--threads"));
       app.add_option_function<std::string>(
              "--max-memory", [args](const std::string& text) { args->max_memory_bytes = parse_byte_size(text); },

@@ -13,16 +13,16 @@
 
 #include "cli/analyze_command.h"
 #include "cli/command.h"
-#include "cli/diff_text.h"
-#include "cli/text_layout.h"
+#include "render/diff_text.h"
+#include "render/text_layout.h"
 #include "core/analysis.h"
 #include "core/diff.h"
-#include "formats/diff_json.h"
-#include "formats/html_diff.h"
-#include "formats/input_source.h"
-#include "formats/output_file.h"
-#include "formats/report_json_reader.h"
-#include "formats/trace_input.h"
+#include "render/diff_json.h"
+#include "render/html_diff.h"
+#include "input/input_source.h"
+#include "render/output_file.h"
+#include "input/report_json_reader.h"
+#include "input/trace_input.h"
 
 namespace gpuscope::cli {
 namespace {

@@ -15,12 +15,12 @@
 
 #include "cli/analyze_command.h"
 #include "cli/command.h"
-#include "cli/text_layout.h"
+#include "render/text_layout.h"
 #include "core/analysis.h"
-#include "formats/input_source.h"
-#include "formats/output_file.h"
-#include "formats/perfetto_writer.h"
-#include "formats/trace_input.h"
+#include "input/input_source.h"
+#include "render/output_file.h"
+#include "render/perfetto_writer.h"
+#include "input/trace_input.h"
 
 namespace gpuscope::cli {
 namespace {

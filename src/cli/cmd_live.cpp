@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include "cli/live_common.h"
+#include "core/run_protocol.h"
 
 namespace gpuscope::cli {
 
@@ -112,7 +113,7 @@ std::optional<LiveSettings> live_settings(const LiveCliOptions& o) {
 std::string proc_root() {
   // The host's /proc where it is mounted elsewhere (a container with the host's /proc at
   // /host/proc), or a fake one in tests.
-  const char* root = std::getenv("GPUSCOPE_PROC_ROOT");
+  const char* root = std::getenv(run_protocol::kEnvProcRoot.name);
   return root && *root ? root : "/proc";
 }
 

@@ -16,8 +16,8 @@
 #include "cli/command.h"
 #include "core/text.h"
 #include "cli/live_common.h"
-#include "formats/csv_report.h"
-#include "formats/json_text.h"
+#include "render/csv_report.h"
+#include "render/json_text.h"
 #include "nvml/fixture_writer.h"
 #include "nvml/sample_fields.h"
 

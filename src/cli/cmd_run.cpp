@@ -33,7 +33,7 @@
 #include "cli/run_try.h"
 #include "core/host_marks.h"
 #include "core/run_protocol.h"
-#include "formats/capture.h"
+#include "input/capture_reader.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -161,8 +161,8 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   const std::string inject = find_library("libgpuscope_inject.so");
   const std::string blas = find_library("libgpuscope_blas.so");
   if (inject.empty()) {
-    fmt::print(stderr, "gpuscope run: libgpuscope_inject.so not found beside {} (set GPUSCOPE_LIB_DIR to its folder)\n",
-               exe_dir());
+    fmt::print(stderr, "gpuscope run: libgpuscope_inject.so not found beside {} (set {} to its folder)\n",
+               exe_dir(), run_protocol::kEnvLibDir.name);
     return 2;
   }
   // Each traced process writes into this run's own staging folder; the captures get their final
@@ -190,13 +190,13 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   spec.argv = command;
   spec.stdout_to_stderr = json_on_stdout(options);
   options.analysis.json_without_devices = true;
-  spec.env.emplace_back("CUDA_INJECTION64_PATH", inject);
-  spec.env.emplace_back("NVTX_INJECTION64_PATH", inject);
+  spec.env.emplace_back(run_protocol::kEnvCudaInjection.name, inject);
+  spec.env.emplace_back(run_protocol::kEnvNvtxInjection.name, inject);
   spec.env.emplace_back(run_protocol::kEnvCapturePrefix.name, captures.prefix());
   if (!blas.empty()) {
     std::string preload = blas;
-    if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
-    spec.env.emplace_back("LD_PRELOAD", preload);
+    if (const char* old = std::getenv(run_protocol::kEnvLdPreload.name); old && *old) preload += std::string(":") + old;
+    spec.env.emplace_back(run_protocol::kEnvLdPreload.name, preload);
   }
   const bool bounded = !window_env.empty();
   const auto cap_env = default_cap_environment(options, bounded);
@@ -204,13 +204,14 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   for (auto& kv : window_env) spec.env.push_back(std::move(kv));
   for (const auto& kv : cap_env) spec.env.push_back(kv);
   const std::string bootstrap = find_python_bootstrap();
-  for (auto& kv : python_environment(bootstrap, std::getenv(run_protocol::kEnvPython.name), std::getenv("PYTHONPATH")))
+  for (auto& kv : python_environment(bootstrap, std::getenv(run_protocol::kEnvPython.name), std::getenv(run_protocol::kEnvPythonPath.name)))
     spec.env.push_back(std::move(kv));
   if (bootstrap.empty() && looks_like_python(command[0]))
     fmt::print(stderr, "gpuscope run: the Python bootstrap (python/ beside {}) is missing; Python is traced "
                "without step and data-loading hooks\n", inject.substr(0, inject.rfind('/')));
-  if (const char* existing = std::getenv("CUDA_INJECTION64_PATH"); existing && *existing)
-    fmt::print(stderr, "gpuscope run: replacing CUDA_INJECTION64_PATH={} for the traced program\n", existing);
+  if (const char* existing = std::getenv(run_protocol::kEnvCudaInjection.name); existing && *existing)
+    fmt::print(stderr, "gpuscope run: replacing {}={} for the traced program\n", run_protocol::kEnvCudaInjection.name,
+               existing);
 
   RunSampler sampling;
   sampling.start(interval_ms);

@@ -12,7 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/option_parse.h"
-#include "formats/html_page.h"
+#include "render/html_page.h"
 
 namespace gpuscope::cli {
 

@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/text_layout.h"  // display_width
+#include "render/text_layout.h"  // display_width
 
 namespace gpuscope::cli {
 

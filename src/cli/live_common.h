@@ -4,7 +4,7 @@
 #pragma once
 
 #include "cli/option_parse.h"
-#include "cli/text_layout.h"
+#include "render/text_layout.h"
 
 #include <atomic>
 #include <cstdint>
@@ -52,7 +52,7 @@ std::unique_ptr<nvml::Sampler> open_sampler_or_report();
 // "GPU 0: busy_not_working: utilization 100.0% but SM active 0.8%; pid 12 (alice) python3 x.py, pod U"
 std::string describe_signal(const Signal& s);
 
-// terminal_safe (cli/text_layout.h) makes other users' text safe to print.
+// terminal_safe (core/text.h) makes other users' text safe to print.
 
 // "pod <uid>", "slurm job <id>" or "".
 std::string job_of(const ProcessSample& p);

@@ -48,29 +48,6 @@ std::optional<int64_t> parse_duration_ns(std::string_view text, std::optional<in
   return static_cast<int64_t>(std::llround(*ns));
 }
 
-std::string duration_text(double ns) {
-  const double a = std::abs(ns);
-  auto digits = [](double v) { return v >= 100 ? fmt::format("{:.0f}", v) : v >= 10 ? fmt::format("{:.1f}", v) : fmt::format("{:.2f}", v); };
-  if (a >= 1e9) return digits(ns / 1e9) + " s";
-  if (a >= 1e6) return digits(ns / 1e6) + " ms";
-  if (a >= 1e3) return digits(ns / 1e3) + " us";
-  return fmt::format("{:.0f} ns", ns);
-}
-
-std::string flops_text(double flops) {
-  static constexpr std::pair<double, const char*> kPrefixes[] = {
-      {1e24, "Y"}, {1e21, "Z"}, {1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
-  for (const auto& [scale, prefix] : kPrefixes) {
-    if (std::abs(flops) >= scale) {
-      const double v = flops / scale;
-      const double a = std::abs(v);
-      return fmt::format("{} {}FLOP", a >= 100 ? fmt::format("{:.0f}", v) : a >= 10 ? fmt::format("{:.1f}", v) : fmt::format("{:.2f}", v),
-                         prefix);
-    }
-  }
-  return fmt::format("{:.0f} FLOP", flops);
-}
-
 CLI::Validator duration_check(DurationRule rule) {
   return CLI::Validator(
       [rule](std::string& text) -> std::string {

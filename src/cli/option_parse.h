@@ -1,5 +1,5 @@
 // The checks and conversions the commands' options share: one duration parser, one size
-// parser (formats/input_source.h, parse_byte_size), finite numbers, and CLI11 validators built
+// parser (input/input_source.h, parse_byte_size), finite numbers, and CLI11 validators built
 // on them, so that a bad value is refused while the command line is parsed (exit 2, one line
 // naming the option, the value and what to write instead) and the command's request struct
 // only ever holds values that passed.
@@ -12,7 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "formats/input_source.h"
+#include "input/input_source.h"
 
 namespace gpuscope::cli {
 
@@ -21,13 +21,6 @@ namespace gpuscope::cli {
 // except "0", which needs none. nullopt when malformed, negative, not finite, or 100 years or
 // more (beyond int64 nanoseconds).
 std::optional<int64_t> parse_duration_ns(std::string_view text, std::optional<int64_t> bare_unit_ns);
-
-// "12.5 ms", "3.20 s", "850 us", "40 ns": a duration with the unit that keeps 3 or 4
-// significant digits, for messages and the text report.
-std::string duration_text(double ns);
-
-// "14.1 TFLOP", "520 GFLOP", "3.20 PFLOP": FLOPs with an SI prefix, 3 significant digits.
-std::string flops_text(double flops);
 
 // A duration option: `option` names it in messages ("--interval"). Accepts what
 // parse_duration_ns accepts within [min_ns, max_ns]; 0 also when zero_allowed ("off").

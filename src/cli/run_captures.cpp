@@ -16,7 +16,7 @@
 
 #include <fmt/core.h>
 
-#include "formats/capture_writer.h"
+#include "capture/capture_writer.h"
 
 namespace gpuscope::cli {
 namespace {

@@ -20,7 +20,7 @@ std::vector<std::pair<std::string, std::string>> python_environment(const std::s
   if (bootstrap.empty() || (python_env && std::strcmp(python_env, "0") == 0)) return env;
   std::string path = bootstrap;
   if (old_pythonpath && *old_pythonpath) path += std::string(":") + old_pythonpath;
-  env.emplace_back("PYTHONPATH", path);
+  env.emplace_back(run_protocol::kEnvPythonPath.name, path);
   return env;
 }
 

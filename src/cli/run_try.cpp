@@ -14,14 +14,14 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_process.h"
-#include "cli/text_layout.h"
+#include "render/text_layout.h"
 #include "core/analysis.h"
 #include "core/diff.h"
 #include "core/run_protocol.h"
 #include "core/text.h"
-#include "formats/capture.h"
-#include "formats/html_diff.h"
-#include "formats/output_file.h"
+#include "input/capture_reader.h"
+#include "render/html_diff.h"
+#include "render/output_file.h"
 
 namespace gpuscope::cli {
 namespace {

@@ -6,7 +6,7 @@
 #include <fmt/core.h>
 
 #include "cli/live_common.h"
-#include "cli/text_layout.h"
+#include "render/text_layout.h"
 
 namespace gpuscope::cli {
 namespace {

@@ -29,7 +29,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/text_layout.h"  // display_width
+#include "render/text_layout.h"  // display_width
 #include "core/signals.h"
 #include "nvml/sampler.h"
 

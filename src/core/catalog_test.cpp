@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "formats/trace_input.h"
+#include "input/trace_input.h"
 
 namespace gpuscope {
 namespace {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/analysis.h"
-#include "formats/trace_input.h"
+#include "input/trace_input.h"
 
 namespace gpuscope {
 namespace {

@@ -1,6 +1,6 @@
 // What changed between two runs: a pure function from two Reports (BASE, then NEW) to a
-// ReportDiff, which the front ends render (text in cli/cmd_diff.cpp, schema "gpuscope.diff/1" in
-// formats/diff_json.cpp). Times are per step (a report's window holds step_count whole steps),
+// ReportDiff, which the front ends render (text in render/diff_text.cpp, schema "gpuscope.diff/1" in
+// render/diff_json.cpp). Times are per step (a report's window holds step_count whole steps),
 // so runs of different lengths compare. Ratios are NEW / BASE; a ratio whose BASE is zero, or
 // any value one side did not measure, is empty, never 0.
 #pragma once

@@ -14,6 +14,10 @@
 
 namespace gpuscope {
 
+// The schema name of the report's JSON, written by render/report_json.h and checked by
+// input/report_json_reader.h.
+inline constexpr const char* kReportSchema = "gpuscope.report/1";
+
 // The idle causes: one row each, in report order (docs/design.md, "Idle attribution", gives the
 // rules; the rule that picks a cause is `idle_cause_at` in idle.cpp). Columns: enumerator, the
 // name in reports, the letter on the timeline (K is taken by "kernels running"). A new cause

@@ -20,7 +20,7 @@
 #include "core/analysis.h"
 #include "core/catalog.h"
 #include "core/findings.h"
-#include "formats/trace_input.h"
+#include "input/trace_input.h"
 
 namespace gpuscope {
 namespace {

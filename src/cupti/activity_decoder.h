@@ -20,7 +20,7 @@
 
 #include <cupti_activity.h>
 
-#include "formats/capture_writer.h"
+#include "capture/capture_writer.h"
 
 namespace gpuscope::cupti {
 

@@ -12,7 +12,7 @@
 #include <cupti_runtime_cbid.h>
 #include <gtest/gtest.h>
 
-#include "formats/capture.h"
+#include "input/capture_reader.h"
 
 namespace gpuscope::cupti {
 namespace {

@@ -13,8 +13,8 @@
 
 #include <gtest/gtest.h>
 
-#include "formats/capture.h"
-#include "formats/capture_writer.h"
+#include "input/capture_reader.h"
+#include "capture/capture_writer.h"
 
 namespace gpuscope::capture {
 namespace {

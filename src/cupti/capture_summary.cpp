@@ -13,7 +13,7 @@
 
 #include "core/catalog.h"
 #include "core/steps.h"
-#include "formats/capture.h"
+#include "input/capture_reader.h"
 
 using namespace gpuscope;
 

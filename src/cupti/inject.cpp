@@ -52,7 +52,7 @@
 #include "core/clock.h"
 #include "core/run_protocol.h"
 #include "cupti/gemm_calls.h"
-#include "formats/capture_writer.h"
+#include "capture/capture_writer.h"
 
 namespace gpuscope::cupti {
 namespace {

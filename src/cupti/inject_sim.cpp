@@ -20,7 +20,7 @@
 
 #include "core/clock.h"
 #include "core/run_protocol.h"
-#include "formats/capture_writer.h"
+#include "capture/capture_writer.h"
 
 namespace {
 

@@ -7,6 +7,8 @@
 
 #include <fmt/core.h>
 
+#include "core/run_protocol.h"
+
 namespace gpuscope::k8s {
 
 namespace {
@@ -33,8 +35,8 @@ std::string PodResourcesCache::ensure_client() {
       client_error_ = fmt::format(
           "warning: kubelet pod-resources client: {}; serving without pod, namespace and container "
           "labels (it is installed with gpuscope in lib/gpuscope, beside the injection libraries: reinstall, "
-          "or set GPUSCOPE_LIB_DIR to its folder; --pod-resources-socket none stops asking)",
-          loaded.status().message());
+          "or set {} to its folder; --pod-resources-socket none stops asking)",
+          loaded.status().message(), run_protocol::kEnvLibDir.name);
     }
   }
   return client_error_;

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "core/run_protocol.h"
 #include "nvml/nvml_types.h"
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
@@ -116,9 +117,9 @@ void load_fixture(FakeState& st) {
   st.mig_devices.clear();
   st.frames.clear();
   st.ticks = 0;
-  const char* path = std::getenv("GPUSCOPE_FAKE_NVML_FIXTURE");
+  const char* path = std::getenv(gpuscope::run_protocol::kEnvFakeNvmlFixture.name);
   if (!path) {
-    std::fprintf(stderr, "fake NVML: GPUSCOPE_FAKE_NVML_FIXTURE is not set\n");
+    std::fprintf(stderr, "fake NVML: %s is not set\n", gpuscope::run_protocol::kEnvFakeNvmlFixture.name);
     st.init_error = NVML_ERROR_DRIVER_NOT_LOADED;
     return;
   }

@@ -7,6 +7,8 @@
 
 #include <fmt/core.h>
 
+#include "core/run_protocol.h"
+
 namespace gpuscope::nvml {
 
 namespace {
@@ -42,7 +44,7 @@ const char* fallback_error_string(nvmlReturn_t code) {
 }  // namespace
 
 StatusOr<std::unique_ptr<NvmlApi>> NvmlApi::load() {
-  const char* env = std::getenv("GPUSCOPE_NVML_LIBRARY");
+  const char* env = std::getenv(run_protocol::kEnvNvmlLibrary.name);
   return load(env && *env ? std::string(env) : std::string(kDefaultLibrary));
 }
 
@@ -53,8 +55,8 @@ StatusOr<std::unique_ptr<NvmlApi>> NvmlApi::load(const std::string& library_path
     const char* why = dlerror();
     return Status::error(fmt::format(
         "cannot load NVML from {} ({}); is the NVIDIA driver installed? set "
-        "GPUSCOPE_NVML_LIBRARY to libnvidia-ml.so.1's path",
-        library_path, why ? why : "dlopen failed"));
+        "{} to libnvidia-ml.so.1's path",
+        library_path, why ? why : "dlopen failed", run_protocol::kEnvNvmlLibrary.name));
   }
   std::unique_ptr<NvmlApi> api(new NvmlApi());
   api->handle_ = handle;
@@ -71,8 +73,8 @@ StatusOr<std::unique_ptr<NvmlApi>> NvmlApi::load(const std::string& library_path
   if (!api->init) {
     return Status::error(fmt::format(
         "{} is not NVML (it exports neither nvmlInit_v2 nor nvmlInit); point "
-        "GPUSCOPE_NVML_LIBRARY at libnvidia-ml.so.1",
-        library_path));
+        "{} at libnvidia-ml.so.1",
+        library_path, run_protocol::kEnvNvmlLibrary.name));
   }
   nvmlReturn_t rc = api->init();
   if (rc != NVML_SUCCESS) {

@@ -7,6 +7,8 @@
 
 #include <cstdlib>
 
+#include "core/run_protocol.h"
+
 namespace gpuscope::platform {
 namespace {
 
@@ -32,7 +34,7 @@ std::string exe_dir() {
 
 std::vector<std::string> library_dirs() {
   std::vector<std::string> dirs;
-  if (const char* d = std::getenv("GPUSCOPE_LIB_DIR"); d && *d) dirs.push_back(d);
+  if (const char* d = std::getenv(run_protocol::kEnvLibDir.name); d && *d) dirs.push_back(d);
   const std::string exe = exe_dir();
   dirs.push_back(exe);
   dirs.push_back(exe + "/../lib");
