@@ -15,10 +15,9 @@ constexpr std::string_view kInputFindings[] = {"input-bound", "memcpy"};
 constexpr std::string_view kAllocationFindings[] = {"allocation"};
 
 constexpr TrialFix kFixes[] = {
-    {"tf32", "float32 matmuls and convolutions on TF32 tensor cores (set_float32_matmul_precision('high'))",
-     true, "", kPrecisionFindings},
-    {"bf16", "autocast to bfloat16 on the step thread from the end of the first step", true, "",
+    {"tf32", "float32 matmuls and convolutions on TF32 tensor cores (set_float32_matmul_precision('high'))", true, "",
      kPrecisionFindings},
+    {"bf16", "autocast to bfloat16 on the step thread from the end of the first step", true, "", kPrecisionFindings},
     {"fused-optimizer", "Adam, AdamW, SGD and Adagrad built with fused=True", false, "", kOptimizerFindings},
     {"dataloader", "DataLoaders without workers get workers, pin_memory and persistent_workers", false, "",
      kInputFindings},
@@ -59,7 +58,7 @@ const TrialFix* find_trial_fix(std::string_view name) {
 }
 
 std::optional<std::vector<const TrialFix*>> parse_trial_fixes(std::string_view text, bool* auto_fixes,
-                                                               std::string* error) {
+                                                              std::string* error) {
   *auto_fixes = false;
   std::vector<const TrialFix*> out;
   if (text == "auto") {
