@@ -72,9 +72,19 @@ void BM_HostIndex(benchmark::State& state) {
 }
 
 BENCHMARK_TEMPLATE(BM_HostIndex, nested_annotations)
-    ->Arg(10'000)->Arg(20'000)->Arg(40'000)->Arg(80'000)->Arg(160'000)->Unit(benchmark::kMillisecond);
+    ->Arg(10'000)
+    ->Arg(20'000)
+    ->Arg(40'000)
+    ->Arg(80'000)
+    ->Arg(160'000)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_TEMPLATE(BM_HostIndex, nested_mixed)
-    ->Arg(10'000)->Arg(20'000)->Arg(40'000)->Arg(80'000)->Arg(160'000)->Unit(benchmark::kMillisecond);
+    ->Arg(10'000)
+    ->Arg(20'000)
+    ->Arg(40'000)
+    ->Arg(80'000)
+    ->Arg(160'000)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_TEMPLATE(BM_HostIndex, flat_ops)->Arg(1'000'000)->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -96,8 +96,8 @@ const Input& input() {
 
 void report(benchmark::State& state, uint64_t bytes) {
   state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
-  state.counters["MB/s"] = benchmark::Counter(static_cast<double>(bytes) * state.iterations() / 1e6,
-                                              benchmark::Counter::kIsRate);
+  state.counters["MB/s"] =
+      benchmark::Counter(static_cast<double>(bytes) * state.iterations() / 1e6, benchmark::Counter::kIsRate);
   state.counters["ratio"] = static_cast<double>(bytes) / static_cast<double>(input().gz.size());
 }
 
@@ -142,8 +142,8 @@ void BM_Libdeflate(benchmark::State& state) {
       const size_t need = in.raw_bytes - total;
       if (out.size() < need) out.resize(need);
       size_t used = 0, produced = 0;
-      const auto rc = libdeflate_gzip_decompress_ex(d, in.gz.data() + pos, in.gz.size() - pos, out.data(),
-                                                    out.size(), &used, &produced);
+      const auto rc = libdeflate_gzip_decompress_ex(d, in.gz.data() + pos, in.gz.size() - pos, out.data(), out.size(),
+                                                    &used, &produced);
       if (rc != LIBDEFLATE_SUCCESS) {
         state.SkipWithError("libdeflate: failed");
         break;

@@ -43,9 +43,11 @@ const BenchTrace& bench_trace() {
                  "{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n    {{\"id\": 0, \"name\": \"NVIDIA H200\", "
                  "\"totalGlobalMem\": 150754820096, \"computeMajor\": 9, \"computeMinor\": 0, \"numSms\": 132}}\n  ],\n"
                  "  \"traceEvents\": [\n");
-      fmt::print(f, "  {{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 7, \"tid\": 7, "
-                    "\"ts\": 5000000000000.000, \"dur\": {}}}",
-                 groups * 10 + 100);
+      fmt::print(
+          f,
+          "  {{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 7, \"tid\": 7, "
+          "\"ts\": 5000000000000.000, \"dur\": {}}}",
+          groups * 10 + 100);
       const char* kernels[] = {
           "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT",
           "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
@@ -56,25 +58,28 @@ const BenchTrace& bench_trace() {
       for (int64_t i = 0; i < groups; ++i) {
         const double ts = 5000000000001.0 + static_cast<double>(i) * 10.0;
         const int64_t corr = 1000 + i;
-        fmt::print(f,
-                   ",\n  {{\n    \"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 7, \"tid\": 7,\n"
-                   "    \"ts\": {:.3f}, \"dur\": 6.125,\n    \"args\": {{\n      \"External id\": {}, \"Sequence number\": "
-                   "{}, \"Fwd thread id\": 0, \"Record function id\": 0, \"Input Dims\": [[16384, 768], [768, 3072]], "
-                   "\"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"], \"Input Strides\": [[768, 1], [1, 768]], "
-                   "\"Ev Idx\": {}\n    }}\n  }}",
-                   ts, i, i, i);
-        fmt::print(f,
-                   ",\n  {{\n    \"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 7, "
-                   "\"tid\": 7,\n    \"ts\": {:.3f}, \"dur\": 4.5,\n    \"args\": {{\n      \"External id\": {}, \"cbid\": "
-                   "211, \"correlation\": {}\n    }}\n  }}",
-                   ts + 1, i, corr);
-        fmt::print(f,
-                   ",\n  {{\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{}\", \"pid\": 0, \"tid\": 7,\n    "
-                   "\"ts\": {:.3f}, \"dur\": 7.25,\n    \"args\": {{\n      \"External id\": {}, \"queued\": 0, \"device\": "
-                   "0, \"context\": 1, \"stream\": 7, \"correlation\": {}, \"registers per thread\": 168, \"shared "
-                   "memory\": 214016, \"blocks per SM\": 0.969697, \"warps per SM\": 3.878788, \"grid\": [128, 1, 1], "
-                   "\"block\": [384, 1, 1], \"est. achieved occupancy %\": 6\n    }}\n  }}",
-                   kernels[i % 3], ts + 2, i, corr);
+        fmt::print(
+            f,
+            ",\n  {{\n    \"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 7, \"tid\": 7,\n"
+            "    \"ts\": {:.3f}, \"dur\": 6.125,\n    \"args\": {{\n      \"External id\": {}, \"Sequence number\": "
+            "{}, \"Fwd thread id\": 0, \"Record function id\": 0, \"Input Dims\": [[16384, 768], [768, 3072]], "
+            "\"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"], \"Input Strides\": [[768, 1], [1, 768]], "
+            "\"Ev Idx\": {}\n    }}\n  }}",
+            ts, i, i, i);
+        fmt::print(
+            f,
+            ",\n  {{\n    \"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 7, "
+            "\"tid\": 7,\n    \"ts\": {:.3f}, \"dur\": 4.5,\n    \"args\": {{\n      \"External id\": {}, \"cbid\": "
+            "211, \"correlation\": {}\n    }}\n  }}",
+            ts + 1, i, corr);
+        fmt::print(
+            f,
+            ",\n  {{\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{}\", \"pid\": 0, \"tid\": 7,\n    "
+            "\"ts\": {:.3f}, \"dur\": 7.25,\n    \"args\": {{\n      \"External id\": {}, \"queued\": 0, \"device\": "
+            "0, \"context\": 1, \"stream\": 7, \"correlation\": {}, \"registers per thread\": 168, \"shared "
+            "memory\": 214016, \"blocks per SM\": 0.969697, \"warps per SM\": 3.878788, \"grid\": [128, 1, 1], "
+            "\"block\": [384, 1, 1], \"est. achieved occupancy %\": 6\n    }}\n  }}",
+            kernels[i % 3], ts + 2, i, corr);
         fmt::print(f,
                    ",\n  {{\n    \"ph\": \"s\", \"id\": {}, \"pid\": 7, \"tid\": 7, \"ts\": {:.3f},\n    \"cat\": "
                    "\"ac2g\", \"name\": \"ac2g\"\n  }}",
@@ -106,8 +111,10 @@ void BM_ReadKineto(benchmark::State& state) {
     if (!trace.ok()) state.SkipWithError(trace.status().message().c_str());
     benchmark::DoNotOptimize(trace);
   }
-  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(t.events), benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["MB_per_s"] = benchmark::Counter(static_cast<double>(t.bytes) / 1e6, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(t.events), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["MB_per_s"] =
+      benchmark::Counter(static_cast<double>(t.bytes) / 1e6, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["json_MB"] = static_cast<double>(t.bytes) / 1e6;
   state.counters["peak_rss_MB"] = peak_rss_bytes() / 1e6;
   state.counters["peak_rss_vs_json"] = peak_rss_bytes() / static_cast<double>(t.bytes);
@@ -122,7 +129,8 @@ void BM_ReadAndAnalyze(benchmark::State& state) {
     auto reports = gpuscope::analyze_trace(trace.value(), {});
     benchmark::DoNotOptimize(reports);
   }
-  state.counters["events_per_s"] = benchmark::Counter(static_cast<double>(t.events), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["events_per_s"] =
+      benchmark::Counter(static_cast<double>(t.events), benchmark::Counter::kIsIterationInvariantRate);
   state.counters["peak_rss_MB"] = peak_rss_bytes() / 1e6;
   state.counters["peak_rss_vs_json"] = peak_rss_bytes() / static_cast<double>(t.bytes);
 }

@@ -57,9 +57,9 @@ enum class RecordType : uint8_t {
   kRange = 8,  // NVTX range (start < end) or mark (start == end).
   kGemm = 9,   // One cuBLAS / cuBLASLt GEMM call, from the interposer.
   kDeviceSample = 10,
-  kSync = 11,    // CUPTI synchronization activity.
-  kMemory = 12,  // Device memory allocation or free.
-  kStats = 13,   // Running totals; the last one wins.
+  kSync = 11,         // CUPTI synchronization activity.
+  kMemory = 12,       // Device memory allocation or free.
+  kStats = 13,        // Running totals; the last one wins.
   kTracingCost = 14,  // Host ns per launch call plain and traced (`gpuscope run`); the last one wins.
 };
 
@@ -94,132 +94,132 @@ using U32x3 = std::array<uint32_t, 3>;
 #define GPUSCOPE_CAPTURE_COPY_LINKS(O) \
   O(uint64_t, bytes, kUnsigned) O(uint64_t, correlation, kUnsigned) O(uint32_t, graph_id, kUnsigned)
 
-#define GPUSCOPE_CAPTURE_STRING(F, O)   \
-  F(StringRef, id, 0, kUnsigned)        \
+#define GPUSCOPE_CAPTURE_STRING(F, O) \
+  F(StringRef, id, 0, kUnsigned)      \
   F(std::string, text, {}, kString)
 
-#define GPUSCOPE_CAPTURE_PROCESS(F, O)                                             \
-  F(int32_t, pid, 0, kSigned)                                                      \
-  F(int32_t, ppid, 0, kSigned)                                                     \
-  F(int64_t, start_ns, 0, kSigned)                                                 \
-  F(std::string, hostname, {}, kString)                                            \
-  F(std::string, command_line, {}, kString)                                        \
-  F(std::string, tool_version, {}, kString)                                        \
+#define GPUSCOPE_CAPTURE_PROCESS(F, O)                                                \
+  F(int32_t, pid, 0, kSigned)                                                         \
+  F(int32_t, ppid, 0, kSigned)                                                        \
+  F(int64_t, start_ns, 0, kSigned)                                                    \
+  F(std::string, hostname, {}, kString)                                               \
+  F(std::string, command_line, {}, kString)                                           \
+  F(std::string, tool_version, {}, kString)                                           \
   O(int32_t, rank, kSigned) /* From RANK / WORLD_SIZE when the launcher sets them. */ \
   O(int32_t, world_size, kSigned)
 
 // Over the core's Device: a device record carries exactly the core's device description.
-#define GPUSCOPE_CAPTURE_DEVICE(F, O)           \
-  F(int32_t, id, 0, kSigned)                    \
-  F(std::string, name, {}, kString)             \
-  O(int32_t, num_sms, kSigned)                  \
-  O(int32_t, cc_major, kSigned)                 \
-  O(int32_t, cc_minor, kSigned)                 \
-  O(uint64_t, memory_bytes, kUnsigned)          \
-  O(int32_t, max_threads_per_sm, kSigned)       \
-  O(int32_t, regs_per_sm, kSigned)              \
+#define GPUSCOPE_CAPTURE_DEVICE(F, O)     \
+  F(int32_t, id, 0, kSigned)              \
+  F(std::string, name, {}, kString)       \
+  O(int32_t, num_sms, kSigned)            \
+  O(int32_t, cc_major, kSigned)           \
+  O(int32_t, cc_minor, kSigned)           \
+  O(uint64_t, memory_bytes, kUnsigned)    \
+  O(int32_t, max_threads_per_sm, kSigned) \
+  O(int32_t, regs_per_sm, kSigned)        \
   O(int32_t, shared_mem_per_sm_bytes, kSigned)
 
-#define GPUSCOPE_CAPTURE_KERNEL(F, O)                                    \
-  GPUSCOPE_CAPTURE_ON_STREAM(F)                                          \
-  F(StringRef, name, 0, kUnsigned)                                       \
-  F(U32x3, grid, {}, kUnsigned3)                                         \
-  F(U32x3, block, {}, kUnsigned3)                                        \
-  O(int32_t, registers_per_thread, kSigned)                              \
-  O(int32_t, shared_memory_bytes, kSigned)                               \
-  O(uint64_t, correlation, kUnsigned)                                    \
+#define GPUSCOPE_CAPTURE_KERNEL(F, O)       \
+  GPUSCOPE_CAPTURE_ON_STREAM(F)             \
+  F(StringRef, name, 0, kUnsigned)          \
+  F(U32x3, grid, {}, kUnsigned3)            \
+  F(U32x3, block, {}, kUnsigned3)           \
+  O(int32_t, registers_per_thread, kSigned) \
+  O(int32_t, shared_memory_bytes, kSigned)  \
+  O(uint64_t, correlation, kUnsigned)       \
   O(uint32_t, graph_id, kUnsigned) /* Kernels launched as CUDA Graph nodes. */
 
 // copy_kind uses the core's CopyKind numbering, host_memory the core's HostMemory.
-#define GPUSCOPE_CAPTURE_MEMCPY(F, O)   \
-  GPUSCOPE_CAPTURE_ON_STREAM(F)         \
-  F(uint8_t, copy_kind, 0, kByte)       \
-  F(uint8_t, host_memory, 0, kByte)     \
+#define GPUSCOPE_CAPTURE_MEMCPY(F, O) \
+  GPUSCOPE_CAPTURE_ON_STREAM(F)       \
+  F(uint8_t, copy_kind, 0, kByte)     \
+  F(uint8_t, host_memory, 0, kByte)   \
   GPUSCOPE_CAPTURE_COPY_LINKS(O)
 
 #define GPUSCOPE_CAPTURE_MEMSET(F, O) GPUSCOPE_CAPTURE_ON_STREAM(F) GPUSCOPE_CAPTURE_COPY_LINKS(O)
 
 #define GPUSCOPE_CAPTURE_API_CALL(F, O) \
-  GPUSCOPE_CAPTURE_INTERVAL(F)       \
+  GPUSCOPE_CAPTURE_INTERVAL(F)          \
   F(int32_t, tid, 0, kSigned)           \
   F(StringRef, name, 0, kUnsigned)      \
   F(bool, driver, false, kByte)         \
   O(uint64_t, correlation, kUnsigned)
 
 // An NVTX range (start < end) or mark (start == end).
-#define GPUSCOPE_CAPTURE_RANGE(F, O)                      \
-  GPUSCOPE_CAPTURE_INTERVAL(F)                         \
-  F(int32_t, tid, 0, kSigned)                             \
-  F(StringRef, name, 0, kUnsigned)                        \
+#define GPUSCOPE_CAPTURE_RANGE(F, O) \
+  GPUSCOPE_CAPTURE_INTERVAL(F)       \
+  F(int32_t, tid, 0, kSigned)        \
+  F(StringRef, name, 0, kUnsigned)   \
   F(StringRef, domain, 0, kUnsigned) /* 0: the default domain. */
 
 // One cuBLAS / cuBLASLt GEMM call, from the interposer; host time around the call (issue, not
 // execution). Data types are cudaDataType_t values (library_types.h), so the file does not
 // depend on the reader knowing every type. transposes: bit 0 A, bit 1 B.
-#define GPUSCOPE_CAPTURE_GEMM(F, O)                                          \
-  GPUSCOPE_CAPTURE_INTERVAL(F)                                            \
-  F(int32_t, tid, 0, kSigned)                                                \
+#define GPUSCOPE_CAPTURE_GEMM(F, O)                                            \
+  GPUSCOPE_CAPTURE_INTERVAL(F)                                                 \
+  F(int32_t, tid, 0, kSigned)                                                  \
   F(StringRef, api, 0, kUnsigned) /* e.g. "cublasLtMatmul", "cublasGemmEx". */ \
-  F(int64_t, m, 0, kSigned)                                                  \
-  F(int64_t, n, 0, kSigned)                                                  \
-  F(int64_t, k, 0, kSigned)                                                  \
-  F(int64_t, batch, 1, kSigned)                                              \
-  F(int32_t, a_type, -1, kSigned)                                            \
-  F(int32_t, b_type, -1, kSigned)                                            \
-  F(int32_t, c_type, -1, kSigned)                                            \
+  F(int64_t, m, 0, kSigned)                                                    \
+  F(int64_t, n, 0, kSigned)                                                    \
+  F(int64_t, k, 0, kSigned)                                                    \
+  F(int64_t, batch, 1, kSigned)                                                \
+  F(int32_t, a_type, -1, kSigned)                                              \
+  F(int32_t, b_type, -1, kSigned)                                              \
+  F(int32_t, c_type, -1, kSigned)                                              \
   F(uint8_t, transposes, 0, kByte)
 
 // A CUPTI synchronization activity; type is CUpti_ActivitySynchronizationType.
-#define GPUSCOPE_CAPTURE_SYNC(F, O)     \
-  GPUSCOPE_CAPTURE_INTERVAL(F)       \
-  F(uint8_t, type, 0, kByte)            \
-  O(int32_t, stream, kSigned)           \
+#define GPUSCOPE_CAPTURE_SYNC(F, O) \
+  GPUSCOPE_CAPTURE_INTERVAL(F)      \
+  F(uint8_t, type, 0, kByte)        \
+  O(int32_t, stream, kSigned)       \
   O(uint64_t, correlation, kUnsigned)
 
 // A device memory allocation or free; memory_kind is CUpti_ActivityMemoryKind.
-#define GPUSCOPE_CAPTURE_MEMORY(F, O)   \
-  F(int64_t, time_ns, 0, kSigned)       \
-  F(int32_t, device, 0, kSigned)        \
-  F(bool, is_free, false, kByte)        \
-  F(uint8_t, memory_kind, 0, kByte)     \
-  F(uint64_t, address, 0, kUnsigned)    \
-  F(uint64_t, bytes, 0, kUnsigned)      \
+#define GPUSCOPE_CAPTURE_MEMORY(F, O) \
+  F(int64_t, time_ns, 0, kSigned)     \
+  F(int32_t, device, 0, kSigned)      \
+  F(bool, is_free, false, kByte)      \
+  F(uint8_t, memory_kind, 0, kByte)   \
+  F(uint64_t, address, 0, kUnsigned)  \
+  F(uint64_t, bytes, 0, kUnsigned)    \
   O(uint64_t, correlation, kUnsigned)
 
 // Running totals; the last one wins. clean_exit is set by the final record at process exit.
-#define GPUSCOPE_CAPTURE_STATS(F, O)                                                         \
-  F(uint64_t, records, 0, kUnsigned)            /* Records written so far. */                \
-  F(uint64_t, dropped_records, 0, kUnsigned)    /* CUPTI or the interposer dropped them. */  \
-  F(uint64_t, dropped_buffers, 0, kUnsigned)    /* Activity buffers the writer refused. */   \
-  F(uint64_t, unknown_activities, 0, kUnsigned)                                              \
+#define GPUSCOPE_CAPTURE_STATS(F, O)                                                     \
+  F(uint64_t, records, 0, kUnsigned)         /* Records written so far. */               \
+  F(uint64_t, dropped_records, 0, kUnsigned) /* CUPTI or the interposer dropped them. */ \
+  F(uint64_t, dropped_buffers, 0, kUnsigned) /* Activity buffers the writer refused. */  \
+  F(uint64_t, unknown_activities, 0, kUnsigned)                                          \
   F(bool, clean_exit, false, kByte)
 
 // Over the core's TracingCost: host ns per launch call plain and traced; the last one wins.
-#define GPUSCOPE_CAPTURE_TRACING_COST(F, O)      \
-  F(double, plain_launch_ns, 0, kF64)            \
+#define GPUSCOPE_CAPTURE_TRACING_COST(F, O) \
+  F(double, plain_launch_ns, 0, kF64)       \
   F(double, traced_launch_ns, 0, kF64)
 
 // Every record but the device sample (below): struct, its table, its type tag.
-#define GPUSCOPE_CAPTURE_RECORDS(X)                                   \
-  X(StringRecord, GPUSCOPE_CAPTURE_STRING, kString)                   \
-  X(ProcessRecord, GPUSCOPE_CAPTURE_PROCESS, kProcess)                \
-  X(DeviceRecord, GPUSCOPE_CAPTURE_DEVICE, kDevice)                   \
-  X(KernelRecord, GPUSCOPE_CAPTURE_KERNEL, kKernel)                   \
-  X(MemcpyRecord, GPUSCOPE_CAPTURE_MEMCPY, kMemcpy)                   \
-  X(MemsetRecord, GPUSCOPE_CAPTURE_MEMSET, kMemset)                   \
-  X(ApiCallRecord, GPUSCOPE_CAPTURE_API_CALL, kApiCall)               \
-  X(RangeRecord, GPUSCOPE_CAPTURE_RANGE, kRange)                      \
-  X(GemmRecord, GPUSCOPE_CAPTURE_GEMM, kGemm)                         \
-  X(SyncRecord, GPUSCOPE_CAPTURE_SYNC, kSync)                         \
-  X(MemoryRecord, GPUSCOPE_CAPTURE_MEMORY, kMemory)                   \
-  X(StatsRecord, GPUSCOPE_CAPTURE_STATS, kStats)                      \
+#define GPUSCOPE_CAPTURE_RECORDS(X)                     \
+  X(StringRecord, GPUSCOPE_CAPTURE_STRING, kString)     \
+  X(ProcessRecord, GPUSCOPE_CAPTURE_PROCESS, kProcess)  \
+  X(DeviceRecord, GPUSCOPE_CAPTURE_DEVICE, kDevice)     \
+  X(KernelRecord, GPUSCOPE_CAPTURE_KERNEL, kKernel)     \
+  X(MemcpyRecord, GPUSCOPE_CAPTURE_MEMCPY, kMemcpy)     \
+  X(MemsetRecord, GPUSCOPE_CAPTURE_MEMSET, kMemset)     \
+  X(ApiCallRecord, GPUSCOPE_CAPTURE_API_CALL, kApiCall) \
+  X(RangeRecord, GPUSCOPE_CAPTURE_RANGE, kRange)        \
+  X(GemmRecord, GPUSCOPE_CAPTURE_GEMM, kGemm)           \
+  X(SyncRecord, GPUSCOPE_CAPTURE_SYNC, kSync)           \
+  X(MemoryRecord, GPUSCOPE_CAPTURE_MEMORY, kMemory)     \
+  X(StatsRecord, GPUSCOPE_CAPTURE_STATS, kStats)        \
   X(TracingCostRecord, GPUSCOPE_CAPTURE_TRACING_COST, kTracingCost)
 
 #define GPUSCOPE_CAPTURE_MEMBER(type, member, init, encoding) type member = init;
 #define GPUSCOPE_CAPTURE_OPTIONAL_MEMBER(type, member, encoding) std::optional<type> member;
-#define GPUSCOPE_CAPTURE_STRUCT(name, table)                                   \
-  struct name {                                                                \
-    table(GPUSCOPE_CAPTURE_MEMBER, GPUSCOPE_CAPTURE_OPTIONAL_MEMBER)           \
+#define GPUSCOPE_CAPTURE_STRUCT(name, table)                         \
+  struct name {                                                      \
+    table(GPUSCOPE_CAPTURE_MEMBER, GPUSCOPE_CAPTURE_OPTIONAL_MEMBER) \
   };
 GPUSCOPE_CAPTURE_STRUCT(StringRecord, GPUSCOPE_CAPTURE_STRING)
 GPUSCOPE_CAPTURE_STRUCT(ProcessRecord, GPUSCOPE_CAPTURE_PROCESS)
@@ -241,18 +241,16 @@ using TracingCostRecord = ::gpuscope::TracingCost;
 // Calls v.field(Encoding, member) for each F row and v.optional(Encoding, member) for each O row
 // of the record's table, in file order. R may be const (writing) or not (reading); for the
 // records over core structs the members' types are checked against the table.
-#define GPUSCOPE_CAPTURE_VISIT_FIELD(type, member, init, encoding)                        \
-  static_assert(std::is_same_v<decltype(std::remove_cvref_t<R>::member), type>);          \
+#define GPUSCOPE_CAPTURE_VISIT_FIELD(type, member, init, encoding)               \
+  static_assert(std::is_same_v<decltype(std::remove_cvref_t<R>::member), type>); \
   v.field(Encoding::encoding, r.member);
-#define GPUSCOPE_CAPTURE_VISIT_OPTIONAL(type, member, encoding)                              \
+#define GPUSCOPE_CAPTURE_VISIT_OPTIONAL(type, member, encoding)                                 \
   static_assert(std::is_same_v<decltype(std::remove_cvref_t<R>::member), std::optional<type>>); \
   v.optional(Encoding::encoding, r.member);
-#define GPUSCOPE_CAPTURE_VISIT(name, table, tag)                                            \
-  template <typename R, typename V>                                                         \
-    requires std::is_same_v<std::remove_cvref_t<R>, name>                                   \
-  void visit_fields(R& r, V& v) {                                                           \
-    table(GPUSCOPE_CAPTURE_VISIT_FIELD, GPUSCOPE_CAPTURE_VISIT_OPTIONAL)                    \
-  }                                                                                         \
+#define GPUSCOPE_CAPTURE_VISIT(name, table, tag)                                                         \
+  template <typename R, typename V>                                                                      \
+  requires std::is_same_v<std::remove_cvref_t<R>, name>                                                  \
+  void visit_fields(R& r, V& v) { table(GPUSCOPE_CAPTURE_VISIT_FIELD, GPUSCOPE_CAPTURE_VISIT_OPTIONAL) } \
   constexpr RecordType record_type(const name*) { return RecordType::tag; }
 GPUSCOPE_CAPTURE_RECORDS(GPUSCOPE_CAPTURE_VISIT)
 #undef GPUSCOPE_CAPTURE_VISIT
@@ -301,9 +299,7 @@ class ByteWriter {
     }
     u8(static_cast<uint8_t>(v));
   }
-  void svarint(int64_t v) {
-    varint((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63));
-  }
+  void svarint(int64_t v) { varint((static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63)); }
   void str(std::string_view s) {
     varint(s.size());
     buf_.append(s.data(), s.size());

@@ -26,8 +26,7 @@ uint32_t crc32_of(const void* data, size_t bytes) {
 CaptureWriter::~CaptureWriter() { close(); }
 
 bool CaptureWriter::open(const std::string& path, const Options& options, std::string* error) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND,
-                  0600);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_APPEND, 0600);
   if (fd < 0) {
     const int err = errno;
     if (error) *error = "cannot create capture file " + path + ": " + std::strerror(err);
@@ -37,8 +36,7 @@ bool CaptureWriter::open(const std::string& path, const Options& options, std::s
   return open_fd(fd, options, error);
 }
 
-bool CaptureWriter::open_new_for_process(const std::string& prefix, long pid,
-                                         const Options& options, std::string* path,
+bool CaptureWriter::open_new_for_process(const std::string& prefix, long pid, const Options& options, std::string* path,
                                          std::string* error) {
   const std::string base = prefix + "." + std::to_string(pid);
   constexpr int kMaxTries = 1000;
@@ -58,8 +56,8 @@ bool CaptureWriter::open_new_for_process(const std::string& prefix, long pid,
   return false;
 }
 
-bool CaptureWriter::open_append(const std::string& path, const Options& options,
-                                std::string* error, uint32_t first_id) {
+bool CaptureWriter::open_append(const std::string& path, const Options& options, std::string* error,
+                                uint32_t first_id) {
   int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
     if (error) *error = "cannot append to capture file " + path + ": " + std::strerror(errno);
@@ -67,9 +65,12 @@ bool CaptureWriter::open_append(const std::string& path, const Options& options,
   }
   struct stat st;
   const char* refused = nullptr;
-  if (fstat(fd, &st) != 0) refused = "cannot stat it";
-  else if (!S_ISREG(st.st_mode)) refused = "not a regular file";
-  else if (st.st_uid != geteuid()) refused = "owned by another user";
+  if (fstat(fd, &st) != 0)
+    refused = "cannot stat it";
+  else if (!S_ISREG(st.st_mode))
+    refused = "not a regular file";
+  else if (st.st_uid != geteuid())
+    refused = "owned by another user";
   if (refused) {
     ::close(fd);
     if (error) *error = "not appending to capture file " + path + ": " + refused;
@@ -166,9 +167,8 @@ bool CaptureWriter::flush() {
   if (options_.compress) {
     uLongf bound = compressBound(static_cast<uLong>(raw.size()));
     compressed_.resize(bound);
-    if (compress2(reinterpret_cast<Bytef*>(compressed_.data()), &bound,
-                  reinterpret_cast<const Bytef*>(raw.data()), static_cast<uLong>(raw.size()),
-                  1) == Z_OK &&
+    if (compress2(reinterpret_cast<Bytef*>(compressed_.data()), &bound, reinterpret_cast<const Bytef*>(raw.data()),
+                  static_cast<uLong>(raw.size()), 1) == Z_OK &&
         bound < raw.size()) {
       payload = compressed_.data();
       stored = bound;

@@ -13,16 +13,16 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "core/device_sample.h"
 #include "capture/capture_format.h"
+#include "core/device_sample.h"
 
 namespace gpuscope::capture {
 
 class CaptureWriter {
  public:
   struct Options {
-    bool compress = true;             // zlib level 1: cheap, ~5-10x on activity records.
-    size_t chunk_bytes = 256 << 10;   // Raw bytes per chunk before it is written.
+    bool compress = true;            // zlib level 1: cheap, ~5-10x on activity records.
+    size_t chunk_bytes = 256 << 10;  // Raw bytes per chunk before it is written.
   };
 
   CaptureWriter() = default;
@@ -39,14 +39,13 @@ class CaptureWriter {
   // (an exec'd image of the same process, a reused pid, anything planted there),
   // `<prefix>.<pid>-<n>.gpuscope` for the first n from 2 that does not. Sets *path to the file
   // created. Used by the injection library; names are what `gpuscope run` collects.
-  bool open_new_for_process(const std::string& prefix, long pid, const Options& options,
-                            std::string* path, std::string* error);
+  bool open_new_for_process(const std::string& prefix, long pid, const Options& options, std::string* path,
+                            std::string* error);
   // Opens an existing capture to append chunks (e.g. device samples added after the traced
   // process ended). Does not write a header; records must not use strings of earlier chunks
   // unless they are interned again (interning here starts a new id range above `first_id`).
   // Refuses a symlink (O_NOFOLLOW), anything but a regular file, and a file of another user.
-  bool open_append(const std::string& path, const Options& options, std::string* error,
-                   uint32_t first_id = 1u << 30);
+  bool open_append(const std::string& path, const Options& options, std::string* error, uint32_t first_id = 1u << 30);
   // Adopts an already open descriptor (tests); writes the header.
   bool open_fd(int fd, const Options& options, std::string* error);
 
@@ -55,7 +54,7 @@ class CaptureWriter {
 
   // Appends a record of GPUSCOPE_CAPTURE_RECORDS (capture_format.h), encoded from its table.
   template <typename R>
-    requires requires(const R* r) { record_type(r); }
+  requires requires(const R* r) { record_type(r); }
   void add(const R& r) {
     encode_fields(body_, r);
     finish_record(record_type(&r));

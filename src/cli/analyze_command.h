@@ -38,7 +38,7 @@ void add_input_limit_options(CLI::App& app, InputLimitCliOptions& options);
 
 struct AnalyzeCliOptions {
   bool json = false;
-  std::string csv;      // --csv steps|kernels|idle (analyze only): one CSV table
+  std::string csv;  // --csv steps|kernels|idle (analyze only): one CSV table
   ModelCliOptions model;
   bool as_job = false;  // --as-job (analyze only): several traces are one job
   std::string html;     // --html FILE: the report also as one self-contained page

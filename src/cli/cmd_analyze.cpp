@@ -6,9 +6,9 @@
 #endif
 
 #include <algorithm>
-#include <cstdio>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -17,21 +17,21 @@
 
 #include <fmt/core.h>
 
-#include "render/text_layout.h"
 #include "cli/analyze_command.h"
 #include "cli/command.h"
-#include "render/report_text.h"
 #include "core/analysis.h"
 #include "core/run_protocol.h"
 #include "core/steps.h"
-#include "render/csv_report.h"
-#include "render/output_file.h"
-#include "render/html_report.h"
 #include "input/input_source.h"
 #include "input/job_reader.h"
 #include "input/kineto_reader.h"
-#include "render/report_json.h"
 #include "input/trace_input.h"
+#include "render/csv_report.h"
+#include "render/html_report.h"
+#include "render/output_file.h"
+#include "render/report_json.h"
+#include "render/report_text.h"
+#include "render/text_layout.h"
 
 namespace gpuscope::cli {
 
@@ -51,21 +51,20 @@ AnalysisOptions AnalyzeCliOptions::analysis_options() const {
 }
 
 void add_model_options(CLI::App& app, ModelCliOptions& o) {
-  CLI::Option* model =
-      app.add_option_function<std::string>(
-             "--model", [&o](const std::string& text) { o.model = parse_model_spec(text).value(); },
-             "Model for MFU, e.g. gpt:params=124M,layers=12,heads=12,dmodel=768,seq=1024,batch=16\n"
-             "(training FLOPs per token = 6N + 12*L*H*Q*T, PaLM appendix B)")
-          ->type_name("SPEC")
-          ->check(CLI::Validator(
-              [](std::string& text) -> std::string {
-                auto spec = parse_model_spec(text);
-                return spec.ok() ? "" : terminal_safe(spec.status().message());
-              },
-              ""));
-  CLI::Option* flops =
-      app.add_option("--flops-per-step", o.flops_per_step, "Model FLOPs per training step, for MFU (instead of --model)")
-          ->check(flops_per_step_check());
+  CLI::Option* model = app.add_option_function<std::string>(
+                              "--model", [&o](const std::string& text) { o.model = parse_model_spec(text).value(); },
+                              "Model for MFU, e.g. gpt:params=124M,layers=12,heads=12,dmodel=768,seq=1024,batch=16\n"
+                              "(training FLOPs per token = 6N + 12*L*H*Q*T, PaLM appendix B)")
+                           ->type_name("SPEC")
+                           ->check(CLI::Validator(
+                               [](std::string& text) -> std::string {
+                                 auto spec = parse_model_spec(text);
+                                 return spec.ok() ? "" : terminal_safe(spec.status().message());
+                               },
+                               ""));
+  CLI::Option* flops = app.add_option("--flops-per-step", o.flops_per_step,
+                                      "Model FLOPs per training step, for MFU (instead of --model)")
+                           ->check(flops_per_step_check());
   model->excludes(flops);
   flops->excludes(model);
   app.add_option("--peak-tflops", o.peak_tflops,
@@ -129,10 +128,11 @@ std::string impossible_utilization(std::span<const DeviceReport> devices) {
         mfu ? fmt::format("model FLOPs per step {} ({})", flops_text(d.model_flops_per_step.value_or(0)),
                           d.model_flops_formula.starts_with("given") ? "--flops-per-step" : "--model")
             : fmt::format("matmul FLOPs per step {} (from op shapes)", flops_text(d.matmul_flops_per_step.value_or(0)));
-    return fmt::format("{} would be {:.3g}%, which is impossible: {} in {} per step at a peak of {:.1f} TFLOP/s ({}); "
-                       "check {}--peak-tflops",
-                       mfu ? "MFU" : "HFU", pct, flops, duration_text(d.step_mean_ms.value_or(0) * 1e6),
-                       d.peak_tflops.value_or(0), d.peak_basis, mfu ? "--flops-per-step or --model, and " : "");
+    return fmt::format(
+        "{} would be {:.3g}%, which is impossible: {} in {} per step at a peak of {:.1f} TFLOP/s ({}); "
+        "check {}--peak-tflops",
+        mfu ? "MFU" : "HFU", pct, flops, duration_text(d.step_mean_ms.value_or(0) * 1e6), d.peak_tflops.value_or(0),
+        d.peak_basis, mfu ? "--flops-per-step or --model, and " : "");
   }
   return "";
 }
@@ -159,7 +159,7 @@ int report_analyses(std::vector<TraceAnalysis> parts, const AnalyzeCliOptions& o
   }
   for (const auto& r : report.rejected) fmt::print(stderr, "gpuscope: skipped {}\n", terminal_safe(r));
   // A valid trace without GPU work is described (exit 0), not refused as bad input.
-  const std::string text = csv    ? report_to_csv(report, *csv)
+  const std::string text = csv      ? report_to_csv(report, *csv)
                            : o.json ? report_to_json(report)
                                     : render_report(report, style_for(stdout));
   std::fwrite(text.data(), 1, text.size(), stdout);
@@ -399,8 +399,7 @@ CommandRegistration kAnalyze{CommandSpec{
     "analyze",
     "Analyse PyTorch profiler traces or gpuscope captures: utilization vs SM activity vs MFU, idle causes, "
     "kernels, precision, findings",
-    10,
-    [](CLI::App& app) -> std::function<int()> {
+    10, [](CLI::App& app) -> std::function<int()> {
       auto args = std::make_shared<AnalyzeArgs>();
       app.add_option("TRACE", args->paths,
                      "Trace files (.json, .json.gz from torch.profiler; .gpuscope captures), directories of "

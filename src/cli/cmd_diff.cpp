@@ -2,27 +2,27 @@
 // directory of per-rank traces (analysed here, as `analyze` would), or a report saved with
 // `analyze --json` (read back). The comparison is the core's (core/diff.h); this file only
 // reads the inputs and prints.
+#include <sys/stat.h>
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <sstream>
-#include <sys/stat.h>
 
 #include <fmt/core.h>
 
 #include "cli/analyze_command.h"
 #include "cli/command.h"
-#include "render/diff_text.h"
-#include "render/text_layout.h"
 #include "core/analysis.h"
 #include "core/diff.h"
-#include "render/diff_json.h"
-#include "render/html_diff.h"
 #include "input/input_source.h"
-#include "render/output_file.h"
 #include "input/report_json_reader.h"
 #include "input/trace_input.h"
+#include "render/diff_json.h"
+#include "render/diff_text.h"
+#include "render/html_diff.h"
+#include "render/output_file.h"
+#include "render/text_layout.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -36,7 +36,7 @@ struct DiffArgs {
 };
 
 bool is_regular_file(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return path != "-" && ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
@@ -168,7 +168,8 @@ int run_diff(const DiffArgs& args) {
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fflush(stdout);
   if (!args.html.empty()) {
-    const Status written = write_output_file("--html", args.html, {args.base, args.now}, diff_to_html(diff, page_origin()));
+    const Status written =
+        write_output_file("--html", args.html, {args.base, args.now}, diff_to_html(diff, page_origin()));
     if (!written.ok()) {
       fmt::print(stderr, "gpuscope: {}\n", terminal_safe(written.message()));
       return 2;
@@ -182,18 +183,18 @@ CommandRegistration kDiff{CommandSpec{
     "diff",
     "Compare two runs (traces, captures, rank directories or saved --json reports): what changed, and the change "
     "that made the difference",
-    15,
-    [](CLI::App& app) -> std::function<int()> {
+    15, [](CLI::App& app) -> std::function<int()> {
       auto args = std::make_shared<DiffArgs>();
-      app.add_option("BASE", args->base, "The run before the change: a trace, capture, directory of per-rank traces, "
-                                         "or a report saved with `gpuscope analyze --json`")
+      app.add_option("BASE", args->base,
+                     "The run before the change: a trace, capture, directory of per-rank traces, "
+                     "or a report saved with `gpuscope analyze --json`")
           ->required();
       app.add_option("NEW", args->now, "The run after the change (same kinds of input)")->required();
       app.add_flag("--json", args->json, "Print the comparison as JSON (schema gpuscope.diff/1, docs/diff.md)");
       app.add_option("--html", args->html,
                      "Also write the comparison as one self-contained HTML page (no network needed to view it) to FILE")
           ->type_name("FILE")
-      ->check(output_name_check());
+          ->check(output_name_check());
       add_model_options(app, args->model);
       app.footer(
           "\nExamples:\n"

@@ -10,17 +10,17 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/analyze_command.h"
 #include "cli/command.h"
-#include "render/text_layout.h"
 #include "core/analysis.h"
 #include "input/input_source.h"
+#include "input/trace_input.h"
 #include "render/output_file.h"
 #include "render/perfetto_writer.h"
-#include "input/trace_input.h"
+#include "render/text_layout.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -32,9 +32,9 @@ struct ExportOptions {
   std::vector<std::string> inputs;
   std::optional<double> from_ms;  // From the traces' first event.
   std::optional<double> to_ms;
-  std::string steps;  // "A:B" as typed, for messages...
+  std::string steps;                                     // "A:B" as typed, for messages...
   std::optional<std::pair<int64_t, int64_t>> step_span;  // ...and its step numbers, inclusive.
-  std::string step_range;  // As for analyze.
+  std::string step_range;                                // As for analyze.
 };
 
 // The earliest event of the traces (host clock, ns); nullopt when they hold none. The event
@@ -144,7 +144,8 @@ int run_export(const ExportOptions& options) {
       for (const DeviceReport& r : reports) {
         for (const StepReport& s : r.steps) {
           if (s.number == step_span->first) from = std::min(from.value_or(s.start_ns), s.start_ns);
-          if (s.number == step_span->second) to = std::max(to.value_or(s.start_ns + s.duration_ns), s.start_ns + s.duration_ns);
+          if (s.number == step_span->second)
+            to = std::max(to.value_or(s.start_ns + s.duration_ns), s.start_ns + s.duration_ns);
         }
       }
     }
@@ -176,8 +177,7 @@ int run_export(const ExportOptions& options) {
   }
   for (const auto& w : warnings) fmt::print(stderr, "gpuscope: warning: {}\n", terminal_safe(w));
   if (options.perfetto != "-") {
-    fmt::print(stderr, "gpuscope: wrote {} (open it in https://ui.perfetto.dev)\n",
-               terminal_safe(options.perfetto));
+    fmt::print(stderr, "gpuscope: wrote {} (open it in https://ui.perfetto.dev)\n", terminal_safe(options.perfetto));
   }
   return 0;
 }
@@ -194,8 +194,9 @@ CommandRegistration kExport({
                      "PyTorch profiler traces (.json, .json.gz) or capture files written by gpuscope run ('-' "
                      "for stdin)")
           ->required();
-      CLI::Option* from = app.add_option("--from", options->from_ms, "Start of the window, ms after the traces' first event")
-                              ->check(finite_between(0, 1e12, "--from", "a time in ms"));
+      CLI::Option* from =
+          app.add_option("--from", options->from_ms, "Start of the window, ms after the traces' first event")
+              ->check(finite_between(0, 1e12, "--from", "a time in ms"));
       CLI::Option* to = app.add_option("--to", options->to_ms, "End of the window, ms after the traces' first event")
                             ->check(finite_between(0, 1e12, "--to", "a time in ms"));
       app.add_option_function<std::string>(
@@ -208,9 +209,10 @@ CommandRegistration kExport({
           ->type_name("A:B")
           ->check(CLI::Validator(
               [](std::string& text) -> std::string {
-                return parse_step_span(text) ? ""
-                                             : fmt::format("--steps {}: expected A:B, step numbers with A <= B, e.g. 3:5",
-                                                           terminal_safe(text));
+                return parse_step_span(text)
+                           ? ""
+                           : fmt::format("--steps {}: expected A:B, step numbers with A <= B, e.g. 3:5",
+                                         terminal_safe(text));
               },
               ""))
           ->excludes(from)

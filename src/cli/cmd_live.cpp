@@ -2,8 +2,8 @@
 #include <signal.h>
 
 #include <charconv>
-#include <cstdlib>
 #include <cmath>
+#include <cstdlib>
 
 #include <fmt/core.h>
 
@@ -58,13 +58,11 @@ void add_live_options(CLI::App& app, LiveCliOptions& o) {
       ->capture_default_str()
       ->type_name("DURATION")
       ->check(duration_check(threshold_rule("--idle-after")));
-  app.add_option("--signal-after", o.signal_after,
-                 "Other signals fire after their condition holds this long")
+  app.add_option("--signal-after", o.signal_after, "Other signals fire after their condition holds this long")
       ->capture_default_str()
       ->type_name("DURATION")
       ->check(duration_check(threshold_rule("--signal-after")));
-  app.add_option("--idle-memory-gib", o.idle_memory_gib,
-                 "idle_holding_memory: minimum memory a process holds (GiB)")
+  app.add_option("--idle-memory-gib", o.idle_memory_gib, "idle_holding_memory: minimum memory a process holds (GiB)")
       ->capture_default_str()
       ->check(finite_between(0, 1e6, "--idle-memory-gib", "a memory size in GiB"));
   app.add_option("--idle-sm-active", o.thresholds.idle_sm_active_pct,
@@ -74,16 +72,14 @@ void add_live_options(CLI::App& app, LiveCliOptions& o) {
   app.add_option("--busy-util", o.thresholds.busy_util_pct, "busy_not_working: utilization (%) at or above")
       ->capture_default_str()
       ->check(finite_between(0, 100, "--busy-util", "a percentage"));
-  app.add_option("--busy-sm-active", o.thresholds.busy_sm_active_pct,
-                 "busy_not_working: with SM active (%) below")
+  app.add_option("--busy-sm-active", o.thresholds.busy_sm_active_pct, "busy_not_working: with SM active (%) below")
       ->capture_default_str()
       ->check(finite_between(0, 100, "--busy-sm-active", "a percentage"));
   app.add_option("--tensor-sm-active", o.thresholds.tensor_sm_active_pct,
                  "tensor_cores_unused: SM active (%) at or above, tensor active ~0")
       ->capture_default_str()
       ->check(finite_between(0, 100, "--tensor-sm-active", "a percentage"));
-  app.add_option("--membw-dram", o.thresholds.membw_dram_pct,
-                 "memory_bandwidth_bound: DRAM bandwidth (%) at or above")
+  app.add_option("--membw-dram", o.thresholds.membw_dram_pct, "memory_bandwidth_bound: DRAM bandwidth (%) at or above")
       ->capture_default_str()
       ->check(finite_between(0, 100, "--membw-dram", "a percentage"));
 }
@@ -135,8 +131,8 @@ std::string job_of(const ProcessSample& p) {
 }
 
 std::string describe_signal(const Signal& s) {
-  std::string where = s.gpu_instance_id ? fmt::format("GPU {} MIG {}", s.device, *s.gpu_instance_id)
-                                        : fmt::format("GPU {}", s.device);
+  std::string where =
+      s.gpu_instance_id ? fmt::format("GPU {} MIG {}", s.device, *s.gpu_instance_id) : fmt::format("GPU {}", s.device);
   std::string line = fmt::format("{}: {}: {}", where, signal_name(s.kind), s.evidence);
   if (s.process) {
     const ProcessSample& p = *s.process;

@@ -6,20 +6,20 @@
 
 #include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <set>
 #include <type_traits>
 
 #include <fmt/core.h>
 
 #include "cli/command.h"
-#include "core/text.h"
 #include "cli/live_common.h"
-#include "render/csv_report.h"
-#include "render/json_text.h"
+#include "core/text.h"
 #include "nvml/fixture_writer.h"
 #include "nvml/sample_fields.h"
+#include "render/csv_report.h"
+#include "render/json_text.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -49,8 +49,8 @@ class NumberWriter {
     if (!v) return false;
     if (std::isfinite(*v)) return true;
     if (warned_.emplace(device, field).second) {
-      fmt::print(stderr, "gpuscope: warning: GPU {} {} read as {}; written as null (not a number)\n",
-                 device, field, *v);
+      fmt::print(stderr, "gpuscope: warning: GPU {} {} read as {}; written as null (not a number)\n", device, field,
+                 *v);
     }
     return false;
   }
@@ -60,8 +60,10 @@ class NumberWriter {
 template <typename T>
 std::string json_opt(const std::optional<T>& v) {
   if (!v) return "null";
-  if constexpr (std::is_same_v<T, bool>) return *v ? "true" : "false";
-  else return fmt::format("{}", *v);
+  if constexpr (std::is_same_v<T, bool>)
+    return *v ? "true" : "false";
+  else
+    return fmt::format("{}", *v);
 }
 
 // One "health" record per GPU (not per MIG instance) when its counters were read again or a
@@ -79,8 +81,8 @@ std::string health_json(const DeviceHealth& h, const DeviceSample& s, const nvml
   std::string links = "[";
   for (const NvlinkErrorCounters& l : h.nvlink) {
     links += fmt::format(R"({}{{"link":{},"replay":{},"recovery":{},"crc_flit":{},"crc_data":{}}})",
-                         links.size() > 1 ? "," : "", l.link, json_opt(l.replay),
-                         json_opt(l.recovery), json_opt(l.crc_flit), json_opt(l.crc_data));
+                         links.size() > 1 ? "," : "", l.link, json_opt(l.replay), json_opt(l.recovery),
+                         json_opt(l.crc_flit), json_opt(l.crc_data));
   }
   links += "]";
   std::string reasons = "null";
@@ -99,11 +101,10 @@ std::string health_json(const DeviceHealth& h, const DeviceSample& s, const nvml
       R"("pcie_replays":{},"nvlink":{},"power_limit_w":{},"clocks_event_reasons":{}}})",
       time_ns, json_string(host), h.device, json_string(d.uuid),
       h.xid_supported ? fmt::format("{}", h.xid_total) : "null", xids, json_opt(h.last_xid),
-      json_opt(h.ecc_volatile_corrected), json_opt(h.ecc_volatile_uncorrected),
-      json_opt(h.ecc_aggregate_corrected), json_opt(h.ecc_aggregate_uncorrected),
-      json_opt(h.remapped_rows_corrected), json_opt(h.remapped_rows_uncorrected),
-      json_opt(h.remap_pending), json_opt(h.remap_failure), json_opt(h.pcie_replays), links,
-      json_opt(h.power_limit_w), reasons);
+      json_opt(h.ecc_volatile_corrected), json_opt(h.ecc_volatile_uncorrected), json_opt(h.ecc_aggregate_corrected),
+      json_opt(h.ecc_aggregate_uncorrected), json_opt(h.remapped_rows_corrected), json_opt(h.remapped_rows_uncorrected),
+      json_opt(h.remap_pending), json_opt(h.remap_failure), json_opt(h.pcie_replays), links, json_opt(h.power_limit_w),
+      reasons);
 }
 
 // The host's name, in every record: logs of several machines stay apart when merged.
@@ -126,11 +127,11 @@ void write_jsonl(std::FILE* f, NumberWriter& num, const nvml::Sampler& sampler, 
       line += fmt::format(R"(,"{}":{})", field.name, num.json(field.get(s), s.device, field.name));
     }
     const nvml::ActiveCounters& c = snap.counters[i];
-    line += fmt::format(R"(,"gpu_busy_s_total":{},"sm_active_s_total":{},"tensor_active_s_total":{},"dram_active_s_total":{}}})",
-                        num.json(c.gpu_busy_s, s.device, "gpu_busy_s_total"),
-                        num.json(c.sm_active_s, s.device, "sm_active_s_total"),
-                        num.json(c.tensor_active_s, s.device, "tensor_active_s_total"),
-                        num.json(c.dram_active_s, s.device, "dram_active_s_total"));
+    line += fmt::format(
+        R"(,"gpu_busy_s_total":{},"sm_active_s_total":{},"tensor_active_s_total":{},"dram_active_s_total":{}}})",
+        num.json(c.gpu_busy_s, s.device, "gpu_busy_s_total"), num.json(c.sm_active_s, s.device, "sm_active_s_total"),
+        num.json(c.tensor_active_s, s.device, "tensor_active_s_total"),
+        num.json(c.dram_active_s, s.device, "dram_active_s_total"));
     fmt::print(f, "{}\n", line);
   }
   for (size_t i = 0; i < snap.health.size() && i < snap.devices.size(); ++i) {
@@ -138,21 +139,24 @@ void write_jsonl(std::FILE* f, NumberWriter& num, const nvml::Sampler& sampler, 
     fmt::print(f, "{}\n", health_json(snap.health[i], snap.devices[i], sampler.devices()[i], host, snap.time_ns));
   }
   for (const ProcessSample& p : snap.processes) {
-    fmt::print(f,
-               R"({{"type":"process","time_ns":{},"host":{},"device":{},"pid":{},"memory_used_bytes":{},"sm_util_pct":{},"mem_util_pct":{},"command":{},"user":{},"pod_uid":{},"slurm_job_id":{}}})"
-               "\n",
-               p.time_ns, json_string(host), p.device, p.pid,
-               p.memory_used_bytes ? fmt::format("{}", *p.memory_used_bytes) : "null",
-               num.json(p.sm_util_pct, p.device, "process sm_util_pct"),
-               num.json(p.mem_util_pct, p.device, "process mem_util_pct"), json_string(p.command),
-               json_string(p.user), json_string(p.pod_uid), json_string(p.slurm_job_id));
+    fmt::print(
+        f,
+        R"({{"type":"process","time_ns":{},"host":{},"device":{},"pid":{},"memory_used_bytes":{},"sm_util_pct":{},"mem_util_pct":{},"command":{},"user":{},"pod_uid":{},"slurm_job_id":{}}})"
+        "\n",
+        p.time_ns, json_string(host), p.device, p.pid,
+        p.memory_used_bytes ? fmt::format("{}", *p.memory_used_bytes) : "null",
+        num.json(p.sm_util_pct, p.device, "process sm_util_pct"),
+        num.json(p.mem_util_pct, p.device, "process mem_util_pct"), json_string(p.command), json_string(p.user),
+        json_string(p.pod_uid), json_string(p.slurm_job_id));
   }
   for (const Signal& sig : signals) {
-    fmt::print(f, R"({{"type":"signal","time_ns":{},"since_ns":{},"host":{},"device":{},"signal":"{}","pid":{},"evidence":{},"text":{}}})"
-               "\n",
-               snap.time_ns, sig.since_ns, json_string(host), sig.device, signal_name(sig.kind),
-               sig.process ? fmt::format("{}", sig.process->pid) : "null",
-               json_string(sig.evidence), json_string(describe_signal(sig)));
+    fmt::print(
+        f,
+        R"({{"type":"signal","time_ns":{},"since_ns":{},"host":{},"device":{},"signal":"{}","pid":{},"evidence":{},"text":{}}})"
+        "\n",
+        snap.time_ns, sig.since_ns, json_string(host), sig.device, signal_name(sig.kind),
+        sig.process ? fmt::format("{}", sig.process->pid) : "null", json_string(sig.evidence),
+        json_string(describe_signal(sig)));
   }
 }
 
@@ -192,8 +196,7 @@ int run_monitor(const MonitorOptions& o) {
   if (!o.output.empty()) {
     out = std::fopen(o.output.c_str(), "w");
     if (!out) {
-      fmt::print(stderr, "gpuscope: cannot write {}: {}; check the directory exists\n", o.output,
-                 std::strerror(errno));
+      fmt::print(stderr, "gpuscope: cannot write {}: {}; check the directory exists\n", o.output, std::strerror(errno));
       return 2;
     }
   }
@@ -229,8 +232,10 @@ int run_monitor(const MonitorOptions& o) {
       rc = 2;
       return false;
     }
-    if (o.format == "csv") write_csv(out, num, *sampler, host, *frame.snapshot, *frame.signals);
-    else write_jsonl(out, num, *sampler, host, *frame.snapshot, *frame.signals);
+    if (o.format == "csv")
+      write_csv(out, num, *sampler, host, *frame.snapshot, *frame.signals);
+    else
+      write_jsonl(out, num, *sampler, host, *frame.snapshot, *frame.signals);
     std::fflush(out);
     if (recorder) {
       Status rs = recorder->write_frame(*frame.snapshot);
@@ -262,8 +267,7 @@ const CommandRegistration kMonitor{CommandSpec{
           ->check(one_of({"jsonl", "csv"}, "--format", "--format csv"))
           ->capture_default_str();
       app.add_option("--output,-o", o->output, "Write to FILE instead of stdout");
-      app.add_option("--record", o->record,
-                     "Also write the raw NVML readings as a fixture for the fake NVML (tests)");
+      app.add_option("--record", o->record, "Also write the raw NVML readings as a fixture for the fake NVML (tests)");
       app.footer(
           "Examples:\n"
           "  gpuscope monitor -o gpus.jsonl               # every second, until Ctrl-C\n"

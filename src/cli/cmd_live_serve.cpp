@@ -6,8 +6,8 @@
 #include <fmt/core.h>
 
 #include "cli/command.h"
-#include "core/text.h"
 #include "cli/live_common.h"
+#include "core/text.h"
 #include "exporter/server.h"
 
 namespace gpuscope::cli {
@@ -61,8 +61,7 @@ int run_serve(const ServeCliOptions& o) {
     return 2;
   }
   if (listen->host.empty()) {
-    fmt::print(stderr, "gpuscope: --listen {}: listening on every interface ({})\n", o.listen,
-               server.bound_address());
+    fmt::print(stderr, "gpuscope: --listen {}: listening on every interface ({})\n", o.listen, server.bound_address());
   }
   if (!exporter::is_loopback_host(listen->host)) {
     fmt::print(stderr,
@@ -72,41 +71,41 @@ int run_serve(const ServeCliOptions& o) {
                o.live.process_args ? "full command lines (--process-args)" : "executable names");
   }
   fmt::print(stderr, "gpuscope: serving {}://{}/metrics{} ({} GPU entries, every {:.1f} s); Ctrl-C stops\n",
-             security.tls ? "https" : "http", server.bound_address(),
-             security.basic_auth ? " (basic auth)" : "", gpus, settings->interval_ns / 1e9);
+             security.tls ? "https" : "http", server.bound_address(), security.basic_auth ? " (basic auth)" : "", gpus,
+             settings->interval_ns / 1e9);
   server.wait(g_interrupted);
   server.stop();
   return 0;
 }
 
-const CommandRegistration kServe{CommandSpec{
-    "serve", "Prometheus exporter: /metrics (gpuscope_* and optional DCGM names), /healthz", 50,
-    [](CLI::App& app) -> std::function<int()> {
-      auto o = std::make_shared<ServeCliOptions>();
-      add_live_options(app, o->live);
-      app.add_option("--listen", o->listen,
-                     "HOST:PORT to bind; loopback by default, :PORT or 0.0.0.0:PORT for every interface")
-          ->capture_default_str();
-      app.add_flag("--dcgm-compat", o->dcgm_compat,
-                   "Also emit dcgm-exporter names (DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_DEV_GPU_UTIL, ...)");
-      app.add_option("--pod-resources-socket", o->pod_resources_socket,
-                     "The kubelet's pod-resources socket, read every 10s for pod, namespace and "
-                     "container labels (no socket: no such labels); none: never ask")
-          ->capture_default_str();
-      app.add_option("--web.config.file", o->web_config_file,
-                     "TLS and basic auth: a Prometheus exporter-toolkit web config file "
-                     "(tls_server_config, basic_auth_users; docs/live.md)");
-      app.footer(
-          "\nExamples:\n"
-          "  gpuscope serve                               # 127.0.0.1:9464, this host only\n"
-          "  gpuscope serve --listen :9464 --dcgm-compat  # all interfaces, DCGM names too\n"
-          "  curl -s localhost:9464/metrics | grep gpuscope_sm_active_ratio\n\n"
-          "In a Kubernetes pod, GPUs and processes get pod, namespace and container labels from\n"
-          "the kubelet's socket (mounted by deploy/kubernetes); without it, none (said once).\n\n"
-          "Exit codes: 0 stopped by Ctrl-C or SIGTERM; 2 bad usage, no NVML or GPU, or the\n"
-          "address cannot be bound (one line on stderr says what).");
-      return [o] { return run_serve(*o); };
-    }}};
+const CommandRegistration kServe{
+    CommandSpec{"serve", "Prometheus exporter: /metrics (gpuscope_* and optional DCGM names), /healthz", 50,
+                [](CLI::App& app) -> std::function<int()> {
+                  auto o = std::make_shared<ServeCliOptions>();
+                  add_live_options(app, o->live);
+                  app.add_option("--listen", o->listen,
+                                 "HOST:PORT to bind; loopback by default, :PORT or 0.0.0.0:PORT for every interface")
+                      ->capture_default_str();
+                  app.add_flag("--dcgm-compat", o->dcgm_compat,
+                               "Also emit dcgm-exporter names (DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_DEV_GPU_UTIL, ...)");
+                  app.add_option("--pod-resources-socket", o->pod_resources_socket,
+                                 "The kubelet's pod-resources socket, read every 10s for pod, namespace and "
+                                 "container labels (no socket: no such labels); none: never ask")
+                      ->capture_default_str();
+                  app.add_option("--web.config.file", o->web_config_file,
+                                 "TLS and basic auth: a Prometheus exporter-toolkit web config file "
+                                 "(tls_server_config, basic_auth_users; docs/live.md)");
+                  app.footer(
+                      "\nExamples:\n"
+                      "  gpuscope serve                               # 127.0.0.1:9464, this host only\n"
+                      "  gpuscope serve --listen :9464 --dcgm-compat  # all interfaces, DCGM names too\n"
+                      "  curl -s localhost:9464/metrics | grep gpuscope_sm_active_ratio\n\n"
+                      "In a Kubernetes pod, GPUs and processes get pod, namespace and container labels from\n"
+                      "the kubelet's socket (mounted by deploy/kubernetes); without it, none (said once).\n\n"
+                      "Exit codes: 0 stopped by Ctrl-C or SIGTERM; 2 bad usage, no NVML or GPU, or the\n"
+                      "address cannot be bound (one line on stderr says what).");
+                  return [o] { return run_serve(*o); };
+                }}};
 
 }  // namespace
 }  // namespace gpuscope::cli

@@ -21,9 +21,9 @@
 #include <fmt/core.h>
 
 #include "cli/command.h"
-#include "core/text.h"
 #include "cli/live_common.h"
 #include "cli/top_view.h"
+#include "core/text.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -116,8 +116,15 @@ int run_top(const TopOptions& o) {
     char when[32];
     std::time_t now = std::time(nullptr);
     std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
-    TopInput in{&sampler->devices(), frame.snapshot, frame.signals, &history, sampler->driver_version(),
-                static_cast<double>(settings->interval_ns) / 1e9, when, order, term.has_keyboard(),
+    TopInput in{&sampler->devices(),
+                frame.snapshot,
+                frame.signals,
+                &history,
+                sampler->driver_version(),
+                static_cast<double>(settings->interval_ns) / 1e9,
+                when,
+                order,
+                term.has_keyboard(),
                 frame.warnings};
     std::string out;
     if (tty) {
@@ -132,11 +139,15 @@ int run_top(const TopOptions& o) {
       out += "\x1b[H";
       for (size_t i = 0; i < lines.size(); ++i) {
         const TopLine& l = lines[i];
-        if (color && l.style == TopLine::kHeader) out += "\x1b[1m" + l.text + "\x1b[0m";
-        else if (color && l.style == TopLine::kAlert) out += "\x1b[1;31m" + l.text + "\x1b[0m";
-        else if (!color && l.style == TopLine::kAlert) out += "! " + l.text;
-        else out += l.text;
-        out += "\x1b[K";  // Erase the rest of the previous frame's line.
+        if (color && l.style == TopLine::kHeader)
+          out += "\x1b[1m" + l.text + "\x1b[0m";
+        else if (color && l.style == TopLine::kAlert)
+          out += "\x1b[1;31m" + l.text + "\x1b[0m";
+        else if (!color && l.style == TopLine::kAlert)
+          out += "! " + l.text;
+        else
+          out += l.text;
+        out += "\x1b[K";                        // Erase the rest of the previous frame's line.
         if (i + 1 < lines.size()) out += "\n";  // No newline after the last row: it would scroll.
       }
       out += "\x1b[J";  // Erase below the last line.
@@ -159,8 +170,8 @@ int run_top(const TopOptions& o) {
 }
 
 const CommandRegistration kTop{CommandSpec{
-    "top", "Live view of every GPU and process: utilization beside SM and tensor activity, waste signals",
-    30, [](CLI::App& app) -> std::function<int()> {
+    "top", "Live view of every GPU and process: utilization beside SM and tensor activity, waste signals", 30,
+    [](CLI::App& app) -> std::function<int()> {
       auto o = std::make_shared<TopOptions>();
       add_live_options(app, o->live);
       app.add_option("--count", o->count, "Draw this many frames, then exit (0: until q)")

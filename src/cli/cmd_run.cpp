@@ -19,12 +19,11 @@
 
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <fmt/core.h>
+#include <CLI/CLI.hpp>
 
 #include "cli/analyze_command.h"
 #include "cli/command.h"
-#include "core/text.h"
 #include "cli/run_calibration.h"
 #include "cli/run_captures.h"
 #include "cli/run_libraries.h"
@@ -33,6 +32,7 @@
 #include "cli/run_try.h"
 #include "core/host_marks.h"
 #include "core/run_protocol.h"
+#include "core/text.h"
 #include "input/capture_reader.h"
 
 namespace gpuscope::cli {
@@ -43,11 +43,11 @@ struct RunOptions {
   std::string sample_interval = "100ms";
   bool no_report = false;
   bool no_calibrate = false;
-  int steps = 0;       // Bounded tracing: steps traced (0: the whole run).
-  int skip_steps = 5;  // Warm-up steps before the window opens.
-  std::string after;   // Bounded tracing by time: open the window after this long...
-  std::string for_;    // ...and close it after this long.
-  bool whole = false;  // Trace the whole run: no default cap.
+  int steps = 0;          // Bounded tracing: steps traced (0: the whole run).
+  int skip_steps = 5;     // Warm-up steps before the window opens.
+  std::string after;      // Bounded tracing by time: open the window after this long...
+  std::string for_;       // ...and close it after this long.
+  bool whole = false;     // Trace the whole run: no default cap.
   std::string try_fixes;  // --try: measure these fixes (run_try.h) instead of one traced run.
   int try_steps = 30;
   int try_warmup = 10;
@@ -74,7 +74,9 @@ DurationRule window_rule(const std::string& option) {
   return rule;
 }
 
-int64_t to_ms(const std::string& text) { return text.empty() ? 0 : parse_duration_ns(text, std::nullopt).value_or(0) / 1'000'000; }
+int64_t to_ms(const std::string& text) {
+  return text.empty() ? 0 : parse_duration_ns(text, std::nullopt).value_or(0) / 1'000'000;
+}
 
 // A plain run (no --steps, --after, --for or --whole) traces from the start and stops after
 // this many steps (the Python bootstrap counts them) or this long after CUDA started, whichever
@@ -98,7 +100,8 @@ std::string window_environment(const RunOptions& options, bool python,
     env->emplace_back(run_protocol::kEnvSteps.name, std::to_string(options.steps));
     env->emplace_back(run_protocol::kEnvSkipSteps.name, std::to_string(options.skip_steps));
     if (!python)
-      fmt::print(stderr, "gpuscope run: --steps counts the steps of a PyTorch program (optimizer steps, else "
+      fmt::print(stderr,
+                 "gpuscope run: --steps counts the steps of a PyTorch program (optimizer steps, else "
                  "iterations of its step loop, else CUDA-graph replays) through the Python bootstrap; for other "
                  "programs use --after/--for\n");
   }
@@ -128,7 +131,8 @@ bool json_on_stdout(const RunOptions& options) { return options.analysis.json &&
 int try_command(const RunOptions& options, std::vector<std::string> command) {
   // --steps, --skip-steps, --after, --for, --whole and --no-report: refused by CLI11 (excludes).
   if (!looks_like_python(command[0])) {
-    fmt::print(stderr, "gpuscope run: --try applies its fixes through the Python bootstrap: run a Python program "
+    fmt::print(stderr,
+               "gpuscope run: --try applies its fixes through the Python bootstrap: run a Python program "
                "(python, torchrun)\n");
     return 2;
   }
@@ -153,16 +157,15 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   if (!options.try_fixes.empty()) return try_command(options, std::move(command));
   const int64_t interval_ms = to_ms(options.sample_interval);
   std::vector<std::pair<std::string, std::string>> window_env;
-  if (std::string error = window_environment(options, looks_like_python(command[0]), &window_env);
-      !error.empty()) {
+  if (std::string error = window_environment(options, looks_like_python(command[0]), &window_env); !error.empty()) {
     fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(error));
     return 2;
   }
   const std::string inject = find_library("libgpuscope_inject.so");
   const std::string blas = find_library("libgpuscope_blas.so");
   if (inject.empty()) {
-    fmt::print(stderr, "gpuscope run: libgpuscope_inject.so not found beside {} (set {} to its folder)\n",
-               exe_dir(), run_protocol::kEnvLibDir.name);
+    fmt::print(stderr, "gpuscope run: libgpuscope_inject.so not found beside {} (set {} to its folder)\n", exe_dir(),
+               run_protocol::kEnvLibDir.name);
     return 2;
   }
   // Each traced process writes into this run's own staging folder; the captures get their final
@@ -204,11 +207,14 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   for (auto& kv : window_env) spec.env.push_back(std::move(kv));
   for (const auto& kv : cap_env) spec.env.push_back(kv);
   const std::string bootstrap = find_python_bootstrap();
-  for (auto& kv : python_environment(bootstrap, std::getenv(run_protocol::kEnvPython.name), std::getenv(run_protocol::kEnvPythonPath.name)))
+  for (auto& kv : python_environment(bootstrap, std::getenv(run_protocol::kEnvPython.name),
+                                     std::getenv(run_protocol::kEnvPythonPath.name)))
     spec.env.push_back(std::move(kv));
   if (bootstrap.empty() && looks_like_python(command[0]))
-    fmt::print(stderr, "gpuscope run: the Python bootstrap (python/ beside {}) is missing; Python is traced "
-               "without step and data-loading hooks\n", inject.substr(0, inject.rfind('/')));
+    fmt::print(stderr,
+               "gpuscope run: the Python bootstrap (python/ beside {}) is missing; Python is traced "
+               "without step and data-loading hooks\n",
+               inject.substr(0, inject.rfind('/')));
   if (const char* existing = std::getenv(run_protocol::kEnvCudaInjection.name); existing && *existing)
     fmt::print(stderr, "gpuscope run: replacing {}={} for the traced program\n", run_protocol::kEnvCudaInjection.name,
                existing);
@@ -303,15 +309,19 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
       if (auto s = window.loop_period_ns) period_ns = std::max(period_ns.value_or(0), *s);
     }
     if (fine_us)
-      fmt::print(stderr, "gpuscope run: the step loop turns every {:.1f} us, too fast for each turn to be worth "
+      fmt::print(stderr,
+                 "gpuscope run: the step loop turns every {:.1f} us, too fast for each turn to be worth "
                  "tracing: traced {:.1f} s of it, then detached CUPTI; the rest of the run ran untraced "
-                 "(--whole traces it all)\n", static_cast<double>(period_ns.value_or(0)) / 1e3,
-                 static_cast<double>(*fine_us) / 1e6);
+                 "(--whole traces it all)\n",
+                 static_cast<double>(period_ns.value_or(0)) / 1e3, static_cast<double>(*fine_us) / 1e6);
     else if (steps)
-      fmt::print(stderr, "gpuscope run: traced the first {} steps, then detached CUPTI: the rest of the run ran "
-                 "untraced so that a long job keeps its speed (--whole traces it all)\n", *steps);
+      fmt::print(stderr,
+                 "gpuscope run: traced the first {} steps, then detached CUPTI: the rest of the run ran "
+                 "untraced so that a long job keeps its speed (--whole traces it all)\n",
+                 *steps);
     else if (child_s * 1000 > static_cast<double>(kDefaultTraceMs))
-      fmt::print(stderr, "gpuscope run: traced the first {} s after CUDA started, then detached CUPTI: the "
+      fmt::print(stderr,
+                 "gpuscope run: traced the first {} s after CUDA started, then detached CUPTI: the "
                  "remaining {:.0f} s ran untraced so that a long job keeps its speed (--whole traces it all)\n",
                  kDefaultTraceMs / 1000, child_s - static_cast<double>(kDefaultTraceMs) / 1000);
   }
@@ -367,8 +377,7 @@ CommandRegistration kRun({
                    "of a long job runs untraced");
       auto* try_option =
           app.add_option("--try", options->try_fixes,
-                         "Measure fixes on this program, with no code change: FIX[,FIX...] of " +
-                             trial_fix_names() +
+                         "Measure fixes on this program, with no code change: FIX[,FIX...] of " + trial_fix_names() +
                              ", or 'auto' (those the findings advise). Runs the program as it is, once per fix, "
                              "then as it is again, each ended after its timed steps; -o names a new folder for "
                              "their captures and logs")
@@ -380,8 +389,12 @@ CommandRegistration kRun({
                     return parse_trial_fixes(text, &automatic, &error) ? std::string() : error;
                   },
                   "", "fixes"));
-      try_option->excludes("--steps")->excludes("--skip-steps")->excludes("--after")->excludes("--for")
-          ->excludes("--whole")->excludes("--no-report");
+      try_option->excludes("--steps")
+          ->excludes("--skip-steps")
+          ->excludes("--after")
+          ->excludes("--for")
+          ->excludes("--whole")
+          ->excludes("--no-report");
       app.add_option("--try-steps", options->try_steps, "Steps timed per --try run")
           ->capture_default_str()
           ->check(CLI::Range(3, 100000));
@@ -390,8 +403,7 @@ CommandRegistration kRun({
           ->check(CLI::Range(1, 100000));
       add_analysis_options(app, options->analysis);
       // Everything after `--` is the command, options included.
-      app.add_option("command", options->command, "The program to trace and its arguments, after --")
-          ->take_all();
+      app.add_option("command", options->command, "The program to trace and its arguments, after --")->take_all();
       app.footer(
           "Examples:\n"
           "  gpuscope run -- python train.py --epochs 1     # the first 300 steps or 5 min\n"

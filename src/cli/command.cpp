@@ -30,8 +30,10 @@ void set_invocation(int argc, const char* const* argv) {
   for (int i = 0; i < argc; ++i) {
     std::string arg = argv[i];
     if (i == 0) arg = arg.substr(arg.rfind('/') + 1);  // "gpuscope", not where it was installed
-    const bool plain = !arg.empty() && arg.find_first_not_of(
-        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%") == std::string::npos;
+    const bool plain =
+        !arg.empty() &&
+        arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%") ==
+            std::string::npos;
     if (!out.empty()) out += ' ';
     if (plain) {
       out += arg;

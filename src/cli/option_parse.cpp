@@ -30,12 +30,18 @@ std::optional<double> duration_ns_unbounded(std::string_view text, std::optional
   if (ec != std::errc() || !std::isfinite(value) || value < 0) return std::nullopt;
   const std::string_view unit(end, static_cast<size_t>(text.data() + text.size() - end));
   double scale = 0;
-  if (unit.empty()) scale = value == 0 ? 1 : bare_unit_ns ? static_cast<double>(*bare_unit_ns) : 0;
-  else if (unit == "us") scale = 1e3;
-  else if (unit == "ms") scale = 1e6;
-  else if (unit == "s") scale = 1e9;
-  else if (unit == "m") scale = 60e9;
-  else if (unit == "h") scale = 3600e9;
+  if (unit.empty())
+    scale = value == 0 ? 1 : bare_unit_ns ? static_cast<double>(*bare_unit_ns) : 0;
+  else if (unit == "us")
+    scale = 1e3;
+  else if (unit == "ms")
+    scale = 1e6;
+  else if (unit == "s")
+    scale = 1e9;
+  else if (unit == "m")
+    scale = 60e9;
+  else if (unit == "h")
+    scale = 3600e9;
   if (scale == 0) return std::nullopt;
   return value * scale;
 }
@@ -54,8 +60,8 @@ CLI::Validator duration_check(DurationRule rule) {
         const std::string shown = fmt::format("{} {}", rule.option, terminal_safe(text));
         const std::optional<double> ns = duration_ns_unbounded(text, rule.bare_unit_ns);
         if (!ns) {
-          return fmt::format("{}: not a duration{}; write e.g. {}", shown,
-                             rule.bare_unit_ns ? "" : " with its unit", rule.examples);
+          return fmt::format("{}: not a duration{}; write e.g. {}", shown, rule.bare_unit_ns ? "" : " with its unit",
+                             rule.examples);
         }
         if (*ns == 0 && rule.zero_allowed) return {};
         if (*ns < static_cast<double>(rule.min_ns)) {
@@ -129,8 +135,8 @@ CLI::Validator one_of(std::vector<std::string> names, const std::string& option,
 }
 
 CLI::Validator output_name_check() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string { return text.empty() ? "name a file to write to" : ""; }, "");
+  return CLI::Validator([](std::string& text) -> std::string { return text.empty() ? "name a file to write to" : ""; },
+                        "");
 }
 
 }  // namespace gpuscope::cli

@@ -16,7 +16,7 @@ TEST(OptionParse, OneDurationParser) {
   EXPECT_EQ(parse_duration_ns("2m", std::nullopt), 120'000'000'000);
   EXPECT_EQ(parse_duration_ns("250us", std::nullopt), 250'000);
   EXPECT_EQ(parse_duration_ns("0", std::nullopt), 0);
-  EXPECT_EQ(parse_duration_ns("2", std::nullopt), std::nullopt);  // a unit is needed here...
+  EXPECT_EQ(parse_duration_ns("2", std::nullopt), std::nullopt);    // a unit is needed here...
   EXPECT_EQ(parse_duration_ns("2", 1'000'000'000), 2'000'000'000);  // ...or a bare number's unit given
   for (const char* bad : {"", "soon", "-1s", "1e300s", "nan", "inf", "5x", "1d"}) {
     EXPECT_EQ(parse_duration_ns(bad, 1'000'000'000), std::nullopt) << bad;

@@ -24,8 +24,7 @@ Calibration calibrate_tracing(const std::string& tool, const std::string& inject
     out.note = "tracing cost not measured: " + error;
     return out;
   }
-  auto measure = [&](const char* tag,
-                     std::vector<std::pair<std::string, std::string>> env) -> std::optional<double> {
+  auto measure = [&](const char* tag, std::vector<std::pair<std::string, std::string>> env) -> std::optional<double> {
     ChildSpec spec;
     spec.argv = {tool};
     spec.env = std::move(env);

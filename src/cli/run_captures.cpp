@@ -122,8 +122,7 @@ std::vector<std::string> RunCaptures::staged() const {
       continue;
     if (!is_process_tag(name.substr(prefix_len, name.size() - prefix_len - kSuffixLen))) continue;
     struct stat st;
-    if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-        st.st_uid != geteuid())
+    if (fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
       continue;
     out.push_back(staging_ + "/" + name);
   }
@@ -164,14 +163,12 @@ std::vector<std::string> RunCaptures::publish(std::vector<std::string>* notes) {
     std::string to;
     int err = EEXIST;
     for (int k = 1; err == EEXIST && k < 1000; ++k) {
-      to = k <= static_cast<int>(names.size()) ? names[k - 1]
-                                              : fmt::format("{}.{}{}", per_process, k, kSuffix);
+      to = k <= static_cast<int>(names.size()) ? names[k - 1] : fmt::format("{}.{}{}", per_process, k, kSuffix);
       err = rename_no_replace(from, to);
     }
     if (err != 0) {
       if (notes)
-        notes->push_back(fmt::format("cannot move {} to {}: {}; left where it is", from, to,
-                                     std::strerror(err)));
+        notes->push_back(fmt::format("cannot move {} to {}: {}; left where it is", from, to, std::strerror(err)));
       out.push_back(from);
       continue;
     }

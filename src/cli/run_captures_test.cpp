@@ -11,8 +11,8 @@
 
 #include <gtest/gtest.h>
 
-#include "input/capture_reader.h"
 #include "capture/capture_writer.h"
+#include "input/capture_reader.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -128,8 +128,8 @@ TEST_F(RunCapturesTest, SeveralProcessesKeepTheirPidNames) {
   write_capture(run, 20);  // The same pid again (exec): capture.20-2.gpuscope.
   std::vector<std::string> notes;
   const auto written = run.publish(&notes);
-  EXPECT_EQ(written, (std::vector<std::string>{path("exp.10.gpuscope"), path("exp.20-2.gpuscope"),
-                                               path("exp.20.2.gpuscope")}));
+  EXPECT_EQ(written,
+            (std::vector<std::string>{path("exp.10.gpuscope"), path("exp.20-2.gpuscope"), path("exp.20.2.gpuscope")}));
   EXPECT_EQ(read_text(path("exp.20.gpuscope")), "someone else's");
   EXPECT_EQ(notes.size(), 1u);
 }

@@ -27,7 +27,6 @@ std::string find_python_bootstrap();
 // PYTHONPATH = bootstrap, followed by `old_pythonpath` (the user's, kept, after a ':') when set
 // and non-empty.
 std::vector<std::pair<std::string, std::string>> python_environment(const std::string& bootstrap,
-                                                                    const char* python_env,
-                                                                    const char* old_pythonpath);
+                                                                    const char* python_env, const char* old_pythonpath);
 
 }  // namespace gpuscope::cli

@@ -18,10 +18,8 @@ using Env = std::vector<std::pair<std::string, std::string>>;
 TEST(RunLibraries, PythonPathIsPrependedAndTheUsersKept) {
   EXPECT_EQ(python_environment("/b/python", nullptr, "/user/a:/user/b"),
             (Env{{"GPUSCOPE_RUN", "1"}, {"PYTHONPATH", "/b/python:/user/a:/user/b"}}));
-  EXPECT_EQ(python_environment("/b/python", "1", nullptr),
-            (Env{{"GPUSCOPE_RUN", "1"}, {"PYTHONPATH", "/b/python"}}));
-  EXPECT_EQ(python_environment("/b/python", nullptr, ""),
-            (Env{{"GPUSCOPE_RUN", "1"}, {"PYTHONPATH", "/b/python"}}));
+  EXPECT_EQ(python_environment("/b/python", "1", nullptr), (Env{{"GPUSCOPE_RUN", "1"}, {"PYTHONPATH", "/b/python"}}));
+  EXPECT_EQ(python_environment("/b/python", nullptr, ""), (Env{{"GPUSCOPE_RUN", "1"}, {"PYTHONPATH", "/b/python"}}));
 }
 
 TEST(RunLibraries, PythonOffOrMissingLeavesPythonPathAlone) {

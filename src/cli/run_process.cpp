@@ -77,8 +77,10 @@ ChildResult run_child(const ChildSpec& spec, void (*on_started)(void*), void* co
   }
   if (pid == 0) {
     close(exec_pipe[0]);
-    if (redirect[0] >= 0) dup2(redirect[0], STDOUT_FILENO);
-    else if (spec.stdout_to_stderr) dup2(STDERR_FILENO, STDOUT_FILENO);
+    if (redirect[0] >= 0)
+      dup2(redirect[0], STDOUT_FILENO);
+    else if (spec.stdout_to_stderr)
+      dup2(STDERR_FILENO, STDOUT_FILENO);
     if (redirect[1] >= 0) dup2(redirect[1], STDERR_FILENO);
     for (const auto& [name, value] : spec.env) setenv(name.c_str(), value.c_str(), 1);
     for (const auto& name : spec.unset_env) unsetenv(name.c_str());

@@ -29,8 +29,8 @@ struct ChildResult {
   // signal; 127 if the command could not be found, 126 if it could not be executed (as
   // `timeout` and `env` do).
   int exit_code = 0;
-  std::optional<int> signal;    // Set when the child died of a signal.
-  std::string error;            // Set when it could not be started: one line.
+  std::optional<int> signal;  // Set when the child died of a signal.
+  std::string error;          // Set when it could not be started: one line.
 };
 
 // Runs the child in gpuscope's process group (so a terminal's Ctrl-C reaches both directly) and
@@ -42,7 +42,6 @@ struct ChildResult {
 // `on_started`, if given, runs in the parent once the child exists (e.g. to start sampling).
 // Blocks the forwarded signals in the calling thread for the duration; threads started
 // after this call inherit the block (start helper threads from on_started).
-ChildResult run_child(const ChildSpec& spec, void (*on_started)(void*) = nullptr,
-                      void* context = nullptr);
+ChildResult run_child(const ChildSpec& spec, void (*on_started)(void*) = nullptr, void* context = nullptr);
 
 }  // namespace gpuscope::cli

@@ -45,9 +45,9 @@ TEST(RunProcess, NotExecutableIs126) {
 
 TEST(RunProcess, EnvironmentIsSetAndInherited) {
   setenv("GPUSCOPE_TEST_INHERITED", "yes", 1);
-  ChildResult r = run_child(
-      {{"sh", "-c", "test \"$GPUSCOPE_TEST_SET\" = bar && test \"$GPUSCOPE_TEST_INHERITED\" = yes"},
-       {{"GPUSCOPE_TEST_SET", "bar"}}});
+  ChildResult r =
+      run_child({{"sh", "-c", "test \"$GPUSCOPE_TEST_SET\" = bar && test \"$GPUSCOPE_TEST_INHERITED\" = yes"},
+                 {{"GPUSCOPE_TEST_SET", "bar"}}});
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(getenv("GPUSCOPE_TEST_SET"), nullptr) << "the parent's environment must not change";
 }
@@ -93,8 +93,7 @@ void send_after(void* signal_number) {
 TEST(RunProcess, ForwardsSigtermAndSurvivesIt) {
   int sig = SIGTERM;
   ChildResult r = run_child(
-      {{"sh", "-c", "trap 'exit 7' TERM; i=0; while [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; exit 1"},
-       {}},
+      {{"sh", "-c", "trap 'exit 7' TERM; i=0; while [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; exit 1"}, {}},
       send_after, &sig);
   EXPECT_EQ(r.exit_code, 7) << "the child's TERM trap must have run";
 }

@@ -14,7 +14,7 @@
 namespace gpuscope::nvml {
 class LiveLoop;
 class Sampler;
-}
+}  // namespace gpuscope::nvml
 
 namespace gpuscope::cli {
 

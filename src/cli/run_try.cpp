@@ -14,7 +14,6 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_process.h"
-#include "render/text_layout.h"
 #include "core/analysis.h"
 #include "core/diff.h"
 #include "core/run_protocol.h"
@@ -22,6 +21,7 @@
 #include "input/capture_reader.h"
 #include "render/html_diff.h"
 #include "render/output_file.h"
+#include "render/text_layout.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -58,8 +58,17 @@ TrialRun run_trial(const TryRequest& r, const std::string& label, std::vector<co
   const std::string result = stem + ".result.json";
 
   ChildSpec spec;
-  spec.argv = {r.runner,      "run",          "--no-report", "--no-calibrate", "--steps", std::to_string(r.traced_steps),
-               "--skip-steps", std::to_string(r.warmup + r.steps), "-o", run.capture, "--"};
+  spec.argv = {r.runner,
+               "run",
+               "--no-report",
+               "--no-calibrate",
+               "--steps",
+               std::to_string(r.traced_steps),
+               "--skip-steps",
+               std::to_string(r.warmup + r.steps),
+               "-o",
+               run.capture,
+               "--"};
   spec.argv.insert(spec.argv.end(), r.command.begin(), r.command.end());
   std::string python_fixes;
   for (const TrialFix* f : run.fixes) {
@@ -95,16 +104,19 @@ TrialRun run_trial(const TryRequest& r, const std::string& label, std::vector<co
     run.error = fmt::format("the program exited with {} before its steps were timed{}{}", child.exit_code,
                             why.empty() ? "" : ": ", why);
   } else {
-    run.error = fmt::format("the program ended before {} steps (warm-up and timed): it needs optimizer steps, "
-                            "a step loop (Python 3.12+) or CUDA-graph replays", r.warmup + r.steps);
+    run.error = fmt::format(
+        "the program ended before {} steps (warm-up and timed): it needs optimizer steps, "
+        "a step loop (Python 3.12+) or CUDA-graph replays",
+        r.warmup + r.steps);
   }
   struct stat st {};
   if (::stat(run.capture.c_str(), &st) != 0) run.capture.clear();
   if (run.error.empty()) {
-    fmt::print(stderr, "gpuscope run --try: {} {}: {} ({} clock, {:.0f} s)\n", at, terminal_safe(label), fmt_step(*median_ns(run.step_ns)), run.clock,
-               took_s);
+    fmt::print(stderr, "gpuscope run --try: {} {}: {} ({} clock, {:.0f} s)\n", at, terminal_safe(label),
+               fmt_step(*median_ns(run.step_ns)), run.clock, took_s);
   } else {
-    fmt::print(stderr, "gpuscope run --try: {} {}: no measurement: {} (log: {})\n", at, terminal_safe(label), terminal_safe(run.error), terminal_safe(run.log));
+    fmt::print(stderr, "gpuscope run --try: {} {}: no measurement: {} (log: {})\n", at, terminal_safe(label),
+               terminal_safe(run.error), terminal_safe(run.log));
   }
   return run;
 }
@@ -225,9 +237,10 @@ void print_row(const Row& row) {
 Status make_output_dir(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0755) == 0) return Status();
   if (errno == EEXIST)
-    return Status::error(fmt::format("-o {}: already exists; --try writes its captures into a new folder: name "
-                                     "one that does not exist",
-                                     dir));
+    return Status::error(
+        fmt::format("-o {}: already exists; --try writes its captures into a new folder: name "
+                    "one that does not exist",
+                    dir));
   return Status::error(fmt::format("-o {}: cannot create the folder ({})", dir, std::strerror(errno)));
 }
 
@@ -328,8 +341,10 @@ int run_try(const TryRequest& request) {
   runs.push_back(run_trial(request, "as is", {}, 1, planned));
   const TrialRun& as_is = runs.front();
   if (!as_is.error.empty()) {
-    fmt::print(stderr, "gpuscope run --try: the program as it is gave no measurement, so nothing can be compared "
-               "(its output: {})\n", terminal_safe(as_is.log));
+    fmt::print(stderr,
+               "gpuscope run --try: the program as it is gave no measurement, so nothing can be compared "
+               "(its output: {})\n",
+               terminal_safe(as_is.log));
     return as_is.exit_code != 0 ? as_is.exit_code : 2;
   }
   const std::optional<Report> as_is_report = analyze_capture(as_is.capture);
@@ -342,13 +357,15 @@ int run_try(const TryRequest& request) {
       if (as_is_report && estimate_for(*as_is_report, one)) fixes.push_back(&fix);
     }
     if (fixes.empty()) {
-      fmt::print(stderr, "gpuscope run --try auto: no finding of the as-is run is one that --try can apply "
-                 "(the fixes: {})\n", trial_fix_names());
+      fmt::print(stderr,
+                 "gpuscope run --try auto: no finding of the as-is run is one that --try can apply "
+                 "(the fixes: {})\n",
+                 trial_fix_names());
     }
   }
   // Together runs only where two fixes helped (an auto run's count may then end one short).
-  const int total = static_cast<int>(fixes.size()) + 1 + (automatic && fixes.size() >= 2 ? 1 : 0) +
-                    (fixes.empty() ? 0 : 1);
+  const int total =
+      static_cast<int>(fixes.size()) + 1 + (automatic && fixes.size() >= 2 ? 1 : 0) + (fixes.empty() ? 0 : 1);
   for (size_t i = 0; i < fixes.size(); ++i)
     runs.push_back(run_trial(request, std::string(fixes[i]->name), {fixes[i]}, static_cast<int>(i) + 2, total));
 
@@ -448,8 +465,7 @@ int run_try(const TryRequest& request) {
     fmt::print("{}\n", doc.dump(2));
     return 0;
   }
-  fmt::print("gpuscope run --try: {} steps timed per run after {} warm-up, untraced\n", request.steps,
-             request.warmup);
+  fmt::print("gpuscope run --try: {} steps timed per run after {} warm-up, untraced\n", request.steps, request.warmup);
   if (drift) {
     fmt::print("  {:<20} {} (first {:.2f}, last {:.2f})\n", "as is", fmt_step(*median_ns(reference)),
                as_is_medians[0] / 1e6, as_is_medians[1] / 1e6);

@@ -20,27 +20,27 @@
 namespace gpuscope::cli {
 
 struct TryRequest {
-  std::string fixes;                  // --try: "tf32,bf16" or "auto".
-  std::vector<std::string> command;   // The program and its arguments.
-  std::string output_dir;             // Where captures, logs and results go (created).
-  int steps = 30;                     // Steps timed per trial.
-  int warmup = 10;                    // Steps run before timing (compilation, autotuning).
-  int traced_steps = 20;              // Steps traced after timing, for the captures.
-  std::string runner;                 // The `gpuscope` executable that runs each trial.
-  bool json = false;                  // The result as one JSON document (gpuscope.try/1).
-  std::string html;                   // The as-is and best tried run side by side (diff page).
+  std::string fixes;                 // --try: "tf32,bf16" or "auto".
+  std::vector<std::string> command;  // The program and its arguments.
+  std::string output_dir;            // Where captures, logs and results go (created).
+  int steps = 30;                    // Steps timed per trial.
+  int warmup = 10;                   // Steps run before timing (compilation, autotuning).
+  int traced_steps = 20;             // Steps traced after timing, for the captures.
+  std::string runner;                // The `gpuscope` executable that runs each trial.
+  bool json = false;                 // The result as one JSON document (gpuscope.try/1).
+  std::string html;                  // The as-is and best tried run side by side (diff page).
 };
 
 // What one trial measured.
 struct TrialRun {
-  std::string label;                  // "as is", a fix's name, or "together".
+  std::string label;  // "as is", a fix's name, or "together".
   std::vector<const TrialFix*> fixes;
   int exit_code = 0;
-  std::string error;                  // Set when the trial gave no measurement.
-  std::string capture;                // Its capture, when one was written.
-  std::string log;                    // The trial's program and runner output.
-  std::vector<int64_t> step_ns;       // Timed step periods (GPU timeline where measured).
-  std::string clock;                  // "device" or "host": where step_ns come from.
+  std::string error;             // Set when the trial gave no measurement.
+  std::string capture;           // Its capture, when one was written.
+  std::string log;               // The trial's program and runner output.
+  std::vector<int64_t> step_ns;  // Timed step periods (GPU timeline where measured).
+  std::string clock;             // "device" or "host": where step_ns come from.
   std::vector<double> losses;
   struct Outcome {
     bool applied = false;

@@ -61,7 +61,7 @@ TEST_F(RunTryTest, EachFixIsMeasuredAgainstTheProgramAsItIs) {
   EXPECT_LE(tf32["speedup_interval_95"][0].get<double>(), 2.0);
   EXPECT_GE(tf32["speedup_interval_95"][1].get<double>(), 2.0);
   EXPECT_TRUE(tf32["changes_numerics"].get<bool>());
-  EXPECT_EQ(tf32["losses"]["compared"], 24);  // Every loss of both runs, warm-up included.
+  EXPECT_EQ(tf32["losses"]["compared"], 24);      // Every loss of both runs, warm-up included.
   EXPECT_EQ(tf32["estimated_speedup"], nullptr);  // The as-is run has no precision finding.
   const auto& segments = doc["tries"][1];
   EXPECT_NEAR(segments["speedup"].get<double>(), 1 / 0.9, 1e-9);  // The variable reached the program.
@@ -120,8 +120,7 @@ TEST_F(RunTryTest, AFixThatCannotApplySaysWhyAndIsNotMeasured) {
   text.output_dir += "-text";
   const std::string out = run(text).get<std::string>();
   std::system(("rm -rf '" + text.output_dir + "'").c_str());
-  EXPECT_NE(out.find("fused-optimizer      not applied: Lion has a step of its own"),
-            std::string::npos) << out;
+  EXPECT_NE(out.find("fused-optimizer      not applied: Lion has a step of its own"), std::string::npos) << out;
   EXPECT_EQ(out.find("measured x"), std::string::npos) << out;
 }
 

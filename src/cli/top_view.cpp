@@ -91,13 +91,21 @@ std::vector<size_t> gpu_order(const TopInput& in) {
   std::vector<size_t> order(devs.size());
   std::iota(order.begin(), order.end(), 0);
   auto by = [&](auto key) {
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return larger(key(devs[a]), key(devs[b])); });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return larger(key(devs[a]), key(devs[b])); });
   };
   switch (in.sort) {
-    case TopSort::kGpu: break;
-    case TopSort::kUtil: by([](const DeviceSample& s) { return s.gpu_util_pct; }); break;
-    case TopSort::kSm: by([](const DeviceSample& s) { return s.sm_active_pct; }); break;
-    case TopSort::kMem: by([](const DeviceSample& s) { return s.memory_used_bytes; }); break;
+    case TopSort::kGpu:
+      break;
+    case TopSort::kUtil:
+      by([](const DeviceSample& s) { return s.gpu_util_pct; });
+      break;
+    case TopSort::kSm:
+      by([](const DeviceSample& s) { return s.sm_active_pct; });
+      break;
+    case TopSort::kMem:
+      by([](const DeviceSample& s) { return s.memory_used_bytes; });
+      break;
   }
   return order;
 }
@@ -160,15 +168,20 @@ std::vector<std::string> process_table(const TopInput& in, size_t width) {
   std::vector<const ProcessSample*> procs;
   for (const ProcessSample& p : in.snapshot->processes) procs.push_back(&p);
   auto by = [&](auto key) {
-    std::stable_sort(procs.begin(), procs.end(), [&](const ProcessSample* a, const ProcessSample* b) { return larger(key(*a), key(*b)); });
+    std::stable_sort(procs.begin(), procs.end(),
+                     [&](const ProcessSample* a, const ProcessSample* b) { return larger(key(*a), key(*b)); });
   };
   switch (in.sort) {
     case TopSort::kGpu:
       std::stable_sort(procs.begin(), procs.end(), [](auto* a, auto* b) { return a->device < b->device; });
       break;
     case TopSort::kUtil:
-    case TopSort::kSm: by([](const ProcessSample& p) { return p.sm_util_pct; }); break;
-    case TopSort::kMem: by([](const ProcessSample& p) { return p.memory_used_bytes; }); break;
+    case TopSort::kSm:
+      by([](const ProcessSample& p) { return p.sm_util_pct; });
+      break;
+    case TopSort::kMem:
+      by([](const ProcessSample& p) { return p.memory_used_bytes; });
+      break;
   }
   enum { kGpu, kPid, kUser, kMem, kSm, kJob, kCommand, kCount };
   std::vector<Column> cols(kCount);
@@ -313,12 +326,13 @@ std::vector<TopLine> render_top(const TopInput& in, size_t width, size_t height)
     if (!d.gpm_supported) ids += (ids.empty() ? "" : ", ") + device_id(d);
   }
   if (!ids.empty()) {
-    no_gpm = wrapped(fmt::format("GPU {}: SM active, tensor, occupancy and DRAM activity are not available: NVML "
-                                 "measures them with GPM (GPU Performance Monitoring), which this GPU or its driver "
-                                 "does not offer (GPM needs a Hopper or newer GPU). Utilization there only says some kernel was "
-                                 "running, not how much of the GPU worked.",
-                                 ids),
-                     width);
+    no_gpm = wrapped(
+        fmt::format("GPU {}: SM active, tensor, occupancy and DRAM activity are not available: NVML "
+                    "measures them with GPM (GPU Performance Monitoring), which this GPU or its driver "
+                    "does not offer (GPM needs a Hopper or newer GPU). Utilization there only says some kernel was "
+                    "running, not how much of the GPU worked.",
+                    ids),
+        width);
   }
   std::vector<std::string> procs = process_table(in, width);
   std::vector<TopLine> signals;

@@ -29,9 +29,9 @@
 #include <string_view>
 #include <vector>
 
-#include "render/text_layout.h"  // display_width
 #include "core/signals.h"
 #include "nvml/sampler.h"
+#include "render/text_layout.h"  // display_width
 
 namespace gpuscope::cli {
 
@@ -74,7 +74,7 @@ struct TopInput {
   double interval_s = 1;
   std::string when;  // Local time of the frame, "2026-12-01 17:00:00".
   TopSort sort = TopSort::kGpu;
-  bool keys = false;  // Show the key help (a terminal with a keyboard).
+  bool keys = false;                  // Show the key help (a terminal with a keyboard).
   std::vector<std::string> warnings;  // The sampler's, one line each (shown after the signals).
 };
 

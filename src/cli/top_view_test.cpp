@@ -79,7 +79,8 @@ TEST(TopView, EveryLineFitsEveryScreen) {
       for (size_t height : {10u, 24u, 50u}) {
         const auto lines = render_top(f.input(), width, height);
         EXPECT_LE(lines.size(), height);
-        for (const TopLine& l : lines) EXPECT_LE(display_width(l.text), width) << width << "x" << height << ": " << l.text;
+        for (const TopLine& l : lines)
+          EXPECT_LE(display_width(l.text), width) << width << "x" << height << ": " << l.text;
       }
     }
   }
@@ -97,7 +98,8 @@ TEST(TopView, ColumnsGoInTheStatedOrderAndNumbersStayWhole) {
       if (!shown) gone.insert(order[i]);
       // A column is gone only if every column before it in the order is gone too.
       if (!shown) {
-        for (size_t j = 0; j < i; ++j) EXPECT_TRUE(gone.count(order[j])) << width << ": " << order[i] << " before " << order[j];
+        for (size_t j = 0; j < i; ++j)
+          EXPECT_TRUE(gone.count(order[j])) << width << ": " << order[i] << " before " << order[j];
       }
     }
     EXPECT_NE(h.find("UTIL"), std::string::npos);

@@ -23,8 +23,8 @@ namespace {
 
 // One device's report: each analysis in turn, over the device's context. Later analyses read
 // what earlier ones put into the report (docs/findings.md, for what each rule needs).
-DeviceReport analyze_device(const Trace& trace, const HostIndex& host, int32_t device_id,
-                            const StepDetection& steps, const AnalysisOptions& options) {
+DeviceReport analyze_device(const Trace& trace, const HostIndex& host, int32_t device_id, const StepDetection& steps,
+                            const AnalysisOptions& options) {
   const DeviceContext ctx(trace, host, device_id, steps);
   DeviceReport r;
   r.source = trace.source;
@@ -59,48 +59,54 @@ std::string describe_without_gpu_work(const Trace& t) {
   int64_t launches = 0, ops = 0, annotations = 0;
   for (const ApiCall& c : t.api_calls) launches += c.api_class == ApiClass::kLaunch;
   for (const HostEvent& e : t.host_events) (e.kind == HostEventKind::kOp ? ops : annotations) += 1;
-  const std::string gpus =
-      t.devices.empty() ? std::string("no GPU")
-                        : fmt::format("{} GPU{} ({})", t.devices.size(), t.devices.size() == 1 ? "" : "s",
-                                      t.devices.front().name.empty() ? "unnamed" : t.devices.front().name);
+  const std::string gpus = t.devices.empty()
+                               ? std::string("no GPU")
+                               : fmt::format("{} GPU{} ({})", t.devices.size(), t.devices.size() == 1 ? "" : "s",
+                                             t.devices.front().name.empty() ? "unnamed" : t.devices.front().name);
   if (!t.device_samples.empty() && !t.command_line.empty() && launches == 0) {
     // A `gpuscope run` capture (only captures record the command line) of a process that loaded
     // CUDA and launched nothing: torchrun's launcher, torch.compile's compile workers.
-    return fmt::format("no GPU work in this process of the program (only {} hardware counter samples of the GPU): "
-                       "a helper such as a launcher or a compiler worker; its GPU work, if any, is in the other "
-                       "processes' captures",
-                       t.device_samples.size());
+    return fmt::format(
+        "no GPU work in this process of the program (only {} hardware counter samples of the GPU): "
+        "a helper such as a launcher or a compiler worker; its GPU work, if any, is in the other "
+        "processes' captures",
+        t.device_samples.size());
   }
   if (!t.device_samples.empty()) {
-    return fmt::format("no GPU kernels, copies or sets, only {} hardware counter samples: counters alone do not "
-                       "say what ran or when; record GPU activity too (ProfilerActivity.CUDA, or gpuscope run)",
-                       t.device_samples.size());
+    return fmt::format(
+        "no GPU kernels, copies or sets, only {} hardware counter samples: counters alone do not "
+        "say what ran or when; record GPU activity too (ProfilerActivity.CUDA, or gpuscope run)",
+        t.device_samples.size());
   }
   if (launches > 0) {
     // Kineto writes no kernel activity when CUPTI's range profiler collects per-kernel counters
     // instead (its "cuda_profiler_range" events), nor when CUDA activity is off.
-    return fmt::format("no GPU kernels, copies or sets, though the host made {} kernel launch calls on {}: a "
-                       "counter-collection run (CUPTI range profiler, per-kernel metrics instead of "
-                       "kernel activity) or a profile without ProfilerActivity.CUDA; record one with "
-                       "ProfilerActivity.CUDA and no counter collection",
-                       launches, gpus);
+    return fmt::format(
+        "no GPU kernels, copies or sets, though the host made {} kernel launch calls on {}: a "
+        "counter-collection run (CUPTI range profiler, per-kernel metrics instead of "
+        "kernel activity) or a profile without ProfilerActivity.CUDA; record one with "
+        "ProfilerActivity.CUDA and no counter collection",
+        launches, gpus);
   }
   if (!t.api_calls.empty()) {
     return fmt::format("no GPU kernels, copies or sets, and none issued: {} CUDA API calls but no launches",
                        t.api_calls.size());
   }
   if (!t.other_accelerator.empty()) {
-    return fmt::format("no GPU kernels, copies or sets: the device work is on an accelerator gpuscope does not "
-                       "analyse ({}, such as MTIA's), beside {} CPU ops and {} annotations",
-                       t.other_accelerator, ops, annotations);
+    return fmt::format(
+        "no GPU kernels, copies or sets: the device work is on an accelerator gpuscope does not "
+        "analyse ({}, such as MTIA's), beside {} CPU ops and {} annotations",
+        t.other_accelerator, ops, annotations);
   }
-  if (ops + annotations == 0) return "no GPU kernels, copies or sets, and no CUDA calls or CPU ops either: nothing gpuscope reads";
-  return fmt::format("no GPU kernels, copies or sets: CPU events only ({} ops, {} annotations, no CUDA calls) "
-                     "and the trace lists {}: {}",
-                     ops, annotations, gpus,
-                     t.devices.empty() ? "a CPU-only process, a profile without ProfilerActivity.CUDA, or work on "
-                                         "an accelerator whose activity gpuscope does not read (MTIA)"
-                                       : "the profiler ran without ProfilerActivity.CUDA");
+  if (ops + annotations == 0)
+    return "no GPU kernels, copies or sets, and no CUDA calls or CPU ops either: nothing gpuscope reads";
+  return fmt::format(
+      "no GPU kernels, copies or sets: CPU events only ({} ops, {} annotations, no CUDA calls) "
+      "and the trace lists {}: {}",
+      ops, annotations, gpus,
+      t.devices.empty() ? "a CPU-only process, a profile without ProfilerActivity.CUDA, or work on "
+                          "an accelerator whose activity gpuscope does not read (MTIA)"
+                        : "the profiler ran without ProfilerActivity.CUDA");
 }
 
 // What the estimates left out as start-up (DeviceReport::one_off_ns), and whether anything
@@ -113,10 +119,11 @@ std::optional<std::string> one_off_warning(const DeviceReport& d) {
   for (size_t i = 0; i < d.one_off_calls.size() && i < 3; ++i) {
     calls.push_back(fmt::format("{} {}", d.one_off_calls[i].name, fmt_ms(d.one_off_calls[i].ns)));
   }
-  std::string w = fmt::format("GPU {}: {} of GPU idle time is in one-off calls ({}): start-up or warm-up (first-launch "
-                              "code loading, context set-up, CUDA graph capture, teardown), not the steady state; the "
-                              "estimates leave it out",
-                              d.device, fmt_ms(d.one_off_ns), fmt::join(calls, ", "));
+  std::string w = fmt::format(
+      "GPU {}: {} of GPU idle time is in one-off calls ({}): start-up or warm-up (first-launch "
+      "code loading, context set-up, CUDA graph capture, teardown), not the steady state; the "
+      "estimates leave it out",
+      d.device, fmt_ms(d.one_off_ns), fmt::join(calls, ", "));
   if (2 * d.one_off_ns >= d.window_ns) {
     w += "; it fills most of the window, so the trace holds no steady state: profile whole steps after warm-up "
          "(torch.profiler.schedule with warmup steps)";
@@ -195,7 +202,8 @@ TraceAnalysis analyze_one_trace(const Trace& trace, const AnalysisOptions& optio
           "pattern): its {:.1f} ms of GPU activity are analysed as one window, start-up and warm-up included; "
           "trace more steps (a longer run, or --steps) for findings about the steady state",
           trace.source, d.device, static_cast<double>(d.window_ns) / 1e6));
-    if (const std::optional<std::string> w = one_off_warning(d)) a.warnings.push_back(fmt::format("{}: {}", trace.source, *w));
+    if (const std::optional<std::string> w = one_off_warning(d))
+      a.warnings.push_back(fmt::format("{}: {}", trace.source, *w));
     if (auto w = stretched_window(trace, d)) a.warnings.push_back(fmt::format("{}: {}", trace.source, *w));
   }
   if (a.devices.empty()) {

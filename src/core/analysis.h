@@ -38,14 +38,14 @@ Report analyze_traces(const std::vector<Trace>& traces, const AnalysisOptions& o
 // any thread) and dropped: what one trace contributes, then the report of them all, in order.
 // combine_analyses(analyze_one_trace(t) for t in traces) == analyze_traces(traces).
 struct TraceAnalysis {
-  std::vector<std::string> warnings;     // The reader's, each prefixed with the trace's source.
-  std::vector<DeviceReport> devices;     // Empty when the trace ran no GPU work...
-  std::string rejected;                  // ...and then what it holds instead...
+  std::vector<std::string> warnings;  // The reader's, each prefixed with the trace's source.
+  std::vector<DeviceReport> devices;  // Empty when the trace ran no GPU work...
+  std::string rejected;               // ...and then what it holds instead...
   // ...true where that is a valid trace of work without a GPU (CPU-only, another accelerator,
   // counters only): described, not an error; false where the input is unusable (truncated,
   // no events at all).
   bool valid_without_gpu_work = false;
-  RankFacts facts;                       // For the job check (ranks.h).
+  RankFacts facts;  // For the job check (ranks.h).
 };
 TraceAnalysis analyze_one_trace(const Trace& trace, const AnalysisOptions& options);
 Report combine_analyses(std::vector<TraceAnalysis> parts, const AnalysisOptions& options);

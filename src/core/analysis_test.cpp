@@ -219,9 +219,9 @@ TraceBuilder gemm_then_chain(std::initializer_list<const char*> chain) {
   return b;
 }
 
-constexpr std::initializer_list<const char*> kGeluAddNorm = {
-    "vectorized_elementwise_kernel<GeluFunctor>", "vectorized_elementwise_kernel<AddFunctor>",
-    "vectorized_layer_norm_kernel"};
+constexpr std::initializer_list<const char*> kGeluAddNorm = {"vectorized_elementwise_kernel<GeluFunctor>",
+                                                             "vectorized_elementwise_kernel<AddFunctor>",
+                                                             "vectorized_layer_norm_kernel"};
 
 TEST(Analysis, RecurringElementwiseChainsAreFusionCandidates) {
   const auto r = only(gemm_then_chain(kGeluAddNorm).build());

@@ -26,7 +26,8 @@ inline double idle_sum_pct(const DeviceReport& r) {
 }
 
 inline const Finding* FindingById(const DeviceReport& r, const std::string& id) {
-  for (const auto& f : r.findings) if (f.id == id) return &f;
+  for (const auto& f : r.findings)
+    if (f.id == id) return &f;
   return nullptr;
 }
 

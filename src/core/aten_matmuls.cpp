@@ -92,8 +92,7 @@ std::vector<Matmul> attention(Shape q, Shape k, Shape v, bool heads_at_1, bool b
   const int64_t d = q[3], dv = v[3];
   std::vector<std::optional<Matmul>> parts = {product_of(bh, t, s, d), product_of(bh, t, dv, s)};
   if (backward) {
-    parts = {product_of(bh, t, s, dv), product_of(bh, s, dv, t), product_of(bh, t, d, s),
-             product_of(bh, s, d, t)};
+    parts = {product_of(bh, t, s, dv), product_of(bh, s, dv, t), product_of(bh, t, d, s), product_of(bh, s, d, t)};
   }
   std::vector<Matmul> out;
   for (const auto& p : parts) {

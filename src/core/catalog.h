@@ -20,7 +20,7 @@ enum class KernelCategory : uint8_t {
   kAttention,
   kElementwise,  // Memory-bound pointwise work: arithmetic, casts and copy kernels, fills, random,
                  // index/gather/scatter/cat, embedding lookups, layout transforms.
-  kReduction,  // Reductions and normalisations (softmax, layer/batch norm, loss, pooling).
+  kReduction,    // Reductions and normalisations (softmax, layer/batch norm, loss, pooling).
   kOptimizer,
   kCopySet,  // Memcpy / memset activities (not kernels).
   kCommunication,
@@ -40,9 +40,9 @@ enum class KernelLibrary : uint8_t {
   kNccl,            // NCCL and RCCL collectives.
   kTensile,         // rocBLAS / hipBLASLt GEMMs (Tensile's Cijk_ names).
   kMiopen,
-  kAten,            // PyTorch's own kernels (at::native, at::cuda, memory-efficient attention).
-  kCub,             // CUB device-wide primitives (sort, scan), also as ATen's at_cuda_detail::cub.
-  kFbgemm,          // FBGEMM GPU (TorchRec embedding tables).
+  kAten,    // PyTorch's own kernels (at::native, at::cuda, memory-efficient attention).
+  kCub,     // CUB device-wide primitives (sort, scan), also as ATen's at_cuda_detail::cub.
+  kFbgemm,  // FBGEMM GPU (TorchRec embedding tables).
 };
 inline constexpr int kNumKernelLibraries = 12;
 std::string_view library_name(KernelLibrary l);
@@ -67,7 +67,7 @@ struct KernelInfo {
 // of the function's own name are the fallback for custom kernels. Template arguments are read
 // only as types, never as substrings (the literal 8 in "ILi8E" is not int8).
 KernelInfo describe_kernel(std::string_view name);
-KernelCategory classify_kernel(std::string_view name);  // describe_kernel(name).category
+KernelCategory classify_kernel(std::string_view name);        // describe_kernel(name).category
 Precision precision_from_kernel_name(std::string_view name);  // describe_kernel(name).precision
 
 // The demangled form of an Itanium-mangled name; other names unchanged. A truncated mangled

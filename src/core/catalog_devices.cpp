@@ -65,14 +65,29 @@ std::optional<double> peak_tflops(std::string_view device_name, Precision p) {
   if (!row) return std::nullopt;
   double v = 0;
   switch (p) {
-    case Precision::kFp64: v = row->fp64; break;
-    case Precision::kFp32: v = row->fp32; break;
-    case Precision::kTf32: v = row->tf32; break;
-    case Precision::kBf16: v = row->bf16; break;
-    case Precision::kFp16: v = row->fp16; break;
-    case Precision::kFp8: v = row->fp8; break;
-    case Precision::kInt8: v = row->int8; break;
-    case Precision::kUnknown: return std::nullopt;
+    case Precision::kFp64:
+      v = row->fp64;
+      break;
+    case Precision::kFp32:
+      v = row->fp32;
+      break;
+    case Precision::kTf32:
+      v = row->tf32;
+      break;
+    case Precision::kBf16:
+      v = row->bf16;
+      break;
+    case Precision::kFp16:
+      v = row->fp16;
+      break;
+    case Precision::kFp8:
+      v = row->fp8;
+      break;
+    case Precision::kInt8:
+      v = row->int8;
+      break;
+    case Precision::kUnknown:
+      return std::nullopt;
   }
   if (v <= 0) return std::nullopt;
   return v;
@@ -86,14 +101,11 @@ struct MemoryBandwidth {
 };
 // Datasheet peak memory bandwidth; more specific rows first.
 constexpr std::array<MemoryBandwidth, 23> kMemoryBandwidth = {{
-    {"GH200", "", 4.0},        {"H200", "", 4.8},        {"H100 PCIe", "", 2.0},
-    {"H100 NVL", "", 3.9},     {"H100", "", 3.35},       {"H800", "", 3.35},
-    {"B200", "", 8.0},         {"A100", "80GB", 2.0},    {"A100", "", 1.555},
-    {"A800", "80GB", 2.0},     {"A800", "", 1.555},      {"L40S", "", 0.864},
-    {"L4", "", 0.3},           {"A10", "", 0.6},         {"V100", "", 0.9},
-    {"T4", "", 0.32},          {"MI325X", "", 6.0},
-    {"MI300X", "", 5.3},       {"MI300A", "", 5.3},      {"MI300", "", 5.3},
-    {"MI250X", "", 3.2},       {"MI250", "", 3.2},       {"MI210", "", 1.6},
+    {"GH200", "", 4.0},  {"H200", "", 4.8},   {"H100 PCIe", "", 2.0}, {"H100 NVL", "", 3.9}, {"H100", "", 3.35},
+    {"H800", "", 3.35},  {"B200", "", 8.0},   {"A100", "80GB", 2.0},  {"A100", "", 1.555},   {"A800", "80GB", 2.0},
+    {"A800", "", 1.555}, {"L40S", "", 0.864}, {"L4", "", 0.3},        {"A10", "", 0.6},      {"V100", "", 0.9},
+    {"T4", "", 0.32},    {"MI325X", "", 6.0}, {"MI300X", "", 5.3},    {"MI300A", "", 5.3},   {"MI300", "", 5.3},
+    {"MI250X", "", 3.2}, {"MI250", "", 3.2},  {"MI210", "", 1.6},
 }};
 
 bool name_has_word(std::string_view name, std::string_view word) {

@@ -18,11 +18,20 @@ std::optional<KernelInfo> nccl_kernel(std::string_view raw, const ParsedName& p)
   });
   if (!reduces) return k;
   for (const auto tok : toks) {
-    static constexpr std::array<std::pair<std::string_view, Precision>, 12> kTypes = {{
-        {"f32", Precision::kFp32}, {"float", Precision::kFp32}, {"f16", Precision::kFp16}, {"half", Precision::kFp16},
-        {"bf16", Precision::kBf16}, {"f64", Precision::kFp64}, {"double", Precision::kFp64}, {"i8", Precision::kInt8},
-        {"int8", Precision::kInt8}, {"f8e4m3", Precision::kFp8}, {"f8e5m2", Precision::kFp8}, {"u8", Precision::kInt8}}};
-    for (const auto& [t, prec] : kTypes) if (tok == t) k.precision = prec;
+    static constexpr std::array<std::pair<std::string_view, Precision>, 12> kTypes = {{{"f32", Precision::kFp32},
+                                                                                       {"float", Precision::kFp32},
+                                                                                       {"f16", Precision::kFp16},
+                                                                                       {"half", Precision::kFp16},
+                                                                                       {"bf16", Precision::kBf16},
+                                                                                       {"f64", Precision::kFp64},
+                                                                                       {"double", Precision::kFp64},
+                                                                                       {"i8", Precision::kInt8},
+                                                                                       {"int8", Precision::kInt8},
+                                                                                       {"f8e4m3", Precision::kFp8},
+                                                                                       {"f8e5m2", Precision::kFp8},
+                                                                                       {"u8", Precision::kInt8}}};
+    for (const auto& [t, prec] : kTypes)
+      if (tok == t) k.precision = prec;
   }
   return k;
 }
@@ -36,7 +45,8 @@ std::optional<KernelInfo> tensile_kernel(const ParsedName& p) {
   const auto toks = underscore_tokens(p.base);
   size_t i = 1;
   while (i < toks.size() && (toks[i].starts_with("A") || toks[i].starts_with("B")) && toks[i].size() >= 3 &&
-         std::all_of(toks[i].begin() + 1, toks[i].end(), [](char c) { return std::islower(static_cast<unsigned char>(c)); })) {
+         std::all_of(toks[i].begin() + 1, toks[i].end(),
+                     [](char c) { return std::islower(static_cast<unsigned char>(c)); })) {
     ++i;
   }
   if (i >= toks.size()) return k;
@@ -50,13 +60,24 @@ std::optional<KernelInfo> tensile_kernel(const ParsedName& p) {
   } else {
     switch (t.front()) {
       case 'S':
-      case 'C': k.precision = Precision::kFp32; break;
+      case 'C':
+        k.precision = Precision::kFp32;
+        break;
       case 'D':
-      case 'Z': k.precision = Precision::kFp64; break;
-      case 'H': k.precision = Precision::kFp16; break;
-      case 'B': k.precision = Precision::kBf16; break;
-      case 'I': k.precision = Precision::kInt8; break;
-      default: break;
+      case 'Z':
+        k.precision = Precision::kFp64;
+        break;
+      case 'H':
+        k.precision = Precision::kFp16;
+        break;
+      case 'B':
+        k.precision = Precision::kBf16;
+        break;
+      case 'I':
+        k.precision = Precision::kInt8;
+        break;
+      default:
+        break;
     }
   }
   return k;
@@ -78,12 +99,23 @@ std::optional<KernelInfo> nvjet_kernel(const ParsedName& p) {
       k.precision = Precision::kFp8;
     } else {
       switch (t.front()) {
-        case 'h': k.precision = Precision::kFp16; break;
-        case 't': k.precision = Precision::kBf16; break;
-        case 's': k.precision = tf32 ? Precision::kTf32 : Precision::kFp32; break;
-        case 'd': k.precision = Precision::kFp64; break;
-        case 'i': k.precision = Precision::kInt8; break;
-        default: break;
+        case 'h':
+          k.precision = Precision::kFp16;
+          break;
+        case 't':
+          k.precision = Precision::kBf16;
+          break;
+        case 's':
+          k.precision = tf32 ? Precision::kTf32 : Precision::kFp32;
+          break;
+        case 'd':
+          k.precision = Precision::kFp64;
+          break;
+        case 'i':
+          k.precision = Precision::kInt8;
+          break;
+        default:
+          break;
       }
     }
     break;
@@ -100,17 +132,28 @@ std::optional<KernelInfo> nvidia_flat_kernel(const ParsedName& p) {
   const auto toks = underscore_tokens(b);
   if (toks.empty()) return std::nullopt;
   const bool cudnn = b.starts_with("cudnn") || contains(b, "_cudnn") || contains(b, "scudnn");
-  const auto is_conv_op = [](std::string_view t) { return t == "fprop" || t == "dgrad" || t == "wgrad" || t == "conv"; };
+  const auto is_conv_op = [](std::string_view t) {
+    return t == "fprop" || t == "dgrad" || t == "wgrad" || t == "conv";
+  };
   // cuDNN's own convolution kernels: "[cudnn_{infer,train}_]<arch>_scudnn_[winograd_]...".
   for (const auto t : toks) {
     if (t.size() == 6 && t.substr(1) == "cudnn") {
       KernelInfo k{KernelLibrary::kCudnn, KernelCategory::kConvolution, Precision::kUnknown};
       switch (t.front()) {
-        case 's': k.precision = Precision::kFp32; break;
-        case 'h': k.precision = Precision::kFp16; break;
-        case 'd': k.precision = Precision::kFp64; break;
-        case 'i': k.precision = Precision::kInt8; break;
-        default: break;
+        case 's':
+          k.precision = Precision::kFp32;
+          break;
+        case 'h':
+          k.precision = Precision::kFp16;
+          break;
+        case 'd':
+          k.precision = Precision::kFp64;
+          break;
+        case 'i':
+          k.precision = Precision::kInt8;
+          break;
+        default:
+          break;
       }
       return k;
     }
@@ -125,7 +168,8 @@ std::optional<KernelInfo> nvidia_flat_kernel(const ParsedName& p) {
     int typed = 0;
     for (size_t i = xmma + 1; i < toks.size() && typed < 2; ++i) {
       const std::string_view t = toks[i];
-      static constexpr std::array<std::string_view, 9> kTypes = {"tf32", "bf16", "f16", "f32", "f64", "e4m3", "e5m2", "s8", "i8"};
+      static constexpr std::array<std::string_view, 9> kTypes = {"tf32", "bf16", "f16", "f32", "f64",
+                                                                 "e4m3", "e5m2", "s8",  "i8"};
       for (const auto ty : kTypes) {
         if (t.starts_with(ty) && t.size() > ty.size() && !std::isdigit(static_cast<unsigned char>(t[ty.size()]))) {
           k.precision = ty == "f16" ? Precision::kFp16 : token_precision(ty);
@@ -159,14 +203,15 @@ std::optional<KernelInfo> nvidia_flat_kernel(const ParsedName& p) {
 // "cutlass_cudnn_train::Kernel<...ImplicitGemmConvolution<...>>" (cuDNN's private copy).
 std::optional<KernelInfo> cutlass_kernel(const ParsedName& p) {
   const std::string_view q = p.qualified;
-  const bool cutlass_ns = q.starts_with("cutlass") || p.base.starts_with("cutlass3x_") || p.base.starts_with("cutlass_");
+  const bool cutlass_ns =
+      q.starts_with("cutlass") || p.base.starts_with("cutlass3x_") || p.base.starts_with("cutlass_");
   if (!cutlass_ns) return std::nullopt;
   const bool cudnn = contains(q, "cudnn") || any_ident_contains(p, "cutlass_cudnn");
   KernelInfo k{cudnn ? KernelLibrary::kCudnn : KernelLibrary::kCutlass, KernelCategory::kGemm, Precision::kUnknown};
   // An instance name among the arguments says it all.
   for (const auto& id : p.idents) {
-    if ((id.starts_with("cutlass_") || id.starts_with("cutlass3x_")) && id.find_first_of("0123456789") != std::string::npos &&
-        !contains(id, "cudnn")) {
+    if ((id.starts_with("cutlass_") || id.starts_with("cutlass3x_")) &&
+        id.find_first_of("0123456789") != std::string::npos && !contains(id, "cudnn")) {
       if (const auto flat = nvidia_flat_kernel(ParsedName{id, id, id, "", {}})) {
         KernelInfo out = *flat;
         out.library = k.library;
@@ -191,7 +236,8 @@ std::optional<KernelInfo> cutlass_kernel(const ParsedName& p) {
 // attention ("fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<...>)").
 std::optional<KernelInfo> attention_kernel(const ParsedName& p) {
   const std::string lq = lower(p.qualified);
-  const bool flash = lq.starts_with("flash::") || p.base.starts_with("flash_") || any_ident_contains(p, "Flash_fwd_kernel_traits") ||
+  const bool flash = lq.starts_with("flash::") || p.base.starts_with("flash_") ||
+                     any_ident_contains(p, "Flash_fwd_kernel_traits") ||
                      any_ident_contains(p, "Flash_bwd_kernel_traits");
   const bool memeff = p.base.starts_with("fmha_") || contains(lq, "efficient_attention") ||
                       any_ident_contains(p, "PyTorchMemEffAttention") || contains(lq, "attention_kernel");
@@ -200,8 +246,10 @@ std::optional<KernelInfo> attention_kernel(const ParsedName& p) {
                precision_of_types(p.idents)};
   if (k.precision == Precision::kUnknown) {
     for (const auto t : underscore_tokens(p.base)) {
-      if (t == "f16") k.precision = Precision::kFp16;
-      else if (const Precision tp = token_precision(t); tp != Precision::kUnknown) k.precision = tp;
+      if (t == "f16")
+        k.precision = Precision::kFp16;
+      else if (const Precision tp = token_precision(t); tp != Precision::kUnknown)
+        k.precision = tp;
       if (k.precision != Precision::kUnknown) break;
     }
   }
@@ -215,8 +263,8 @@ std::optional<KernelInfo> cudnn_kernel(const ParsedName& p) {
   const std::string_view q = p.qualified;
   const std::string lb = lower(p.base);
   static constexpr std::array<std::string_view, 12> kConvFunctions = {
-      "implicit_convolve", "explicit_convolve", "precomputed_convolve", "fft2d_", "fft3d_", "fft1d_",
-      "wgrad_alg", "dgrad_alg", "dgrad2d_alg", "conv2d_grouped_direct", "im2col", "flip_filter"};
+      "implicit_convolve", "explicit_convolve", "precomputed_convolve",  "fft2d_", "fft3d_",     "fft1d_", "wgrad_alg",
+      "dgrad_alg",         "dgrad2d_alg",       "conv2d_grouped_direct", "im2col", "flip_filter"};
   const bool ns = q.starts_with("cudnn::") || q.starts_with("cask_cudnn");
   const bool flat_attention =
       lb.starts_with("cudnn") && (contains(lb, "sdpa") || contains(lb, "fmha") || contains(lb, "flash"));
@@ -268,19 +316,24 @@ std::optional<KernelInfo> cublas_kernel(const ParsedName& p) {
 // float_double_float", "igemm_fwd_gtcx_nhwc_fp16_...", "gridwise_convolution_implicit_gemm_...".
 std::optional<KernelInfo> miopen_kernel(const ParsedName& p) {
   const std::string lb = lower(p.base);
-  static constexpr std::array<std::string_view, 6> kPrefixes = {"miopen", "naive_conv", "igemm_", "gridwise_convolution",
-                                                                "gridwise_generic_reduction", "transpose_nchw"};
+  static constexpr std::array<std::string_view, 6> kPrefixes = {
+      "miopen", "naive_conv", "igemm_", "gridwise_convolution", "gridwise_generic_reduction", "transpose_nchw"};
   if (!starts_with_any(lb, kPrefixes)) return std::nullopt;
   KernelInfo k{KernelLibrary::kMiopen, KernelCategory::kOther, precision_of_types(p.idents)};
-  if (contains(lb, "conv") || lb.starts_with("igemm") || contains(lb, "winograd")) k.category = KernelCategory::kConvolution;
-  else if (contains(lb, "batchnorm") || contains(lb, "pooling") || contains(lb, "softmax") || contains(lb, "reduction") ||
-           contains(lb, "layernorm") || contains(lb, "lrn")) k.category = KernelCategory::kReduction;
+  if (contains(lb, "conv") || lb.starts_with("igemm") || contains(lb, "winograd"))
+    k.category = KernelCategory::kConvolution;
+  else if (contains(lb, "batchnorm") || contains(lb, "pooling") || contains(lb, "softmax") ||
+           contains(lb, "reduction") || contains(lb, "layernorm") || contains(lb, "lrn"))
+    k.category = KernelCategory::kReduction;
   else if (contains(lb, "tensor") || contains(lb, "transpose") || contains(lb, "activ") || contains(lb, "op")) {
     k.category = KernelCategory::kElementwise;
   }
   if (k.precision == Precision::kUnknown) {
     for (const auto t : underscore_tokens(lb)) {
-      if (const Precision tp = token_precision(t); tp != Precision::kUnknown) { k.precision = tp; break; }
+      if (const Precision tp = token_precision(t); tp != Precision::kUnknown) {
+        k.precision = tp;
+        break;
+      }
     }
   }
   return k;

@@ -25,16 +25,20 @@ std::vector<std::string> mangled_identifiers(std::string_view m) {
     }
     // Substitutions (S_, S4_) and template parameters (T_, T0_) carry numbers that are not lengths.
     if ((c == 'S' || c == 'T') && i + 1 < m.size() &&
-        (m[i + 1] == '_' || std::isdigit(static_cast<unsigned char>(m[i + 1])) || std::isupper(static_cast<unsigned char>(m[i + 1])))) {
+        (m[i + 1] == '_' || std::isdigit(static_cast<unsigned char>(m[i + 1])) ||
+         std::isupper(static_cast<unsigned char>(m[i + 1])))) {
       size_t j = i + 1;
-      while (j < m.size() && std::isalnum(static_cast<unsigned char>(m[j])) && !std::islower(static_cast<unsigned char>(m[j])) && m[j] != '_') ++j;
+      while (j < m.size() && std::isalnum(static_cast<unsigned char>(m[j])) &&
+             !std::islower(static_cast<unsigned char>(m[j])) && m[j] != '_')
+        ++j;
       i = (j < m.size() && m[j] == '_') ? j + 1 : i + 1;
       continue;
     }
     if (std::isdigit(static_cast<unsigned char>(c))) {
       size_t j = i;
       size_t n = 0;
-      while (j < m.size() && std::isdigit(static_cast<unsigned char>(m[j]))) n = n * 10 + static_cast<size_t>(m[j++] - '0');
+      while (j < m.size() && std::isdigit(static_cast<unsigned char>(m[j])))
+        n = n * 10 + static_cast<size_t>(m[j++] - '0');
       const size_t take = std::min(n, m.size() - j);
       out.emplace_back(m.substr(j, take));
       i = j + take;
@@ -48,7 +52,7 @@ std::vector<std::string> mangled_identifiers(std::string_view m) {
 // Precision of a type identifier (C++ types as they appear in demangled names), or kUnknown.
 Precision type_precision(std::string_view id) {
   static constexpr std::array<std::string_view, 11> kFp8 = {
-      "float_e4m3_t", "float_e5m2_t", "__nv_fp8_e4m3", "__nv_fp8_e5m2", "Float8_e4m3fn", "Float8_e5m2",
+      "float_e4m3_t",    "float_e5m2_t",    "__nv_fp8_e4m3", "__nv_fp8_e5m2",  "Float8_e4m3fn", "Float8_e5m2",
       "Float8_e4m3fnuz", "Float8_e5m2fnuz", "float_ue8m0_t", "__hip_fp8_e4m3", "__hip_fp8_e5m2"};
   if (std::find(kFp8.begin(), kFp8.end(), id) != kFp8.end()) return Precision::kFp8;
   if (id == "int8_t" || id == "int8x4_t") return Precision::kInt8;
@@ -69,14 +73,21 @@ Precision type_precision(std::string_view id) {
 // Narrower types win: a kernel on c10::BFloat16 that accumulates in float is a bf16 kernel.
 int narrowness(Precision p) {
   switch (p) {
-    case Precision::kFp8: return 6;
-    case Precision::kInt8: return 5;
+    case Precision::kFp8:
+      return 6;
+    case Precision::kInt8:
+      return 5;
     case Precision::kBf16:
-    case Precision::kFp16: return 4;
-    case Precision::kTf32: return 3;
-    case Precision::kFp32: return 2;
-    case Precision::kFp64: return 1;
-    case Precision::kUnknown: return 0;
+    case Precision::kFp16:
+      return 4;
+    case Precision::kTf32:
+      return 3;
+    case Precision::kFp32:
+      return 2;
+    case Precision::kFp64:
+      return 1;
+    case Precision::kUnknown:
+      return 0;
   }
   return 0;
 }
@@ -151,10 +162,15 @@ ParsedName parse_name(std::string_view raw) {
   size_t name_start = 0;
   for (size_t i = 0; i < t.size(); ++i) {
     const char c = t[i];
-    if (c == '<') ++depth;
-    else if (c == '>' && depth > 0) --depth;
-    else if (c == '(' && depth == 0) { name_end = i; break; }
-    else if (c == ' ' && depth == 0) name_start = i + 1;
+    if (c == '<')
+      ++depth;
+    else if (c == '>' && depth > 0)
+      --depth;
+    else if (c == '(' && depth == 0) {
+      name_end = i;
+      break;
+    } else if (c == ' ' && depth == 0)
+      name_start = i + 1;
   }
   if (name_start >= name_end) name_start = 0;
   const std::string_view name = std::string_view(t).substr(name_start, name_end - name_start);
@@ -164,8 +180,12 @@ ParsedName parse_name(std::string_view raw) {
     int d = 0;
     size_t close = name.size();
     for (size_t i = lt; i < name.size(); ++i) {
-      if (name[i] == '<') ++d;
-      else if (name[i] == '>' && --d == 0) { close = i; break; }
+      if (name[i] == '<')
+        ++d;
+      else if (name[i] == '>' && --d == 0) {
+        close = i;
+        break;
+      }
     }
     p.args = std::string(name.substr(lt + 1, close - lt - 1));
   }
@@ -230,16 +250,21 @@ Precision blas_instance_precision(std::string_view name, int sm) {
     const bool tensor_op = digits != std::string_view::npos;
     if (letters.empty()) continue;
     switch (letters.back()) {
-      case 'h': return Precision::kFp16;
+      case 'h':
+        return Precision::kFp16;
       case 'd':
-      case 'z': return Precision::kFp64;
-      case 'i': return Precision::kInt8;
-      case 'c': return Precision::kFp32;  // Complex single (cgemm, gauss "gcgemm").
+      case 'z':
+        return Precision::kFp64;
+      case 'i':
+        return Precision::kInt8;
+      case 'c':
+        return Precision::kFp32;  // Complex single (cgemm, gauss "gcgemm").
       case 's':
         if (!tensor_op) return Precision::kFp32;
         if (prefix.substr(digits) == "1688" && sm >= 80) return Precision::kTf32;
         return Precision::kFp16;
-      default: break;
+      default:
+        break;
     }
   }
   return Precision::kUnknown;
@@ -247,9 +272,10 @@ Precision blas_instance_precision(std::string_view name, int sm) {
 
 // The SM version a name states: "sm80_", "cutlass_80_", "ampere_".
 int sm_of(std::string_view name) {
-  static constexpr std::array<std::pair<std::string_view, int>, 7> kArch = {{
-      {"maxwell", 50}, {"pascal", 60}, {"volta", 70}, {"turing", 75}, {"ampere", 80}, {"ada", 89}, {"hopper", 90}}};
-  for (const auto& [word, sm] : kArch) if (name.starts_with(word) || contains(name, "_" + std::string(word) + "_")) return sm;
+  static constexpr std::array<std::pair<std::string_view, int>, 7> kArch = {
+      {{"maxwell", 50}, {"pascal", 60}, {"volta", 70}, {"turing", 75}, {"ampere", 80}, {"ada", 89}, {"hopper", 90}}};
+  for (const auto& [word, sm] : kArch)
+    if (name.starts_with(word) || contains(name, "_" + std::string(word) + "_")) return sm;
   for (const auto tok : underscore_tokens(name)) {
     std::string_view digits = tok.starts_with("sm") ? tok.substr(2) : tok;
     if (digits.size() >= 2 && digits.size() <= 3 &&

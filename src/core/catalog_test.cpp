@@ -87,13 +87,16 @@ TEST(Catalog, TableCoversEveryKernelInTestdata) {
   EXPECT_GE(traces, 10);
   std::string list;
   for (const auto& n : missing) list += "\n  " + n;
-  EXPECT_TRUE(missing.empty()) << missing.size() << " kernel names in testdata lack a row in testdata/catalog/kernels.tsv "
+  EXPECT_TRUE(missing.empty()) << missing.size()
+                               << " kernel names in testdata lack a row in testdata/catalog/kernels.tsv "
                                << "(scripts/catalog_kernel_names.py --missing prints them):" << list;
 }
 
 TEST(Catalog, PlainSoftmaxIsManualAttentionNotTheLoss) {
-  EXPECT_TRUE(is_plain_softmax("void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, false, false>"));
-  EXPECT_TRUE(is_plain_softmax("void (anonymous namespace)::softmax_warp_backward<float, float, float, 10, false, false>"));
+  EXPECT_TRUE(
+      is_plain_softmax("void (anonymous namespace)::softmax_warp_forward<float, float, float, 10, false, false>"));
+  EXPECT_TRUE(
+      is_plain_softmax("void (anonymous namespace)::softmax_warp_backward<float, float, float, 10, false, false>"));
   EXPECT_TRUE(is_plain_softmax("void gpuscope::gpt::SoftmaxKernel<__nv_bfloat16, true>(__nv_bfloat16*, int, int)"));
   EXPECT_FALSE(is_plain_softmax(
       "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::BFloat16, float, c10::BFloat16, "
@@ -105,7 +108,8 @@ TEST(Catalog, PlainSoftmaxIsManualAttentionNotTheLoss) {
 
 TEST(Catalog, KernelCategories) {
   EXPECT_EQ(classify_kernel("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"), KernelCategory::kGemm);
-  EXPECT_EQ(classify_kernel("void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>"), KernelCategory::kGemm);
+  EXPECT_EQ(classify_kernel("void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>"),
+            KernelCategory::kGemm);
   EXPECT_EQ(classify_kernel("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26"),
             KernelCategory::kAttention);
   EXPECT_EQ(classify_kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"),
@@ -118,7 +122,8 @@ TEST(Catalog, KernelCategories) {
             KernelCategory::kElementwise);
   EXPECT_EQ(classify_kernel("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float>"),
             KernelCategory::kReduction);
-  EXPECT_EQ(classify_kernel("triton_per_fused__to_copy_add_native_layer_norm_backward_view_9"), KernelCategory::kReduction);
+  EXPECT_EQ(classify_kernel("triton_per_fused__to_copy_add_native_layer_norm_backward_view_9"),
+            KernelCategory::kReduction);
   EXPECT_EQ(classify_kernel("triton_poi_fused_gelu_gelu_backward_view_6"), KernelCategory::kElementwise);
   EXPECT_EQ(classify_kernel("Memcpy HtoD (Pageable -> Device)"), KernelCategory::kCopySet);
   EXPECT_EQ(classify_kernel("my_custom_kernel"), KernelCategory::kOther);
@@ -135,13 +140,15 @@ TEST(Catalog, KernelCategories) {
 
 TEST(Catalog, PrecisionFromNamesAndDtypes) {
   EXPECT_EQ(precision_from_kernel_name("sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n"), Precision::kTf32);
-  EXPECT_EQ(precision_from_kernel_name("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_ffma"), Precision::kFp32);
+  EXPECT_EQ(precision_from_kernel_name("sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_ffma"),
+            Precision::kFp32);
   EXPECT_EQ(precision_from_kernel_name("cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64"), Precision::kBf16);
   // cuBLAS's CUTLASS 16x8x8 kernels on sm80 without a 16-bit type are TF32.
   EXPECT_EQ(precision_from_kernel_name("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x6_tn_align4>(int)"),
             Precision::kTf32);
   EXPECT_EQ(precision_from_kernel_name("sm90_xmma_gemm_e4m3e4m3_e4m3f32_f32"), Precision::kFp8);
-  EXPECT_EQ(precision_from_kernel_name("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16"), Precision::kUnknown);
+  EXPECT_EQ(precision_from_kernel_name("cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16"),
+            Precision::kUnknown);
   EXPECT_EQ(precision_from_dtype("c10::BFloat16"), Precision::kBf16);
   EXPECT_EQ(precision_from_dtype("c10::Half"), Precision::kFp16);
   EXPECT_EQ(precision_from_dtype("float"), Precision::kFp32);
@@ -185,9 +192,11 @@ TEST(Catalog, LibraryConventions) {
      "cutlass::gemm::collective::CollectiveMma<cutlass::bfloat16_t, float> > >(int)",
      C::kGemm, P::kBf16, L::kCutlass);
   // Fused attention.
-  is("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t>, false>(Flash_fwd_params)",
+  is("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t>, "
+     "false>(Flash_fwd_params)",
      C::kAttention, P::kBf16, L::kFlashAttention);
-  is("fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float, cutlass::arch::Sm80, true, 64, 64, "
+  is("fmha_cutlassF_f32_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<float, cutlass::arch::Sm80, "
+     "true, 64, 64, "
      "64, true, true>::Params)",
      C::kAttention, P::kFp32, L::kAten);
   is("fmha_cutlassB_bf16_aligned_128x64_k128_sm80", C::kAttention, P::kBf16, L::kAten);
@@ -196,8 +205,10 @@ TEST(Catalog, LibraryConventions) {
   is("triton_tem_fused_convolution_1", C::kConvolution, P::kUnknown, L::kTriton);
   is("triton_tem_fused_flex_attention_0", C::kAttention, P::kUnknown, L::kTriton);
   // NCCL: the data type of reducing collectives only.
-  is("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", C::kCommunication, P::kBf16, L::kNccl);
-  is("ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", C::kCommunication, P::kUnknown, L::kNccl);
+  is("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", C::kCommunication, P::kBf16,
+     L::kNccl);
+  is("ncclDevKernel_AllGather_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", C::kCommunication, P::kUnknown,
+     L::kNccl);
   // MIOpen.
   is("MIOpenBatchNormFwdTrainSpatial", C::kReduction, P::kUnknown, L::kMiopen);
   is("igemm_fwd_gtcx_nhwc_fp16_bx0_ex1_bt128x128x32", C::kConvolution, P::kFp16, L::kMiopen);
@@ -205,14 +216,17 @@ TEST(Catalog, LibraryConventions) {
   // ATen: the function, not its functor, decides (index_add's ReduceAdd is not a reduction).
   is("void at::native::indexFuncLargeIndex<float, int, unsigned int, 1, 1, -2, true, at::native::ReduceAdd>(int)",
      C::kElementwise, P::kFp32, L::kAten);
-  is("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata"
+  is("void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous "
+     "namespace)::TensorListMetadata"
      "<1>, at::native::(anonymous namespace)::LpNormFunctor<float, 2, float, float>, float*, int>(int)",
      C::kReduction, P::kFp32, L::kAten);
   // Blackwell block-scaled GEMMs: the bf16 in the name is the output; fp8 inputs (MXFP8, or
   // MXFP8 x MXFP4 at the f8f6f4 rate) are fp8 math; fp4-only has no catalogue type, never bf16.
-  is("cutlass3x_sm100_bstensorop_s256x128x128gemm_block_scaled_ue8m0xe4m3_ue8m0xe2m1_f32_bf16_bf16_256x128x128_2x1x1_0_tnt_align32",
+  is("cutlass3x_sm100_bstensorop_s256x128x128gemm_block_scaled_ue8m0xe4m3_ue8m0xe2m1_f32_bf16_bf16_256x128x128_2x1x1_0_"
+     "tnt_align32",
      C::kGemm, P::kFp8, L::kCutlass);
-  is("cutlass3x_sm100_bstensorop_s256x128x256gemm_block_scaled_ue8m0xe2m1_ue8m0xe2m1_f32_bf16_bf16_256x128x256_2x1x1_0_tnt_align32",
+  is("cutlass3x_sm100_bstensorop_s256x128x256gemm_block_scaled_ue8m0xe2m1_ue8m0xe2m1_f32_bf16_bf16_256x128x256_2x1x1_0_"
+     "tnt_align32",
      C::kGemm, P::kUnknown, L::kCutlass);
   // Symmetric-memory all-reduce (NVLink multicast): communication, not a reduction.
   is("void c10d::symmetric_memory::multimem_all_reduce_kernel<c10::BFloat16, 16, 4>(c10::BFloat16*, unsigned long)",

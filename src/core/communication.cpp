@@ -49,8 +49,10 @@ std::vector<CollectiveStats> collective_stats(const DeviceContext& ctx) {
     if (c.group_size) a.s.group_size = std::max(a.s.group_size.value_or(0), *c.group_size);
     const std::optional<int> elem = dtype_bytes(dtype);
     const int64_t nelems = std::max(c.in_nelems.value_or(-1), c.out_nelems.value_or(-1));
-    if (!elem || nelems < 0) a.sizes_known = false;
-    else a.bytes += static_cast<uint64_t>(nelems) * static_cast<uint64_t>(*elem);
+    if (!elem || nelems < 0)
+      a.sizes_known = false;
+    else
+      a.bytes += static_cast<uint64_t>(nelems) * static_cast<uint64_t>(*elem);
   }
   std::vector<CollectiveStats> out;
   for (auto& [key, a] : by_op) {
@@ -76,9 +78,8 @@ std::optional<double> busbw_factor(std::string_view op_name, int64_t ranks) {
   const std::string op = canonical_op(op_name);
   const double n = static_cast<double>(ranks);
   if (op == "allreduce" || op == "allreducecoalesced") return 2.0 * (n - 1) / n;
-  if (op == "allgather" || op == "allgatherbase" || op == "allgatherintotensorcoalesced" ||
-      op == "reducescatter" || op == "reducescatterbase" || op == "reducescattertensorcoalesced" ||
-      op == "alltoall" || op == "alltoallbase") {
+  if (op == "allgather" || op == "allgatherbase" || op == "allgatherintotensorcoalesced" || op == "reducescatter" ||
+      op == "reducescatterbase" || op == "reducescattertensorcoalesced" || op == "alltoall" || op == "alltoallbase") {
     return (n - 1) / n;
   }
   if (op == "broadcast" || op == "reduce" || op == "send" || op == "recv") return 1.0;
@@ -87,8 +88,8 @@ std::optional<double> busbw_factor(std::string_view op_name, int64_t ranks) {
 
 std::optional<int> dtype_bytes(std::string_view dtype) {
   static const std::map<std::string_view, int> kSizes = {
-      {"Float", 4},   {"Double", 8},   {"Half", 2},         {"BFloat16", 2},      {"Int", 4},
-      {"Long", 8},    {"Short", 2},    {"Char", 1},         {"Byte", 1},          {"Bool", 1},
+      {"Float", 4},         {"Double", 8},      {"Half", 2},         {"BFloat16", 2},      {"Int", 4},
+      {"Long", 8},          {"Short", 2},       {"Char", 1},         {"Byte", 1},          {"Bool", 1},
       {"Float8_e4m3fn", 1}, {"Float8_e5m2", 1}, {"ComplexFloat", 8}, {"ComplexDouble", 16}};
   const auto it = kSizes.find(dtype);
   if (it == kSizes.end()) return std::nullopt;

@@ -89,7 +89,8 @@ DeviceContext::DeviceContext(const Trace& trace_in, const HostIndex& host_in, in
     excluded_before_ns = std::max<int64_t>(0, window_start - first);
     excluded_after_ns = std::max<int64_t>(0, last - window_end);
   }
-  for (const Kernel* k : device_kernels) if (in_window(k->start_ns)) kernels.push_back(k);
+  for (const Kernel* k : device_kernels)
+    if (in_window(k->start_ns)) kernels.push_back(k);
 }
 
 // Steps on the device timeline (docs/design.md, "Idle attribution"): a step's GPU span runs
@@ -116,8 +117,10 @@ void DeviceContext::device_steps_from(const std::vector<Step>& host_steps_in) {
     end = std::max(end, end_ns);
   };
   for (const Kernel* k : device_kernels) note(k->start_ns, k->end_ns, k->correlation);
-  for (const Memcpy& m : trace.memcpys) if (m.device == device_id) note(m.start_ns, m.end_ns, m.correlation);
-  for (const Memset& m : trace.memsets) if (m.device == device_id) note(m.start_ns, m.end_ns, m.correlation);
+  for (const Memcpy& m : trace.memcpys)
+    if (m.device == device_id) note(m.start_ns, m.end_ns, m.correlation);
+  for (const Memset& m : trace.memsets)
+    if (m.device == device_id) note(m.start_ns, m.end_ns, m.correlation);
   int64_t prev = INT64_MIN;
   for (size_t i = 0; i < n; ++i) {
     int64_t start = first_work[i] != INT64_MAX ? first_work[i] : host_steps[i].start_ns;
@@ -161,7 +164,7 @@ CopyStats copy_stats(const DeviceContext& ctx) {
     }
     if (m.kind == CopyKind::kHtoD || m.kind == CopyKind::kDtoH) copies.other_copy_ns += m.end_ns - m.start_ns;
     if (m.host_memory == HostMemory::kPinned && m.bytes && *m.bytes >= (1u << 20) && m.end_ns > m.start_ns &&
-               (m.kind == CopyKind::kHtoD || m.kind == CopyKind::kDtoH)) {
+        (m.kind == CopyKind::kHtoD || m.kind == CopyKind::kDtoH)) {
       const double bw = static_cast<double>(*m.bytes) / (static_cast<double>(m.end_ns - m.start_ns) / 1e9);
       copies.pinned_bytes_per_s = std::max(copies.pinned_bytes_per_s.value_or(0.0), bw);
     }

@@ -65,8 +65,8 @@ struct CopyStats {
   int64_t pageable_count = 0;
   uint64_t pageable_bytes = 0;
   std::optional<double> pinned_bytes_per_s;  // Best host<->device pinned rate seen (>= 1 MiB).
-  int64_t other_copy_ns = 0;  // Device time of the window's host<->device copies not from pageable memory.
-  int64_t host_copy_ns = 0;   // Device time of the window's host<->device copies (any memory).
+  int64_t other_copy_ns = 0;   // Device time of the window's host<->device copies not from pageable memory.
+  int64_t host_copy_ns = 0;    // Device time of the window's host<->device copies (any memory).
   int64_t device_copy_ns = 0;  // Device time of the window's device-to-device and peer copies.
 };
 CopyStats copy_stats(const DeviceContext& ctx);

@@ -51,10 +51,10 @@ struct DeviceHealth {
   // nvmlDeviceGetRemappedRows (Ampere and later; earlier GPUs retire pages instead).
   std::optional<uint64_t> remapped_rows_corrected;    // Rows remapped for correctable errors.
   std::optional<uint64_t> remapped_rows_uncorrected;  // ... for uncorrectable errors.
-  std::optional<bool> remap_pending;  // A remap waits for a GPU reset to take effect.
-  std::optional<bool> remap_failure;  // A remap failed: the GPU needs service.
+  std::optional<bool> remap_pending;                  // A remap waits for a GPU reset to take effect.
+  std::optional<bool> remap_failure;                  // A remap failed: the GPU needs service.
 
-  std::optional<uint64_t> pcie_replays;  // nvmlDeviceGetPcieReplayCounter.
+  std::optional<uint64_t> pcie_replays;     // nvmlDeviceGetPcieReplayCounter.
   std::vector<NvlinkErrorCounters> nvlink;  // Links that are up; empty without NVLink.
   std::optional<double> power_limit_w;      // nvmlDeviceGetEnforcedPowerLimit.
 };

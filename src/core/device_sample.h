@@ -50,10 +50,10 @@ namespace gpuscope {
   X(nvlink_tx_bytes_per_s, double, true, kBytesPerSecond)
 
 enum class SampleUnit : uint8_t {
-  kPercent,         // 0-100.
+  kPercent,  // 0-100.
   kBytes,
   kWatts,
-  kJoulesTotal,     // A running total (a Prometheus counter).
+  kJoulesTotal,  // A running total (a Prometheus counter).
   kMegahertz,
   kCelsius,
   kBitmask,
@@ -80,7 +80,7 @@ struct ProcessSample {
   int32_t device = 0;   // NVML index.
   uint32_t pid = 0;     // As NVML reports it: a pid in the host's PID namespace.
   std::optional<uint64_t> memory_used_bytes;
-  std::optional<double> sm_util_pct;   // NVML per-process "SM util" (any kernel of the pid).
+  std::optional<double> sm_util_pct;  // NVML per-process "SM util" (any kernel of the pid).
   std::optional<double> mem_util_pct;
   std::string command;       // argv joined by spaces, or comm.
   std::string user;          // Login name, or the numeric uid.

@@ -110,11 +110,11 @@ std::vector<FindingChange> finding_changes(const std::vector<Finding>& base, con
     } else if (!c.base_severity) {
       c.status = FindingStatus::kNew;
     } else {
-      const bool speedup_moved = c.base_est_speedup.has_value() != c.new_est_speedup.has_value() ||
-                                 (c.base_est_speedup && std::abs(*c.base_est_speedup - *c.new_est_speedup) >
-                                                            kFindingSpeedupTolerance);
-      c.status = speedup_moved || c.base_severity != c.new_severity ? FindingStatus::kChanged
-                                                                     : FindingStatus::kUnchanged;
+      const bool speedup_moved =
+          c.base_est_speedup.has_value() != c.new_est_speedup.has_value() ||
+          (c.base_est_speedup && std::abs(*c.base_est_speedup - *c.new_est_speedup) > kFindingSpeedupTolerance);
+      c.status =
+          speedup_moved || c.base_severity != c.new_severity ? FindingStatus::kChanged : FindingStatus::kUnchanged;
     }
     out.push_back(std::move(c));
   }
@@ -122,7 +122,9 @@ std::vector<FindingChange> finding_changes(const std::vector<Finding>& base, con
   return out;
 }
 
-bool same_flops(double a, double b) { return std::abs(a - b) <= kSameFlopsTolerance * std::max(std::abs(a), std::abs(b)); }
+bool same_flops(double a, double b) {
+  return std::abs(a - b) <= kSameFlopsTolerance * std::max(std::abs(a), std::abs(b));
+}
 
 // Comparability: one line per reason the per-step numbers do not compare like for like.
 void check_comparable(const DeviceReport& base, const DeviceReport& now, DeviceDiff& d) {
@@ -137,14 +139,16 @@ void check_comparable(const DeviceReport& base, const DeviceReport& now, DeviceD
     warn(fmt::format("steps defined differently ({} vs {}): step times may not measure the same unit of work",
                      base.step_source, now.step_source));
   } else if (base.step_source == "whole_window") {
-    warn("no steps found in either run: the whole window counts as one step, so windows of different length "
-         "compare as different work");
+    warn(
+        "no steps found in either run: the whole window counts as one step, so windows of different length "
+        "compare as different work");
   }
   auto flops_differ = [&](const char* kind, const std::optional<double>& b, const std::optional<double>& n) {
     if (!b || !n || same_flops(*b, *n)) return false;
-    warn(fmt::format("{} FLOPs per step differ ({:.4g} vs {:.4g}, x{:.2f}): the runs do different work per step "
-                     "(batch, sequence or model changed); compare throughput, not step time",
-                     kind, *b, *n, *n / *b));
+    warn(
+        fmt::format("{} FLOPs per step differ ({:.4g} vs {:.4g}, x{:.2f}): the runs do different work per step "
+                    "(batch, sequence or model changed); compare throughput, not step time",
+                    kind, *b, *n, *n / *b));
     return true;
   };
   if (!flops_differ("model", base.model_flops_per_step, now.model_flops_per_step)) {
@@ -206,7 +210,8 @@ std::string normalize_kernel_name(std::string_view name) {
   std::string out;
   for (size_t i = 0; i < s.size(); ++i) {
     const bool word_start = i == 0 || !(std::isalnum(static_cast<unsigned char>(s[i - 1])) || s[i - 1] == '_');
-    if (word_start && s[i] == '0' && i + 2 < s.size() && (s[i + 1] == 'x' || s[i + 1] == 'X') && is_hex_digit(s[i + 2])) {
+    if (word_start && s[i] == '0' && i + 2 < s.size() && (s[i + 1] == 'x' || s[i + 1] == 'X') &&
+        is_hex_digit(s[i + 2])) {
       i += 2;
       while (i + 1 < s.size() && is_hex_digit(s[i + 1])) ++i;
       continue;
@@ -272,19 +277,23 @@ DeviceDiff diff_devices(const DeviceReport& base, const DeviceReport& now) {
     }
     d.idle.push_back(std::move(c));
   }
-  d.categories = pair_rows(ComponentKind::kCategory, base, base.categories, now, now.categories,
-                           [](const CategoryTime& c) { return c.category; }, [](const CategoryTime& c) { return c.ns; });
+  d.categories = pair_rows(
+      ComponentKind::kCategory, base, base.categories, now, now.categories,
+      [](const CategoryTime& c) { return c.category; }, [](const CategoryTime& c) { return c.ns; });
   for (auto& c : d.categories) {
     for (const auto& b : base.categories) {
-      if (b.category == c.name) c.base_launches = c.base_launches.value_or(0) + static_cast<double>(b.count) / steps_of(base);
+      if (b.category == c.name)
+        c.base_launches = c.base_launches.value_or(0) + static_cast<double>(b.count) / steps_of(base);
     }
     for (const auto& n : now.categories) {
-      if (n.category == c.name) c.new_launches = c.new_launches.value_or(0) + static_cast<double>(n.count) / steps_of(now);
+      if (n.category == c.name)
+        c.new_launches = c.new_launches.value_or(0) + static_cast<double>(n.count) / steps_of(now);
     }
   }
   sort_by_change(d.categories);
-  d.precision = pair_rows(ComponentKind::kPrecision, base, base.precision, now, now.precision,
-                          [](const PrecisionTime& p) { return p.dtype; }, [](const PrecisionTime& p) { return p.ns; });
+  d.precision = pair_rows(
+      ComponentKind::kPrecision, base, base.precision, now, now.precision,
+      [](const PrecisionTime& p) { return p.dtype; }, [](const PrecisionTime& p) { return p.ns; });
   sort_by_change(d.precision);
   d.kernels = kernel_changes(base, now);
   d.findings = finding_changes(base.findings, now.findings);
@@ -301,7 +310,8 @@ ReportDiff diff_reports(const Report& base, const Report& now) {
   if (base.devices.size() > 1 && all_ranked(base) && all_ranked(now)) {
     std::set<int32_t> paired;
     for (const auto& b : base.devices) {
-      auto n = std::find_if(now.devices.begin(), now.devices.end(), [&](const DeviceReport& d) { return d.rank == b.rank; });
+      auto n =
+          std::find_if(now.devices.begin(), now.devices.end(), [&](const DeviceReport& d) { return d.rank == b.rank; });
       if (n == now.devices.end()) {
         out.warnings.push_back(fmt::format("rank {} ({}) is only in BASE", *b.rank, b.source));
         continue;
@@ -318,8 +328,8 @@ ReportDiff diff_reports(const Report& base, const Report& now) {
   for (size_t i = 0; i < common; ++i) out.devices.push_back(diff_devices(base.devices[i], now.devices[i]));
   if (base.devices.size() != now.devices.size()) {
     out.warnings.push_back(fmt::format("BASE has {} device report{}, NEW {}: compared the first {} in order",
-                                       base.devices.size(), base.devices.size() == 1 ? "" : "s",
-                                       now.devices.size(), common));
+                                       base.devices.size(), base.devices.size() == 1 ? "" : "s", now.devices.size(),
+                                       common));
   }
   return out;
 }

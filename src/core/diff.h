@@ -65,8 +65,8 @@ struct ComponentChange {
 // there, at most that side's smallest listed one; its side is empty and the change is taken
 // against 0 (so a kernel that appears or vanishes shows its whole time).
 struct KernelChange {
-  std::string name;      // Normalised.
-  std::string category;  // From whichever side lists it (NEW first).
+  std::string name;               // Normalised.
+  std::string category;           // From whichever side lists it (NEW first).
   std::optional<double> base_ms;  // Per step.
   std::optional<double> new_ms;
   double delta_ms() const { return new_ms.value_or(0) - base_ms.value_or(0); }
@@ -107,7 +107,7 @@ struct DeviceDiff {
 
   std::string base_step_source, new_step_source;
   int64_t base_steps = 0, new_steps = 0;
-  ValueChange step_ms;       // Mean step time.
+  ValueChange step_ms;         // Mean step time.
   double step_time_ratio = 0;  // NEW / BASE step time (< 1: faster).
   // Work per time, NEW / BASE: FLOPs per step over step time where both sides know the same
   // kind of FLOPs (throughput_basis "model_flops" or "matmul_flops"), else steps per time
@@ -137,7 +137,7 @@ struct DeviceDiff {
 inline constexpr size_t kMaxKernelChanges = 10;
 
 struct ReportDiff {
-  std::vector<DeviceDiff> devices;  // Paired by rank when both reports have ranks, else in order.
+  std::vector<DeviceDiff> devices;    // Paired by rank when both reports have ranks, else in order.
   std::vector<std::string> warnings;  // Devices that could not be paired.
 };
 

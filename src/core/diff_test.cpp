@@ -29,15 +29,18 @@ void add_idle(DeviceReport& d, IdleCauseId cause, double ms_per_step) {
 }
 
 void add_category(DeviceReport& d, const std::string& name, double ms_per_step) {
-  d.categories.push_back(CategoryTime{name, static_cast<int64_t>(ms_per_step * static_cast<double>(d.step_count * kMs)), 0, 1});
+  d.categories.push_back(
+      CategoryTime{name, static_cast<int64_t>(ms_per_step * static_cast<double>(d.step_count * kMs)), 0, 1});
 }
 
 void add_kernel(DeviceReport& d, const std::string& name, const std::string& category, double ms_per_step) {
-  d.top_kernels.push_back(TopKernel{name, category, 1, static_cast<int64_t>(ms_per_step * static_cast<double>(d.step_count * kMs)), 0});
+  d.top_kernels.push_back(
+      TopKernel{name, category, 1, static_cast<int64_t>(ms_per_step * static_cast<double>(d.step_count * kMs)), 0});
 }
 
 void add_precision(DeviceReport& d, const std::string& dtype, double ms_per_step, double pct) {
-  d.precision.push_back(PrecisionTime{dtype, static_cast<int64_t>(ms_per_step * static_cast<double>(d.step_count * kMs)), pct});
+  d.precision.push_back(
+      PrecisionTime{dtype, static_cast<int64_t>(ms_per_step * static_cast<double>(d.step_count * kMs)), pct});
 }
 
 Finding finding(const std::string& id, double speedup) {
@@ -67,8 +70,10 @@ struct Pair {
                "elementwise", 20);
     add_kernel(base, "nvjet_sm90_tst_256x128", "gemm", 30);
     add_kernel(base, "old_kernel_0x7f3a2b", "other", 1);
-    add_kernel(now, "void at::native::vectorized_elementwise_kernel<8, at::native::AddFunctor<c10::BFloat16>>(int, c10::BFloat16*)",
-               "elementwise", 20);
+    add_kernel(
+        now,
+        "void at::native::vectorized_elementwise_kernel<8, at::native::AddFunctor<c10::BFloat16>>(int, c10::BFloat16*)",
+        "elementwise", 20);
     add_kernel(now, "nvjet_sm90_tst_256x128", "gemm", 27);
     add_precision(base, "bf16", 30, 100);
     add_precision(now, "bf16", 27, 100);
@@ -90,7 +95,8 @@ TEST(NormalizeKernelName, StripsTemplateArgumentsParametersHexAndReturnType) {
             "at::native::(anonymous namespace)::GammaBetaBackward");
   EXPECT_EQ(normalize_kernel_name("kernel_0x7f3a2b at 0xDEADbeef"), "kernel_0x7f3a2b at");
   EXPECT_EQ(normalize_kernel_name("my_kernel 0x7f3a2b"), "my_kernel");
-  EXPECT_EQ(normalize_kernel_name("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"), "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT");
+  EXPECT_EQ(normalize_kernel_name("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"),
+            "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT");
   EXPECT_EQ(normalize_kernel_name("(weird)"), "(weird)");
 }
 

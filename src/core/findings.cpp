@@ -63,8 +63,8 @@ std::optional<Finding> memcpy_stall(const FindingContext& f) {
   const double base = f.base_ns();
   const double stalls = steady_idle_ns(*c);
   const double fixed = std::max(base - stalls, copy_floor_ns);
-  ev += fmt::format("; the copies themselves need about {} per step at {:.0f} GB/s", fmt_ms(static_cast<int64_t>(copy_floor_ns / f.steps())),
-                    bw / 1e9);
+  ev += fmt::format("; the copies themselves need about {} per step at {:.0f} GB/s",
+                    fmt_ms(static_cast<int64_t>(copy_floor_ns / f.steps())), bw / 1e9);
   // Advice follows the copies' kind: host memory is pinned only where copies touch the host;
   // copies between device buffers are the program's own data movement on the GPU.
   const bool host_copies = f.copies.pageable_count > 0 || f.copies.host_copy_ns > 0;
@@ -74,21 +74,24 @@ std::optional<Finding> memcpy_stall(const FindingContext& f) {
                     fmt_ms(static_cast<int64_t>(static_cast<double>(f.copies.device_copy_ns) / f.steps())));
   std::string advice;
   if (device_copies) {
-    advice = "Most copy time is between device buffers: avoid copies the model does not need (.contiguous() "
-             "after a transpose, .clone(), torch.cat growing a tensor in a loop, .to() of a tensor already on the "
-             "device); write into preallocated buffers. ";
+    advice =
+        "Most copy time is between device buffers: avoid copies the model does not need (.contiguous() "
+        "after a transpose, .clone(), torch.cat growing a tensor in a loop, .to() of a tensor already on the "
+        "device); write into preallocated buffers. ";
   }
   if (host_copies) {
     const bool loader = trace_mentions(f.device.trace, "DataLoader");
-    advice += fmt::format("Pin host memory ({}tensor.pin_memory()), copy with non_blocking=True and issue the next "
-                          "copy before this step's compute (a side stream{}) so copies overlap compute; keep tensors "
-                          "on the GPU between steps. ",
-                          loader ? "DataLoader pin_memory=True or " : "", loader ? ", or the DataLoader's prefetch" : "");
+    advice += fmt::format(
+        "Pin host memory ({}tensor.pin_memory()), copy with non_blocking=True and issue the next "
+        "copy before this step's compute (a side stream{}) so copies overlap compute; keep tensors "
+        "on the GPU between steps. ",
+        loader ? "DataLoader pin_memory=True or " : "", loader ? ", or the DataLoader's prefetch" : "");
   }
   advice += fmt::format("Estimate assumes copies at {:.0f} GB/s{} that overlap compute.", bw / 1e9,
                         f.copies.pinned_bytes_per_s ? " (the best pinned rate in this trace)"
                                                     : " (assumed for the host link; none measured here)");
-  return proposal("Copies stall the GPU", std::move(ev), f.speedup_removing(std::max(0.0, base - fixed)), std::move(advice));
+  return proposal("Copies stall the GPU", std::move(ev), f.speedup_removing(std::max(0.0, base - fixed)),
+                  std::move(advice));
 }
 
 std::optional<Finding> allocation(const FindingContext& f) {
@@ -114,9 +117,10 @@ std::optional<Finding> host_bound(const FindingContext& f) {
   }
   if (const double by_launch = std::min(saved, launch_claimed_host_ns(f)); by_launch > 0) {
     saved -= by_launch;
-    ev += fmt::format("; of them {} per step at the code that issues the launches are launch-bound's (a CUDA "
-                      "graph of the step removes them)",
-                      fmt_ms(static_cast<int64_t>(by_launch / f.steps())));
+    ev += fmt::format(
+        "; of them {} per step at the code that issues the launches are launch-bound's (a CUDA "
+        "graph of the step removes them)",
+        fmt_ms(static_cast<int64_t>(by_launch / f.steps())));
   }
   if (const int64_t between = scheduling_gap_ns(f); between > 0) {
     const double claimed = std::min(saved, static_cast<double>(between));
@@ -149,8 +153,9 @@ std::optional<Finding> collective_wait(const FindingContext& f) {
   if (collectives_on_gloo(f.device.trace, f.device.host.marks())) {
     return proposal(
         "The GPU waits for collectives that gloo runs on the CPU",
-        idle_evidence(f, *c) + "; the process group is gloo: each bucket is copied to host memory, reduced by the "
-                               "CPU over TCP and copied back while the GPU waits",
+        idle_evidence(f, *c) +
+            "; the process group is gloo: each bucket is copied to host memory, reduced by the "
+            "CPU over TCP and copied back while the GPU waits",
         speedup_removing_idle(f, *c),
         "Use the NCCL backend for CUDA tensors (init_process_group(\"nccl\"), or "
         "\"cpu:gloo,cuda:nccl\" to keep gloo for CPU tensors): NCCL reduces on the GPUs over NVLink or PCIe, "
@@ -174,12 +179,12 @@ std::string launch_step_evidence(const FindingContext& f) {
                        fmt_ms(*r.untraced_step_measured_ns), fmt_ms(static_cast<int64_t>(window / steps)));
   }
   if (r.tracing_cost && r.untraced_window_est_ns) {
-    return fmt::format("; tracing adds {:.1f} us to each launch call on this host (measured: {:.1f} -> {:.1f} us), "
-                       "so the program would take about {} per step untraced (traced: {})",
-                       r.tracing_cost->added_ns() / 1e3, r.tracing_cost->plain_launch_ns / 1e3,
-                       r.tracing_cost->traced_launch_ns / 1e3,
-                       fmt_ms(static_cast<int64_t>(static_cast<double>(*r.untraced_window_est_ns) / steps)),
-                       fmt_ms(static_cast<int64_t>(window / steps)));
+    return fmt::format(
+        "; tracing adds {:.1f} us to each launch call on this host (measured: {:.1f} -> {:.1f} us), "
+        "so the program would take about {} per step untraced (traced: {})",
+        r.tracing_cost->added_ns() / 1e3, r.tracing_cost->plain_launch_ns / 1e3, r.tracing_cost->traced_launch_ns / 1e3,
+        fmt_ms(static_cast<int64_t>(static_cast<double>(*r.untraced_window_est_ns) / steps)),
+        fmt_ms(static_cast<int64_t>(window / steps)));
   }
   return "; tracing slows launches, so compare with the step time measured without the profiler";
 }
@@ -204,7 +209,8 @@ bool replays_cuda_graphs(const Trace& t) {
 // iterations, which scheduling-gap claims.
 double launch_claimed_host_ns(const FindingContext& f) {
   const LaunchStats& launch = f.report.launch;
-  if (!idle_trigger(f, IdleCauseId::kLaunch) || !launch.shorter_than_launch_pct || *launch.shorter_than_launch_pct < 50) {
+  if (!idle_trigger(f, IdleCauseId::kLaunch) || !launch.shorter_than_launch_pct ||
+      *launch.shorter_than_launch_pct < 50) {
     return 0;
   }
   const IdleCause& host = f.idle(IdleCauseId::kHost);
@@ -239,24 +245,27 @@ std::optional<Finding> launch_bound(const FindingContext& f) {
   }
   if (const double host = launch_claimed_host_ns(f); host > 0) {
     saved += host;
-    ev += fmt::format("; most kernels run shorter than their launch call, so the step is bound by issuing: a CUDA "
-                      "graph replays it without the code that issues it, and the host gaps at that code ({} per "
-                      "step) go too",
-                      fmt_ms(static_cast<int64_t>(host / f.steps())));
+    ev += fmt::format(
+        "; most kernels run shorter than their launch call, so the step is bound by issuing: a CUDA "
+        "graph replays it without the code that issues it, and the host gaps at that code ({} per "
+        "step) go too",
+        fmt_ms(static_cast<int64_t>(host / f.steps())));
   }
   const bool graphs = replays_cuda_graphs(f.device.trace);
   const bool compiled = uses_torch_compile(f);
   if (graphs) ev += "; the program already replays CUDA graphs (cudaGraphLaunch): these gaps are outside them";
   if (compiled) ev += "; the program already runs torch.compile";
-  std::string advice = graphs     ? "Cut per-kernel host overhead in the work the CUDA graphs do not cover: bring it "
-                                    "into the captured region"
-                       : compiled ? "Cut per-kernel host overhead: the program is compiled already, so capture the "
-                                    "step in a CUDA graph (torch.compile's mode=\"reduce-overhead\") and remove the "
-                                    "graph breaks that leave eager ops between compiled regions"
-                                  : "Cut per-kernel host overhead: torch.compile(model) fuses small ops "
-                                    "(mode=\"reduce-overhead\" also uses CUDA graphs); capture the step in a CUDA graph";
+  std::string advice = graphs ? "Cut per-kernel host overhead in the work the CUDA graphs do not cover: bring it "
+                                "into the captured region"
+                       : compiled
+                           ? "Cut per-kernel host overhead: the program is compiled already, so capture the "
+                             "step in a CUDA graph (torch.compile's mode=\"reduce-overhead\") and remove the "
+                             "graph breaks that leave eager ops between compiled regions"
+                           : "Cut per-kernel host overhead: torch.compile(model) fuses small ops "
+                             "(mode=\"reduce-overhead\" also uses CUDA graphs); capture the step in a CUDA graph";
   advice += "; use larger batches or shapes so each kernel does more work.";
-  return proposal("The host cannot issue kernels fast enough", std::move(ev), f.speedup_removing(saved), std::move(advice));
+  return proposal("The host cannot issue kernels fast enough", std::move(ev), f.speedup_removing(saved),
+                  std::move(advice));
 }
 
 // The time in the window that the thread that syncs spends blocked waiting for the GPU
@@ -269,7 +278,8 @@ int64_t host_blocked_ns(const FindingContext& f) {
     int64_t blocked = 0;
     for (const HostSegment& s : thread.segments) {
       if (!(s.flags & kHostBlocking)) continue;
-      blocked += std::max<int64_t>(0, std::min(s.end_ns, f.device.window_end) - std::max(s.start_ns, f.device.window_start));
+      blocked +=
+          std::max<int64_t>(0, std::min(s.end_ns, f.device.window_end) - std::max(s.start_ns, f.device.window_start));
     }
     most = std::max(most, blocked);
   }

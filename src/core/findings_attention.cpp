@@ -18,9 +18,9 @@
 // used instead where no other GEMM has a matmul record). Measured against cuDNN's flash kernels
 // on the H200 (docs/validation.md) this rate is about twice theirs: they also compute the
 // softmax's exponentials, which the estimate does not count.
-#include <cctype>
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <map>
 #include <optional>
 #include <set>
@@ -39,20 +39,21 @@ double duration(const Kernel* k) { return static_cast<double>(k->end_ns - k->sta
 
 std::string lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
 
 // The attention written out in the window, and what a fused kernel would cost instead.
 struct ScorePasses {
-  double ns = 0;         // The runs' spans on their streams.
-  double fused_ns = 0;   // Time in fused attention kernels already there.
+  double ns = 0;        // The runs' spans on their streams.
+  double fused_ns = 0;  // Time in fused attention kernels already there.
   int64_t softmax_count = 0;
   int64_t forward_runs = 0, backward_runs = 0;
-  bool causal = false;   // A causal mask is built in a run (PyTorch's triu_tril_kernel).
-  double gemm_ns = 0;    // The score GEMMs.
+  bool causal = false;  // A causal mask is built in a run (PyTorch's triu_tril_kernel).
+  double gemm_ns = 0;   // The score GEMMs.
   int64_t gemm_launches = 0;
-  std::optional<double> gemm_flops;      // Of the score GEMMs, where every one has its matmul record.
+  std::optional<double> gemm_flops;          // Of the score GEMMs, where every one has its matmul record.
   std::optional<double> dense_flops_per_ns;  // The other GEMMs' achieved rate in the score GEMMs' type.
   Precision gemm_type = Precision::kUnknown;
   // The matmul work of the fused kernels relative to the score GEMMs': forward 2 GEMMs where the
@@ -183,14 +184,16 @@ ScorePasses score_passes(const FindingContext& f) {
       size_t j = i;
       int64_t softmaxes = 0, backward = 0;
       bool causal = false;
-      while (j < idx.size() && (is_memory_bound(f.categories[idx[j]]) || f.categories[idx[j]] == KernelCategory::kCopySet)) {
+      while (j < idx.size() &&
+             (is_memory_bound(f.categories[idx[j]]) || f.categories[idx[j]] == KernelCategory::kCopySet)) {
         const NameFacts& n = facts_of(kernels[idx[j]]->name);
         softmaxes += n.softmax;
         backward += n.softmax && n.backward;
         causal |= n.causal_mask;
         ++j;
       }
-      if (softmaxes > 0 && between_score_gemms(f, i > 0 ? idx[i - 1] : kernels.size(), j < idx.size() ? idx[j] : kernels.size())) {
+      if (softmaxes > 0 &&
+          between_score_gemms(f, i > 0 ? idx[i - 1] : kernels.size(), j < idx.size() ? idx[j] : kernels.size())) {
         out.ns += static_cast<double>(kernels[idx[j - 1]]->end_ns - kernels[idx[i]]->start_ns);
         out.softmax_count += softmaxes;
         (backward > 0 ? out.backward_runs : out.forward_runs) += 1;
@@ -234,9 +237,10 @@ std::optional<Finding> attention_unfused(const FindingContext& f) {
                : "no causal mask is seen being built (no tril/triu kernel), so a full mask is assumed";
   const std::string rate =
       p.dense_rate()
-          ? fmt::format("at the rate this trace's other {} GEMMs achieved ({:.0f} TFLOP/s; the score GEMMs, which also "
-                        "write and read the scores, {:.0f})",
-                        precision_name(p.gemm_type), *p.dense_flops_per_ns / 1e3, *p.gemm_flops / p.gemm_ns / 1e3)
+          ? fmt::format(
+                "at the rate this trace's other {} GEMMs achieved ({:.0f} TFLOP/s; the score GEMMs, which also "
+                "write and read the scores, {:.0f})",
+                precision_name(p.gemm_type), *p.dense_flops_per_ns / 1e3, *p.gemm_flops / p.gemm_ns / 1e3)
           : std::string("at the rate the score GEMMs achieved here");
   // The snippet computes what the model computes: causal only where a causal mask was seen.
   const std::string call = p.causal ? "scaled_dot_product_attention(q, k, v, is_causal=True)"
@@ -248,8 +252,8 @@ std::optional<Finding> attention_unfused(const FindingContext& f) {
       "the score passes and the score GEMMs go; the fused kernels, about {} per step, do the same matmul FLOPs "
       "(forward 2 GEMMs, backward 5: FlashAttention-2 recomputes the scores) {}; {}.",
       call, per_step(p.fused_est_ns()), rate, mask);
-  return proposal("Attention materialises its score matrix", std::move(evidence), f.speedup_removing_gpu_time(p.saved_ns()),
-                  advice);
+  return proposal("Attention materialises its score matrix", std::move(evidence),
+                  f.speedup_removing_gpu_time(p.saved_ns()), advice);
 }
 
 }  // namespace gpuscope

@@ -23,20 +23,20 @@ void add_layer(testing::TraceBuilder& b, bool causal, double at) {
     b.kernel(at + start, at + end, "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT");
   };
   auto kernel = [&](double start, double end, const char* name) { b.kernel(at + start, at + end, name); };
-  gemm(0, 100, {q, kt});                                                     // q·kᵀ
-  kernel(100, 150, "vectorized_elementwise_kernel<AUnaryFunctor>");          // scale
+  gemm(0, 100, {q, kt});                                             // q·kᵀ
+  kernel(100, 150, "vectorized_elementwise_kernel<AUnaryFunctor>");  // scale
   if (causal) kernel(150, 151, "void at::native::triu_tril_kernel<bool, int, false, 8, false>");
-  kernel(160, 200, "elementwise_kernel");                                    // masked_fill, after a gap
+  kernel(160, 200, "elementwise_kernel");  // masked_fill, after a gap
   kernel(200, 300, "softmax_warp_forward<float>");
   kernel(300, 320, "vectorized_elementwise_kernel<bfloat16_copy_kernel_cuda>");
-  gemm(320, 420, {p, q});                                                    // P·v
-  gemm(420, 520, {p, q});                                                    // dV = Pᵀ·dY
-  gemm(520, 620, {q, kt});                                                   // dP = dY·vᵀ
+  gemm(320, 420, {p, q});   // P·v
+  gemm(420, 520, {p, q});   // dV = Pᵀ·dY
+  gemm(520, 620, {q, kt});  // dP = dY·vᵀ
   kernel(620, 720, "softmax_warp_backward<float>");
   kernel(720, 760, "elementwise_kernel");
-  gemm(760, 860, {p, q});                                                    // dQ = dS·k
-  gemm(860, 960, {p, q});                                                    // dK = dSᵀ·q
-  gemm(960, 980, {{4096, 1024}, {1024, 1024}}, "aten::mm");                  // a weight GEMM
+  gemm(760, 860, {p, q});                                    // dQ = dS·k
+  gemm(860, 960, {p, q});                                    // dK = dSᵀ·q
+  gemm(960, 980, {{4096, 1024}, {1024, 1024}}, "aten::mm");  // a weight GEMM
 }
 
 // `layers` layers, one every 1000 us.

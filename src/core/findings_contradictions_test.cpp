@@ -102,8 +102,9 @@ TEST(Contradictions, OneOffCallsAreStartUpNotSteadyState) {
     EXPECT_GT(r.one_off_ns, 0);
     EXPECT_EQ(FindingById(r, "launch-bound"), nullptr);
     EXPECT_EQ(FindingById(r, "allocation"), nullptr);
-    const auto one_off = std::find_if(a.warnings.begin(), a.warnings.end(),
-                                      [](const std::string& w) { return w.find("one-off calls") != std::string::npos; });
+    const auto one_off = std::find_if(a.warnings.begin(), a.warnings.end(), [](const std::string& w) {
+      return w.find("one-off calls") != std::string::npos;
+    });
     ASSERT_NE(one_off, a.warnings.end());
     EXPECT_NE(one_off->find("no steady state"), std::string::npos) << *one_off;
   }
@@ -112,7 +113,8 @@ TEST(Contradictions, OneOffCallsAreStartUpNotSteadyState) {
 TEST(Contradictions, RepeatedLongCallsAreSteadyState) {
   // Every iteration's launch takes 30 us against a 2 us kernel: that is the loop, not start-up.
   TraceBuilder b;
-  for (int i = 0; i < 100; ++i) b.kernel(100 + i * 40.0 + 30, 100 + i * 40.0 + 32, "elementwise_kernel", 1000, 0, 7, 100 + i * 40.0, 30);
+  for (int i = 0; i < 100; ++i)
+    b.kernel(100 + i * 40.0 + 30, 100 + i * 40.0 + 32, "elementwise_kernel", 1000, 0, 7, 100 + i * 40.0, 30);
   const DeviceReport r = only(b.build());
   EXPECT_EQ(r.one_off_ns, 0);
   EXPECT_NE(FindingById(r, "launch-bound"), nullptr);
@@ -198,7 +200,8 @@ TEST(Contradictions, OptimizerAdviceNamesTheOptimizerUsed) {
     b.annotation(t, t + 2000, "ProfilerStep#" + std::to_string(step));
     b.kernel(t + 10, t + 400, "ampere_sgemm_128x64_nn", 1000, 0, 7, t + 2, 5);
     b.annotation(t + 400, t + 1900, "Optimizer.step#SGD.step");
-    for (int i = 0; i < 150; ++i) b.kernel(t + 410 + i * 9, t + 412 + i * 9, "void sgd_update_kernel<float>", 10, 0, 7, t + 404 + i * 9, 5);
+    for (int i = 0; i < 150; ++i)
+      b.kernel(t + 410 + i * 9, t + 412 + i * 9, "void sgd_update_kernel<float>", 10, 0, 7, t + 404 + i * 9, 5);
   }
   const DeviceReport r = only(b.build());
   const Finding* f = FindingById(r, "optimizer-unfused");
@@ -226,7 +229,8 @@ TEST(Contradictions, CommunicationAdviceFitsInferenceNotDataParallelTraining) {
 TEST(Contradictions, CompiledProgramsAreNotToldToCompile) {
   TraceBuilder b;
   b.op(50, 100 + 100 * 40.0, "CompiledFunction");
-  for (int i = 0; i < 100; ++i) b.kernel(100 + i * 40.0 + 30, 100 + i * 40.0 + 32, "elementwise_kernel", 1000, 0, 7, 100 + i * 40.0, 30);
+  for (int i = 0; i < 100; ++i)
+    b.kernel(100 + i * 40.0 + 30, 100 + i * 40.0 + 32, "elementwise_kernel", 1000, 0, 7, 100 + i * 40.0, 30);
   const DeviceReport r = only(b.build());
   ASSERT_FALSE(r.findings.empty());
   for (const Finding& f : r.findings) {

@@ -124,16 +124,18 @@ LoaderHost loader_host(const Trace& t, const LoaderMarks& marks, int64_t window_
 // copied as pinning would)": the bootstrap copy's timing of the workers together; `per` names
 // the batch ("one", "a batch") as the sentence around it needs.
 std::string pool_delivery(const LoaderHost& host, std::string_view per) {
-  return fmt::format("a DataLoader with {} workers over the same data delivered {} every {} ({} batches, each copied "
-                     "as pinning would)",
-                     host.pool_workers, per, fmt_ms(static_cast<int64_t>(*host.pool_ns)), host.pool_batches);
+  return fmt::format(
+      "a DataLoader with {} workers over the same data delivered {} every {} ({} batches, each copied "
+      "as pinning would)",
+      host.pool_workers, per, fmt_ms(static_cast<int64_t>(*host.pool_ns)), host.pool_batches);
 }
 
 // What an estimate from that timing assumes.
 std::string pool_assumption(const LoaderHost& host) {
-  return fmt::format("delivering a batch every {} as they did in the copy (the training loop's own CPU use beside "
-                     "them is not in that measurement)",
-                     fmt_ms(static_cast<int64_t>(*host.pool_ns)));
+  return fmt::format(
+      "delivering a batch every {} as they did in the copy (the training loop's own CPU use beside "
+      "them is not in that measurement)",
+      fmt_ms(static_cast<int64_t>(*host.pool_ns)));
 }
 
 // The estimate's result: the window with the fix, its evidence and what it assumes.
@@ -147,10 +149,10 @@ struct InputEstimate {
 // "; with 8 loader workers the step would take about ..." for a fixed window.
 std::string workers_evidence(const FindingContext& f, int64_t workers, double fixed, double hidden) {
   if (fixed > hidden) {
-    return fmt::format("; with {} loader workers the step would take about {} (est.), hiding the input "
-                       "entirely about {}",
-                       workers, fmt_ms(static_cast<int64_t>(fixed / f.steps())),
-                       fmt_ms(static_cast<int64_t>(hidden / f.steps())));
+    return fmt::format(
+        "; with {} loader workers the step would take about {} (est.), hiding the input "
+        "entirely about {}",
+        workers, fmt_ms(static_cast<int64_t>(fixed / f.steps())), fmt_ms(static_cast<int64_t>(hidden / f.steps())));
   }
   return fmt::format("; {} loader workers would hide the input entirely: about {} per step (est.)", workers,
                      fmt_ms(static_cast<int64_t>(fixed / f.steps())));
@@ -206,10 +208,11 @@ InputEstimate measured_estimate(const FindingContext& f, const LoaderHost& host,
   const double cpu = *host.batch_cpu_ns, wall = *host.batch_wall_ns;
   const double workers = static_cast<double>(e.workers);
   e.fixed_ns = std::max(base - input, input / workers);
-  e.evidence = fmt::format("; the main process spent {} of CPU per batch over {} ({:.1f} threads' worth; "
-                           "median of {} batch{})",
-                           fmt_ms(static_cast<int64_t>(cpu)), fmt_ms(static_cast<int64_t>(wall)), cpu / wall,
-                           host.batches, host.batches == 1 ? "" : "es");
+  e.evidence = fmt::format(
+      "; the main process spent {} of CPU per batch over {} ({:.1f} threads' worth; "
+      "median of {} batch{})",
+      fmt_ms(static_cast<int64_t>(cpu)), fmt_ms(static_cast<int64_t>(wall)), cpu / wall, host.batches,
+      host.batches == 1 ? "" : "es");
   e.assumes = "each as fast as the main process";
   // The bootstrap's forked copy built batches on one thread, as a worker does: the worker's cost
   // is measured, not bounded (pyzoo dataloader on the H200: 441 ms a batch on one thread
@@ -221,26 +224,28 @@ InputEstimate measured_estimate(const FindingContext& f, const LoaderHost& host,
     // item costs came within +5% to +14% of the measured medians).
     e.workers = host.pool_workers;
     e.fixed_ns = std::max(base - input, input * (*host.pool_ns / wall));
-    e.evidence += fmt::format("; in a forked copy of the process (before the first step) a batch took {} on one "
-                              "thread, and {}",
-                              fmt_ms(static_cast<int64_t>(*host.one_thread_ns)), pool_delivery(host, "one"));
+    e.evidence += fmt::format(
+        "; in a forked copy of the process (before the first step) a batch took {} on one "
+        "thread, and {}",
+        fmt_ms(static_cast<int64_t>(*host.one_thread_ns)), pool_delivery(host, "one"));
     e.assumes = pool_assumption(host);
   } else if (host.one_thread_ns) {
     const double one = *host.one_thread_ns;
     e.fixed_ns = std::max(base - input, input * (one / wall) / workers);
-    e.evidence += fmt::format("; a batch took {} on one thread in a forked copy of the process (what a worker "
-                              "does; {} batch{} timed before the first step)",
-                              fmt_ms(static_cast<int64_t>(one)), host.one_thread_batches,
-                              host.one_thread_batches == 1 ? "" : "es");
+    e.evidence += fmt::format(
+        "; a batch took {} on one thread in a forked copy of the process (what a worker "
+        "does; {} batch{} timed before the first step)",
+        fmt_ms(static_cast<int64_t>(one)), host.one_thread_batches, host.one_thread_batches == 1 ? "" : "es");
     // Measured alone: workers running together share cores and memory bandwidth, and each
     // batch still has to reach the main process (shared memory) and be pinned there. On the H200
     // pyzoo dataloader case that cost nothing visible with 312-387 ms items (x2.05-x2.28 predicted,
     // x2.16 measured); with items an eighth as costly but as large (--loader-width 128), 8 workers
     // delivered a batch every ~30 ms against 137/8 = 17 ms predicted (x3.30 against x2.25).
-    e.assumes = fmt::format("each building a batch in the {} measured on one thread, alone (workers running "
-                            "together, and the batches' way to the main process, can make that longer: the "
-                            "estimate is then an upper bound)",
-                            fmt_ms(static_cast<int64_t>(one)));
+    e.assumes = fmt::format(
+        "each building a batch in the {} measured on one thread, alone (workers running "
+        "together, and the batches' way to the main process, can make that longer: the "
+        "estimate is then an upper bound)",
+        fmt_ms(static_cast<int64_t>(one)));
   } else if (cpu > 1.1 * wall) {
     const double slow = std::max(base - input, input * (cpu / wall) / workers);
     std::string range;
@@ -254,8 +259,8 @@ InputEstimate measured_estimate(const FindingContext& f, const LoaderHost& host,
   }
   e.evidence += workers_evidence(f, e.workers, e.fixed_ns, base - input);
   if (e.workers < kLoaderWorkers && host.cpus) {
-    e.assumes += fmt::format("; {} workers: as many as the {} CPUs here leave beside the main process", e.workers,
-                             *host.cpus);
+    e.assumes +=
+        fmt::format("; {} workers: as many as the {} CPUs here leave beside the main process", e.workers, *host.cpus);
   }
   return e;
 }
@@ -264,16 +269,16 @@ InputEstimate measured_estimate(const FindingContext& f, const LoaderHost& host,
 // number together over the same data (`loader_pool_us`): a batch every I. The window's B
 // batches then need at least B x I; the step becomes the longer of that and the rest of the
 // step (the input hidden), a prediction from the measured pace, not a bound.
-std::optional<Finding> too_few_workers(const FindingContext& f, const IdleCause& c, const LoaderHost& host,
-                                       double base, double input) {
+std::optional<Finding> too_few_workers(const FindingContext& f, const IdleCause& c, const LoaderHost& host, double base,
+                                       double input) {
   const double fixed = std::max(base - input, static_cast<double>(host.worker_batches) * *host.pool_ns);
   std::string ev = idle_evidence(f, c);
-  ev += fmt::format("; the DataLoader runs {} worker processes and the step still waits for its batches. In a forked "
-                    "copy of the process (before the first step) {}; with {} workers the step would take about {} "
-                    "(est.), hiding the input entirely about {}",
-                    *host.workers, pool_delivery(host, "a batch"), host.pool_workers,
-                    fmt_ms(static_cast<int64_t>(fixed / f.steps())),
-                    fmt_ms(static_cast<int64_t>((base - input) / f.steps())));
+  ev += fmt::format(
+      "; the DataLoader runs {} worker processes and the step still waits for its batches. In a forked "
+      "copy of the process (before the first step) {}; with {} workers the step would take about {} "
+      "(est.), hiding the input entirely about {}",
+      *host.workers, pool_delivery(host, "a batch"), host.pool_workers, fmt_ms(static_cast<int64_t>(fixed / f.steps())),
+      fmt_ms(static_cast<int64_t>((base - input) / f.steps())));
   return proposal(
       "The GPU waits for the DataLoader's workers: too few of them", std::move(ev), f.speedup_removing(base - fixed),
       fmt::format("Raise the DataLoader's num_workers from {} to {} (one per CPU beside the main process{}, at most "
@@ -288,18 +293,19 @@ std::optional<Finding> too_few_workers(const FindingContext& f, const IdleCause&
 // does; more workers help only while CPUs are free (on the H200 pyzoo case, 16 workers on 16
 // CPUs did no better than 8), and the trace cannot say how much cheaper samples would be. So
 // the estimate is the bound, the input hidden entirely, and says so.
-std::optional<Finding> workers_behind(const FindingContext& f, const IdleCause& c, const LoaderHost& host,
-                                      double base, double input) {
+std::optional<Finding> workers_behind(const FindingContext& f, const IdleCause& c, const LoaderHost& host, double base,
+                                      double input) {
   if (host.pool_ns && host.workers && host.pool_workers > *host.workers) {
     return too_few_workers(f, c, host, base, input);
   }
   const std::string workers =
       host.workers ? fmt::format("{} worker processes", *host.workers) : std::string("worker processes");
   std::string ev = idle_evidence(f, c);
-  ev += fmt::format("; the DataLoader already runs {} (its multi-process iterator) and the step still waits "
-                    "for its batches: the workers do not keep up. With the input hidden entirely a step would "
-                    "take about {} (an upper bound)",
-                    workers, fmt_ms(static_cast<int64_t>((base - input) / f.steps())));
+  ev += fmt::format(
+      "; the DataLoader already runs {} (its multi-process iterator) and the step still waits "
+      "for its batches: the workers do not keep up. With the input hidden entirely a step would "
+      "take about {} (an upper bound)",
+      workers, fmt_ms(static_cast<int64_t>((base - input) / f.steps())));
   const std::string cpus = host.cpus && host.workers
                                ? fmt::format(" ({} workers on {} CPUs here)", *host.workers, *host.cpus)
                                : std::string();

@@ -58,7 +58,8 @@ TEST(InputBound, WithoutLoaderMarksWorkersAreAsFastAsTheMainProcess) {
   EXPECT_TRUE(has(f.evidence, "; 8 loader workers would hide the input entirely: about 0.20 ms per step (est.)"))
       << f.evidence;
   EXPECT_FALSE(has(f.evidence, "of CPU per batch")) << f.evidence;
-  EXPECT_TRUE(has(f.recommendation, "Estimate assumes 8 workers, each as fast as the main process.")) << f.recommendation;
+  EXPECT_TRUE(has(f.recommendation, "Estimate assumes 8 workers, each as fast as the main process."))
+      << f.recommendation;
 }
 
 // The main process spent 3200 us of CPU per 800 us batch (4 threads' worth). The fast end,
@@ -76,9 +77,10 @@ TEST(InputBound, LoaderMarksStateTheSlowEndFromTheCpuTime) {
   const DeviceReport r = only(b.build());
   const Finding& f = input_finding(r);
   EXPECT_NEAR(*f.est_speedup, std::sqrt(5.0 * 2.5), 1e-9);
-  EXPECT_TRUE(has(f.evidence, "; the main process spent 3.20 ms of CPU per batch over 0.80 ms (4.0 threads' "
-                              "worth; median of 3 batches); with 8 loader workers the step would take about 0.28 ms "
-                              "(est.), hiding the input entirely about 0.20 ms"))
+  EXPECT_TRUE(has(f.evidence,
+                  "; the main process spent 3.20 ms of CPU per batch over 0.80 ms (4.0 threads' "
+                  "worth; median of 3 batches); with 8 loader workers the step would take about 0.28 ms "
+                  "(est.), hiding the input entirely about 0.20 ms"))
       << f.evidence;
   EXPECT_TRUE(has(f.recommendation, "num_workers=8 ")) << f.recommendation;
   EXPECT_TRUE(has(f.recommendation, "needing all the 3.20 ms of CPU the main process spent per batch"))
@@ -98,12 +100,14 @@ TEST(InputBound, AOneThreadCopyMeasuresTheWorkersCost) {
   const DeviceReport r = only(b.build());
   const Finding& f = input_finding(r);
   EXPECT_NEAR(*f.est_speedup, 4.0, 1e-9);
-  EXPECT_TRUE(has(f.evidence, "; a batch took 2.00 ms on one thread in a forked copy of the process (what a worker "
-                              "does; 3 batches timed before the first step); with 8 loader workers the step would "
-                              "take about 0.25 ms (est.)"))
+  EXPECT_TRUE(has(f.evidence,
+                  "; a batch took 2.00 ms on one thread in a forked copy of the process (what a worker "
+                  "does; 3 batches timed before the first step); with 8 loader workers the step would "
+                  "take about 0.25 ms (est.)"))
       << f.evidence;
-  EXPECT_TRUE(has(f.recommendation, "Estimate assumes 8 workers, each building a batch in the 2.00 ms measured on "
-                                    "one thread, alone ("))
+  EXPECT_TRUE(has(f.recommendation,
+                  "Estimate assumes 8 workers, each building a batch in the 2.00 ms measured on "
+                  "one thread, alone ("))
       << f.recommendation;
   EXPECT_FALSE(has(f.recommendation, "middle of that range")) << f.recommendation;
 }
@@ -122,14 +126,16 @@ TEST(InputBound, WorkersTimedTogetherReplaceOneWorkersCost) {
   const DeviceReport r = only(b.build());
   const Finding& f = input_finding(r);
   EXPECT_NEAR(*f.est_speedup, 2000.0 / 1200.0, 1e-9);
-  EXPECT_TRUE(has(f.evidence, "a batch took 2.00 ms on one thread, and a DataLoader with 6 workers over the same "
-                              "data delivered one every 0.60 ms (18 batches, each copied as pinning would); with 6 "
-                              "loader workers the step would take about 0.60 ms (est.), hiding the input entirely "
-                              "about 0.20 ms"))
+  EXPECT_TRUE(has(f.evidence,
+                  "a batch took 2.00 ms on one thread, and a DataLoader with 6 workers over the same "
+                  "data delivered one every 0.60 ms (18 batches, each copied as pinning would); with 6 "
+                  "loader workers the step would take about 0.60 ms (est.), hiding the input entirely "
+                  "about 0.20 ms"))
       << f.evidence;
   EXPECT_TRUE(has(f.recommendation, "num_workers=6 ")) << f.recommendation;
-  EXPECT_TRUE(has(f.recommendation, "Estimate assumes 6 workers, delivering a batch every 0.60 ms as they did in "
-                                    "the copy"))
+  EXPECT_TRUE(has(f.recommendation,
+                  "Estimate assumes 6 workers, delivering a batch every 0.60 ms as they did in "
+                  "the copy"))
       << f.recommendation;
   EXPECT_FALSE(has(f.recommendation, "upper bound")) << f.recommendation;
 }
@@ -223,14 +229,16 @@ TEST(InputBound, TooFewWorkersGetThePaceTheAdvisedOnesKept) {
   const Finding& f = input_finding(r);
   EXPECT_NEAR(*f.est_speedup, 2000.0 / 600.0, 1e-9);
   EXPECT_EQ(f.title, "The GPU waits for the DataLoader's workers: too few of them");
-  EXPECT_TRUE(has(f.evidence, "the DataLoader runs 2 worker processes and the step still waits for its batches. In "
-                              "a forked copy of the process (before the first step) a DataLoader with 8 workers over "
-                              "the same data delivered a batch every 0.30 ms (24 batches, each copied as pinning "
-                              "would); with 8 workers the step would take about 0.30 ms (est.), hiding the input "
-                              "entirely about 0.20 ms"))
+  EXPECT_TRUE(has(f.evidence,
+                  "the DataLoader runs 2 worker processes and the step still waits for its batches. In "
+                  "a forked copy of the process (before the first step) a DataLoader with 8 workers over "
+                  "the same data delivered a batch every 0.30 ms (24 batches, each copied as pinning "
+                  "would); with 8 workers the step would take about 0.30 ms (est.), hiding the input "
+                  "entirely about 0.20 ms"))
       << f.evidence;
-  EXPECT_TRUE(has(f.recommendation, "Raise the DataLoader's num_workers from 2 to 8 (one per CPU beside the main "
-                                    "process: 9 CPUs here, at most 8)"))
+  EXPECT_TRUE(has(f.recommendation,
+                  "Raise the DataLoader's num_workers from 2 to 8 (one per CPU beside the main "
+                  "process: 9 CPUs here, at most 8)"))
       << f.recommendation;
   // As many workers as the copy timed already: the bound, as before.
   TraceBuilder enough = worker_loader_steps(false);

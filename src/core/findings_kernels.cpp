@@ -97,8 +97,9 @@ std::optional<Finding> precision_fp32(const FindingContext& f) {
   if (!half) {
     // An unknown device: which 16-bit types it has is not known here, so no dtype is named.
     title = "Matrix math runs in fp32/tf32, not in a 16-bit type";
-    advice = "Train in mixed precision: torch.autocast with the 16-bit dtype this GPU supports (bf16 where it "
-             "has bf16 math, else fp16 with torch.amp.GradScaler for loss scaling).";
+    advice =
+        "Train in mixed precision: torch.autocast with the 16-bit dtype this GPU supports (bf16 where it "
+        "has bf16 math, else fp16 with torch.amp.GradScaler for loss scaling).";
   } else if (*half == Precision::kBf16) {
     title = fmt::format("Matrix math runs in fp32/tf32, not on bf16 {}", cores);
     advice = "Train in mixed precision: wrap the forward pass in torch.autocast(\"cuda\", dtype=torch.bfloat16)";
@@ -119,19 +120,20 @@ std::optional<Finding> precision_fp32(const FindingContext& f) {
         find_peak_table(device)->variant, cores);
   }
   const bool any_tf32 = slow_ns > fp32_ns;
-  advice += any_tf32 ? fmt::format(" Estimate assumes fp32 matrix kernels become {:.1f}x and tf32 {:.1f}x faster ({}); "
-                                   "elementwise kernels, which also move half the bytes in 16 bits, are not counted.",
-                                   fp32_factor, tf32_factor, basis)
-                     : fmt::format(" Estimate assumes fp32 matrix kernels become {:.1f}x faster ({}); elementwise "
-                                   "kernels, which also move half the bytes in 16 bits, are not counted.",
-                                   fp32_factor, basis);
-  return proposal(
-      std::move(title),
-      fmt::format("{} of {} GEMM/convolution/attention time per step ({:.0f}%) is {}",
-                  fmt_ms(static_cast<int64_t>(static_cast<double>(slow_ns) / f.steps())),
-                  fmt_ms(static_cast<int64_t>(static_cast<double>(gemm_ns) / f.steps())), pct(slow_ns, gemm_ns),
-                  any_tf32 ? "fp32 or tf32" : "fp32"),
-      f.speedup_removing_gpu_time(saved), std::move(advice));
+  advice += any_tf32 ? fmt::format(
+                           " Estimate assumes fp32 matrix kernels become {:.1f}x and tf32 {:.1f}x faster ({}); "
+                           "elementwise kernels, which also move half the bytes in 16 bits, are not counted.",
+                           fp32_factor, tf32_factor, basis)
+                     : fmt::format(
+                           " Estimate assumes fp32 matrix kernels become {:.1f}x faster ({}); elementwise "
+                           "kernels, which also move half the bytes in 16 bits, are not counted.",
+                           fp32_factor, basis);
+  return proposal(std::move(title),
+                  fmt::format("{} of {} GEMM/convolution/attention time per step ({:.0f}%) is {}",
+                              fmt_ms(static_cast<int64_t>(static_cast<double>(slow_ns) / f.steps())),
+                              fmt_ms(static_cast<int64_t>(static_cast<double>(gemm_ns) / f.steps())),
+                              pct(slow_ns, gemm_ns), any_tf32 ? "fp32 or tf32" : "fp32"),
+                  f.speedup_removing_gpu_time(saved), std::move(advice));
 }
 
 namespace {
@@ -190,9 +192,10 @@ std::string optimizer_advice(const std::string& cls) {
   if (std::find(std::begin(kForeach), std::end(kForeach), cls) != std::end(kForeach)) {
     return fmt::format("Batch the {0} step over tensors: torch.optim.{0}(params, ..., foreach=True).", cls);
   }
-  return fmt::format("Use the optimizer's multi-tensor implementation{}: fused=True where torch.optim has one (Adam, "
-                     "AdamW, SGD, Adagrad), else foreach=True; a custom optimizer can call torch._foreach_* ops.",
-                     cls.empty() ? "" : fmt::format(" ({} here)", cls));
+  return fmt::format(
+      "Use the optimizer's multi-tensor implementation{}: fused=True where torch.optim has one (Adam, "
+      "AdamW, SGD, Adagrad), else foreach=True; a custom optimizer can call torch._foreach_* ops.",
+      cls.empty() ? "" : fmt::format(" ({} here)", cls));
 }
 
 // Estimate: a fused optimizer does the same arithmetic in a few bandwidth-bound passes: a
@@ -202,8 +205,8 @@ std::optional<Finding> optimizer_unfused(const FindingContext& f) {
   const OptimizerKernels o = optimizer_kernels(f);
   if (!optimizer_fires(f, o)) return std::nullopt;
   const double opt_per_step = static_cast<double>(o.kernels) / f.steps();
-  const double idle_ns = static_cast<double>(f.idle(IdleCauseId::kLaunch).optimizer_ns +
-                                             f.idle(IdleCauseId::kHost).optimizer_ns);
+  const double idle_ns =
+      static_cast<double>(f.idle(IdleCauseId::kLaunch).optimizer_ns + f.idle(IdleCauseId::kHost).optimizer_ns);
   return proposal(
       "The optimizer runs one small kernel per tensor",
       fmt::format("{:.0f} optimizer kernels per step, {} of kernel time and {} of GPU idle per step inside the "
@@ -230,9 +233,8 @@ std::optional<Finding> kernel_fusion(const FindingContext& f) {
   const bool attention = attention_unfused_fires(f);
   std::vector<const FusionCandidate*> chains;
   for (const auto& c : fusion) {
-    if (attention && std::any_of(c.kernels.begin(), c.kernels.end(), [](const std::string& k) {
-          return is_plain_softmax(k);
-        })) {
+    if (attention &&
+        std::any_of(c.kernels.begin(), c.kernels.end(), [](const std::string& k) { return is_plain_softmax(k); })) {
       continue;
     }
     chains.push_back(&c);
@@ -331,21 +333,21 @@ std::optional<Finding> low_occupancy(const FindingContext& f) {
     (occ->limiter == OccupancyLimiter::kRegisters ? by_regs : by_smem) += 1;
   }
   if (kernel_ns <= 0 || starved_ns <= 0.1 * kernel_ns) return std::nullopt;
-  return proposal("Kernels keep too few warps resident to hide memory latency",
-                  fmt::format("{:.0f}% of kernel time runs at under 25% theoretical occupancy, limited by {} ({} "
-                              "launches by registers, {} by shared memory)",
-                              pct(starved_ns, kernel_ns), by_regs >= by_smem ? "registers" : "shared memory",
-                              by_regs, by_smem),
-                  f.speedup_removing_gpu_time(saved_ns),
-                  is_amd_device(f.report.name)
-                      ? "Cut registers per thread (__launch_bounds__, simpler per-thread state) or LDS per block so "
-                        "more wavefronts fit per CU; in PyTorch this usually means a custom or Triton kernel: tune "
-                        "num_warps/BLOCK sizes (and waves_per_eu on ROCm). Estimate assumes throughput grows with "
-                        "occupancy up to 50%."
-                      : "Cut registers per thread (__launch_bounds__, -maxrregcount, simpler per-thread state) or "
-                        "shared memory per block so more blocks fit per SM; in PyTorch this usually means a custom or "
-                        "Triton kernel: tune num_warps/BLOCK sizes. Estimate assumes throughput grows with occupancy "
-                        "up to 50%.");
+  return proposal(
+      "Kernels keep too few warps resident to hide memory latency",
+      fmt::format("{:.0f}% of kernel time runs at under 25% theoretical occupancy, limited by {} ({} "
+                  "launches by registers, {} by shared memory)",
+                  pct(starved_ns, kernel_ns), by_regs >= by_smem ? "registers" : "shared memory", by_regs, by_smem),
+      f.speedup_removing_gpu_time(saved_ns),
+      is_amd_device(f.report.name)
+          ? "Cut registers per thread (__launch_bounds__, simpler per-thread state) or LDS per block so "
+            "more wavefronts fit per CU; in PyTorch this usually means a custom or Triton kernel: tune "
+            "num_warps/BLOCK sizes (and waves_per_eu on ROCm). Estimate assumes throughput grows with "
+            "occupancy up to 50%."
+          : "Cut registers per thread (__launch_bounds__, -maxrregcount, simpler per-thread state) or "
+            "shared memory per block so more blocks fit per SM; in PyTorch this usually means a custom or "
+            "Triton kernel: tune num_warps/BLOCK sizes. Estimate assumes throughput grows with occupancy "
+            "up to 50%.");
 }
 
 }  // namespace gpuscope

@@ -67,11 +67,19 @@ namespace {
 
 double element_bytes(Precision p) {
   switch (p) {
-    case Precision::kFp64: return 8;
-    case Precision::kFp32: case Precision::kTf32: return 4;
-    case Precision::kBf16: case Precision::kFp16: return 2;
-    case Precision::kFp8: case Precision::kInt8: return 1;
-    case Precision::kUnknown: return 0;
+    case Precision::kFp64:
+      return 8;
+    case Precision::kFp32:
+    case Precision::kTf32:
+      return 4;
+    case Precision::kBf16:
+    case Precision::kFp16:
+      return 2;
+    case Precision::kFp8:
+    case Precision::kInt8:
+      return 1;
+    case Precision::kUnknown:
+      return 0;
   }
   return 0;
 }
@@ -179,10 +187,17 @@ int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 // The dimension multiple that keeps tensor cores on full, aligned tiles for the math type.
 int64_t tile_multiple(Precision p) {
   switch (p) {
-    case Precision::kBf16: case Precision::kFp16: return 8;
-    case Precision::kFp8: case Precision::kInt8: return 16;
-    case Precision::kTf32: case Precision::kFp32: return 4;
-    default: return 0;
+    case Precision::kBf16:
+    case Precision::kFp16:
+      return 8;
+    case Precision::kFp8:
+    case Precision::kInt8:
+      return 16;
+    case Precision::kTf32:
+    case Precision::kFp32:
+      return 4;
+    default:
+      return 0;
   }
 }
 
@@ -190,7 +205,7 @@ int64_t tile_multiple(Precision p) {
 // at their roofline, the other weight GEMMs scaled as their roofline scales, every other kernel
 // by waves (batch_growth.h); host time as it is.
 struct GrownIteration {
-  double window_ns = 0;                   // The window at the larger batch (est.).
+  double window_ns = 0;                                               // The window at the larger batch (est.).
   double rest_before_ns = 0, rest_after_ns = 0, rest_unknown_ns = 0;  // The per-sequence kernels.
 };
 
@@ -279,17 +294,19 @@ std::optional<Finding> under_batched(const FindingContext& f) {
       achieved_bytes / 1e9, pct(achieved_bytes, r0.bytes_per_s), r0.bytes_per_s / 1e12, tokens);
   const auto per_iter = [&](double ns) { return fmt_ms(static_cast<int64_t>(ns / f.steps())); };
   if (grown.rest_before_ns > 0) {
-    ev += fmt::format("; the other kernels work per sequence: with x{:.0f} the blocks, in waves of what the SMs "
-                      "hold at once, they would take about {} instead of {} per iteration (est.)",
-                      growth, per_iter(grown.rest_after_ns), per_iter(grown.rest_before_ns));
+    ev += fmt::format(
+        "; the other kernels work per sequence: with x{:.0f} the blocks, in waves of what the SMs "
+        "hold at once, they would take about {} instead of {} per iteration (est.)",
+        growth, per_iter(grown.rest_after_ns), per_iter(grown.rest_before_ns));
     if (grown.rest_unknown_ns > 0.1 * grown.rest_before_ns) {
       ev += fmt::format(" ({:.0f}% of their time has no launch configuration and is kept as it is)",
                         pct(grown.rest_unknown_ns, grown.rest_before_ns));
     }
   }
-  ev += fmt::format("; with {:.0f} tokens per GEMM an iteration would take about {} instead of {} (est.), "
-                    "serving about x{:.1f} the tokens per second (est.)",
-                    tokens, per_iter(grown.window_ns), per_iter(base), gain);
+  ev += fmt::format(
+      "; with {:.0f} tokens per GEMM an iteration would take about {} instead of {} (est.), "
+      "serving about x{:.1f} the tokens per second (est.)",
+      tokens, per_iter(grown.window_ns), per_iter(base), gain);
   // The multiplier as two printed times: GPU time per iteration's worth of today's tokens.
   ev += estimate_clause(base / f.steps(), grown.window_ns / f.steps() / growth,
                         fmt::format("time per {} tokens per GEMM", m));

@@ -30,8 +30,8 @@ std::vector<double> iteration_gaps(const FindingContext& f) {
   const DeviceContext& d = f.device;
   std::vector<double> out;
   if (d.steps.size() < 2) return out;
-  constexpr uint16_t kGpuWork = kHostMemcpy | kHostAlloc | kHostInput | kHostCollective | kHostLaunch |
-                                kHostBlocking | kHostIssuing;
+  constexpr uint16_t kGpuWork =
+      kHostMemcpy | kHostAlloc | kHostInput | kHostCollective | kHostLaunch | kHostBlocking | kHostIssuing;
   for (const Step& s : d.steps) {
     const std::vector<Interval> idle = gaps(d.kernel_union, s.start_ns, s.end_ns);
     double host_ns = 0;
@@ -91,8 +91,7 @@ std::optional<Finding> scheduling_gap(const FindingContext& f) {
   std::string ev = fmt::format(
       "the GPU idles {} per iteration on average (p90 {}) between forward iterations while the host runs "
       "code that issues no GPU work: {:.1f}% of the wall time over {} iterations",
-      fmt_ms(static_cast<int64_t>(mean)), fmt_ms(static_cast<int64_t>(p90)), pct(total, f.window_ns()),
-      gaps_ns.size());
+      fmt_ms(static_cast<int64_t>(mean)), fmt_ms(static_cast<int64_t>(p90)), pct(total, f.window_ns()), gaps_ns.size());
   if (!host.top_host.empty()) ev += fmt::format("; host idle overall was in {}", host.top_host.front().name);
   return proposal("The GPU waits between iterations while the host schedules", std::move(ev),
                   f.speedup_removing(base - fixed),

@@ -16,8 +16,8 @@ std::optional<double> matmul_flops(const Trace& trace, const HostEvent& op) {
 
 double ModelSpec::flops_per_token() const {
   const double head_dim = heads > 0 ? static_cast<double>(dmodel) / static_cast<double>(heads) : 0.0;
-  return 6.0 * params + 12.0 * static_cast<double>(layers) * static_cast<double>(heads) * head_dim *
-                            static_cast<double>(seq);
+  return 6.0 * params +
+         12.0 * static_cast<double>(layers) * static_cast<double>(heads) * head_dim * static_cast<double>(seq);
 }
 
 std::string ModelSpec::formula() const {
@@ -30,10 +30,10 @@ std::string ModelSpec::formula() const {
 StatusOr<ModelSpec> parse_model_spec(std::string_view spec) {
   const std::string_view kPrefix = "gpt:";
   auto usage = [&](std::string_view what) {
-    return Status::error(fmt::format(
-        "--model '{}': {}; expected e.g. gpt:params=124M,layers=12,heads=12,dmodel=768,seq=1024,"
-        "batch=16",
-        spec, what));
+    return Status::error(
+        fmt::format("--model '{}': {}; expected e.g. gpt:params=124M,layers=12,heads=12,dmodel=768,seq=1024,"
+                    "batch=16",
+                    spec, what));
   };
   if (!spec.starts_with(kPrefix)) return usage("only the 'gpt:' family is known");
   ModelSpec m;
@@ -50,29 +50,49 @@ StatusOr<ModelSpec> parse_model_spec(std::string_view spec) {
     double scale = 1;
     if (!value.empty()) {
       switch (value.back()) {
-        case 'K': case 'k': scale = 1e3; break;
-        case 'M': case 'm': scale = 1e6; break;
-        case 'B': case 'G': case 'g': scale = 1e9; break;
-        case 'T': case 't': scale = 1e12; break;
-        default: break;
+        case 'K':
+        case 'k':
+          scale = 1e3;
+          break;
+        case 'M':
+        case 'm':
+          scale = 1e6;
+          break;
+        case 'B':
+        case 'G':
+        case 'g':
+          scale = 1e9;
+          break;
+        case 'T':
+        case 't':
+          scale = 1e12;
+          break;
+        default:
+          break;
       }
       if (scale != 1) value.remove_suffix(1);
     }
     double number = 0;
     auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), number);
-    if (ec != std::errc() || ptr != value.data() + value.size() || !(number > 0) ||
-        !std::isfinite(number)) {
+    if (ec != std::errc() || ptr != value.data() + value.size() || !(number > 0) || !std::isfinite(number)) {
       return usage(fmt::format("'{}' needs a positive number", key));
     }
     number *= scale;
     auto as_int = [&](int64_t& out) { out = static_cast<int64_t>(std::llround(number)); };
-    if (key == "params") m.params = number, seen |= 1;
-    else if (key == "layers") as_int(m.layers), seen |= 2;
-    else if (key == "heads") as_int(m.heads), seen |= 4;
-    else if (key == "dmodel") as_int(m.dmodel), seen |= 8;
-    else if (key == "seq") as_int(m.seq), seen |= 16;
-    else if (key == "batch") as_int(m.batch), seen |= 32;
-    else return usage(fmt::format("unknown key '{}'", key));
+    if (key == "params")
+      m.params = number, seen |= 1;
+    else if (key == "layers")
+      as_int(m.layers), seen |= 2;
+    else if (key == "heads")
+      as_int(m.heads), seen |= 4;
+    else if (key == "dmodel")
+      as_int(m.dmodel), seen |= 8;
+    else if (key == "seq")
+      as_int(m.seq), seen |= 16;
+    else if (key == "batch")
+      as_int(m.batch), seen |= 32;
+    else
+      return usage(fmt::format("unknown key '{}'", key));
   }
   if (seen != 63) return usage("params, layers, heads, dmodel, seq and batch are all required");
   return m;

@@ -62,7 +62,7 @@ TEST(Flops, AtenMatmulRecords) {
   EXPECT_EQ(m1[0].batch, 8);
   EXPECT_EQ(m1[0].m, 3);
   const auto m2 = t.matmuls_of(t.host_events[2]);
-  ASSERT_EQ(m2.size(), 4u);  // dP, dV, dQ, dK.
+  ASSERT_EQ(m2.size(), 4u);                  // dP, dV, dQ, dK.
   EXPECT_EQ(m2[0].dtype, Precision::kFp16);  // Of q, not of grad_out.
   double sum = 0;
   for (const Matmul& m : m2) {

@@ -4,8 +4,8 @@
 #include "core/run_protocol.h"
 
 #include <algorithm>
-#include <climits>
 #include <array>
+#include <climits>
 #include <string>
 #include <utility>
 
@@ -19,7 +19,7 @@ struct HostItem {
   bool is_api;
   bool is_op;
   bool has_shapes;  // An op with recorded shapes: it owns the API calls inside it.
-  uint32_t index;  // Into api_calls or host_events.
+  uint32_t index;   // Into api_calls or host_events.
 };
 
 namespace {
@@ -86,8 +86,8 @@ class OpenRanges {
     if (levels_.empty() || levels_.back().min_end_ns > t) return;
     // An item ended under one still open. min_end_ns does not increase upwards: the first
     // level whose min_end_ns <= t is the lowest ended one; rebuild from there.
-    const auto first = std::partition_point(levels_.begin(), levels_.end(),
-                                            [t](const Level& l) { return l.min_end_ns > t; });
+    const auto first =
+        std::partition_point(levels_.begin(), levels_.end(), [t](const Level& l) { return l.min_end_ns > t; });
     const size_t from = static_cast<size_t>(first - levels_.begin());
     for (size_t i = from; i < levels_.size(); ++i) settle_launch(i);
     launched_depth_ = std::min(launched_depth_, from);
@@ -142,7 +142,8 @@ std::pair<uint16_t, StringId> segment_label(const Trace& trace, const OpenRanges
   // marker, the profiler's or gpuscope's step loop (then the host runs code outside any
   // profiled op).
   StringId name = open.top().item->name;
-  if (const std::string_view v = trace.strings.view(name); v.starts_with("ProfilerStep#") || v.starts_with(run_protocol::kStepLoopRange.prefix))
+  if (const std::string_view v = trace.strings.view(name);
+      v.starts_with("ProfilerStep#") || v.starts_with(run_protocol::kStepLoopRange.prefix))
     name = 0;
   flags &= static_cast<uint16_t>(~kHostLaunch);
   flags |= kHostAnnotationOnly;
@@ -154,21 +155,20 @@ std::pair<uint16_t, StringId> segment_label(const Trace& trace, const OpenRanges
 
 uint16_t host_event_flags(std::string_view name) {
   uint16_t f = 0;
-  static constexpr std::array<std::string_view, 5> kInput = {
-      "dataloader", "data_loader", "dataset", "next_batch", "load_batch"};
+  static constexpr std::array<std::string_view, 5> kInput = {"dataloader", "data_loader", "dataset", "next_batch",
+                                                             "load_batch"};
   for (auto p : kInput) {
     if (contains_ci(name, p)) f |= kHostInput;
   }
   // A range the program itself names for its input, as a whole name: "input" inside a name is
   // too common in model code (input_layernorm, inputs_embeds) to count.
-  static constexpr std::array<std::string_view, 6> kInputNames = {"input", "data", "get_batch", "load_data",
-                                                                 "input_pipeline", "data_loading"};
+  static constexpr std::array<std::string_view, 6> kInputNames = {"input",     "data",           "get_batch",
+                                                                  "load_data", "input_pipeline", "data_loading"};
   for (auto p : kInputNames) {
     if (name.size() == p.size() && contains_ci(name, p)) f |= kHostInput;
   }
   static constexpr std::array<std::string_view, 8> kCollective = {
-      "nccl", "c10d::", "allreduce", "all_reduce", "allgather", "all_gather", "reduce_scatter",
-      "record_param_comms"};
+      "nccl", "c10d::", "allreduce", "all_reduce", "allgather", "all_gather", "reduce_scatter", "record_param_comms"};
   for (auto p : kCollective) {
     if (contains_ci(name, p)) f |= kHostCollective;
   }
@@ -178,19 +178,24 @@ uint16_t host_event_flags(std::string_view name) {
   }
   if (name.starts_with(run_protocol::kOptimizerStepRange.prefix)) f |= kHostOptimizer | kHostIssuing;
   // Captures of older gpuscope versions, whose bootstrap hooked forward and backward.
-  if (name.starts_with(run_protocol::kForwardRange.prefix) || name == run_protocol::kBackwardRange.prefix) f |= kHostIssuing;
+  if (name.starts_with(run_protocol::kForwardRange.prefix) || name == run_protocol::kBackwardRange.prefix)
+    f |= kHostIssuing;
   return f;
 }
 
 uint16_t api_call_flags(ApiClass api_class, std::string_view name) {
   switch (api_class) {
-    case ApiClass::kLaunch: return kHostLaunch;
-    case ApiClass::kAlloc: return kHostAlloc;
-    case ApiClass::kSync: return kHostBlocking;
+    case ApiClass::kLaunch:
+      return kHostLaunch;
+    case ApiClass::kAlloc:
+      return kHostAlloc;
+    case ApiClass::kSync:
+      return kHostBlocking;
     case ApiClass::kMemcpy:
       // A copy without "Async" blocks the host until it is done.
       return name.find("Async") == std::string_view::npos ? kHostMemcpy | kHostBlocking : kHostMemcpy;
-    case ApiClass::kOther: return 0;
+    case ApiClass::kOther:
+      return 0;
   }
   return 0;
 }
@@ -265,8 +270,9 @@ HostIndex::HostIndex(const Trace& trace)
       continue;
     }
     const bool is_op = e.kind == HostEventKind::kOp;
-    items_for(e.pid, e.tid).push_back({e.start_ns, e.end_ns, e.name, flags_of(e.name), false, is_op,
-                                       is_op && (e.num_args > 0 || e.num_matmuls > 0), i});
+    items_for(e.pid, e.tid)
+        .push_back({e.start_ns, e.end_ns, e.name, flags_of(e.name), false, is_op,
+                    is_op && (e.num_args > 0 || e.num_matmuls > 0), i});
   }
   std::sort(py_samples_.begin(), py_samples_.end(),
             [](const PySample& a, const PySample& b) { return a.time_ns < b.time_ns; });

@@ -80,8 +80,8 @@ struct ThreadTimeline {
   int32_t tid = 0;
   int64_t first_ns = 0;  // Host information covers [first_ns, last_ns).
   int64_t last_ns = 0;
-  int64_t launches = 0;          // Kernel launches and copies issued.
-  int64_t kernel_launches = 0;   // Of them, kernel launches.
+  int64_t launches = 0;               // Kernel launches and copies issued.
+  int64_t kernel_launches = 0;        // Of them, kernel launches.
   std::vector<HostSegment> segments;  // Sorted, non-overlapping; gaps have no events at all.
   // The segment covering t, or nullptr.
   const HostSegment* at(int64_t t) const;
@@ -120,15 +120,14 @@ class HostIndex {
   const HostMarks& marks() const { return marks_; }
 
  private:
-  void build_thread(const Trace& trace, ThreadTimeline& timeline,
-                    std::vector<struct HostItem>& items);
+  void build_thread(const Trace& trace, ThreadTimeline& timeline, std::vector<struct HostItem>& items);
   void build_collectives(const Trace& trace);
   std::vector<ThreadTimeline> threads_;
   std::unordered_map<uint64_t, size_t> thread_by_key_;
   std::unordered_map<uint64_t, uint32_t> api_by_correlation_;
   std::vector<int64_t> api_owner_op_;
   std::vector<uint16_t> api_context_flags_;
-  std::vector<PySample> py_samples_;  // Sorted by time.
+  std::vector<PySample> py_samples_;                                // Sorted by time.
   std::unordered_map<int32_t, std::vector<Interval>> collectives_;  // By pid: merged, sorted.
   HostMarks marks_;
 };

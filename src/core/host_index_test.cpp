@@ -144,18 +144,21 @@ RefIndex reference_index(const Trace& trace) {
   for (uint32_t i = 0; i < trace.host_events.size(); ++i) {
     const HostEvent& e = trace.host_events[i];
     const std::string_view name = trace.strings.view(e.name);
-    if (e.kind == HostEventKind::kAnnotation && e.end_ns == e.start_ns && name.starts_with(run_protocol::kPySampleMark.prefix)) {
+    if (e.kind == HostEventKind::kAnnotation && e.end_ns == e.start_ns &&
+        name.starts_with(run_protocol::kPySampleMark.prefix)) {
       continue;
     }
-    items_for(e.pid, e.tid).push_back(
-        {e.start_ns, e.end_ns, e.name, host_event_flags(name), false, e.kind == HostEventKind::kOp, i});
+    items_for(e.pid, e.tid)
+        .push_back({e.start_ns, e.end_ns, e.name, host_event_flags(name), false, e.kind == HostEventKind::kOp, i});
   }
   for (uint32_t i = 0; i < trace.api_calls.size(); ++i) {
     const ApiCall& c = trace.api_calls[i];
-    items_for(c.pid, c.tid).push_back(
-        {c.start_ns, c.end_ns, c.name, api_call_flags(c.api_class, trace.strings.view(c.name)), true, false, i});
+    items_for(c.pid, c.tid)
+        .push_back(
+            {c.start_ns, c.end_ns, c.name, api_call_flags(c.api_class, trace.strings.view(c.name)), true, false, i});
   }
-  for (size_t t = 0; t < index.threads.size(); ++t) ref_build_thread(trace, index, index.threads[t], items_by_thread[t]);
+  for (size_t t = 0; t < index.threads.size(); ++t)
+    ref_build_thread(trace, index, index.threads[t], items_by_thread[t]);
   return index;
 }
 
@@ -176,17 +179,16 @@ int compare(const Trace& trace, const HostIndex& got, const RefIndex& want) {
     check(g.pid == w.pid && g.tid == w.tid, at + "pid/tid");
     check(g.first_ns == w.first_ns && g.last_ns == w.last_ns, at + "first/last");
     check(g.launches == w.launches, at + "launches");
-    check(g.segments.size() == w.segments.size(), at + "segment count " + std::to_string(g.segments.size()) +
-                                                      " vs " + std::to_string(w.segments.size()));
+    check(g.segments.size() == w.segments.size(),
+          at + "segment count " + std::to_string(g.segments.size()) + " vs " + std::to_string(w.segments.size()));
     for (size_t i = 0; i < std::min(g.segments.size(), w.segments.size()); ++i) {
       const HostSegment& a = g.segments[i];
       const HostSegment& b = w.segments[i];
       check(a.start_ns == b.start_ns && a.end_ns == b.end_ns && a.flags == b.flags && a.name == b.name,
-            at + "segment " + std::to_string(i) + " [" + std::to_string(a.start_ns) + ", " +
-                std::to_string(a.end_ns) + ") flags " + std::to_string(a.flags) + " name '" +
-                std::string(trace.strings.view(a.name)) + "' vs [" + std::to_string(b.start_ns) + ", " +
-                std::to_string(b.end_ns) + ") flags " + std::to_string(b.flags) + " name '" +
-                std::string(trace.strings.view(b.name)) + "'");
+            at + "segment " + std::to_string(i) + " [" + std::to_string(a.start_ns) + ", " + std::to_string(a.end_ns) +
+                ") flags " + std::to_string(a.flags) + " name '" + std::string(trace.strings.view(a.name)) + "' vs [" +
+                std::to_string(b.start_ns) + ", " + std::to_string(b.end_ns) + ") flags " + std::to_string(b.flags) +
+                " name '" + std::string(trace.strings.view(b.name)) + "'");
     }
   }
   for (size_t i = 0; i < trace.api_calls.size(); ++i) {
@@ -196,17 +198,30 @@ int compare(const Trace& trace, const HostIndex& got, const RefIndex& want) {
   return diffs;
 }
 
-constexpr std::array<std::string_view, 9> kAnnotations = {
-    "ProfilerStep#3", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "nccl:all_reduce",
-    "Optimizer.step#AdamW.step", "gpuscope.forward#Block", "gpuscope.backward", "my_range", "train_step",
-    "ProfilerStep#4"};
-constexpr std::array<std::string_view, 6> kOps = {"aten::mm",   "aten::item", "aten::linear", "c10d::allreduce_",
-                                                  "aten::copy_", "autograd::engine::evaluate_function: MmBackward0"};
+constexpr std::array<std::string_view, 9> kAnnotations = {"ProfilerStep#3",
+                                                          "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                                                          "nccl:all_reduce",
+                                                          "Optimizer.step#AdamW.step",
+                                                          "gpuscope.forward#Block",
+                                                          "gpuscope.backward",
+                                                          "my_range",
+                                                          "train_step",
+                                                          "ProfilerStep#4"};
+constexpr std::array<std::string_view, 6> kOps = {"aten::mm",     "aten::item",
+                                                  "aten::linear", "c10d::allreduce_",
+                                                  "aten::copy_",  "autograd::engine::evaluate_function: MmBackward0"};
 // Every ApiClass: launch, sync, copy (blocking and async), alloc, other.
-constexpr std::array<std::string_view, 11> kApis = {
-    "cudaLaunchKernel", "cuLaunchKernel", "cudaGraphLaunch", "cudaStreamSynchronize", "cudaDeviceSynchronize",
-    "cudaMemcpy",       "cudaMemcpyAsync", "cudaMemsetAsync", "cudaMalloc",           "cudaFree",
-    "cudaGetDevice"};
+constexpr std::array<std::string_view, 11> kApis = {"cudaLaunchKernel",
+                                                    "cuLaunchKernel",
+                                                    "cudaGraphLaunch",
+                                                    "cudaStreamSynchronize",
+                                                    "cudaDeviceSynchronize",
+                                                    "cudaMemcpy",
+                                                    "cudaMemcpyAsync",
+                                                    "cudaMemsetAsync",
+                                                    "cudaMalloc",
+                                                    "cudaFree",
+                                                    "cudaGetDevice"};
 
 // A random trace: per thread, a properly nested tree of ranges (sharing boundaries, some
 // identical) plus ranges placed at random, which overlap without nesting; some of zero length.
@@ -216,7 +231,8 @@ Trace random_trace(std::mt19937& rng) {
   auto add = [&](int start, int end, int tid) {
     const int kind = uniform(0, 9);
     if (kind < 3) {
-      b.annotation(start, end, kAnnotations[static_cast<size_t>(uniform(0, static_cast<int>(kAnnotations.size()) - 1))], tid);
+      b.annotation(start, end, kAnnotations[static_cast<size_t>(uniform(0, static_cast<int>(kAnnotations.size()) - 1))],
+                   tid);
     } else if (kind < 6) {
       const auto name = kOps[static_cast<size_t>(uniform(0, static_cast<int>(kOps.size()) - 1))];
       if (uniform(0, 1)) {
@@ -263,8 +279,8 @@ Trace random_trace(std::mt19937& rng) {
 // Data loading by name: PyTorch's and common loader names anywhere in a name, a program's own
 // input range by its whole name only.
 TEST(HostIndex, InputRangesByName) {
-  for (std::string_view n : {"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "input", "Input",
-                             "data", "load_batch", "get_batch"}) {
+  for (std::string_view n : {"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "input", "Input", "data",
+                             "load_batch", "get_batch"}) {
     EXPECT_TRUE(host_event_flags(n) & kHostInput) << n;
   }
   for (std::string_view n : {"input_layernorm", "aten::embedding", "inputs_embeds", "metadata", "step"}) {

@@ -18,9 +18,9 @@ constexpr StringId kDeviceCopyName = 0xFFFFFFFFu;
 
 struct CauseAccumulator {
   int64_t ns = 0;
-  double tracing_ns = 0;  // Of ns, what the tracer's measured launch cost explains.
-  int64_t optimizer_ns = 0;  // Of ns, inside an optimizer step.
-  int64_t one_off_ns = 0;    // Of ns, inside a one-off call or a graph capture.
+  double tracing_ns = 0;                          // Of ns, what the tracer's measured launch cost explains.
+  int64_t optimizer_ns = 0;                       // Of ns, inside an optimizer step.
+  int64_t one_off_ns = 0;                         // Of ns, inside a one-off call or a graph capture.
   std::unordered_map<StringId, int64_t> by_name;  // 0 = outside ops; kDeviceCopyName = device copy.
 };
 using Accumulators = std::array<CauseAccumulator, kNumIdleCauses>;
@@ -31,7 +31,8 @@ class TimelineBuckets {
  public:
   static constexpr size_t kStates = 1 + kNumIdleCauses;
   TimelineBuckets(int64_t start, int64_t end, int buckets)
-      : start_(start), width_(std::max<double>(1.0, static_cast<double>(end - start) / buckets)),
+      : start_(start),
+        width_(std::max<double>(1.0, static_cast<double>(end - start) / buckets)),
         time_(static_cast<size_t>(buckets), std::array<double, kStates>{}) {}
   void add_kernels(int64_t a, int64_t b) { add(0, a, b); }
   void add_idle(IdleCauseId cause, int64_t a, int64_t b) { add(1 + static_cast<size_t>(cause), a, b); }
@@ -88,8 +89,8 @@ GapStart gap_start(const ThreadTimeline* thread, const Interval& gap) {
 // (HostIndex::collectives): the thread that launches next waits on it (inside backward, on a
 // synchronisation, or with its next kernel queued behind the collective's event), so it explains
 // the gap before anything that thread shows of its own but copies, allocations and input.
-IdleCauseId idle_cause_at(bool copying, uint16_t flags, const GapStart& start, bool host_known,
-                          const PySample* sample, bool collective) {
+IdleCauseId idle_cause_at(bool copying, uint16_t flags, const GapStart& start, bool host_known, const PySample* sample,
+                          bool collective) {
   // Blocked in a copy call that moves next to nothing (or stays on the device) with no copy
   // running: the host waits for the GPU, a synchronisation. An asynchronous one stays a copy:
   // issuing it is copy overhead, which no launch fix (a CUDA graph replays kernels, not the
@@ -254,8 +255,8 @@ std::vector<std::pair<std::string, int64_t>> cause_labels(const DeviceContext& c
   std::unordered_map<std::string, size_t> label_index;  // Into labels: a trace has thousands of samples.
   for (const auto& [id, ns] : names) {
     std::string label = id == kDeviceCopyName ? "(device copy or set)"
-                        : id == 0            ? "(host code outside profiled ops)"
-                                             : std::string(ctx.trace.strings.view(id));
+                        : id == 0             ? "(host code outside profiled ops)"
+                                              : std::string(ctx.trace.strings.view(id));
     if (label.starts_with(run_protocol::kPySampleMark.prefix)) {
       label = py_sample_label(label);
       if (label.empty()) label = "(Python, outside the program's own files)";
@@ -290,7 +291,8 @@ IdleCause idle_cause(const DeviceContext& ctx, IdleCauseId id, const CauseAccumu
 // code and are not counted.
 int64_t host_at_launching_code_ns(const DeviceContext& ctx, const Accumulators& acc) {
   std::unordered_map<std::string, int64_t> launching;
-  for (const auto& [label, ns] : cause_labels(ctx, acc[static_cast<size_t>(IdleCauseId::kLaunch)])) launching[label] = ns;
+  for (const auto& [label, ns] : cause_labels(ctx, acc[static_cast<size_t>(IdleCauseId::kLaunch)]))
+    launching[label] = ns;
   int64_t out = 0;
   for (const auto& [label, ns] : cause_labels(ctx, acc[static_cast<size_t>(IdleCauseId::kHost)])) {
     if (!label.starts_with("(") && launching.contains(label)) out += ns;
@@ -344,7 +346,8 @@ void add_idle_attribution(const DeviceContext& ctx, DeviceReport& r) {
     r.one_off_ns += r.idle_causes.back().one_off_ns;
     if (c.id == IdleCauseId::kHost) r.idle_causes.back().launching_code_ns = host_at_launching_code_ns(ctx, acc);
   }
-  for (const auto& [name, ns] : one_off_by_name) r.one_off_calls.push_back({std::string(ctx.trace.strings.view(name)), ns});
+  for (const auto& [name, ns] : one_off_by_name)
+    r.one_off_calls.push_back({std::string(ctx.trace.strings.view(name)), ns});
   std::sort(r.one_off_calls.begin(), r.one_off_calls.end(),
             [](const HostTime& a, const HostTime& b) { return a.ns != b.ns ? a.ns > b.ns : a.name < b.name; });
   r.timeline = timeline.letters();

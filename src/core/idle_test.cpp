@@ -50,9 +50,8 @@ TraceBuilder gloo_steps(const std::function<void(TraceBuilder&, double)>& side) 
 // PyTorch's profiler names ProcessGroupGloo's work on its worker thread: the GPU idle while it
 // runs is the collective's, and the advice is NCCL, not launch or host work.
 TEST(Analysis, IdleWhileAnotherThreadRunsAGlooCollectiveIsCollective) {
-  const auto r = only(gloo_steps([](TraceBuilder& b, double t) {
-                        b.annotation(t + 110, t + 880, "gloo:all_reduce", 2);
-                      }).build());
+  const auto r =
+      only(gloo_steps([](TraceBuilder& b, double t) { b.annotation(t + 110, t + 880, "gloo:all_reduce", 2); }).build());
   EXPECT_NEAR(static_cast<double>(cause(r, "collective").ns), 2 * 770'000.0, 1.0);
   const Finding* f = FindingById(r, "collective-wait");
   ASSERT_NE(f, nullptr);
@@ -154,7 +153,8 @@ TEST(Analysis, DeviceCopiesAndAllocationsAreTheirOwnCauses) {
 TEST(Analysis, LaunchBoundLoopOfTinyKernels) {
   TraceBuilder b;
   // 100 kernels of 2 us, each launched by a 10 us call right before it.
-  for (int i = 0; i < 100; ++i) b.kernel(i * 10.0 + 8, i * 10.0 + 10, "vectorized_elementwise_kernel", 1000, 0, 7, i * 10.0, 8);
+  for (int i = 0; i < 100; ++i)
+    b.kernel(i * 10.0 + 8, i * 10.0 + 10, "vectorized_elementwise_kernel", 1000, 0, 7, i * 10.0, 8);
   const auto r = only(b.build());
   EXPECT_NEAR(r.busy_pct, 200.0 / 992.0 * 100.0, 1e-6);
   EXPECT_GT(cause(r, "launch").pct, 79.0);
@@ -176,8 +176,9 @@ TEST(Analysis, InputEstimateStatesTheSingleThreadedWorkerBound) {
   const Finding& f = r.findings.front();
   EXPECT_EQ(f.id, "input-bound");
   EXPECT_NE(f.recommendation.find("as fast as the main process and 4x slower: the main process built batches "
-                                   "with 4 torch threads"),
-            std::string::npos) << f.recommendation;
+                                  "with 4 torch threads"),
+            std::string::npos)
+      << f.recommendation;
   EXPECT_NE(f.recommendation.find("the estimate is the middle of that range in ratio"), std::string::npos)
       << f.recommendation;
   // Without the mark: no such statement.
@@ -194,15 +195,15 @@ TEST(Analysis, InputEstimateStatesTheSingleThreadedWorkerBound) {
 // end are still attributed by the host's state; the rest of each gap is `queued`.
 TEST(Analysis, IdleWithTheNextKernelAlreadySubmittedIsQueuedNotLaunch) {
   TraceBuilder b;
-  for (int i = 0; i < 20; ++i) b.kernel(100.0 + i * 100, 110.0 + i * 100, "vectorized_elementwise_kernel", 1000, 0, 7, 0, 2);
+  for (int i = 0; i < 20; ++i)
+    b.kernel(100.0 + i * 100, 110.0 + i * 100, "vectorized_elementwise_kernel", 1000, 0, 7, 0, 2);
   const auto r = only(b.build());
   const double queued = cause(r, "queued").pct;
   EXPECT_GT(queued, 85.0);
   EXPECT_LT(cause(r, "launch").pct, 1.0);
   EXPECT_NEAR(idle_sum_pct(r), r.idle_pct, 1e-9);
-  EXPECT_TRUE(std::none_of(r.findings.begin(), r.findings.end(), [](const Finding& f) {
-    return f.id == "launch-bound" || f.id == "host-bound";
-  }));
+  EXPECT_TRUE(std::none_of(r.findings.begin(), r.findings.end(),
+                           [](const Finding& f) { return f.id == "launch-bound" || f.id == "host-bound"; }));
 }
 
 Trace launch_bound_steps();
@@ -217,7 +218,8 @@ TEST(Analysis, LaunchBoundEvidenceGivesTheFixedStepTime) {
   // The fixed step in absolute terms (the kernels' 1 ms per step), beside the traced one, so a
   // user can compare it with the untraced step, and the multiplier is their ratio.
   EXPECT_NE(f.evidence.find("estimate: step 5.000 ms -> 1.000 ms"), std::string::npos) << f.evidence;
-  EXPECT_NE(f.evidence.find("compare with the step time measured without the profiler"), std::string::npos) << f.evidence;
+  EXPECT_NE(f.evidence.find("compare with the step time measured without the profiler"), std::string::npos)
+      << f.evidence;
   ASSERT_TRUE(f.est_speedup.has_value());
   EXPECT_NEAR(*f.est_speedup, 5.0, 0.1);
 }
@@ -278,8 +280,8 @@ TEST(Analysis, MeasuredUntracedStepSetsTheTracersShare) {
   EXPECT_EQ(f.id, "launch-bound");
   // Untraced 3 ms, 1 ms of kernels: x3.
   EXPECT_NEAR(*f.est_speedup, 3.0, 0.05);
-  EXPECT_NE(f.evidence.find("the program's step took 3.00 ms before the window opened (measured"),
-            std::string::npos) << f.evidence;
+  EXPECT_NE(f.evidence.find("the program's step took 3.00 ms before the window opened (measured"), std::string::npos)
+      << f.evidence;
 }
 
 // A host that runs ahead of the GPU ended its untraced steps every 1 ms while the GPU's events

@@ -21,8 +21,8 @@ std::vector<Interval> merge(std::vector<Interval> v) {
 }
 
 bool inside(const std::vector<Interval>& merged, int64_t t, int64_t* boundary) {
-  const auto it = std::upper_bound(merged.begin(), merged.end(), t,
-                                   [](int64_t v, const Interval& i) { return v < i.end_ns; });
+  const auto it =
+      std::upper_bound(merged.begin(), merged.end(), t, [](int64_t v, const Interval& i) { return v < i.end_ns; });
   if (it == merged.end()) {
     *boundary = std::numeric_limits<int64_t>::max();
     return false;
@@ -33,8 +33,8 @@ bool inside(const std::vector<Interval>& merged, int64_t t, int64_t* boundary) {
 
 int64_t covered(const std::vector<Interval>& merged, int64_t a, int64_t b) {
   int64_t total = 0;
-  auto it = std::lower_bound(merged.begin(), merged.end(), a,
-                             [](const Interval& i, int64_t t) { return i.end_ns <= t; });
+  auto it =
+      std::lower_bound(merged.begin(), merged.end(), a, [](const Interval& i, int64_t t) { return i.end_ns <= t; });
   for (; it != merged.end() && it->start_ns < b; ++it) {
     total += std::max<int64_t>(0, std::min(b, it->end_ns) - std::max(a, it->start_ns));
   }
@@ -44,8 +44,8 @@ int64_t covered(const std::vector<Interval>& merged, int64_t a, int64_t b) {
 std::vector<Interval> gaps(const std::vector<Interval>& merged, int64_t a, int64_t b) {
   std::vector<Interval> out;
   int64_t cursor = a;
-  auto it = std::lower_bound(merged.begin(), merged.end(), a,
-                             [](const Interval& i, int64_t t) { return i.end_ns <= t; });
+  auto it =
+      std::lower_bound(merged.begin(), merged.end(), a, [](const Interval& i, int64_t t) { return i.end_ns <= t; });
   for (; it != merged.end() && it->start_ns < b; ++it) {
     if (it->start_ns > cursor) out.push_back({cursor, it->start_ns});
     cursor = std::max(cursor, it->end_ns);

@@ -60,7 +60,8 @@ void add_top_kernels(const DeviceContext& ctx, const KernelMix& mix, DeviceRepor
     t.pct = pct(static_cast<double>(t.ns), static_cast<double>(kernel_ns));
     r.kernels.push_back(std::move(t));
   }
-  r.top_kernels.assign(r.kernels.begin(), r.kernels.begin() + static_cast<ptrdiff_t>(std::min<size_t>(10, r.kernels.size())));
+  r.top_kernels.assign(r.kernels.begin(),
+                       r.kernels.begin() + static_cast<ptrdiff_t>(std::min<size_t>(10, r.kernels.size())));
 }
 
 // Small kernels, and kernels against their launch calls (where correlated).

@@ -50,7 +50,7 @@ StepFlops count_step_flops(const Trace& trace, const std::vector<Step>& step_lis
 
 // One StepReport per step.
 void add_step_reports(const DeviceContext& ctx, const std::vector<Step>& step_list, const StepFlops& flops,
-                        DeviceReport& r) {
+                      DeviceReport& r) {
   for (size_t s = 0; s < step_list.size(); ++s) {
     const Step& st = step_list[s];
     StepReport sr;
@@ -121,8 +121,8 @@ void add_steps_and_mfu(const DeviceContext& ctx, const StepDetection& steps, con
   r.excluded_before_ns = ctx.excluded_before_ns;
   r.excluded_after_ns = ctx.excluded_after_ns;
   if (flops.any) {
-    r.matmul_flops_per_step = std::accumulate(flops.per_step.begin(), flops.per_step.end(), 0.0) /
-                              static_cast<double>(device_steps.size());
+    r.matmul_flops_per_step =
+        std::accumulate(flops.per_step.begin(), flops.per_step.end(), 0.0) / static_cast<double>(device_steps.size());
   }
   add_model_flops(options, r);
   add_peak_and_mfu(options, step_ns, r);
@@ -139,9 +139,10 @@ void add_steps_and_mfu(const DeviceContext& ctx, const StepDetection& steps, con
   }
   if (r.hfu_pct && conv_ns >= kUncountedConvShare * matrix_ns) {
     r.hfu_pct.reset();
-    r.hfu_unavailable = fmt::format("n/a: convolutions take {:.0f}% of the matrix time and their FLOPs are not "
-                                    "counted (shapes alone do not give stride and padding)",
-                                    pct(conv_ns, matrix_ns));
+    r.hfu_unavailable = fmt::format(
+        "n/a: convolutions take {:.0f}% of the matrix time and their FLOPs are not "
+        "counted (shapes alone do not give stride and padding)",
+        pct(conv_ns, matrix_ns));
   }
 }
 

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <array>
-#include <string_view>
-#include <utility>
 #include <climits>
 #include <map>
 #include <set>
+#include <string_view>
+#include <utility>
 
 #include <fmt/core.h>
 #include <fmt/ranges.h>
@@ -25,7 +25,7 @@ bool has_steps(const DeviceReport& d) { return d.step_mean_ms && d.step_source !
 // sum to the step.
 struct StepParts {
   static constexpr std::array<std::string_view, 4> kNames = {"compute", "communication wait", "input",
-                                                              "host (launch, sync, Python)"};
+                                                             "host (launch, sync, Python)"};
   std::array<double, 4> ms{};
 };
 
@@ -107,8 +107,8 @@ void add_straggler(RankSummary& s, const std::vector<const DeviceReport*>& with_
                    "the least wait of the job: it arrives last) against a median of {:.2f} ms over the other {} "
                    "rank{}{}; the job's step without the {:.2f} ms difference{}",
                    straggler->rank ? fmt::format("rank {}: ", *straggler->rank) : "", straggler->source, own, step,
-                   step - own, median_own, others.size(), others.size() == 1 ? "" : "s",
-                   slow_part(*straggler, others), excess, estimate_clause(step * 1e6, fixed * 1e6, "step")),
+                   step - own, median_own, others.size(), others.size() == 1 ? "" : "s", slow_part(*straggler, others),
+                   excess, estimate_clause(step * 1e6, fixed * 1e6, "step")),
        speedup,
        "Look at that rank's own idle causes above (input pipeline, host syncs); balance the data shards "
        "and sequence lengths across ranks (bucket or pad); check for CPU contention on its host (other "
@@ -140,14 +140,16 @@ void add_scale_before_healthy(RankSummary& s, const std::vector<DeviceReport>& d
     if (single_gpu_finding(f) && named.size() < 3) named.push_back(fmt::format("{} x{:.2f}", f.id, *f.est_speedup));
   }
   std::string health = fmt::format("busy {:.1f}%", median->busy_pct);
-  if (median->communication) health = fmt::format("busy without communication {:.1f}%", median->communication->busy_without_comm_pct);
+  if (median->communication)
+    health = fmt::format("busy without communication {:.1f}%", median->communication->busy_without_comm_pct);
   if (median->mfu_pct) health += fmt::format(", MFU {:.1f}%", *median->mfu_pct);
   s.findings.push_back(
       {"scale-before-healthy", severity_for(speedup), "Fix one GPU before adding GPUs",
        fmt::format("each of the {} ranks wastes its own GPU ({}: {}); its single-GPU findings: {}{}", devices.size(),
                    median->source, health, fmt::join(named, ", "),
-                   median->step_mean_ms ? estimate_clause(*median->step_mean_ms * 1e6, *median->step_mean_ms * 1e6 / speedup, "its step")
-                                        : fmt::format("; estimate: the largest of them, x{:.2f}", speedup)),
+                   median->step_mean_ms
+                       ? estimate_clause(*median->step_mean_ms * 1e6, *median->step_mean_ms * 1e6 / speedup, "its step")
+                       : fmt::format("; estimate: the largest of them, x{:.2f}", speedup)),
        speedup,
        fmt::format("Fix {} first (see that rank's findings): the gain applies to every rank at no extra "
                    "hardware, where more GPUs add at best their share of throughput at the same per-GPU waste "
@@ -193,8 +195,8 @@ std::optional<std::string> job_disagreement(const std::vector<RankFacts>& traces
     world_sizes.insert(*t.world_size);
   }
   if (without_rank > 0) {
-    reasons.push_back(fmt::format("{} of {} traces name no rank and world size (distributedInfo)", without_rank,
-                                  traces.size()));
+    reasons.push_back(
+        fmt::format("{} of {} traces name no rank and world size (distributedInfo)", without_rank, traces.size()));
   }
   for (const auto& [rank, n] : traces_per_rank) {
     if (n > 1) reasons.push_back(fmt::format("rank {} appears in {} traces", rank, n));
@@ -203,8 +205,8 @@ std::optional<std::string> job_disagreement(const std::vector<RankFacts>& traces
     reasons.push_back(fmt::format("world sizes differ ({})", fmt::join(world_sizes, ", ")));
   } else if (world_sizes.size() == 1 && !traces_per_rank.empty() &&
              traces_per_rank.rbegin()->first >= *world_sizes.begin()) {
-    reasons.push_back(fmt::format("rank {} is outside the world size {}", traces_per_rank.rbegin()->first,
-                                  *world_sizes.begin()));
+    reasons.push_back(
+        fmt::format("rank {} is outside the world size {}", traces_per_rank.rbegin()->first, *world_sizes.begin()));
   }
 
   // The models of the devices that ran work, where the trace names them.

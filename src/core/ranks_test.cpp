@@ -79,8 +79,8 @@ TEST(Ranks, StragglerIsTheRankThatArrivesLastNotTheOneThatWaitsLongest) {
 
 TEST(Ranks, NoStragglerWhenOnlyTheWaitsDiffer) {
   // Every rank works 5 ms; rank 0's step looks longer only because it waits longer.
-  const RankSummary s =
-      summarize_ranks({rank(0, 14, 100, 100 * 5.0 / 14, 100 * 9.0 / 14), rank(1, 10, 100, 50, 50), rank(2, 10, 100, 50, 50)});
+  const RankSummary s = summarize_ranks(
+      {rank(0, 14, 100, 100 * 5.0 / 14, 100 * 9.0 / 14), rank(1, 10, 100, 50, 50), rank(2, 10, 100, 50, 50)});
   EXPECT_EQ(by_id(s, "straggler"), nullptr);
 }
 

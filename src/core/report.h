@@ -22,7 +22,7 @@ inline constexpr const char* kReportSchema = "gpuscope.report/1";
 // rules; the rule that picks a cause is `idle_cause_at` in idle.cpp). Columns: enumerator, the
 // name in reports, the letter on the timeline (K is taken by "kernels running"). A new cause
 // is a new row here plus its rule.
-#define GPUSCOPE_IDLE_CAUSES(X)   \
+#define GPUSCOPE_IDLE_CAUSES(X)     \
   X(kMemcpy, "memcpy", 'm')         \
   X(kAlloc, "alloc", 'a')           \
   X(kInput, "input", 'i')           \
@@ -78,7 +78,7 @@ struct HostTime {
 struct IdleCause {
   IdleCauseId cause = IdleCauseId::kOther;
   int64_t ns = 0;
-  double pct = 0;               // Of the window.
+  double pct = 0;                  // Of the window.
   std::vector<HostTime> top_host;  // What the host was doing meanwhile, longest first.
   // Of ns, the part the tracer's own launch cost explains (the program run without the tracer
   // would not have it): for each idle gap that ended when a launch call returned, up to one
@@ -118,8 +118,8 @@ struct TopKernel {
 struct FusionCandidate {
   std::vector<std::string> kernels;  // Short names, in launch order.
   int64_t occurrences = 0;
-  int64_t ns = 0;            // Kernel time of all occurrences.
-  double pct = 0;            // Of the window.
+  int64_t ns = 0;             // Kernel time of all occurrences.
+  double pct = 0;             // Of the window.
   int64_t est_saving_ns = 0;  // Estimate: (k-1)/k of the run's kernel time.
 };
 
@@ -161,8 +161,8 @@ struct StepReport {
 // What a server's iterations look like, when the steps are forward passes (an inference loop:
 // one step per forward iteration).
 struct ServingStats {
-  double iterations_per_s = 0;       // Steps over the window (traced).
-  double gpu_ms_per_iteration = 0;   // Kernel busy time per iteration.
+  double iterations_per_s = 0;      // Steps over the window (traced).
+  double gpu_ms_per_iteration = 0;  // Kernel busy time per iteration.
   // The token dimension (M) of the iteration's weight GEMMs (the largest in each iteration),
   // averaged over iterations; from op shapes, so absent without record_shapes.
   std::optional<double> tokens_per_iteration_mean;
@@ -174,14 +174,14 @@ struct ServingStats {
 // broadcast, reduce, send and recv. Time is the kernel's, waiting for peers included, so both
 // are what the job achieved, a lower bound of what the link can do.
 struct CollectiveStats {
-  std::string op;     // As the trace names it: "allreduce", "allgather", ...
-  std::string dtype;  // "Float", "BFloat16"; "" when not recorded.
+  std::string op;                     // As the trace names it: "allreduce", "allgather", ...
+  std::string dtype;                  // "Float", "BFloat16"; "" when not recorded.
   std::optional<int64_t> group_size;  // Ranks in the group (the largest seen).
   int64_t count = 0;
-  int64_t ns = 0;                     // Kernel time of the calls.
-  std::optional<uint64_t> bytes;      // Sum of max(in, out) elements x element size.
-  std::optional<double> algbw_gbps;   // bytes / ns (GB/s, 1e9 bytes).
-  std::optional<double> busbw_gbps;   // algbw x the operation's factor for group_size ranks.
+  int64_t ns = 0;                    // Kernel time of the calls.
+  std::optional<uint64_t> bytes;     // Sum of max(in, out) elements x element size.
+  std::optional<double> algbw_gbps;  // bytes / ns (GB/s, 1e9 bytes).
+  std::optional<double> busbw_gbps;  // algbw x the operation's factor for group_size ranks.
 };
 
 // Communication kernels (NCCL/RCCL) on a device, in the window (communication.cpp). Present
@@ -271,7 +271,7 @@ struct DeviceReport {
   // Why HFU is not given although matmul FLOPs were counted (convolutions, whose FLOPs shapes
   // alone do not give); empty otherwise. Not in the JSON (hfu_pct is null there).
   std::string hfu_unavailable;
-  std::optional<ServingStats> serving;  // Only when the steps are forward passes.
+  std::optional<ServingStats> serving;               // Only when the steps are forward passes.
   std::optional<CommunicationReport> communication;  // Only with communication kernels.
 
   std::vector<Finding> findings;
@@ -284,8 +284,8 @@ struct RankSummary {
   std::optional<double> busy_without_comm_min_pct, busy_without_comm_max_pct;
   std::optional<double> step_min_ms, step_max_ms;
   std::optional<double> step_median_ms;  // Of the ranks other than the slowest.
-  std::string slowest;  // Source of the slowest rank.
-  std::vector<Finding> findings;  // Across ranks (e.g. a straggler).
+  std::string slowest;                   // Source of the slowest rank.
+  std::vector<Finding> findings;         // Across ranks (e.g. a straggler).
 };
 
 struct Report {

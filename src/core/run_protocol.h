@@ -42,18 +42,23 @@ struct EnvVar {
 
 inline constexpr EnvVar kEnvRun{"GPUSCOPE_RUN", kRun, kProgram, "unset",
                                 "1 in every process gpuscope run starts (a program may ask whether it is traced)"};
-inline constexpr EnvVar kEnvPython{"GPUSCOPE_PYTHON", kUser, kRun | kBootstrap, "1",
-                                   "0: no Python bootstrap (run leaves PYTHONPATH alone; a bootstrap already on it does nothing)"};
-inline constexpr EnvVar kEnvCapturePrefix{"GPUSCOPE_CAPTURE_PREFIX", kRun, kInject, "gpuscope",
-                                          "path prefix of the capture each traced process creates, <prefix>.<pid>.gpuscope"};
-inline constexpr EnvVar kEnvTraceDeferred{"GPUSCOPE_TRACE_DEFERRED", kRun, kInject | kBlas, "unset",
-                                          "1 (--steps): device records only until the bootstrap opens the window through gpuscope_trace_control"};
+inline constexpr EnvVar kEnvPython{
+    "GPUSCOPE_PYTHON", kUser, kRun | kBootstrap, "1",
+    "0: no Python bootstrap (run leaves PYTHONPATH alone; a bootstrap already on it does nothing)"};
+inline constexpr EnvVar kEnvCapturePrefix{
+    "GPUSCOPE_CAPTURE_PREFIX", kRun, kInject, "gpuscope",
+    "path prefix of the capture each traced process creates, <prefix>.<pid>.gpuscope"};
+inline constexpr EnvVar kEnvTraceDeferred{
+    "GPUSCOPE_TRACE_DEFERRED", kRun, kInject | kBlas, "unset",
+    "1 (--steps): device records only until the bootstrap opens the window through gpuscope_trace_control"};
 inline constexpr EnvVar kEnvTraceAfterMs{"GPUSCOPE_TRACE_AFTER_MS", kRun, kInject, "0",
                                          "--after: the window opens this long after CUDA started"};
-inline constexpr EnvVar kEnvTraceForMs{"GPUSCOPE_TRACE_FOR_MS", kRun, kInject, "0",
-                                       "--for, and a plain run's time cap: the window closes this long after it opened (0: never)"};
-inline constexpr EnvVar kEnvSteps{"GPUSCOPE_STEPS", kRun, kBootstrap, "0",
-                                  "--steps N: the bootstrap opens the window after GPUSCOPE_SKIP_STEPS steps and closes it after N more"};
+inline constexpr EnvVar kEnvTraceForMs{
+    "GPUSCOPE_TRACE_FOR_MS", kRun, kInject, "0",
+    "--for, and a plain run's time cap: the window closes this long after it opened (0: never)"};
+inline constexpr EnvVar kEnvSteps{
+    "GPUSCOPE_STEPS", kRun, kBootstrap, "0",
+    "--steps N: the bootstrap opens the window after GPUSCOPE_SKIP_STEPS steps and closes it after N more"};
 inline constexpr EnvVar kEnvSkipSteps{"GPUSCOPE_SKIP_STEPS", kRun, kBootstrap, "0",
                                       "--skip-steps K: the untraced warm-up steps before a --steps window"};
 inline constexpr EnvVar kEnvMaxSteps{"GPUSCOPE_MAX_STEPS", kRun, kBootstrap, "0",
@@ -61,7 +66,8 @@ inline constexpr EnvVar kEnvMaxSteps{"GPUSCOPE_MAX_STEPS", kRun, kBootstrap, "0"
 
 // --- Knobs of the injection library ---------------------------------------------------------
 
-inline constexpr EnvVar kEnvDisable{"GPUSCOPE_DISABLE", kUser, kInject, "unset", "1: the injection library traces nothing"};
+inline constexpr EnvVar kEnvDisable{"GPUSCOPE_DISABLE", kUser, kInject, "unset",
+                                    "1: the injection library traces nothing"};
 inline constexpr EnvVar kEnvCompress{"GPUSCOPE_COMPRESS", kUser, kInject, "1", "0: capture chunks are not compressed"};
 inline constexpr EnvVar kEnvDriverApi{"GPUSCOPE_DRIVER_API", kUser, kInject, "unset",
                                       "all: record every driver API call, not only the launch entry points"};
@@ -69,19 +75,23 @@ inline constexpr EnvVar kEnvRuntimeApi{"GPUSCOPE_RUNTIME_API", kUser, kInject, "
                                        "all: record runtime calls that only ask a question too (cudaGetDevice, ...)"};
 inline constexpr EnvVar kEnvHandleSignals{"GPUSCOPE_HANDLE_SIGNALS", kUser, kInject, "1",
                                           "0: no flush on SIGTERM/SIGINT left at their default action"};
-inline constexpr EnvVar kEnvVerbose{"GPUSCOPE_VERBOSE", kUser, kInject, "unset", "set: the injection library says what it enables"};
-inline constexpr EnvVar kEnvKindsOff{"GPUSCOPE_KINDS_OFF", kUser, kInject, "unset",
-                                     "comma-separated optional activity kinds not to record (MEMCPY, MEMSET, RUNTIME, ...)"};
+inline constexpr EnvVar kEnvVerbose{"GPUSCOPE_VERBOSE", kUser, kInject, "unset",
+                                    "set: the injection library says what it enables"};
+inline constexpr EnvVar kEnvKindsOff{
+    "GPUSCOPE_KINDS_OFF", kUser, kInject, "unset",
+    "comma-separated optional activity kinds not to record (MEMCPY, MEMSET, RUNTIME, ...)"};
 
 // --- Knobs of the Python bootstrap ------------------------------------------------------------
 
-inline constexpr EnvVar kEnvPySampleHz{"GPUSCOPE_PY_SAMPLE_HZ", kUser, kBootstrap, "100",
-                                       "stack samples per second of the thread that issues GPU work (0 to 500; 0: no gpuscope.py# marks)"};
+inline constexpr EnvVar kEnvPySampleHz{
+    "GPUSCOPE_PY_SAMPLE_HZ", kUser, kBootstrap, "100",
+    "stack samples per second of the thread that issues GPU work (0 to 500; 0: no gpuscope.py# marks)"};
 inline constexpr EnvVar kEnvLoop{"GPUSCOPE_LOOP", kUser, kBootstrap, "1", "0: no search for the step loop"};
 inline constexpr EnvVar kEnvLoaderProbe{"GPUSCOPE_LOADER_PROBE", kUser, kBootstrap, "1",
                                         "0: no forked copy timing what DataLoader workers would deliver"};
-inline constexpr EnvVar kEnvStepWaitS{"GPUSCOPE_STEP_WAIT_S", kUser, kBootstrap, "20",
-                                      "seconds after CUDA started without a step source before a --steps window opens by time"};
+inline constexpr EnvVar kEnvStepWaitS{
+    "GPUSCOPE_STEP_WAIT_S", kUser, kBootstrap, "20",
+    "seconds after CUDA started without a step source before a --steps window opens by time"};
 inline constexpr EnvVar kEnvFallbackS{"GPUSCOPE_FALLBACK_S", kUser, kBootstrap, "10",
                                       "seconds a window opened by time (no step source) stays open"};
 inline constexpr EnvVar kEnvFineLoopS{"GPUSCOPE_FINE_LOOP_S", kUser, kBootstrap, "5",
@@ -93,15 +103,16 @@ inline constexpr EnvVar kEnvTry{"GPUSCOPE_TRY", kRun, kBootstrap, "unset",
                                 "the fixes the trial applies (comma-separated; empty: the program as it is)"};
 inline constexpr EnvVar kEnvTryResult{"GPUSCOPE_TRY_RESULT", kRun, kBootstrap, "unset",
                                       "set: this run is a trial; the file its measurement is written to"};
-inline constexpr EnvVar kEnvTryWarmup{"GPUSCOPE_TRY_WARMUP", kRun, kBootstrap, "0",
-                                      "steps a trial runs before timing"};
-inline constexpr EnvVar kEnvTryWorkers{"GPUSCOPE_TRY_WORKERS", kUser, kBootstrap, "unset",
-                                       "the dataloader fix's workers (default: one per CPU beside the main process, at most 8)"};
+inline constexpr EnvVar kEnvTryWarmup{"GPUSCOPE_TRY_WARMUP", kRun, kBootstrap, "0", "steps a trial runs before timing"};
+inline constexpr EnvVar kEnvTryWorkers{
+    "GPUSCOPE_TRY_WORKERS", kUser, kBootstrap, "unset",
+    "the dataloader fix's workers (default: one per CPU beside the main process, at most 8)"};
 
 // --- What else `gpuscope run` sets, and what launchers set --------------------------------------
 
-inline constexpr EnvVar kEnvCudaInjection{"CUDA_INJECTION64_PATH", kRun, kLoader | kBootstrap, "unset",
-                                          "the injection library the CUDA driver loads at cuInit; the bootstrap finds gpuscope_trace_control in it"};
+inline constexpr EnvVar kEnvCudaInjection{
+    "CUDA_INJECTION64_PATH", kRun, kLoader | kBootstrap, "unset",
+    "the injection library the CUDA driver loads at cuInit; the bootstrap finds gpuscope_trace_control in it"};
 inline constexpr EnvVar kEnvNvtxInjection{"NVTX_INJECTION64_PATH", kRun, kLoader, "unset",
                                           "the injection library NVTX loads (its ranges and marks go to CUPTI)"};
 inline constexpr EnvVar kEnvLdPreload{"LD_PRELOAD", kRun | kUser, kLoader, "unset",
@@ -109,9 +120,11 @@ inline constexpr EnvVar kEnvLdPreload{"LD_PRELOAD", kRun | kUser, kLoader, "unse
 inline constexpr EnvVar kEnvPythonPath{"PYTHONPATH", kRun | kUser, kLoader, "unset",
                                        "the bootstrap folder first, then the program's own entries"};
 inline constexpr EnvVar kEnvRank{"RANK", kProgram, kInject, "unset", "the process's rank, recorded in its capture"};
-inline constexpr EnvVar kEnvWorldSize{"WORLD_SIZE", kProgram, kInject, "unset", "the job's world size, recorded in its capture"};
-inline constexpr EnvVar kEnvLocalWorldSize{"LOCAL_WORLD_SIZE", kProgram, kBootstrap, "1",
-                                           "processes on this node: unpinned ones share its CPUs (the loader marks' cpus)"};
+inline constexpr EnvVar kEnvWorldSize{"WORLD_SIZE", kProgram, kInject, "unset",
+                                      "the job's world size, recorded in its capture"};
+inline constexpr EnvVar kEnvLocalWorldSize{
+    "LOCAL_WORLD_SIZE", kProgram, kBootstrap, "1",
+    "processes on this node: unpinned ones share its CPUs (the loader marks' cpus)"};
 
 // --- gpuscope's own knobs ------------------------------------------------------------------
 
@@ -131,8 +144,9 @@ inline constexpr EnvVar kEnvThreads{"GPUSCOPE_THREADS", kUser, kGpuscope, "unset
 
 inline constexpr EnvVar kEnvSimKernels{"GPUSCOPE_SIM_KERNELS", kTests, kTests, "10",
                                        "kernels the simulated injection library writes"};
-inline constexpr EnvVar kEnvSimNcclUs{"GPUSCOPE_SIM_NCCL_US", kTests, kTests, "0",
-                                      "the simulated injection library's NCCL kernel after each kernel, in microseconds"};
+inline constexpr EnvVar kEnvSimNcclUs{
+    "GPUSCOPE_SIM_NCCL_US", kTests, kTests, "0",
+    "the simulated injection library's NCCL kernel after each kernel, in microseconds"};
 inline constexpr EnvVar kEnvSimGapUs{"GPUSCOPE_SIM_GAP_US", kTests, kTests, "1000",
                                      "the simulated injection library's gap after each kernel, in microseconds"};
 inline constexpr EnvVar kEnvFakeNvmlFixture{"GPUSCOPE_FAKE_NVML_FIXTURE", kTests, kTests, "unset",
@@ -149,16 +163,16 @@ inline constexpr EnvVar kEnvTestFakeCuda{"GPUSCOPE_TEST_FAKE_CUDA", kTests, kTes
                                          "the fake CUDA program, for tests/cli_test.py"};
 
 inline constexpr std::array kEnvironment = {
-    kEnvRun,          kEnvPython,        kEnvCapturePrefix,  kEnvTraceDeferred,   kEnvTraceAfterMs,
-    kEnvTraceForMs,   kEnvSteps,         kEnvSkipSteps,      kEnvMaxSteps,        kEnvDisable,
-    kEnvCompress,     kEnvDriverApi,     kEnvRuntimeApi,     kEnvHandleSignals,   kEnvVerbose,
-    kEnvKindsOff,     kEnvPySampleHz,    kEnvLoop,           kEnvLoaderProbe,     kEnvStepWaitS,
-    kEnvFallbackS,    kEnvFineLoopS,     kEnvCudaInjection,  kEnvNvtxInjection,   kEnvLdPreload,
-    kEnvPythonPath,   kEnvRank,          kEnvWorldSize,      kEnvLocalWorldSize,  kEnvLibDir,
-    kEnvNvmlLibrary,  kEnvProcRoot,      kEnvMaxInflate,     kEnvInputTimeout,    kEnvThreads,
-    kEnvSimKernels,   kEnvSimNcclUs,     kEnvSimGapUs,       kEnvFakeNvmlFixture, kEnvSourceDir,
+    kEnvRun,           kEnvPython,        kEnvCapturePrefix, kEnvTraceDeferred,   kEnvTraceAfterMs,
+    kEnvTraceForMs,    kEnvSteps,         kEnvSkipSteps,     kEnvMaxSteps,        kEnvDisable,
+    kEnvCompress,      kEnvDriverApi,     kEnvRuntimeApi,    kEnvHandleSignals,   kEnvVerbose,
+    kEnvKindsOff,      kEnvPySampleHz,    kEnvLoop,          kEnvLoaderProbe,     kEnvStepWaitS,
+    kEnvFallbackS,     kEnvFineLoopS,     kEnvCudaInjection, kEnvNvtxInjection,   kEnvLdPreload,
+    kEnvPythonPath,    kEnvRank,          kEnvWorldSize,     kEnvLocalWorldSize,  kEnvLibDir,
+    kEnvNvmlLibrary,   kEnvProcRoot,      kEnvMaxInflate,    kEnvInputTimeout,    kEnvThreads,
+    kEnvSimKernels,    kEnvSimNcclUs,     kEnvSimGapUs,      kEnvFakeNvmlFixture, kEnvSourceDir,
     kEnvUpdateGoldens, kEnvTestPython312, kEnvTestSimLib,    kEnvTestFakeCuda,    kEnvTry,
-    kEnvTryResult,    kEnvTryWarmup,     kEnvTryWorkers,
+    kEnvTryResult,     kEnvTryWarmup,     kEnvTryWorkers,
 };
 
 // The injection library's one entry point beside the driver's: the bootstrap opens (1) and
@@ -182,23 +196,62 @@ struct NvtxName {
 };
 
 // PyTorch's profiler writes the first two names for the same work, so one rule reads both.
-inline constexpr NvtxName kOptimizerStepRange{"Optimizer.step#", NameKind::kRange, false, kBootstrap | kProgram, kCore,
-                                              "Optimizer.step#<Class>.step", "one optimizer step (global step hooks)"};
-inline constexpr NvtxName kDataLoaderRange{"enumerate(DataLoader)#", NameKind::kRange, false, kBootstrap | kProgram, kCore,
-                                           "enumerate(DataLoader)#<Iterator>.__next__", "one batch fetched from a DataLoader"};
-inline constexpr NvtxName kStepLoopRange{"gpuscope.iter#", NameKind::kRange, false, kBootstrap, kCore,
-                                         "gpuscope.iter#<file>:<line>", "one iteration of the program's step loop"};
-inline constexpr NvtxName kPySampleMark{"gpuscope.py#", NameKind::kMark, false, kBootstrap, kCore,
-                                        "gpuscope.py#<tag>;<file>:<line> <function>|...",
-                                        "a stack sample of the thread that issues GPU work; tag `data` in data loading"};
-inline constexpr NvtxName kHostMark{"gpuscope.host#", NameKind::kMark, false, kBootstrap, kCore | kRun,
-                                    "gpuscope.host#<key>=<integer>,...", "a fact about the process (kHostMarks)"};
-inline constexpr NvtxName kBootStatsMark{"gpuscope.python#", NameKind::kMark, false, kBootstrap, 0,
+inline constexpr NvtxName kOptimizerStepRange{"Optimizer.step#",
+                                              NameKind::kRange,
+                                              false,
+                                              kBootstrap | kProgram,
+                                              kCore,
+                                              "Optimizer.step#<Class>.step",
+                                              "one optimizer step (global step hooks)"};
+inline constexpr NvtxName kDataLoaderRange{"enumerate(DataLoader)#",
+                                           NameKind::kRange,
+                                           false,
+                                           kBootstrap | kProgram,
+                                           kCore,
+                                           "enumerate(DataLoader)#<Iterator>.__next__",
+                                           "one batch fetched from a DataLoader"};
+inline constexpr NvtxName kStepLoopRange{"gpuscope.iter#",
+                                         NameKind::kRange,
+                                         false,
+                                         kBootstrap,
+                                         kCore,
+                                         "gpuscope.iter#<file>:<line>",
+                                         "one iteration of the program's step loop"};
+inline constexpr NvtxName kPySampleMark{
+    "gpuscope.py#",
+    NameKind::kMark,
+    false,
+    kBootstrap,
+    kCore,
+    "gpuscope.py#<tag>;<file>:<line> <function>|...",
+    "a stack sample of the thread that issues GPU work; tag `data` in data loading"};
+inline constexpr NvtxName kHostMark{"gpuscope.host#",
+                                    NameKind::kMark,
+                                    false,
+                                    kBootstrap,
+                                    kCore | kRun,
+                                    "gpuscope.host#<key>=<integer>,...",
+                                    "a fact about the process (kHostMarks)"};
+inline constexpr NvtxName kBootStatsMark{"gpuscope.python#",
+                                         NameKind::kMark,
+                                         false,
+                                         kBootstrap,
+                                         0,
                                          "gpuscope.python#ranges=R,samples=S,hook_errors=E",
                                          "at exit: what the bootstrap emitted and the errors its hooks swallowed"};
-inline constexpr NvtxName kForwardRange{"gpuscope.forward#", NameKind::kRange, false, 0, kCore,
-                                        "gpuscope.forward#<Module>", "an outermost forward pass (older captures)"};
-inline constexpr NvtxName kBackwardRange{"gpuscope.backward", NameKind::kRange, true, 0, kCore, "gpuscope.backward",
+inline constexpr NvtxName kForwardRange{"gpuscope.forward#",
+                                        NameKind::kRange,
+                                        false,
+                                        0,
+                                        kCore,
+                                        "gpuscope.forward#<Module>",
+                                        "an outermost forward pass (older captures)"};
+inline constexpr NvtxName kBackwardRange{"gpuscope.backward",
+                                         NameKind::kRange,
+                                         true,
+                                         0,
+                                         kCore,
+                                         "gpuscope.backward",
                                          "an autograd backward pass (older captures)"};
 
 inline constexpr std::array kNvtxNames = {kOptimizerStepRange, kDataLoaderRange, kStepLoopRange, kPySampleMark,
@@ -243,28 +296,47 @@ struct FieldMark {
 };
 
 inline constexpr std::array kFieldMarks = {
-    FieldMark{&kHostMark, {kKeyCpus, kKeyTorchThreads}, kCore,
+    FieldMark{&kHostMark,
+              {kKeyCpus, kKeyTorchThreads},
+              kCore,
               "once per process, at the first batch built in the main process (num_workers=0)"},
-    FieldMark{&kHostMark, {kKeyCpus, kKeyLoaderWorkers}, kCore, "once per process, at a batch of a loader with workers"},
-    FieldMark{&kHostMark, {kKeyLoaderCpuUs, kKeyLoaderWallUs}, kCore,
+    FieldMark{
+        &kHostMark, {kKeyCpus, kKeyLoaderWorkers}, kCore, "once per process, at a batch of a loader with workers"},
+    FieldMark{&kHostMark,
+              {kKeyLoaderCpuUs, kKeyLoaderWallUs},
+              kCore,
               "after each batch built in the main process: its CPU time (all threads) and wall time"},
-    FieldMark{&kHostMark, {kKeyLoaderOneThreadUs, kKeyBatches}, kCore,
+    FieldMark{&kHostMark,
+              {kKeyLoaderOneThreadUs, kKeyBatches},
+              kCore,
               "once, the forked copy's time per batch on one thread, and the batches it timed"},
-    FieldMark{&kHostMark, {kKeyLoaderPoolUs, kKeyPoolWorkers, kKeyBatches}, kCore,
+    FieldMark{&kHostMark,
+              {kKeyLoaderPoolUs, kKeyPoolWorkers, kKeyBatches},
+              kCore,
               "once, the time between batches of the copy's DataLoader with the advised workers"},
-    FieldMark{&kHostMark, {kKeyDistWorldSize, kKeyDistGloo}, kCore,
+    FieldMark{&kHostMark,
+              {kKeyDistWorldSize, kKeyDistGloo},
+              kCore,
               "once, at the first optimizer step with a process group: whether CUDA tensors go through gloo"},
-    FieldMark{&kHostMark, {kKeyUntracedStepUs, kKeySteps}, kCore,
+    FieldMark{&kHostMark,
+              {kKeyUntracedStepUs, kKeySteps},
+              kCore,
               "as a --steps window opens: the median untraced step on the host, over `steps` periods"},
     FieldMark{&kHostMark, {kKeyOptimizerSteps}, kCore, "as a --steps window opens: the optimizer steps before it"},
-    FieldMark{&kHostMark, {kKeyUntracedDeviceStepUs, kKeySteps}, kCore,
+    FieldMark{&kHostMark,
+              {kKeyUntracedDeviceStepUs, kKeySteps},
+              kCore,
               "as a --steps window closes: the median untraced step on the GPU's timeline"},
-    FieldMark{&kHostMark, {kKeyTimeWindowUs, kKeyNoSteps}, 0,
-              "a --steps window opened by time: no step source appeared"},
-    FieldMark{&kHostMark, {kKeyTimeWindowUs, kKeyLoopPeriodNs}, 0,
+    FieldMark{
+        &kHostMark, {kKeyTimeWindowUs, kKeyNoSteps}, 0, "a --steps window opened by time: no step source appeared"},
+    FieldMark{&kHostMark,
+              {kKeyTimeWindowUs, kKeyLoopPeriodNs},
+              0,
               "a --steps window opened by time: the step loop turns too fast to mark"},
     FieldMark{&kHostMark, {kKeyCappedAfterSteps}, kRun, "a plain run's trace stopped after its step cap"},
-    FieldMark{&kHostMark, {kKeyCappedAfterUs, kKeyLoopPeriodNs}, kRun,
+    FieldMark{&kHostMark,
+              {kKeyCappedAfterUs, kKeyLoopPeriodNs},
+              kRun,
               "a plain run's trace stopped: its step loop turns too fast to mark"},
     FieldMark{&kBootStatsMark, {kKeyRanges, kKeySamples, kKeyHookErrors}, 0, "at exit, when anything was emitted"},
 };

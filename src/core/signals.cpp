@@ -19,8 +19,7 @@ std::string format_gib(double bytes) {
 }
 
 // The process with the most GPU memory on (device), if any.
-std::optional<ProcessSample> main_process(std::span<const ProcessSample> processes,
-                                          int32_t device) {
+std::optional<ProcessSample> main_process(std::span<const ProcessSample> processes, int32_t device) {
   const ProcessSample* best = nullptr;
   for (const ProcessSample& p : processes) {
     if (p.device != device) continue;
@@ -34,10 +33,14 @@ std::optional<ProcessSample> main_process(std::span<const ProcessSample> process
 
 std::string_view signal_name(SignalKind kind) {
   switch (kind) {
-    case SignalKind::kIdleHoldingMemory: return "idle_holding_memory";
-    case SignalKind::kBusyNotWorking: return "busy_not_working";
-    case SignalKind::kTensorCoresUnused: return "tensor_cores_unused";
-    case SignalKind::kMemoryBandwidthBound: return "memory_bandwidth_bound";
+    case SignalKind::kIdleHoldingMemory:
+      return "idle_holding_memory";
+    case SignalKind::kBusyNotWorking:
+      return "busy_not_working";
+    case SignalKind::kTensorCoresUnused:
+      return "tensor_cores_unused";
+    case SignalKind::kMemoryBandwidthBound:
+      return "memory_bandwidth_bound";
   }
   return "unknown";
 }
@@ -86,10 +89,8 @@ std::vector<Signal> SignalTracker::update(std::span<const DeviceSample> devices,
         Signal sig = base(SignalKind::kIdleHoldingMemory);
         sig.process = p;
         sig.evidence = "holds " + format_gib(static_cast<double>(*p.memory_used_bytes)) +
-                       (s.sm_active_pct ? ", SM active " : ", utilization ") +
-                       format_pct(*activity);
-        hold({SignalKind::kIdleHoldingMemory, s.device, gi, p.pid}, now, t_.idle_after_ns,
-             std::move(sig));
+                       (s.sm_active_pct ? ", SM active " : ", utilization ") + format_pct(*activity);
+        hold({SignalKind::kIdleHoldingMemory, s.device, gi, p.pid}, now, t_.idle_after_ns, std::move(sig));
       }
     }
 
@@ -99,22 +100,21 @@ std::vector<Signal> SignalTracker::update(std::span<const DeviceSample> devices,
       // the GPU because each carries few tokens (decode serving few sequences: under-batched),
       // or because the host issues many tiny kernels (launch-bound); `gpuscope run --steps 50`
       // tells which.
-      device_signal(SignalKind::kBusyNotWorking,
-                    "utilization " + format_pct(*s.gpu_util_pct) + " but SM active " + format_pct(*s.sm_active_pct) +
-                        " (small kernels: under-batched or launch-bound)");
+      device_signal(SignalKind::kBusyNotWorking, "utilization " + format_pct(*s.gpu_util_pct) + " but SM active " +
+                                                     format_pct(*s.sm_active_pct) +
+                                                     " (small kernels: under-batched or launch-bound)");
     }
 
     if (s.sm_active_pct && s.tensor_active_pct && *s.sm_active_pct >= t_.tensor_sm_active_pct &&
-        *s.tensor_active_pct < t_.tensor_active_pct &&
-        !(s.dram_bw_pct && *s.dram_bw_pct >= t_.membw_dram_pct)) {
-      device_signal(SignalKind::kTensorCoresUnused, "SM active " + format_pct(*s.sm_active_pct) +
-                                                        ", tensor active " + format_pct(*s.tensor_active_pct));
+        *s.tensor_active_pct < t_.tensor_active_pct && !(s.dram_bw_pct && *s.dram_bw_pct >= t_.membw_dram_pct)) {
+      device_signal(SignalKind::kTensorCoresUnused, "SM active " + format_pct(*s.sm_active_pct) + ", tensor active " +
+                                                        format_pct(*s.tensor_active_pct));
     }
 
     if (s.dram_bw_pct && s.sm_active_pct && *s.dram_bw_pct >= t_.membw_dram_pct &&
         *s.sm_active_pct >= t_.membw_sm_active_pct) {
-      device_signal(SignalKind::kMemoryBandwidthBound, "DRAM bandwidth " + format_pct(*s.dram_bw_pct) +
-                                                           ", SM active " + format_pct(*s.sm_active_pct));
+      device_signal(SignalKind::kMemoryBandwidthBound,
+                    "DRAM bandwidth " + format_pct(*s.dram_bw_pct) + ", SM active " + format_pct(*s.sm_active_pct));
     }
   }
   since_ = std::move(next);

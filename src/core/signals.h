@@ -34,9 +34,8 @@ enum class SignalKind {
   kTensorCoresUnused,
   kMemoryBandwidthBound,
 };
-inline constexpr SignalKind kAllSignalKinds[] = {
-    SignalKind::kIdleHoldingMemory, SignalKind::kBusyNotWorking,
-    SignalKind::kTensorCoresUnused, SignalKind::kMemoryBandwidthBound};
+inline constexpr SignalKind kAllSignalKinds[] = {SignalKind::kIdleHoldingMemory, SignalKind::kBusyNotWorking,
+                                                 SignalKind::kTensorCoresUnused, SignalKind::kMemoryBandwidthBound};
 
 // Stable snake_case name used in JSON, Prometheus labels and the rules in deploy/.
 std::string_view signal_name(SignalKind kind);
@@ -70,8 +69,7 @@ struct Signal {
 class SignalTracker {
  public:
   explicit SignalTracker(SignalThresholds thresholds = {}) : t_(thresholds) {}
-  std::vector<Signal> update(std::span<const DeviceSample> devices,
-                             std::span<const ProcessSample> processes);
+  std::vector<Signal> update(std::span<const DeviceSample> devices, std::span<const ProcessSample> processes);
   const SignalThresholds& thresholds() const { return t_; }
 
  private:

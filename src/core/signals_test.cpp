@@ -66,8 +66,7 @@ ProcessSample holder(uint64_t bytes, uint32_t pid = 77) {
 
 // Feeds `make(t)` once per second for `seconds` and returns the last update's signals.
 template <typename Make>
-std::vector<Signal> run(SignalTracker& tracker, Make make, int seconds,
-                        std::vector<ProcessSample> procs = {}) {
+std::vector<Signal> run(SignalTracker& tracker, Make make, int seconds, std::vector<ProcessSample> procs = {}) {
   std::vector<Signal> out;
   for (int i = 0; i <= seconds; ++i) {
     DeviceSample s = make(i * kSecond);

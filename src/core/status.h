@@ -30,7 +30,7 @@ inline Status ok_status() { return Status(); }
 template <typename T>
 class StatusOr {
  public:
-  StatusOr(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design.
+  StatusOr(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design.
   StatusOr(Status status) : v_(std::move(status)) {}  // NOLINT: must not be ok.
   bool ok() const { return std::holds_alternative<T>(v_); }
   const Status& status() const {
@@ -52,10 +52,10 @@ class StatusOr {
 #define GPUSCOPE_CONCAT_INNER(a, b) a##b
 #define GPUSCOPE_CONCAT(a, b) GPUSCOPE_CONCAT_INNER(a, b)
 
-#define RETURN_IF_ERROR(expr)                 \
-  do {                                        \
-    ::gpuscope::Status status_ = (expr);      \
-    if (!status_.ok()) return status_;        \
+#define RETURN_IF_ERROR(expr)            \
+  do {                                   \
+    ::gpuscope::Status status_ = (expr); \
+    if (!status_.ok()) return status_;   \
   } while (0)
 
 #define ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
@@ -63,5 +63,4 @@ class StatusOr {
   if (!tmp.ok()) return tmp.status();         \
   lhs = std::move(tmp).value()
 
-#define ASSIGN_OR_RETURN(lhs, expr) \
-  ASSIGN_OR_RETURN_IMPL(GPUSCOPE_CONCAT(statusor_, __LINE__), lhs, expr)
+#define ASSIGN_OR_RETURN(lhs, expr) ASSIGN_OR_RETURN_IMPL(GPUSCOPE_CONCAT(statusor_, __LINE__), lhs, expr)

@@ -1,8 +1,8 @@
 #include "core/steps.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <climits>
 #include <cmath>
 #include <map>
@@ -16,13 +16,20 @@ namespace gpuscope {
 
 std::string_view step_source_name(StepSource s) {
   switch (s) {
-    case StepSource::kProfilerStep: return "profiler_step";
-    case StepSource::kNvtxRange: return "nvtx_range";
-    case StepSource::kOptimizerStep: return "optimizer_step";
-    case StepSource::kPythonLoop: return "python_loop";
-    case StepSource::kForwardPass: return "forward_pass";
-    case StepSource::kKernelPattern: return "kernel_pattern";
-    case StepSource::kWholeWindow: return "whole_window";
+    case StepSource::kProfilerStep:
+      return "profiler_step";
+    case StepSource::kNvtxRange:
+      return "nvtx_range";
+    case StepSource::kOptimizerStep:
+      return "optimizer_step";
+    case StepSource::kPythonLoop:
+      return "python_loop";
+    case StepSource::kForwardPass:
+      return "forward_pass";
+    case StepSource::kKernelPattern:
+      return "kernel_pattern";
+    case StepSource::kWholeWindow:
+      return "whole_window";
   }
   return "whole_window";
 }
@@ -65,8 +72,9 @@ std::vector<Step> kernel_pattern_steps(const Trace& trace) {
   if (trace.kernels.size() < 6) return {};
   std::unordered_map<int32_t, size_t> per_device;
   for (const Kernel& k : trace.kernels) ++per_device[k.device];
-  const int32_t device = std::max_element(per_device.begin(), per_device.end(),
-                                          [](auto& a, auto& b) { return a.second < b.second; })->first;
+  const int32_t device = std::max_element(per_device.begin(), per_device.end(), [](auto& a, auto& b) {
+                           return a.second < b.second;
+                         })->first;
   std::vector<const Kernel*> seq;
   for (const Kernel& k : trace.kernels) {
     if (k.device == device) seq.push_back(&k);
@@ -97,7 +105,8 @@ std::vector<Step> kernel_pattern_steps(const Trace& trace) {
     if (lag < 2) continue;  // A step of one kernel is no step: a loop of one kernel has no pattern.
     size_t regular = 0;
     for (size_t l : lags) {
-      if (static_cast<double>(l) >= 0.9 * static_cast<double>(lag) && static_cast<double>(l) <= 1.1 * static_cast<double>(lag))
+      if (static_cast<double>(l) >= 0.9 * static_cast<double>(lag) &&
+          static_cast<double>(l) <= 1.1 * static_cast<double>(lag))
         ++regular;
     }
     if (static_cast<double>(regular) < 0.8 * static_cast<double>(lags.size())) continue;
@@ -106,11 +115,11 @@ std::vector<Step> kernel_pattern_steps(const Trace& trace) {
     std::vector<int64_t> periods;
     for (size_t i = 1; i < pos->size(); ++i) periods.push_back(seq[(*pos)[i]]->start_ns - seq[(*pos)[i - 1]]->start_ns);
     std::vector<int64_t> by_length = periods;
-    std::nth_element(by_length.begin(), by_length.begin() + static_cast<ptrdiff_t>(by_length.size() / 2), by_length.end());
+    std::nth_element(by_length.begin(), by_length.begin() + static_cast<ptrdiff_t>(by_length.size() / 2),
+                     by_length.end());
     const int64_t median_period = by_length[by_length.size() / 2];
-    const auto steady = std::count_if(periods.begin(), periods.end(), [&](int64_t p) {
-      return 2 * p >= median_period && p <= 2 * median_period;
-    });
+    const auto steady = std::count_if(periods.begin(), periods.end(),
+                                      [&](int64_t p) { return 2 * p >= median_period && p <= 2 * median_period; });
     if (median_period <= 0 || static_cast<double>(steady) < 0.8 * static_cast<double>(periods.size())) continue;
     size_t same = 0, compared = 0;
     for (size_t i = pos->front(); i + lag <= pos->back(); ++i, ++compared) {
@@ -205,7 +214,8 @@ StepDetection detect_steps(const Trace& trace, std::string_view step_range) {
     // One step runs from the start of one forward to the start of the next.
     std::vector<Step> f = outermost(std::move(*forward));
     d.source = StepSource::kForwardPass;
-    for (size_t i = 1; i < f.size(); ++i) d.steps.push_back({f[i - 1].start_ns, f[i].start_ns, static_cast<int64_t>(i)});
+    for (size_t i = 1; i < f.size(); ++i)
+      d.steps.push_back({f[i - 1].start_ns, f[i].start_ns, static_cast<int64_t>(i)});
   } else if (auto pattern = kernel_pattern_steps(trace); !pattern.empty()) {
     d.source = StepSource::kKernelPattern;
     d.steps = std::move(pattern);

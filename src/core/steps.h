@@ -11,7 +11,7 @@ namespace gpuscope {
 
 struct StepDetection {
   StepSource source = StepSource::kWholeWindow;
-  std::vector<Step> steps;  // Empty for kWholeWindow.
+  std::vector<Step> steps;     // Empty for kWholeWindow.
   int64_t skipped_warmup = 0;  // Leading steps dropped by drop_warmup_steps.
 };
 

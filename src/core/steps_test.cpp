@@ -167,7 +167,7 @@ TEST(Steps, StepRangeMatchesAndTheAnnotationsThatCouldBeSteps) {
     b.annotation(i * 100.0, i * 100.0 + 90, "ProfilerStep#" + std::to_string(i));
     b.annotation(i * 100.0 + 10, i * 100.0 + 50, "forward");
   }
-  b.annotation(400, 410, "setup");  // once, no number: not a step candidate
+  b.annotation(400, 410, "setup");           // once, no number: not a step candidate
   b.annotation(500, 500, "ProfilerStep#9");  // no duration: not counted
   const Trace t = b.build();
   EXPECT_EQ(count_step_range_matches(t, "ProfilerStep"), 3);
@@ -202,4 +202,3 @@ TEST(Steps, IdenticalLayersGiveWholeSteps) {
 
 }  // namespace
 }  // namespace gpuscope
-

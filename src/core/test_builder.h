@@ -29,9 +29,8 @@ class TraceBuilder {
 
   // A kernel with a launch call on the host thread (tid) `launch_us` long, ending just
   // before the kernel may start. Returns the correlation id.
-  uint64_t kernel(double start_us, double end_us, std::string_view name, uint32_t blocks = 1000,
-                  int32_t device = 0, int32_t stream = 7, double launch_at_us = -1, double launch_us = 5,
-                  int32_t tid = 1) {
+  uint64_t kernel(double start_us, double end_us, std::string_view name, uint32_t blocks = 1000, int32_t device = 0,
+                  int32_t stream = 7, double launch_at_us = -1, double launch_us = 5, int32_t tid = 1) {
     const uint64_t corr = next_corr_++;
     Kernel k;
     k.start_ns = ns(start_us);
@@ -76,9 +75,8 @@ class TraceBuilder {
   }
 
   // A host op; shapes/dtypes give recorded inputs.
-  TraceBuilder& op(double start_us, double end_us, std::string_view name,
-                   std::vector<std::vector<int64_t>> shapes = {}, std::string_view dtype = "",
-                   int32_t tid = 1) {
+  TraceBuilder& op(double start_us, double end_us, std::string_view name, std::vector<std::vector<int64_t>> shapes = {},
+                   std::string_view dtype = "", int32_t tid = 1) {
     HostEvent e;
     e.start_ns = ns(start_us);
     e.end_ns = ns(end_us);

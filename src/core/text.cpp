@@ -25,21 +25,30 @@ std::string to_valid_utf8(std::string_view s) {
     // Unicode 15, table 3-7: well-formed byte sequences.
     int need = 0;
     unsigned char lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) need = 1;
-    else if (c == 0xE0) need = 2, lo = 0xA0;
-    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) need = 2;
-    else if (c == 0xED) need = 2, hi = 0x9F;
-    else if (c == 0xF0) need = 3, lo = 0x90;
-    else if (c >= 0xF1 && c <= 0xF3) need = 3;
-    else if (c == 0xF4) need = 3, hi = 0x8F;
+    if (c >= 0xC2 && c <= 0xDF)
+      need = 1;
+    else if (c == 0xE0)
+      need = 2, lo = 0xA0;
+    else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF)
+      need = 2;
+    else if (c == 0xED)
+      need = 2, hi = 0x9F;
+    else if (c == 0xF0)
+      need = 3, lo = 0x90;
+    else if (c >= 0xF1 && c <= 0xF3)
+      need = 3;
+    else if (c == 0xF4)
+      need = 3, hi = 0x8F;
     size_t j = i + 1;
     int k = 0;
     for (; k < need && j < s.size(); ++k, ++j) {
       const auto d = static_cast<unsigned char>(s[j]);
       if (d < (k == 0 ? lo : 0x80) || d > (k == 0 ? hi : 0xBF)) break;
     }
-    if (need > 0 && k == need) out.append(s.substr(i, j - i));
-    else out += kReplacement;  // The maximal invalid subpart s[i, j) becomes one U+FFFD.
+    if (need > 0 && k == need)
+      out.append(s.substr(i, j - i));
+    else
+      out += kReplacement;  // The maximal invalid subpart s[i, j) becomes one U+FFFD.
     i = j;
   }
   return out;

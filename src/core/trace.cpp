@@ -54,9 +54,9 @@ ApiClass classify_api(std::string_view name) {
   if (has("Synchronize")) return ApiClass::kSync;
   if (has("Memcpy") || has("Memset") || has("cuMemcpy") || has("cuMemset")) return ApiClass::kMemcpy;
   static constexpr std::array<std::string_view, 16> kAlloc = {
-      "cudaMalloc", "cudaFree", "cudaHostAlloc", "cudaMallocHost", "cudaFreeHost",
-      "cudaHostRegister", "cudaHostUnregister", "cuMemAlloc", "cuMemFree", "cuMemHostAlloc",
-      "cuMemCreate", "cuMemRelease", "hipMalloc", "hipFree", "hipHostMalloc", "hipHostFree"};
+      "cudaMalloc",         "cudaFree",   "cudaHostAlloc", "cudaMallocHost", "cudaFreeHost", "cudaHostRegister",
+      "cudaHostUnregister", "cuMemAlloc", "cuMemFree",     "cuMemHostAlloc", "cuMemCreate",  "cuMemRelease",
+      "hipMalloc",          "hipFree",    "hipHostMalloc", "hipHostFree"};
   for (auto a : kAlloc) {
     if (name.starts_with(a)) return ApiClass::kAlloc;
   }

@@ -136,8 +136,7 @@ struct Matmul {
   Precision dtype = Precision::kUnknown;  // Of the A operand, as recorded.
   StringId source = 0;                    // The op or call it came from: "aten::addmm", "cublasGemmEx".
   double flops() const {                  // 2·m·n·k multiply-adds per product.
-    return 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) *
-           static_cast<double>(k);
+    return 2.0 * static_cast<double>(batch) * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   }
 };
 
@@ -153,8 +152,8 @@ struct HostEvent {
   int32_t tid = 0;
   StringId name = 0;
   HostEventKind kind = HostEventKind::kOp;
-  uint32_t first_arg = 0;  // Index into Trace::op_args.
-  uint16_t num_args = 0;   // 0 when shapes were not recorded.
+  uint32_t first_arg = 0;     // Index into Trace::op_args.
+  uint16_t num_args = 0;      // 0 when shapes were not recorded.
   uint32_t first_matmul = 0;  // Index into Trace::matmuls.
   uint16_t num_matmuls = 0;   // The matrix products the op performed (0: none known).
 };
@@ -219,7 +218,7 @@ struct Trace {
   std::vector<ApiCall> api_calls;
   std::vector<HostEvent> host_events;
   std::vector<GpuAnnotation> gpu_annotations;
-  std::vector<CollectiveArgs> collectives;  // Sizes of communication kernels, where recorded.
+  std::vector<CollectiveArgs> collectives;   // Sizes of communication kernels, where recorded.
   std::vector<DeviceSample> device_samples;  // Hardware counters sampled during the trace.
   std::optional<TracingCost> tracing_cost;   // Measured by `gpuscope run`; absent elsewhere.
   std::vector<OpArg> op_args;
@@ -230,7 +229,7 @@ struct Trace {
   // Work on an accelerator other than a CUDA or ROCm GPU that the input records and gpuscope does
   // not analyse ("1234 mtia_ccp_events events"); empty otherwise.
   std::string other_accelerator;
-  bool truncated = false;              // The input ended early; events after that are missing.
+  bool truncated = false;  // The input ended early; events after that are missing.
 
   const Device* find_device(int32_t id) const;
   std::span<const Matmul> matmuls_of(const HostEvent& e) const {

@@ -9,11 +9,11 @@
 
 #include <cctype>
 #include <cmath>
-#include <regex>
 #include <filesystem>
 #include <future>
-#include <optional>
 #include <map>
+#include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -61,7 +61,7 @@ bool mentions(const Finding& f, std::string_view word) {
 
 // The rules in findings_kernels.cpp: their wording is what this test holds to the device.
 constexpr std::string_view kKernelFindings[] = {"precision-fp32", "kernel-fusion", "attention-unfused",
-                                                 "small-grid", "low-occupancy", "optimizer-unfused"};
+                                                "small-grid",     "low-occupancy", "optimizer-unfused"};
 
 // What each trace with GPU work must show. `device`: the device name's kind; `precision`:
 // whether precision-fp32 must fire (true), must not (false) or either (nullopt); `compiled`:
@@ -163,8 +163,8 @@ TEST_P(PerTrace, FindingsFitTheDeviceAndCode) {
       case Kind::kVolta:
         EXPECT_TRUE(mentions(*precision, "torch.float16")) << precision->recommendation;
         EXPECT_TRUE(mentions(*precision, "GradScaler")) << precision->recommendation;
-        EXPECT_TRUE(mentions(*precision, "fp16 125")) << "ratio from the V100's own peaks: "
-                                                       << precision->recommendation;
+        EXPECT_TRUE(mentions(*precision, "fp16 125"))
+            << "ratio from the V100's own peaks: " << precision->recommendation;
         break;
       case Kind::kAmpereHopper:
         EXPECT_TRUE(mentions(*precision, "torch.bfloat16")) << precision->recommendation;
@@ -280,8 +280,8 @@ TEST(TraceFindings, UnrelatedTracesAreNotOneJob) {
     if (w.find("not one job") != std::string::npos) why = w;
   }
   ASSERT_FALSE(why.empty());
-  for (const char* reason : {"no rank and world size", "rank 0 appears", "world sizes differ", "device models differ",
-                             "do not overlap"}) {
+  for (const char* reason :
+       {"no rank and world size", "rank 0 appears", "world sizes differ", "device models differ", "do not overlap"}) {
     EXPECT_NE(why.find(reason), std::string::npos) << reason << " in " << why;
   }
 

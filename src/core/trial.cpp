@@ -16,8 +16,8 @@ constexpr std::string_view kAllocationFindings[] = {"allocation"};
 constexpr std::string_view kCompileFindings[] = {"kernel-fusion", "launch-bound"};
 
 constexpr TrialFix kFixes[] = {
-    {"tf32", "float32 matmuls and convolutions on TF32 tensor cores (set_float32_matmul_precision('high'))",
-     true, "", kPrecisionFindings},
+    {"tf32", "float32 matmuls and convolutions on TF32 tensor cores (set_float32_matmul_precision('high'))", true, "",
+     kPrecisionFindings},
     {"bf16", "autocast to bfloat16 around each outermost module call, from the second step", true, "",
      kPrecisionFindings},
     {"fused-optimizer", "Adam, AdamW, SGD and Adagrad built with fused=True", false, "", kOptimizerFindings},
@@ -69,7 +69,7 @@ std::string trial_fix_names() {
 }
 
 std::optional<std::vector<const TrialFix*>> parse_trial_fixes(std::string_view text, bool* auto_fixes,
-                                                               std::string* error) {
+                                                              std::string* error) {
   *auto_fixes = false;
   std::vector<const TrialFix*> out;
   if (text == "auto") {

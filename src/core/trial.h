@@ -15,10 +15,10 @@
 namespace gpuscope {
 
 struct TrialFix {
-  std::string_view name;       // As given to --try.
-  std::string_view changes;    // What it changes, in one line (printed beside the result).
-  bool numerics = false;       // Changes what the program computes (losses are compared).
-  std::string_view env_name;   // Environment fixes: the variable set (empty: a Python fix).
+  std::string_view name;      // As given to --try.
+  std::string_view changes;   // What it changes, in one line (printed beside the result).
+  bool numerics = false;      // Changes what the program computes (losses are compared).
+  std::string_view env_name;  // Environment fixes: the variable set (empty: a Python fix).
   // The findings whose advice this fix follows (ids of the findings table): `--try auto`
   // tries it when one of them is in the as-is run's report, and prints its estimate.
   std::span<const std::string_view> findings;
@@ -33,7 +33,7 @@ std::string trial_fix_names();
 // Parses "tf32,fused-optimizer" or "auto" (returns an empty list and sets *auto_fixes).
 // On an unknown name, returns nullopt and sets *error to a message naming the known fixes.
 std::optional<std::vector<const TrialFix*>> parse_trial_fixes(std::string_view text, bool* auto_fixes,
-                                                               std::string* error);
+                                                              std::string* error);
 
 // The median of step periods (the mean of the middle two for an even count); nullopt when empty.
 std::optional<double> median_ns(std::span<const int64_t> steps_ns);

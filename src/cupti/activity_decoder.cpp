@@ -32,9 +32,12 @@ uint8_t copy_kind(uint8_t cupti_kind) {
 
 uint8_t host_memory(uint8_t cupti_memory_kind) {
   switch (cupti_memory_kind) {
-    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE: return static_cast<uint8_t>(HostMemory::kPageable);
-    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED: return static_cast<uint8_t>(HostMemory::kPinned);
-    default: return static_cast<uint8_t>(HostMemory::kUnknown);
+    case CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE:
+      return static_cast<uint8_t>(HostMemory::kPageable);
+    case CUPTI_ACTIVITY_MEMORY_KIND_PINNED:
+      return static_cast<uint8_t>(HostMemory::kPinned);
+    default:
+      return static_cast<uint8_t>(HostMemory::kUnknown);
   }
 }
 
@@ -55,9 +58,8 @@ uint32_t ActivityDecoder::api_name_id(bool driver, uint32_t cbid) {
   auto it = api_names_.find(key);
   if (it != api_names_.end()) return it->second;
   const char* name = api_name_ ? api_name_(driver, cbid) : nullptr;
-  std::string text = name ? std::string(name)
-                          : std::string(driver ? "driver_api_" : "runtime_api_") +
-                                std::to_string(cbid);
+  std::string text =
+      name ? std::string(name) : std::string(driver ? "driver_api_" : "runtime_api_") + std::to_string(cbid);
   // cuptiGetCallbackName returns names with version suffixes ("cudaLaunchKernel_v7000"); the core
   // classifies by name, so keep the public name.
   if (auto pos = text.find("_v"); pos != std::string::npos && pos + 2 < text.size() &&
@@ -171,8 +173,7 @@ void ActivityDecoder::decode_api(const CUpti_ActivityAPI& a, bool driver) {
 // NVTX push/pop and start/end arrive as a START record (with the name) and an END record with
 // the same id; marks as one INSTANTANEOUS record.
 void ActivityDecoder::decode_marker(const CUpti_ActivityMarker2& m) {
-  const bool on_thread = m.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD ||
-                         m.objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS;
+  const bool on_thread = m.objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || m.objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS;
   const int32_t tid = on_thread ? static_cast<int32_t>(m.objectId.pt.threadId) : 0;
   if (m.flags & CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS) {
     capture::RangeRecord r;
@@ -214,8 +215,7 @@ void ActivityDecoder::decode_sync(const CUpti_ActivitySynchronization2& s) {
   r.start_ns = ts(s.start);
   r.end_ns = ts(s.end);
   r.type = static_cast<uint8_t>(s.type);
-  if (s.streamId != CUPTI_SYNCHRONIZATION_INVALID_VALUE)
-    r.stream = static_cast<int32_t>(s.streamId);
+  if (s.streamId != CUPTI_SYNCHRONIZATION_INVALID_VALUE) r.stream = static_cast<int32_t>(s.streamId);
   r.correlation = correlation(s.correlationId);
   out_.add(r);
 }

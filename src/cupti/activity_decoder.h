@@ -74,7 +74,7 @@ class ActivityDecoder {
   ApiNameFn api_name_;
   int64_t clock_offset_ns_ = 0;
   DecoderStats stats_;
-  std::unordered_map<uint64_t, uint32_t> api_names_;  // (driver << 32 | cbid) -> string id.
+  std::unordered_map<uint64_t, uint32_t> api_names_;     // (driver << 32 | cbid) -> string id.
   std::unordered_map<uint32_t, OpenRange> open_ranges_;  // Marker id -> start.
 };
 

@@ -1,7 +1,7 @@
 // The CUPTI record decoder on hand-built activity records (CUPTI 13 headers, no GPU, no
 // libcupti call), checked through the capture reader: CUPTI record -> capture -> Trace.
-#include "core/steps.h"
 #include "cupti/activity_decoder.h"
+#include "core/steps.h"
 
 #include <unistd.h>
 
@@ -32,8 +32,7 @@ class DecoderTest : public ::testing::Test {
     return std::move(t).value();
   }
   static const char* api_name(bool driver, uint32_t cbid) {
-    if (!driver && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000)
-      return "cudaLaunchKernel_v7000";
+    if (!driver && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000) return "cudaLaunchKernel_v7000";
     if (!driver && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020) return "cudaMalloc_v3020";
     if (driver && cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) return "cuLaunchKernel";
     return nullptr;
@@ -64,9 +63,7 @@ CUpti_ActivityKernel10 kernel(uint64_t start, uint64_t end, const char* name) {
   return k;
 }
 
-const CUpti_Activity& as_activity(const void* record) {
-  return *static_cast<const CUpti_Activity*>(record);
-}
+const CUpti_Activity& as_activity(const void* record) { return *static_cast<const CUpti_Activity*>(record); }
 
 TEST_F(DecoderTest, KernelFieldsAndGraphKernels) {
   ActivityDecoder d(writer_, api_name);
@@ -204,8 +201,7 @@ TEST_F(DecoderTest, MemsetAndApiCalls) {
   EXPECT_EQ(t.strings.view(t.api_calls[3].name), "runtime_api_999999");
 }
 
-CUpti_ActivityMarker2 marker(uint32_t flags, uint32_t id, uint64_t ts, const char* name,
-                             uint32_t tid = 11) {
+CUpti_ActivityMarker2 marker(uint32_t flags, uint32_t id, uint64_t ts, const char* name, uint32_t tid = 11) {
   CUpti_ActivityMarker2 m;
   std::memset(&m, 0, sizeof(m));
   m.kind = CUPTI_ACTIVITY_KIND_MARKER;

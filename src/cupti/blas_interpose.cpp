@@ -77,8 +77,7 @@ void* find_real(const char* const* sonames, const char* name) {
 }
 
 const char* const kCublas[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so", nullptr};
-const char* const kCublasLt[] = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so",
-                                 nullptr};
+const char* const kCublasLt[] = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so", nullptr};
 
 template <typename Fn>
 Fn real(std::atomic<void*>& cache, const char* const* sonames, const char* name) {
@@ -114,8 +113,8 @@ void record(const GpuscopeGemmCall& call) {
 // Times the real call and records it unless it is nested in another recorded call.
 class Scope {
  public:
-  Scope(GpuscopeGemmApi api, int64_t m, int64_t n, int64_t k, int64_t batch, int32_t a, int32_t b,
-        int32_t c, bool ta, bool tb)
+  Scope(GpuscopeGemmApi api, int64_t m, int64_t n, int64_t k, int64_t batch, int32_t a, int32_t b, int32_t c, bool ta,
+        bool tb)
       : outer_(t_depth++ == 0 && recording().load(std::memory_order_relaxed)) {
     if (!outer_) return;
     if (t_tid == 0) t_tid = static_cast<int32_t>(syscall(SYS_gettid));
@@ -155,13 +154,9 @@ extern "C" {
 // The hook is a no-op in forked children (the injection library checks).
 static std::atomic<void (*)()> g_exit_hook{nullptr};
 
-__attribute__((visibility("default"))) void gpuscope_blas_set_recording(int on) {
-  recording().store(on != 0);
-}
+__attribute__((visibility("default"))) void gpuscope_blas_set_recording(int on) { recording().store(on != 0); }
 
-__attribute__((visibility("default"))) void gpuscope_blas_set_exit_hook(void (*hook)()) {
-  g_exit_hook.store(hook);
-}
+__attribute__((visibility("default"))) void gpuscope_blas_set_exit_hook(void (*hook)()) { g_exit_hook.store(hook); }
 
 __attribute__((visibility("default"), noreturn)) void _exit(int status) {
   if (auto hook = g_exit_hook.exchange(nullptr)) hook();
@@ -172,8 +167,7 @@ __attribute__((visibility("default"), noreturn)) void _exit(int status) {
   __builtin_unreachable();
 }
 
-__attribute__((visibility("default"))) size_t gpuscope_blas_drain(GpuscopeGemmCall* out,
-                                                                  size_t max,
+__attribute__((visibility("default"))) size_t gpuscope_blas_drain(GpuscopeGemmCall* out, size_t max,
                                                                   uint64_t* dropped_total) {
   Ring& r = ring();
   lock(r);
@@ -188,38 +182,36 @@ __attribute__((visibility("default"))) size_t gpuscope_blas_drain(GpuscopeGemmCa
 
 // cublas_api.h overloads the *Ex entry points in C++ (a cudaDataType computeType variant), so
 // the function type is named through a static_cast to this definition's own signature.
-#define GPUSCOPE_REAL_T(lib, name, type)                            \
-  static std::atomic<void*> cache_##name{nullptr};                  \
-  auto real_fn = real<type>(cache_##name, lib, #name);              \
+#define GPUSCOPE_REAL_T(lib, name, type)               \
+  static std::atomic<void*> cache_##name{nullptr};     \
+  auto real_fn = real<type>(cache_##name, lib, #name); \
   if (!real_fn) return CUBLAS_STATUS_NOT_INITIALIZED
 #define GPUSCOPE_REAL(lib, name) GPUSCOPE_REAL_T(lib, name, decltype(&name))
 
-using GemmExFn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
-                                    int, const void*, const void*, cudaDataType, int, const void*,
-                                    cudaDataType, int, const void*, void*, cudaDataType, int,
-                                    cublasComputeType_t, cublasGemmAlgo_t);
-using GemmStridedBatchedExFn = cublasStatus_t (*)(
-    cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*, const void*,
-    cudaDataType, int, long long int, const void*, cudaDataType, int, long long int, const void*,
-    void*, cudaDataType, int, long long int, int, cublasComputeType_t, cublasGemmAlgo_t);
-using GemmBatchedExFn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t,
-                                           int, int, int, const void*, const void* const[],
-                                           cudaDataType, int, const void* const[], cudaDataType,
-                                           int, const void*, void* const[], cudaDataType, int, int,
+using GemmExFn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                                    const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,
+                                    cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+using GemmStridedBatchedExFn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                                  const void*, const void*, cudaDataType, int, long long int,
+                                                  const void*, cudaDataType, int, long long int, const void*, void*,
+                                                  cudaDataType, int, long long int, int, cublasComputeType_t,
+                                                  cublasGemmAlgo_t);
+using GemmBatchedExFn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                           const void*, const void* const[], cudaDataType, int, const void* const[],
+                                           cudaDataType, int, const void*, void* const[], cudaDataType, int, int,
                                            cublasComputeType_t, cublasGemmAlgo_t);
 
 __attribute__((visibility("default"))) cublasStatus_t cublasLtMatmul(
-    cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void* alpha, const void* A,
-    cublasLtMatrixLayout_t Adesc, const void* B, cublasLtMatrixLayout_t Bdesc, const void* beta,
-    const void* C, cublasLtMatrixLayout_t Cdesc, void* D, cublasLtMatrixLayout_t Ddesc,
-    const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspace_bytes,
+    cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void* alpha, const void* A, cublasLtMatrixLayout_t Adesc,
+    const void* B, cublasLtMatrixLayout_t Bdesc, const void* beta, const void* C, cublasLtMatrixLayout_t Cdesc, void* D,
+    cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspace_bytes,
     cudaStream_t stream) {
   GPUSCOPE_REAL(kCublasLt, cublasLtMatmul);
   static std::atomic<void*> cache_layout{nullptr}, cache_desc{nullptr};
-  auto layout_get = real<decltype(&cublasLtMatrixLayoutGetAttribute)>(
-      cache_layout, kCublasLt, "cublasLtMatrixLayoutGetAttribute");
-  auto desc_get = real<decltype(&cublasLtMatmulDescGetAttribute)>(cache_desc, kCublasLt,
-                                                                   "cublasLtMatmulDescGetAttribute");
+  auto layout_get =
+      real<decltype(&cublasLtMatrixLayoutGetAttribute)>(cache_layout, kCublasLt, "cublasLtMatrixLayoutGetAttribute");
+  auto desc_get =
+      real<decltype(&cublasLtMatmulDescGetAttribute)>(cache_desc, kCublasLt, "cublasLtMatmulDescGetAttribute");
   int64_t m = 0, n = 0, k = 0, batch = 1;
   int32_t a_type = -1, b_type = -1, d_type = -1;
   int32_t ta = CUBLAS_OP_N, tb = CUBLAS_OP_N;
@@ -232,18 +224,14 @@ __attribute__((visibility("default"))) cublasStatus_t cublasLtMatmul(
     desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb), &written);
     layout_get(Ddesc, CUBLASLT_MATRIX_LAYOUT_ROWS, &rows, sizeof(rows), &written);
     layout_get(Ddesc, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols), &written);
-    layout_get(Ddesc, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch_count, sizeof(batch_count),
-               &written);
-    if (layout_get(Ddesc, CUBLASLT_MATRIX_LAYOUT_TYPE, &type, sizeof(type), &written) ==
-        CUBLAS_STATUS_SUCCESS)
+    layout_get(Ddesc, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch_count, sizeof(batch_count), &written);
+    if (layout_get(Ddesc, CUBLASLT_MATRIX_LAYOUT_TYPE, &type, sizeof(type), &written) == CUBLAS_STATUS_SUCCESS)
       d_type = static_cast<int32_t>(type);
     layout_get(Adesc, CUBLASLT_MATRIX_LAYOUT_ROWS, &a_rows, sizeof(a_rows), &written);
     layout_get(Adesc, CUBLASLT_MATRIX_LAYOUT_COLS, &a_cols, sizeof(a_cols), &written);
-    if (layout_get(Adesc, CUBLASLT_MATRIX_LAYOUT_TYPE, &type, sizeof(type), &written) ==
-        CUBLAS_STATUS_SUCCESS)
+    if (layout_get(Adesc, CUBLASLT_MATRIX_LAYOUT_TYPE, &type, sizeof(type), &written) == CUBLAS_STATUS_SUCCESS)
       a_type = static_cast<int32_t>(type);
-    if (Bdesc && layout_get(Bdesc, CUBLASLT_MATRIX_LAYOUT_TYPE, &type, sizeof(type), &written) ==
-                     CUBLAS_STATUS_SUCCESS)
+    if (Bdesc && layout_get(Bdesc, CUBLASLT_MATRIX_LAYOUT_TYPE, &type, sizeof(type), &written) == CUBLAS_STATUS_SUCCESS)
       b_type = static_cast<int32_t>(type);
     m = static_cast<int64_t>(rows);
     n = static_cast<int64_t>(cols);
@@ -251,71 +239,63 @@ __attribute__((visibility("default"))) cublasStatus_t cublasLtMatmul(
     k = static_cast<int64_t>(ta == CUBLAS_OP_N ? a_cols : a_rows);
     batch = batch_count > 0 ? batch_count : 1;
   }
-  Scope scope(kGpuscopeGemmLtMatmul, m, n, k, batch, a_type, b_type, d_type, ta != CUBLAS_OP_N,
-              tb != CUBLAS_OP_N);
-  return real_fn(handle, desc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo,
-                 workspace, workspace_bytes, stream);
+  Scope scope(kGpuscopeGemmLtMatmul, m, n, k, batch, a_type, b_type, d_type, ta != CUBLAS_OP_N, tb != CUBLAS_OP_N);
+  return real_fn(handle, desc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D, Ddesc, algo, workspace, workspace_bytes,
+                 stream);
 }
 
 __attribute__((visibility("default"))) cublasStatus_t cublasGemmEx(
-    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
-    const void* alpha, const void* A, cudaDataType Atype, int lda, const void* B,
-    cudaDataType Btype, int ldb, const void* beta, void* C, cudaDataType Ctype, int ldc,
-    cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void* alpha,
+    const void* A, cudaDataType Atype, int lda, const void* B, cudaDataType Btype, int ldb, const void* beta, void* C,
+    cudaDataType Ctype, int ldc, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
   GPUSCOPE_REAL_T(kCublas, cublasGemmEx, GemmExFn);
-  Scope scope(kGpuscopeGemmEx, m, n, k, 1, Atype, Btype, Ctype, is_trans(transa),
-              is_trans(transb));
-  return real_fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C,
-                 Ctype, ldc, computeType, algo);
+  Scope scope(kGpuscopeGemmEx, m, n, k, 1, Atype, Btype, Ctype, is_trans(transa), is_trans(transb));
+  return real_fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc, computeType,
+                 algo);
 }
 
 __attribute__((visibility("default"))) cublasStatus_t cublasGemmStridedBatchedEx(
-    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
-    const void* alpha, const void* A, cudaDataType Atype, int lda, long long int strideA,
-    const void* B, cudaDataType Btype, int ldb, long long int strideB, const void* beta, void* C,
-    cudaDataType Ctype, int ldc, long long int strideC, int batchCount,
-    cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void* alpha,
+    const void* A, cudaDataType Atype, int lda, long long int strideA, const void* B, cudaDataType Btype, int ldb,
+    long long int strideB, const void* beta, void* C, cudaDataType Ctype, int ldc, long long int strideC,
+    int batchCount, cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
   GPUSCOPE_REAL_T(kCublas, cublasGemmStridedBatchedEx, GemmStridedBatchedExFn);
-  Scope scope(kGpuscopeGemmStridedBatchedEx, m, n, k, batchCount, Atype, Btype, Ctype,
-              is_trans(transa), is_trans(transb));
-  return real_fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb,
-                 strideB, beta, C, Ctype, ldc, strideC, batchCount, computeType, algo);
+  Scope scope(kGpuscopeGemmStridedBatchedEx, m, n, k, batchCount, Atype, Btype, Ctype, is_trans(transa),
+              is_trans(transb));
+  return real_fn(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype,
+                 ldc, strideC, batchCount, computeType, algo);
 }
 
 __attribute__((visibility("default"))) cublasStatus_t cublasGemmBatchedEx(
-    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k,
-    const void* alpha, const void* const Aarray[], cudaDataType Atype, int lda,
-    const void* const Barray[], cudaDataType Btype, int ldb, const void* beta,
-    void* const Carray[], cudaDataType Ctype, int ldc, int batchCount,
+    cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const void* alpha,
+    const void* const Aarray[], cudaDataType Atype, int lda, const void* const Barray[], cudaDataType Btype, int ldb,
+    const void* beta, void* const Carray[], cudaDataType Ctype, int ldc, int batchCount,
     cublasComputeType_t computeType, cublasGemmAlgo_t algo) {
   GPUSCOPE_REAL_T(kCublas, cublasGemmBatchedEx, GemmBatchedExFn);
-  Scope scope(kGpuscopeGemmBatchedEx, m, n, k, batchCount, Atype, Btype, Ctype, is_trans(transa),
-              is_trans(transb));
-  return real_fn(handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb,
-                 beta, Carray, Ctype, ldc, batchCount, computeType, algo);
+  Scope scope(kGpuscopeGemmBatchedEx, m, n, k, batchCount, Atype, Btype, Ctype, is_trans(transa), is_trans(transb));
+  return real_fn(handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, ldb, beta, Carray, Ctype,
+                 ldc, batchCount, computeType, algo);
 }
 
 // cudaDataType_t values used below: CUDA_R_32F 0, CUDA_R_64F 1, CUDA_R_16F 2.
-#define GPUSCOPE_TYPED_GEMM(name, api, T, type)                                                   \
-  __attribute__((visibility("default"))) cublasStatus_t name(                                     \
-      cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,    \
-      int k, const T* alpha, const T* A, int lda, const T* B, int ldb, const T* beta, T* C,       \
-      int ldc) {                                                                                  \
-    GPUSCOPE_REAL(kCublas, name);                                                                 \
-    Scope scope(api, m, n, k, 1, type, type, type, is_trans(transa), is_trans(transb));           \
-    return real_fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);         \
+#define GPUSCOPE_TYPED_GEMM(name, api, T, type)                                                                       \
+  __attribute__((visibility("default"))) cublasStatus_t name(                                                         \
+      cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const T* alpha, \
+      const T* A, int lda, const T* B, int ldb, const T* beta, T* C, int ldc) {                                       \
+    GPUSCOPE_REAL(kCublas, name);                                                                                     \
+    Scope scope(api, m, n, k, 1, type, type, type, is_trans(transa), is_trans(transb));                               \
+    return real_fn(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);                             \
   }
 
-#define GPUSCOPE_STRIDED_GEMM(name, api, T, type)                                                 \
-  __attribute__((visibility("default"))) cublasStatus_t name(                                     \
-      cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,    \
-      int k, const T* alpha, const T* A, int lda, long long int strideA, const T* B, int ldb,     \
-      long long int strideB, const T* beta, T* C, int ldc, long long int strideC,                 \
-      int batchCount) {                                                                           \
-    GPUSCOPE_REAL(kCublas, name);                                                                 \
-    Scope scope(api, m, n, k, batchCount, type, type, type, is_trans(transa), is_trans(transb));  \
-    return real_fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB,      \
-                   beta, C, ldc, strideC, batchCount);                                            \
+#define GPUSCOPE_STRIDED_GEMM(name, api, T, type)                                                                     \
+  __attribute__((visibility("default"))) cublasStatus_t name(                                                         \
+      cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n, int k, const T* alpha, \
+      const T* A, int lda, long long int strideA, const T* B, int ldb, long long int strideB, const T* beta, T* C,    \
+      int ldc, long long int strideC, int batchCount) {                                                               \
+    GPUSCOPE_REAL(kCublas, name);                                                                                     \
+    Scope scope(api, m, n, k, batchCount, type, type, type, is_trans(transa), is_trans(transb));                      \
+    return real_fn(handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB, beta, C, ldc, strideC,   \
+                   batchCount);                                                                                       \
   }
 
 GPUSCOPE_TYPED_GEMM(cublasSgemm_v2, kGpuscopeSgemm, float, 0)

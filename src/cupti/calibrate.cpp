@@ -88,8 +88,7 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < launches; ++i) launch();
     const auto t1 = std::chrono::steady_clock::now();
-    if (!ok(cudaGetLastError(), "cudaLaunchKernel") || !ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize"))
-      return 2;
+    if (!ok(cudaGetLastError(), "cudaLaunchKernel") || !ok(cudaDeviceSynchronize(), "cudaDeviceSynchronize")) return 2;
     per_launch.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count() / launches);
   }
   std::sort(per_launch.begin(), per_launch.end());

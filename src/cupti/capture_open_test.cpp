@@ -13,8 +13,8 @@
 
 #include <gtest/gtest.h>
 
-#include "input/capture_reader.h"
 #include "capture/capture_writer.h"
+#include "input/capture_reader.h"
 
 namespace gpuscope::capture {
 namespace {
@@ -28,9 +28,7 @@ class CaptureOpen : public ::testing::Test {
   }
   void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
-  static void write_text(const std::string& p, const std::string& text) {
-    std::ofstream(p) << text;
-  }
+  static void write_text(const std::string& p, const std::string& text) { std::ofstream(p) << text; }
   static std::string read_text(const std::string& p) {
     std::ifstream in(p);
     std::stringstream ss;

@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
   }
   // Steps as the analysis finds them (the reader only decodes).
   const std::vector<Step> all_steps = detect_steps(*t, "").steps;
-  std::vector<Step> steps(all_steps.begin() + static_cast<ptrdiff_t>(std::min(skip, all_steps.size())), all_steps.end());
+  std::vector<Step> steps(all_steps.begin() + static_cast<ptrdiff_t>(std::min(skip, all_steps.size())),
+                          all_steps.end());
   auto in_steps = [&](int64_t ts) {
     for (const auto& s : steps)
       if (ts >= s.start_ns && ts < s.end_ns) return true;
@@ -76,16 +77,16 @@ int main(int argc, char** argv) {
   }
   size_t annotations = 0;
   for (const auto& e : t->host_events) annotations += e.kind == HostEventKind::kAnnotation;
-  std::printf("{\"file\":\"%s\",\"kernels\":%zu,\"kernels_in_steps\":%zu,\"steps\":%zu,"
-              "\"steps_counted\":%zu,\"memcpys\":%zu,\"memsets\":%zu,\"api_calls\":%zu,"
-              "\"nvtx\":%zu,\"gemm_calls\":%zu,\"gemm_calls_in_steps\":%zu,\"gemm_flops\":%.6g,"
-              "\"gemm_flops_in_steps\":%.6g,\"busy_ms\":%.3f,\"window_ms\":%.3f,\"devices\":%zu,"
-              "\"device_samples\":%zu,\"warnings\":%zu,",
-              argv[1], t->kernels.size(), kernels_in_steps, all_steps.size(), steps.size(),
-              t->memcpys.size(), t->memsets.size(), t->api_calls.size(), annotations, gemms,
-              gemms_in_steps, flops, flops_in_steps, busy / 1e6,
-              iv.empty() ? 0.0 : (iv.back().second - iv.front().first) / 1e6, t->devices.size(),
-              t->device_samples.size(), t->warnings.size());
+  std::printf(
+      "{\"file\":\"%s\",\"kernels\":%zu,\"kernels_in_steps\":%zu,\"steps\":%zu,"
+      "\"steps_counted\":%zu,\"memcpys\":%zu,\"memsets\":%zu,\"api_calls\":%zu,"
+      "\"nvtx\":%zu,\"gemm_calls\":%zu,\"gemm_calls_in_steps\":%zu,\"gemm_flops\":%.6g,"
+      "\"gemm_flops_in_steps\":%.6g,\"busy_ms\":%.3f,\"window_ms\":%.3f,\"devices\":%zu,"
+      "\"device_samples\":%zu,\"warnings\":%zu,",
+      argv[1], t->kernels.size(), kernels_in_steps, all_steps.size(), steps.size(), t->memcpys.size(),
+      t->memsets.size(), t->api_calls.size(), annotations, gemms, gemms_in_steps, flops, flops_in_steps, busy / 1e6,
+      iv.empty() ? 0.0 : (iv.back().second - iv.front().first) / 1e6, t->devices.size(), t->device_samples.size(),
+      t->warnings.size());
   std::printf("\"flops_by_dtype\":{");
   bool first = true;
   for (const auto& [d, f] : flops_by_dtype) {

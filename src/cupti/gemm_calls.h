@@ -43,11 +43,16 @@ typedef size_t (*GpuscopeBlasDrainFn)(GpuscopeGemmCall* out, size_t max, uint64_
 
 namespace gpuscope::cupti {
 inline const char* gemm_api_name(uint16_t api) {
-  static const char* const kNames[] = {
-      "cublasLtMatmul",          "cublasGemmEx",           "cublasGemmStridedBatchedEx",
-      "cublasGemmBatchedEx",     "cublasSgemm",            "cublasDgemm",
-      "cublasHgemm",             "cublasSgemmStridedBatched", "cublasDgemmStridedBatched",
-      "cublasHgemmStridedBatched"};
+  static const char* const kNames[] = {"cublasLtMatmul",
+                                       "cublasGemmEx",
+                                       "cublasGemmStridedBatchedEx",
+                                       "cublasGemmBatchedEx",
+                                       "cublasSgemm",
+                                       "cublasDgemm",
+                                       "cublasHgemm",
+                                       "cublasSgemmStridedBatched",
+                                       "cublasDgemmStridedBatched",
+                                       "cublasHgemmStridedBatched"};
   return api < kGpuscopeGemmApiCount ? kNames[api] : "cublasUnknownGemm";
 }
 }  // namespace gpuscope::cupti

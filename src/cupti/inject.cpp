@@ -48,11 +48,11 @@
 #include <thread>
 #include <vector>
 
-#include "cupti/activity_decoder.h"
+#include "capture/capture_writer.h"
 #include "core/clock.h"
 #include "core/run_protocol.h"
+#include "cupti/activity_decoder.h"
 #include "cupti/gemm_calls.h"
-#include "capture/capture_writer.h"
 
 namespace gpuscope::cupti {
 namespace {
@@ -80,8 +80,7 @@ class Tracer {
   int initialize();
   void shutdown();
   void on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
-  void on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size,
-                           size_t valid);
+  void on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size, size_t valid);
   void on_signal(int sig);
   bool open_window();
   bool request_close();
@@ -167,8 +166,7 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
   Tracer::get().on_buffer_requested(buffer, size, max_records);
 }
 
-void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size,
-                               size_t valid) {
+void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size, size_t valid) {
   Tracer::get().on_buffer_completed(ctx, stream, buffer, size, valid);
 }
 
@@ -195,8 +193,7 @@ void Tracer::on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_rec
   *size = kBufferBytes;
 }
 
-void Tracer::on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t,
-                                 size_t valid) {
+void Tracer::on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
   if (!buffer) return;
   if (window_.load() == kDone) {
     // Closed with CUPTI left attached (close_window): what it still holds is after the window.
@@ -241,8 +238,7 @@ void Tracer::process_queue() {
       queue_.pop_front();
     }
     CUpti_Activity* record = nullptr;
-    while (buf.valid_bytes > 0 &&
-           cuptiActivityGetNextRecord(buf.data, buf.valid_bytes, &record) == CUPTI_SUCCESS) {
+    while (buf.valid_bytes > 0 && cuptiActivityGetNextRecord(buf.data, buf.valid_bytes, &record) == CUPTI_SUCCESS) {
       if (!graph_launched_ && is_graph_launch(*record)) graph_launched_ = true;
       decoder_->decode(*record);
     }
@@ -372,8 +368,7 @@ void Tracer::on_signal(int sig) {
 }
 
 void Tracer::install_signal_handlers() {
-  if (const char* v = std::getenv(run_protocol::kEnvHandleSignals.name); v && std::strcmp(v, "0") == 0)
-    return;
+  if (const char* v = std::getenv(run_protocol::kEnvHandleSignals.name); v && std::strcmp(v, "0") == 0) return;
   for (int sig : {SIGTERM, SIGINT}) {
     struct sigaction old {};
     if (sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;
@@ -388,8 +383,8 @@ void Tracer::install_signal_handlers() {
 // Turns on the activity kinds recorded; false (tracing off) when kernels cannot be recorded.
 bool Tracer::enable_kinds() {
   // Kernels are what everything else hangs on: without them tracing is off.
-  if (!check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
-             "cuptiActivityEnable(CONCURRENT_KERNEL)", true))
+  if (!check(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)",
+             true))
     return false;
   kinds_on_.push_back(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   // The rest are best effort; a failure is noted once in the capture's stats via stderr only
@@ -406,8 +401,7 @@ bool Tracer::enable_kinds() {
     if (rc != CUPTI_SUCCESS && verbose) {
       const char* text = nullptr;
       cuptiGetResultString(rc, &text);
-      std::fprintf(stderr, "gpuscope: cuptiActivityEnable(%s) failed: %s\n", name,
-                   text ? text : "?");
+      std::fprintf(stderr, "gpuscope: cuptiActivityEnable(%s) failed: %s\n", name, text ? text : "?");
     }
   };
   optional_kind(CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY");
@@ -419,44 +413,43 @@ bool Tracer::enable_kinds() {
   // records for 1,186 kernels in a tiny-MLP step loop on the H200), and each recorded call
   // costs the program time. They are not recorded unless GPUSCOPE_RUNTIME_API=all.
   if (const char* r = std::getenv(run_protocol::kEnvRuntimeApi.name); !r || std::strcmp(r, "all") != 0) {
-    for (CUpti_CallbackId cbid : {
-             CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
-             CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
-             CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020,
-             CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetAttribute_v5000,
-             CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020,
-             CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceProperties_v3020,
-             CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceProperties_v12000,
-             CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetStreamPriorityRange_v5050,
-             CUPTI_RUNTIME_TRACE_CBID_cudaDriverGetVersion_v3020,
-             CUPTI_RUNTIME_TRACE_CBID_cudaRuntimeGetVersion_v3020,
-             CUPTI_RUNTIME_TRACE_CBID_cudaFuncGetAttributes_v3020,
-             CUPTI_RUNTIME_TRACE_CBID_cudaGetFuncBySymbol_v11000,
-             CUPTI_RUNTIME_TRACE_CBID_cudaPointerGetAttributes_v4000,
-             CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_v10000,
-             CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_ptsz_v10000,
-             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v10010,
-             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_ptsz_v10010,
-             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v2_v11030,
-             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v2_ptsz_v11030,
-             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v12030,
-             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_ptsz_v12030,
-             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetPriority_v5050,
-             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetPriority_ptsz_v7000,
-             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetId_v12000,
-             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetId_ptsz_v12000,
-             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetDevice_v12080,
-             CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetDevice_ptsz_v12080,
-             CUPTI_RUNTIME_TRACE_CBID_cudaThreadExchangeStreamCaptureMode_v10010,
-             CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyMaxActiveBlocksPerMultiprocessor_v6000,
-             CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags_v7000,
-             CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyMaxActiveClusters_v11070,
-             CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyMaxPotentialClusterSize_v11070,
-             CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyAvailableDynamicSMemPerBlock_v10200,
-             CUPTI_RUNTIME_TRACE_CBID_cudaGetDriverEntryPoint_v11030,
-             CUPTI_RUNTIME_TRACE_CBID_cudaGetDriverEntryPoint_ptsz_v11030,
-             CUPTI_RUNTIME_TRACE_CBID_cudaGetDriverEntryPointByVersion_v12050,
-             CUPTI_RUNTIME_TRACE_CBID_cudaGetDriverEntryPointByVersion_ptsz_v12050}) {
+    for (CUpti_CallbackId cbid : {CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaPeekAtLastError_v3020,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetAttribute_v5000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceCount_v3020,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceProperties_v3020,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaGetDeviceProperties_v12000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaDeviceGetStreamPriorityRange_v5050,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaDriverGetVersion_v3020,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaRuntimeGetVersion_v3020,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaFuncGetAttributes_v3020,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaGetFuncBySymbol_v11000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaPointerGetAttributes_v4000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_v10000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamIsCapturing_ptsz_v10000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v10010,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_ptsz_v10010,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v2_v11030,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v2_ptsz_v11030,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_v12030,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetCaptureInfo_ptsz_v12030,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetPriority_v5050,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetPriority_ptsz_v7000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetId_v12000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetId_ptsz_v12000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetDevice_v12080,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaStreamGetDevice_ptsz_v12080,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaThreadExchangeStreamCaptureMode_v10010,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyMaxActiveBlocksPerMultiprocessor_v6000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags_v7000,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyMaxActiveClusters_v11070,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyMaxPotentialClusterSize_v11070,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaOccupancyAvailableDynamicSMemPerBlock_v10200,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaGetDriverEntryPoint_v11030,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaGetDriverEntryPoint_ptsz_v11030,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaGetDriverEntryPointByVersion_v12050,
+                                  CUPTI_RUNTIME_TRACE_CBID_cudaGetDriverEntryPointByVersion_ptsz_v12050}) {
       cuptiActivityEnableRuntimeApi(cbid, 0);
     }
   }
@@ -473,8 +466,8 @@ bool Tracer::enable_kinds() {
     for (CUpti_CallbackId cbid :
          {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-          CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
-          CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz}) {
+          CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+          CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz}) {
       const CUptiResult rc = cuptiActivityEnableDriverApi(cbid, 1);
       if (rc != CUPTI_SUCCESS && verbose) {
         const char* text = nullptr;
@@ -494,8 +487,7 @@ bool Tracer::open_window() {
   if (window_ != kWaiting || !enabled_) return false;
   if (!enable_kinds()) return false;
   using SetRecordingFn = void (*)(int);
-  if (auto set = reinterpret_cast<SetRecordingFn>(dlsym(RTLD_DEFAULT, "gpuscope_blas_set_recording")))
-    set(1);
+  if (auto set = reinterpret_cast<SetRecordingFn>(dlsym(RTLD_DEFAULT, "gpuscope_blas_set_recording"))) set(1);
   if (open_for_ns_ > 0) close_at_ns_ = realtime_ns() + open_for_ns_;
   window_ = kOpen;
   return true;
@@ -514,8 +506,7 @@ bool Tracer::request_close() {
 void Tracer::close_window() {
   std::lock_guard<std::mutex> lock(window_mutex_);
   using SetRecordingFn = void (*)(int);
-  if (auto set = reinterpret_cast<SetRecordingFn>(dlsym(RTLD_DEFAULT, "gpuscope_blas_set_recording")))
-    set(0);
+  if (auto set = reinterpret_cast<SetRecordingFn>(dlsym(RTLD_DEFAULT, "gpuscope_blas_set_recording"))) set(0);
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   process_queue();
   if (graph_launched_) {
@@ -556,8 +547,7 @@ void Tracer::check_window_deadlines() {
 
 int Tracer::initialize() {
   if (initialized_.exchange(true)) return 1;
-  if (const char* off = std::getenv(run_protocol::kEnvDisable.name); off && std::strcmp(off, "1") == 0)
-    return 1;
+  if (const char* off = std::getenv(run_protocol::kEnvDisable.name); off && std::strcmp(off, "1") == 0) return 1;
 
   std::string prefix = "gpuscope";
   if (const char* p = std::getenv(run_protocol::kEnvCapturePrefix.name); p && *p) prefix = p;
@@ -583,22 +573,20 @@ int Tracer::initialize() {
   int64_t offset = 0;
   if (cuptiActivityRegisterTimestampCallback(cupti_timestamp) != CUPTI_SUCCESS) {
     uint64_t cupti_now = 0;
-    if (cuptiGetTimestamp(&cupti_now) == CUPTI_SUCCESS)
-      offset = realtime_ns() - static_cast<int64_t>(cupti_now);
+    if (cuptiGetTimestamp(&cupti_now) == CUPTI_SUCCESS) offset = realtime_ns() - static_cast<int64_t>(cupti_now);
   }
   decoder_ = std::make_unique<ActivityDecoder>(
       writer_,
       [](bool driver, uint32_t cbid) -> const char* {
         const char* name = nullptr;
-        cuptiGetCallbackName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API,
-                             cbid, &name);
+        cuptiGetCallbackName(driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name);
         return name;
       },
       offset);
 
   enabled_ = true;
-  if (!check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed),
-             "cuptiActivityRegisterCallbacks", true))
+  if (!check(cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks",
+             true))
     return 1;
   auto env_ms = [](const char* name) -> int64_t {
     const char* v = std::getenv(name);

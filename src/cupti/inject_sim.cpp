@@ -18,9 +18,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "capture/capture_writer.h"
 #include "core/clock.h"
 #include "core/run_protocol.h"
-#include "capture/capture_writer.h"
 
 namespace {
 

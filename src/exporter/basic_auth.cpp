@@ -38,8 +38,7 @@ std::optional<std::pair<std::string, std::string>> decode_basic_credentials(std:
   }
   std::vector<unsigned char> out(b64.size() / 4 * 3 + 1);
   // EVP_DecodeBlock decodes whole quanta and counts the padding as zero bytes: take them off.
-  int n = EVP_DecodeBlock(out.data(), reinterpret_cast<const unsigned char*>(b64.data()),
-                          static_cast<int>(b64.size()));
+  int n = EVP_DecodeBlock(out.data(), reinterpret_cast<const unsigned char*>(b64.data()), static_cast<int>(b64.size()));
   if (n < 0) return std::nullopt;
   size_t pad = b64.size() >= 1 && b64.back() == '=' ? (b64.size() >= 2 && b64[b64.size() - 2] == '=' ? 2 : 1) : 0;
   if (static_cast<size_t>(n) < pad) return std::nullopt;

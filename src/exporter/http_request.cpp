@@ -35,9 +35,7 @@ size_t find_head_end(std::string_view in) {
   return std::min(a, b);
 }
 
-size_t count_lines(std::string_view s) {
-  return static_cast<size_t>(std::count(s.begin(), s.end(), '\n'));
-}
+size_t count_lines(std::string_view s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
 
 RequestHead parse_request_head(std::string_view head, size_t max_header_count) {
   RequestHead r;
@@ -79,8 +77,10 @@ RequestHead parse_request_head(std::string_view head, size_t max_header_count) {
     } else if (iequals(name, "Transfer-Encoding")) {
       r.has_body = true;
     } else if (iequals(name, "Connection")) {
-      if (iequals(value, "close")) r.close_after = true;
-      else if (iequals(value, "keep-alive")) r.close_after = false;
+      if (iequals(value, "close"))
+        r.close_after = true;
+      else if (iequals(value, "keep-alive"))
+        r.close_after = false;
     } else if (iequals(name, "Authorization")) {
       r.authorization = std::string(value);
     }

@@ -17,12 +17,12 @@ size_t count_lines(std::string_view s);
 
 // One request head: the request line and the header lines, blank line included.
 struct RequestHead {
-  int error_status = 0;  // 0: a request to answer; else 400, 431 or 505, and close.
-  std::string method;    // As sent; the server answers 405 to all but GET and HEAD.
-  std::string path;      // The target without its query string.
-  bool close_after = false;      // HTTP/1.0, or "Connection: close".
-  bool has_body = false;         // Content-Length > 0 or any Transfer-Encoding.
-  std::string authorization;     // The last Authorization header's value; empty if none.
+  int error_status = 0;       // 0: a request to answer; else 400, 431 or 505, and close.
+  std::string method;         // As sent; the server answers 405 to all but GET and HEAD.
+  std::string path;           // The target without its query string.
+  bool close_after = false;   // HTTP/1.0, or "Connection: close".
+  bool has_body = false;      // Content-Length > 0 or any Transfer-Encoding.
+  std::string authorization;  // The last Authorization header's value; empty if none.
 };
 
 // Parses `head` (what find_head_end delimits). More than max_header_count header lines: 431.

@@ -9,9 +9,9 @@
 // Authorization value of every request goes through the basic-auth decoding.
 //
 // Input: the first byte picks the read size (1..256 bytes), the rest is the stream.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <string_view>

@@ -1,14 +1,14 @@
 #include "exporter/http_server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/epoll.h>
-#include <sys/resource.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,30 +37,41 @@ namespace {
 
 const char* reason(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Content Too Large";
-    case 431: return "Request Header Fields Too Large";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Error";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Content Too Large";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 503:
+      return "Service Unavailable";
+    case 505:
+      return "HTTP Version Not Supported";
+    default:
+      return "Error";
   }
 }
 
 struct Connection {
   // kHandshake: TLS only, before kReading.
   enum State { kHandshake, kReading, kWriting, kLingering } state = kReading;
-  SSL* ssl = nullptr;                        // Null without TLS.
-  bool tls_wants_write = false;              // The last TLS read could not go on without a write.
-  bool tls_wants_read = false;               // The last TLS write could not go on without a read.
-  std::string in;                            // Unparsed request bytes (at most the head limit).
-  std::string out_head;                      // Status line and headers of the response.
-  std::shared_ptr<const std::string> body;   // Null for HEAD and bodiless answers.
-  size_t written = 0;                        // Bytes of out_head + body sent.
+  SSL* ssl = nullptr;                       // Null without TLS.
+  bool tls_wants_write = false;             // The last TLS read could not go on without a write.
+  bool tls_wants_read = false;              // The last TLS write could not go on without a read.
+  std::string in;                           // Unparsed request bytes (at most the head limit).
+  std::string out_head;                     // Status line and headers of the response.
+  std::shared_ptr<const std::string> body;  // Null for HEAD and bodiless answers.
+  size_t written = 0;                       // Bytes of out_head + body sent.
   size_t lingered = 0;
   size_t requests = 0;
   bool close_after = false;
@@ -102,12 +113,14 @@ HttpServer::~HttpServer() {
 }
 
 Status HttpServer::bind(const std::string& host, int port) {
-  const std::string shown = host.empty() ? fmt::format(":{}", port)
+  const std::string shown = host.empty()                          ? fmt::format(":{}", port)
                             : host.find(':') != std::string::npos ? fmt::format("[{}]:{}", host, port)
                                                                   : fmt::format("{}:{}", host, port);
   std::vector<std::string> candidates;
-  if (host.empty()) candidates = {"::", "0.0.0.0"};  // Dual stack first.
-  else candidates = {host};
+  if (host.empty())
+    candidates = {"::", "0.0.0.0"};  // Dual stack first.
+  else
+    candidates = {host};
   std::string why = "not an address of this host";
   for (const std::string& h : candidates) {
     addrinfo hints{};
@@ -153,8 +166,7 @@ Status HttpServer::bind(const std::string& host, int port) {
     if (listen_fd_ >= 0) break;
   }
   if (listen_fd_ < 0) {
-    return Status::error(fmt::format(
-        "cannot listen on {} ({}); choose another with --listen HOST:PORT", shown, why));
+    return Status::error(fmt::format("cannot listen on {} ({}); choose another with --listen HOST:PORT", shown, why));
   }
   wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   return ok_status();
@@ -235,9 +247,8 @@ void HttpServer::loop() {
     if (!body) body = std::make_shared<const std::string>(fmt::format("{} {}\n", status, reason(status)));
     ++c.requests;
     c.close_after = close_after || c.requests >= limits_.max_requests_per_connection;
-    c.out_head = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: {}\r\n",
-                             status, reason(status), content_type, body->size(),
-                             c.close_after ? "close" : "keep-alive");
+    c.out_head = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: {}\r\n", status,
+                             reason(status), content_type, body->size(), c.close_after ? "close" : "keep-alive");
     if (status == 405) c.out_head += "Allow: GET, HEAD\r\n";
     if (status == 401) c.out_head += "WWW-Authenticate: Basic realm=\"gpuscope\", charset=\"UTF-8\"\r\n";
     c.out_head += "\r\n";
@@ -294,10 +305,12 @@ void HttpServer::loop() {
   auto on_writable = [&](int fd, Connection& c) {
     while (true) {
       std::string_view chunk;
-      if (c.written < c.out_head.size()) chunk = std::string_view(c.out_head).substr(c.written);
+      if (c.written < c.out_head.size())
+        chunk = std::string_view(c.out_head).substr(c.written);
       else if (c.body && c.written - c.out_head.size() < c.body->size())
         chunk = std::string_view(*c.body).substr(c.written - c.out_head.size());
-      else break;
+      else
+        break;
       ssize_t n = conn_send(fd, c, chunk.data(), chunk.size());
       if (n < 0) {
         if (c.ssl) watch(fd, c.tls_wants_read ? EPOLLIN : EPOLLOUT, EPOLL_CTL_MOD);
@@ -431,10 +444,14 @@ void HttpServer::loop() {
       auto it = conns.find(fd);
       if (it == conns.end()) continue;
       Connection& c = it->second;
-      if (c.state == Connection::kHandshake) on_handshake(fd, c);
-      else if (c.state == Connection::kReading) on_readable(fd, c);
-      else if (c.state == Connection::kWriting) on_writable(fd, c);
-      else on_linger(fd, c);
+      if (c.state == Connection::kHandshake)
+        on_handshake(fd, c);
+      else if (c.state == Connection::kReading)
+        on_readable(fd, c);
+      else if (c.state == Connection::kWriting)
+        on_writable(fd, c);
+      else
+        on_linger(fd, c);
     }
     const int64_t now = monotonic_ns();
     if (now >= next_sweep) {

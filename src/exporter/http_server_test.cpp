@@ -4,13 +4,13 @@
 #include "exporter/test_socket.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -60,8 +60,10 @@ struct Served {
     auto body = std::make_shared<const std::string>("metric 1\n");
     return [body](const HttpRequest& r) {
       HttpResponse res;
-      if (r.path == "/metrics") res.body = body;
-      else res.status = 404;
+      if (r.path == "/metrics")
+        res.body = body;
+      else
+        res.status = 404;
       return res;
     };
   }
@@ -75,8 +77,8 @@ TEST(HttpServer, AnswersGetHeadAndKeepsAlive) {
                            "HEAD /metrics HTTP/1.1\r\n\r\n"
                            "GET /nope HTTP/1.1\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(r.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << r;
-  EXPECT_NE(r.find("Content-Length: 9\r\nConnection: keep-alive\r\n\r\nmetric 1\nHTTP/1.1 200 OK"),
-            std::string::npos) << r;
+  EXPECT_NE(r.find("Content-Length: 9\r\nConnection: keep-alive\r\n\r\nmetric 1\nHTTP/1.1 200 OK"), std::string::npos)
+      << r;
   EXPECT_NE(r.find("HTTP/1.1 404 Not Found"), std::string::npos) << r;
   EXPECT_EQ(r.find("metric 1\n", r.find("metric 1\n") + 1), std::string::npos);  // HEAD: no body.
 }

@@ -32,8 +32,8 @@ Result gpuscope(const std::string& args, const std::string& fixture,
   const int fd = mkstemp(err_template);
   if (fd >= 0) close(fd);
   const std::string err_path = err_template;
-  std::string cmd = "GPUSCOPE_NVML_LIBRARY='" + library + "' GPUSCOPE_FAKE_NVML_FIXTURE='" +
-                    fixture + "' " + GPUSCOPE_BIN + " " + args + " 2>" + err_path + " </dev/null";
+  std::string cmd = "GPUSCOPE_NVML_LIBRARY='" + library + "' GPUSCOPE_FAKE_NVML_FIXTURE='" + fixture + "' " +
+                    GPUSCOPE_BIN + " " + args + " 2>" + err_path + " </dev/null";
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -71,19 +71,23 @@ TEST(LiveCli, MonitorJsonl) {
 // The one command that shows a GPU's health counters (docs/live.md): a "health" record per
 // GPU on the first pass, null where unsupported.
 TEST(LiveCli, MonitorPrintsHealthRecords) {
-  Result r = gpuscope("monitor --interval 100ms --duration 100ms",
-                      gpuscope::nvml::testing::testdata("synthetic_health.txt"));
+  Result r =
+      gpuscope("monitor --interval 100ms --duration 100ms", gpuscope::nvml::testing::testdata("synthetic_health.txt"));
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(count_lines(r.out, R"("type":"health")"), 2) << r.out;
-  EXPECT_NE(r.out.find(R"("device":0,"uuid":"GPU-4ea17400-0000-4000-8000-000000000000","xid_errors_total":3,"xid_errors":{"79":2,"94":1},"last_xid":79,)"
-                       R"("ecc_volatile_corrected":2,"ecc_volatile_uncorrected":1,"ecc_aggregate_corrected":10,"ecc_aggregate_uncorrected":1,)"
-                       R"("remapped_rows_correctable":3,"remapped_rows_uncorrectable":1,"remap_pending":true,"remap_failure":false,"pcie_replays":12,)"
-                       R"("nvlink":[{"link":0,"replay":1,"recovery":0,"crc_flit":4,"crc_data":0},{"link":1,"replay":2,"recovery":1,"crc_flit":0,"crc_data":1}],)"
-                       R"("power_limit_w":700,"clocks_event_reasons":["sw_power_cap","hw_thermal_slowdown"]})"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find(
+          R"("device":0,"uuid":"GPU-4ea17400-0000-4000-8000-000000000000","xid_errors_total":3,"xid_errors":{"79":2,"94":1},"last_xid":79,)"
+          R"("ecc_volatile_corrected":2,"ecc_volatile_uncorrected":1,"ecc_aggregate_corrected":10,"ecc_aggregate_uncorrected":1,)"
+          R"("remapped_rows_correctable":3,"remapped_rows_uncorrectable":1,"remap_pending":true,"remap_failure":false,"pcie_replays":12,)"
+          R"("nvlink":[{"link":0,"replay":1,"recovery":0,"crc_flit":4,"crc_data":0},{"link":1,"replay":2,"recovery":1,"crc_flit":0,"crc_data":1}],)"
+          R"("power_limit_w":700,"clocks_event_reasons":["sw_power_cap","hw_thermal_slowdown"]})"),
+      std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find(R"("device":1,"uuid":"GPU-4ea17400-0000-4000-8000-000000000001","xid_errors_total":null,"xid_errors":null,"last_xid":null,"ecc_volatile_corrected":null,)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find(
+          R"("device":1,"uuid":"GPU-4ea17400-0000-4000-8000-000000000001","xid_errors_total":null,"xid_errors":null,"last_xid":null,"ecc_volatile_corrected":null,)"),
+      std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find(R"("pcie_replays":null,"nvlink":[],"power_limit_w":null,"clocks_event_reasons":["gpu_idle"]})"),
             std::string::npos)
@@ -91,23 +95,21 @@ TEST(LiveCli, MonitorPrintsHealthRecords) {
 }
 
 TEST(LiveCli, MonitorCsvLeavesAbsentCellsEmpty) {
-  Result r = gpuscope("monitor --interval 100ms --duration 250ms --format csv", synthetic(),
-                      GPUSCOPE_FAKE_NVML_LEGACY_PATH);
+  Result r =
+      gpuscope("monitor --interval 100ms --duration 250ms --format csv", synthetic(), GPUSCOPE_FAKE_NVML_LEGACY_PATH);
   ASSERT_EQ(r.rc, 0) << r.err;
   std::istringstream in(r.out);
   std::string header, row;
   std::getline(in, header);
   std::getline(in, row);
-  EXPECT_EQ(header.rfind("time_ns,interval_ns,device,gpu_instance_id,uuid,gpu_util_pct,", 0), 0u)
-      << header;
+  EXPECT_EQ(header.rfind("time_ns,interval_ns,device,gpu_instance_id,uuid,gpu_util_pct,", 0), 0u) << header;
   EXPECT_NE(row.find(",100,20,17179869184,"), std::string::npos) << row;
   EXPECT_NE(row.find(",,,,"), std::string::npos) << row;  // No GPM on the legacy fake.
 }
 
 TEST(LiveCli, MonitorRecordsAFixtureTheFakeReplays) {
   const std::string rec = "/tmp/gpuscope_live_cli_record." + std::to_string(getpid()) + ".txt";
-  Result r = gpuscope("monitor --interval 100ms --duration 250ms --output /dev/null --record " + rec,
-                      synthetic());
+  Result r = gpuscope("monitor --interval 100ms --duration 250ms --output /dev/null --record " + rec, synthetic());
   ASSERT_EQ(r.rc, 0) << r.err;
   Result replay = gpuscope("monitor --interval 100ms --duration 150ms", rec);
   ASSERT_EQ(replay.rc, 0) << replay.err;
@@ -120,8 +122,7 @@ TEST(LiveCli, TopDegradesToPlainLinesWithoutATerminal) {
   EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
   EXPECT_EQ(count_lines(r.out, "NVIDIA H200"), 4) << r.out;
   EXPECT_NE(r.out.find("96.5%"), std::string::npos);
-  EXPECT_NE(r.out.find("! GPU 1: idle_holding_memory: holds 4.0 GiB, SM active 0.0%; pid 4343"),
-            std::string::npos)
+  EXPECT_NE(r.out.find("! GPU 1: idle_holding_memory: holds 4.0 GiB, SM active 0.0%; pid 4343"), std::string::npos)
       << r.out;
 }
 
@@ -136,8 +137,7 @@ TEST(LiveCli, TopOnATerminalRedrawsInPlaceAndQuitsOnQ) {
     setenv("GPUSCOPE_FAKE_NVML_FIXTURE", synthetic().c_str(), 1);
     setenv("GPUSCOPE_PROC_ROOT", gpuscope::nvml::testing::testdata("proc").c_str(), 1);
     unsetenv("NO_COLOR");
-    execl(GPUSCOPE_BIN, GPUSCOPE_BIN, "top", "--interval", "100ms", "--idle-after", "0s",
-          static_cast<char*>(nullptr));
+    execl(GPUSCOPE_BIN, GPUSCOPE_BIN, "top", "--interval", "100ms", "--idle-after", "0s", static_cast<char*>(nullptr));
     _exit(127);
   }
   std::string out;
@@ -170,10 +170,10 @@ TEST(LiveCli, TopOnATerminalRedrawsInPlaceAndQuitsOnQ) {
   read_for(200);  // What it wrote on the way out.
   close(master);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  EXPECT_NE(out.find("\x1b[?1049h"), std::string::npos);  // Alternate screen on...
-  EXPECT_NE(out.find("\x1b[?1049l"), std::string::npos);  // ...and off again.
-  EXPECT_EQ(out.find("\x1b[2J"), std::string::npos);      // Never a full clear.
-  EXPECT_GE(count_lines(out, "\x1b[H"), 2);              // Redrawn from home, in place.
+  EXPECT_NE(out.find("\x1b[?1049h"), std::string::npos);                           // Alternate screen on...
+  EXPECT_NE(out.find("\x1b[?1049l"), std::string::npos);                           // ...and off again.
+  EXPECT_EQ(out.find("\x1b[2J"), std::string::npos);                               // Never a full clear.
+  EXPECT_GE(count_lines(out, "\x1b[H"), 2);                                        // Redrawn from home, in place.
   EXPECT_NE(out.find("\x1b[1;31mGPU 1: idle_holding_memory"), std::string::npos);  // Highlighted.
   // Executable names only unless --process-args.
   EXPECT_NE(out.find("4242 root"), std::string::npos);
@@ -198,7 +198,10 @@ TEST(LiveCli, TopShowsOtherUsersControlCharactersEscaped) {
     Result r = gpuscope_with_proc(std::string("top --interval 100ms --count 1") + flags, hostile());
     ASSERT_EQ(r.rc, 0) << r.err;
     EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << flags;
-    EXPECT_NE(r.out.find("tr\xef\xbf\xbd" "ain\\x1b[2J"), std::string::npos) << flags << r.out;
+    EXPECT_NE(r.out.find("tr\xef\xbf\xbd"
+                         "ain\\x1b[2J"),
+              std::string::npos)
+        << flags << r.out;
   }
   Result args = gpuscope_with_proc("top --interval 100ms --count 1 --process-args", hostile());
   EXPECT_NE(args.out.find("python3 train.py --batch 16"), std::string::npos) << args.out;
@@ -209,8 +212,11 @@ TEST(LiveCli, TopShowsOtherUsersControlCharactersEscaped) {
 TEST(LiveCli, MonitorCommandIsTheExecutableUnlessProcessArgs) {
   Result r = gpuscope_with_proc("monitor --interval 100ms --duration 100ms", hostile());
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.out.find(R"("pid":4242,"memory_used_bytes":17179869184,"sm_util_pct":100,"mem_util_pct":20,"command":"python3",)"),
-            std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find(
+          R"("pid":4242,"memory_used_bytes":17179869184,"sm_util_pct":100,"mem_util_pct":20,"command":"python3",)"),
+      std::string::npos)
+      << r.out;
   Result a = gpuscope_with_proc("monitor --interval 100ms --duration 100ms --process-args", hostile());
   ASSERT_EQ(a.rc, 0) << a.err;
   EXPECT_NE(a.out.find(R"("command":"python3 train.py --batch 16")"), std::string::npos) << a.out;
@@ -266,8 +272,7 @@ TEST(LiveCli, NoDriverIsOneLineAndExitTwo) {
     Result r = gpuscope(cmd, synthetic(), "/nonexistent/libnvidia-ml.so.1");
     EXPECT_EQ(r.rc, 2) << cmd;
     EXPECT_EQ(count_lines(r.err, ""), 1) << r.err;
-    EXPECT_EQ(r.err.rfind("gpuscope: cannot load NVML from /nonexistent/libnvidia-ml.so.1", 0), 0u)
-        << r.err;
+    EXPECT_EQ(r.err.rfind("gpuscope: cannot load NVML from /nonexistent/libnvidia-ml.so.1", 0), 0u) << r.err;
   }
 }
 
@@ -305,8 +310,7 @@ TEST(LiveCli, BadWebConfigFileIsOneLineAndExitTwo) {
   Result r = gpuscope("serve --listen 127.0.0.1:0 --web.config.file " + bad, synthetic());
   EXPECT_EQ(r.rc, 2);
   EXPECT_EQ(count_lines(r.err, ""), 1) << r.err;
-  EXPECT_EQ(r.err.rfind("gpuscope: " + bad + ": basic_auth_users.prometheus: not a bcrypt hash", 0), 0u)
-      << r.err;
+  EXPECT_EQ(r.err.rfind("gpuscope: " + bad + ": basic_auth_users.prometheus: not a bcrypt hash", 0), 0u) << r.err;
   EXPECT_EQ(r.err.find("hunter2"), std::string::npos) << "the value is not echoed: " << r.err;
   Result missing = gpuscope("serve --listen 127.0.0.1:0 --web.config.file " + dir + "/none.yml", synthetic());
   EXPECT_EQ(missing.rc, 2);

@@ -26,8 +26,8 @@ struct Family {
 void header(std::string& out, const Family& f) { family_header(out, f.name, f.type, f.help); }
 
 std::string device_labels(const DeviceInfo& d) {
-  std::string l = fmt::format("gpu=\"{}\",uuid=\"{}\",model=\"{}\"", d.index,
-                              escape_label_value(d.uuid), escape_label_value(d.name));
+  std::string l = fmt::format("gpu=\"{}\",uuid=\"{}\",model=\"{}\"", d.index, escape_label_value(d.uuid),
+                              escape_label_value(d.name));
   if (d.gpu_instance_id) l += fmt::format(",gpu_instance=\"{}\"", *d.gpu_instance_id);
   return l;
 }
@@ -60,8 +60,8 @@ std::optional<double> opt(const std::optional<T>& v, double scale = 1.0) {
 
 // One family over all devices; `get` returns the value for a device or nullopt.
 template <typename Get>
-void device_family(std::string& out, const Family& f, const ExpositionInput& in,
-                   const std::vector<std::string>& labels, Get get) {
+void device_family(std::string& out, const Family& f, const ExpositionInput& in, const std::vector<std::string>& labels,
+                   Get get) {
   bool any = false;
   const auto& snap = *in.snapshot;
   for (size_t i = 0; i < in.devices->size() && i < snap.devices.size(); ++i) {
@@ -91,11 +91,13 @@ constexpr const char* field_name(const char* name) {  // Compiles only for a Dev
   SampleFamily { field_name<&DeviceSample::member>(#member), name, help }
 constexpr SampleFamily kSampleFamilies[] = {
     GPUSCOPE_SAMPLE_FAMILY(gpu_util_pct, "gpuscope_gpu_utilization_ratio",
-                           "NVML utilization.gpu: share of the driver's sample period with any kernel running (what nvidia-smi shows; one tiny kernel reads 1)."),
+                           "NVML utilization.gpu: share of the driver's sample period with any kernel running (what "
+                           "nvidia-smi shows; one tiny kernel reads 1)."),
     GPUSCOPE_SAMPLE_FAMILY(mem_util_pct, "gpuscope_memory_utilization_ratio",
                            "NVML utilization.memory: share of the sample period device memory was read or written."),
     GPUSCOPE_SAMPLE_FAMILY(sm_active_pct, "gpuscope_sm_active_ratio",
-                           "GPM SM_UTIL: share of SM cycles with at least one warp resident, averaged over SMs, over the sample interval."),
+                           "GPM SM_UTIL: share of SM cycles with at least one warp resident, averaged over SMs, over "
+                           "the sample interval."),
     GPUSCOPE_SAMPLE_FAMILY(sm_occupancy_pct, "gpuscope_sm_occupancy_ratio",
                            "GPM SM_OCCUPANCY: resident warps over the maximum, averaged over SMs."),
     GPUSCOPE_SAMPLE_FAMILY(tensor_active_pct, "gpuscope_tensor_active_ratio",
@@ -114,17 +116,14 @@ constexpr SampleFamily kSampleFamilies[] = {
     GPUSCOPE_SAMPLE_FAMILY(memory_used_bytes, "gpuscope_memory_used_bytes", "Device memory in use."),
     GPUSCOPE_SAMPLE_FAMILY(memory_total_bytes, "gpuscope_memory_total_bytes", "Device memory size."),
     GPUSCOPE_SAMPLE_FAMILY(power_w, "gpuscope_power_watts", "Power draw."),
-    GPUSCOPE_SAMPLE_FAMILY(energy_j, "gpuscope_energy_joules_total",
-                           "Energy consumed since the driver was loaded."),
+    GPUSCOPE_SAMPLE_FAMILY(energy_j, "gpuscope_energy_joules_total", "Energy consumed since the driver was loaded."),
     GPUSCOPE_SAMPLE_FAMILY(sm_clock_mhz, "gpuscope_sm_clock_hertz", "SM clock."),
     GPUSCOPE_SAMPLE_FAMILY(mem_clock_mhz, "gpuscope_memory_clock_hertz", "Memory clock."),
     GPUSCOPE_SAMPLE_FAMILY(temperature_c, "gpuscope_temperature_celsius", "GPU die temperature."),
     GPUSCOPE_SAMPLE_FAMILY(throttle_reasons, "gpuscope_clocks_event_reasons",
                            "NVML clocks event (throttle) reasons bitmask; 0 none, 1 idle, see nvmlClocksEventReasons."),
-    GPUSCOPE_SAMPLE_FAMILY(pcie_tx_bytes_per_s, "gpuscope_pcie_tx_bytes_per_second",
-                           "PCIe transmit throughput."),
-    GPUSCOPE_SAMPLE_FAMILY(pcie_rx_bytes_per_s, "gpuscope_pcie_rx_bytes_per_second",
-                           "PCIe receive throughput."),
+    GPUSCOPE_SAMPLE_FAMILY(pcie_tx_bytes_per_s, "gpuscope_pcie_tx_bytes_per_second", "PCIe transmit throughput."),
+    GPUSCOPE_SAMPLE_FAMILY(pcie_rx_bytes_per_s, "gpuscope_pcie_rx_bytes_per_second", "PCIe receive throughput."),
     GPUSCOPE_SAMPLE_FAMILY(nvlink_tx_bytes_per_s, "gpuscope_nvlink_tx_bytes_per_second",
                            "NVLink transmit throughput, all links."),
     GPUSCOPE_SAMPLE_FAMILY(nvlink_rx_bytes_per_s, "gpuscope_nvlink_rx_bytes_per_second",
@@ -134,9 +133,12 @@ constexpr SampleFamily kSampleFamilies[] = {
 
 double prometheus_scale(SampleUnit unit) {
   switch (unit) {
-    case SampleUnit::kPercent: return 0.01;  // Prometheus ratios are 0-1.
-    case SampleUnit::kMegahertz: return 1e6;
-    default: return 1.0;
+    case SampleUnit::kPercent:
+      return 0.01;  // Prometheus ratios are 0-1.
+    case SampleUnit::kMegahertz:
+      return 1e6;
+    default:
+      return 1.0;
   }
 }
 
@@ -156,10 +158,14 @@ std::string escape_label_value(std::string_view raw) {
   std::string out;
   out.reserve(v.size());
   for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
   }
   return out;
 }
@@ -167,11 +173,9 @@ std::string escape_label_value(std::string_view raw) {
 std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions& options) {
   std::string out;
   out.reserve(16384);
-  header(out, {"gpuscope_exporter_info", "gauge",
-               "gpuscope version and NVIDIA driver version; always 1."});
+  header(out, {"gpuscope_exporter_info", "gauge", "gpuscope version and NVIDIA driver version; always 1."});
   value_line(out, "gpuscope_exporter_info",
-             fmt::format("version=\"{}\",driver=\"{}\"", GPUSCOPE_VERSION, escape_label_value(in.driver_version)),
-             1);
+             fmt::format("version=\"{}\",driver=\"{}\"", GPUSCOPE_VERSION, escape_label_value(in.driver_version)), 1);
   if (!in.snapshot || !in.devices) return out;
   const nvml::LiveSnapshot& snap = *in.snapshot;
 
@@ -189,8 +193,7 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
   std::vector<std::string> labels;
   for (const DeviceInfo& d : *in.devices) labels.push_back(device_labels(d) + pod_labels(pods.for_device(d.uuid)));
 
-  header(out, {"gpuscope_last_sample_timestamp_seconds", "gauge",
-               "Unix time of the end of the latest sample."});
+  header(out, {"gpuscope_last_sample_timestamp_seconds", "gauge", "Unix time of the end of the latest sample."});
   value_line(out, "gpuscope_last_sample_timestamp_seconds", "", snap.time_ns / 1e9);
 
   using S = const DeviceSample&;
@@ -207,9 +210,10 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
       return *v * prometheus_scale(f.unit);
     });
   }
-  GPUSCOPE_COUNTER("gpuscope_gpu_busy_seconds_total",
-                   "Seconds with any kernel running (utilization x interval, summed); rate() gives utilization over any window.",
-                   c.gpu_busy_s);
+  GPUSCOPE_COUNTER(
+      "gpuscope_gpu_busy_seconds_total",
+      "Seconds with any kernel running (utilization x interval, summed); rate() gives utilization over any window.",
+      c.gpu_busy_s);
   GPUSCOPE_COUNTER("gpuscope_sm_active_seconds_total",
                    "SM-active seconds (SM active ratio x interval, summed); rate() gives SM active over any window.",
                    c.sm_active_s);
@@ -231,7 +235,8 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
 
   if (in.signals) {
     header(out, {"gpuscope_waste_signal", "gauge",
-                 "1 while the waste signal holds on this GPU (thresholds: gpuscope serve --help); see gpuscope_process_info for who."});
+                 "1 while the waste signal holds on this GPU (thresholds: gpuscope serve --help); see "
+                 "gpuscope_process_info for who."});
     for (size_t i = 0; i < in.devices->size(); ++i) {
       const DeviceInfo& d = (*in.devices)[i];
       for (SignalKind kind : kAllSignalKinds) {
@@ -239,8 +244,8 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
         for (const Signal& s : *in.signals) {
           on |= s.kind == kind && s.device == d.index && s.gpu_instance_id == d.gpu_instance_id;
         }
-        value_line(out, "gpuscope_waste_signal",
-                   labels[i] + fmt::format(",signal=\"{}\"", signal_name(kind)), on ? 1 : 0);
+        value_line(out, "gpuscope_waste_signal", labels[i] + fmt::format(",signal=\"{}\"", signal_name(kind)),
+                   on ? 1 : 0);
       }
     }
   }
@@ -252,14 +257,12 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
            pod_labels(pods.for_process(ref));
   };
   if (!snap.processes.empty()) {
-    header(out, {"gpuscope_process_info", "gauge",
-                 "A process using the GPU, with its identity from /proc; always 1."});
+    header(out, {"gpuscope_process_info", "gauge", "A process using the GPU, with its identity from /proc; always 1."});
     for (const ProcessSample& p : snap.processes) {
       value_line(out, "gpuscope_process_info",
                  process_labels(p) + fmt::format(",command=\"{}\",user=\"{}\",pod_uid=\"{}\",slurm_job_id=\"{}\"",
                                                  escape_label_value(p.command), escape_label_value(p.user),
-                                                 escape_label_value(p.pod_uid),
-                                                 escape_label_value(p.slurm_job_id)),
+                                                 escape_label_value(p.pod_uid), escape_label_value(p.slurm_job_id)),
                  1);
     }
     bool any = false;
@@ -292,18 +295,18 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
   device_family(out, {name, type, help}, in, dl, [&](S s, C) { return expr; })
     GPUSCOPE_DCGM("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", opt(s.gpu_util_pct));
     GPUSCOPE_DCGM("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", opt(s.mem_util_pct));
-    GPUSCOPE_DCGM("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).",
-                  opt(s.memory_used_bytes, kMiB));
-    GPUSCOPE_DCGM("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).",
-                  (s.memory_used_bytes && s.memory_total_bytes)
-                      ? std::optional<double>((static_cast<double>(*s.memory_total_bytes) -
-                                               static_cast<double>(*s.memory_used_bytes)) * kMiB)
-                      : std::nullopt);
+    GPUSCOPE_DCGM("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", opt(s.memory_used_bytes, kMiB));
+    GPUSCOPE_DCGM(
+        "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).",
+        (s.memory_used_bytes && s.memory_total_bytes)
+            ? std::optional<double>(
+                  (static_cast<double>(*s.memory_total_bytes) - static_cast<double>(*s.memory_used_bytes)) * kMiB)
+            : std::nullopt);
     GPUSCOPE_DCGM("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", opt(s.power_w));
     // Types as dcgm-exporter's etc/default-counters.csv declares them: counters without the
     // _total suffix (promtool notes that; dashboards built on dcgm-exporter expect these names).
-    GPUSCOPE_DCGM("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
-                  "Total energy consumption since boot (in mJ).", opt(s.energy_j, 1000.0));
+    GPUSCOPE_DCGM("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ).",
+                  opt(s.energy_j, 1000.0));
     GPUSCOPE_DCGM("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge",
                   "Ratio of time the graphics engine is active (from NVML utilization.gpu: time any kernel ran).",
                   opt(s.gpu_util_pct, 0.01));
@@ -314,8 +317,7 @@ std::string render_prometheus(const ExpositionInput& in, const ExpositionOptions
                   "The ratio of cycles an SM has at least 1 warp assigned (from NVML GPM).",
                   opt(s.sm_active_pct, 0.01));
     GPUSCOPE_DCGM("DCGM_FI_PROF_SM_OCCUPANCY", "gauge",
-                  "The ratio of number of warps resident on an SM (from NVML GPM).",
-                  opt(s.sm_occupancy_pct, 0.01));
+                  "The ratio of number of warps resident on an SM (from NVML GPM).", opt(s.sm_occupancy_pct, 0.01));
     GPUSCOPE_DCGM("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
                   "Ratio of cycles the tensor (HMMA) pipe is active (from NVML GPM, any tensor).",
                   opt(s.tensor_active_pct, 0.01));

@@ -54,8 +54,7 @@ uint64_t xid_count(const DeviceHealth& h, uint32_t xid) {
 }
 
 // Sums one NVLink counter over the links that report it; absent when none does.
-std::optional<uint64_t> nvlink_sum(const DeviceHealth& h,
-                                   std::optional<uint64_t> NvlinkErrorCounters::*field) {
+std::optional<uint64_t> nvlink_sum(const DeviceHealth& h, std::optional<uint64_t> NvlinkErrorCounters::*field) {
   std::optional<uint64_t> sum;
   for (const NvlinkErrorCounters& l : h.nvlink) {
     if (l.*field) sum = sum.value_or(0) + *(l.*field);
@@ -82,8 +81,7 @@ constexpr NvlinkCounter kNvlinkCounters[] = {
 
 }  // namespace
 
-void render_health(std::string& out, const ExpositionInput& in,
-                   const std::vector<std::string>& labels) {
+void render_health(std::string& out, const ExpositionInput& in, const std::vector<std::string>& labels) {
   const size_t n = health_count(in, labels);
   if (!in.snapshot) return;
   const auto& health = in.snapshot->health;
@@ -131,8 +129,7 @@ void render_health(std::string& out, const ExpositionInput& in,
   Family pending(out, "gpuscope_remapped_rows_pending", "gauge",
                  "1 while a row remap waits for a GPU reset to take effect.");
   for (size_t i = 0; i < n; ++i) pending.add(labels[i], health[i].remap_pending);
-  Family failure(out, "gpuscope_remapped_rows_failure", "gauge",
-                 "1 if a row remap failed: the GPU needs service.");
+  Family failure(out, "gpuscope_remapped_rows_failure", "gauge", "1 if a row remap failed: the GPU needs service.");
   for (size_t i = 0; i < n; ++i) failure.add(labels[i], health[i].remap_failure);
 
   Family replays(out, "gpuscope_pcie_replays_total", "counter",
@@ -168,8 +165,7 @@ void render_health(std::string& out, const ExpositionInput& in,
   }
 }
 
-void render_health_dcgm(std::string& out, const ExpositionInput& in,
-                        const std::vector<std::string>& labels) {
+void render_health_dcgm(std::string& out, const ExpositionInput& in, const std::vector<std::string>& labels) {
   const size_t n = health_count(in, labels);
   if (!in.snapshot) return;
   const auto& health = in.snapshot->health;
@@ -193,19 +189,17 @@ void render_health_dcgm(std::string& out, const ExpositionInput& in,
        &DeviceHealth::ecc_aggregate_corrected},
       {"DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter", "Total number of double-bit persistent ECC errors.",
        &DeviceHealth::ecc_aggregate_uncorrected},
-      {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.",
-       &DeviceHealth::pcie_replays},
-      {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
-       "Number of remapped rows for uncorrectable errors", &DeviceHealth::remapped_rows_uncorrected},
-      {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
-       "Number of remapped rows for correctable errors", &DeviceHealth::remapped_rows_corrected},
+      {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.", &DeviceHealth::pcie_replays},
+      {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for uncorrectable errors",
+       &DeviceHealth::remapped_rows_uncorrected},
+      {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors",
+       &DeviceHealth::remapped_rows_corrected},
   };
   for (const Row& row : kRows) {
     Family f(out, row.name, row.type, row.help);
     for (size_t i = 0; i < n; ++i) f.add(labels[i], health[i].*(row.field));
   }
-  Family remap_failure(out, "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge",
-                       "Whether remapping of rows has failed");
+  Family remap_failure(out, "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed");
   for (size_t i = 0; i < n; ++i) remap_failure.add(labels[i], health[i].remap_failure);
   for (const NvlinkCounter& c : kNvlinkCounters) {
     Family f(out, c.dcgm_name, "counter", c.dcgm_help);

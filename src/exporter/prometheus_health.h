@@ -13,9 +13,7 @@
 namespace gpuscope::exporter {
 
 // `labels[i]`: the label set of device i (prometheus.cpp's device_labels / dcgm_labels).
-void render_health(std::string& out, const ExpositionInput& in,
-                   const std::vector<std::string>& labels);
-void render_health_dcgm(std::string& out, const ExpositionInput& in,
-                        const std::vector<std::string>& labels);
+void render_health(std::string& out, const ExpositionInput& in, const std::vector<std::string>& labels);
+void render_health_dcgm(std::string& out, const ExpositionInput& in, const std::vector<std::string>& labels);
 
 }  // namespace gpuscope::exporter

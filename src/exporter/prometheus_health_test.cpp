@@ -47,8 +47,7 @@ size_t count(const std::string& text, const std::string& needle) {
   return n;
 }
 
-const std::string kGpu0 =
-    R"(gpu="0",uuid="GPU-4ea17400-0000-4000-8000-000000000000",model="NVIDIA H200")";
+const std::string kGpu0 = R"(gpu="0",uuid="GPU-4ea17400-0000-4000-8000-000000000000",model="NVIDIA H200")";
 const std::string kGpu1 = R"(gpu="1",uuid="GPU-4ea17400-0000-4000-8000-000000000001")";
 
 TEST(PrometheusHealth, XidErrorsByCodeWithThePagedCodesFromZero) {
@@ -96,9 +95,9 @@ TEST(PrometheusHealth, NothingForTheGpuWithoutReadings) {
   const std::string t = render();
   for (const char* family :
        {"gpuscope_xid_errors_total", "gpuscope_xid_last_code", "gpuscope_ecc_volatile_errors_total",
-        "gpuscope_ecc_aggregate_errors_total", "gpuscope_remapped_rows_total",
-        "gpuscope_remapped_rows_pending", "gpuscope_remapped_rows_failure",
-        "gpuscope_pcie_replays_total", "gpuscope_nvlink_errors_total", "gpuscope_power_limit_watts"}) {
+        "gpuscope_ecc_aggregate_errors_total", "gpuscope_remapped_rows_total", "gpuscope_remapped_rows_pending",
+        "gpuscope_remapped_rows_failure", "gpuscope_pcie_replays_total", "gpuscope_nvlink_errors_total",
+        "gpuscope_power_limit_watts"}) {
     EXPECT_EQ(t.find(std::string(family) + "{" + kGpu1), std::string::npos) << family;
   }
   // The GPU's throttle bitmask is read (1: idle), so its reasons are there.

@@ -85,8 +85,7 @@ TEST(Prometheus, ProcessIdentityOnlyOnTheInfoMetric) {
   EXPECT_TRUE(has_line(
       r.text,
       R"(gpuscope_waste_signal{gpu="1",uuid="GPU-55555555-6666-7777-8888-999999999999",model="NVIDIA H200",signal="idle_holding_memory"} 1)"));
-  EXPECT_TRUE(has_line(r.text, std::string("gpuscope_waste_signal{") + kGpu0 +
-                                   ",signal=\"idle_holding_memory\"} 0"));
+  EXPECT_TRUE(has_line(r.text, std::string("gpuscope_waste_signal{") + kGpu0 + ",signal=\"idle_holding_memory\"} 0"));
 }
 
 TEST(Prometheus, EachFamilyHasHelpAndTypeOnce) {
@@ -113,8 +112,7 @@ TEST(Prometheus, AbsentMetricsHaveNoSeries) {
   EXPECT_EQ(r.text.find("gpuscope_sm_active_ratio"), std::string::npos);
   EXPECT_EQ(r.text.find("gpuscope_energy_joules_total"), std::string::npos);
   EXPECT_EQ(r.text.find("gpuscope_sm_active_seconds_total"), std::string::npos);
-  EXPECT_TRUE(has_line(r.text, std::string("gpuscope_metric_supported{") + kGpu0 +
-                                   ",metric=\"sm_active_pct\"} 0"));
+  EXPECT_TRUE(has_line(r.text, std::string("gpuscope_metric_supported{") + kGpu0 + ",metric=\"sm_active_pct\"} 0"));
   EXPECT_TRUE(has_line(r.text, std::string("gpuscope_gpu_utilization_ratio{") + kGpu0 + "} 1"));
 }
 
@@ -130,19 +128,22 @@ TEST(Prometheus, DcgmCompatibleNames) {
   Rendered plain = render_fixture(nvml::testing::testdata("synthetic_2gpu.txt"));
   EXPECT_EQ(plain.text.find("DCGM_"), std::string::npos);
   // A driver without nvmlDeviceGetPciInfo_v3/_v2: the label is there, empty (= absent).
-  Rendered legacy = render_fixture(nvml::testing::testdata("synthetic_2gpu.txt"), {true, "node1"},
-                                   GPUSCOPE_FAKE_NVML_LEGACY_PATH);
-  EXPECT_NE(legacy.text.find(R"(DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-00000000-1111-2222-3333-444444444444",pci_bus_id="",)"),
-            std::string::npos) << legacy.text;
+  Rendered legacy =
+      render_fixture(nvml::testing::testdata("synthetic_2gpu.txt"), {true, "node1"}, GPUSCOPE_FAKE_NVML_LEGACY_PATH);
+  EXPECT_NE(legacy.text.find(
+                R"(DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-00000000-1111-2222-3333-444444444444",pci_bus_id="",)"),
+            std::string::npos)
+      << legacy.text;
 }
 
-TEST(Prometheus, LabelValuesAreEscaped) {
-  EXPECT_EQ(escape_label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
-}
+TEST(Prometheus, LabelValuesAreEscaped) { EXPECT_EQ(escape_label_value("a\"b\\c\nd"), "a\\\"b\\\\c\\nd"); }
 
 // One invalid label value makes a real Prometheus reject the whole scrape.
 TEST(Prometheus, LabelValuesAreAlwaysValidUtf8) {
-  EXPECT_EQ(escape_label_value("tr\xff" "ain \xc3"), "tr\xef\xbf\xbd" "ain \xef\xbf\xbd");
+  EXPECT_EQ(escape_label_value("tr\xff"
+                               "ain \xc3"),
+            "tr\xef\xbf\xbd"
+            "ain \xef\xbf\xbd");
   EXPECT_EQ(escape_label_value("caf\xc3\xa9"), "caf\xc3\xa9");
 }
 

@@ -17,9 +17,7 @@ namespace gpuscope::exporter {
 
 namespace {
 
-std::shared_ptr<const std::string> text(std::string s) {
-  return std::make_shared<const std::string>(std::move(s));
-}
+std::shared_ptr<const std::string> text(std::string s) { return std::make_shared<const std::string>(std::move(s)); }
 }  // namespace
 
 StatusOr<HttpSecurity> load_http_security(const std::string& path) {
@@ -36,9 +34,9 @@ StatusOr<HttpSecurity> load_http_security(const std::string& path) {
 
 StatusOr<ListenAddress> parse_listen(std::string_view text) {
   auto bad = [&](const char* why) {
-    return Status::error(fmt::format(
-        "--listen {}: {}; use HOST:PORT, e.g. 127.0.0.1:{}, [::1]:{}, or :{} for every interface",
-        text, why, kDefaultPort, kDefaultPort, kDefaultPort));
+    return Status::error(
+        fmt::format("--listen {}: {}; use HOST:PORT, e.g. 127.0.0.1:{}, [::1]:{}, or :{} for every interface", text,
+                    why, kDefaultPort, kDefaultPort, kDefaultPort));
   };
   size_t colon = text.rfind(':');
   if (colon == std::string_view::npos) return bad("no port");

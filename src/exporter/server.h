@@ -82,7 +82,7 @@ class LiveExporter {
 
   std::unique_ptr<nvml::Sampler> sampler_;
   ServeOptions options_;
-  nvml::LiveLoop loop_;  // Runs on sampler_thread_.
+  nvml::LiveLoop loop_;                           // Runs on sampler_thread_.
   std::unique_ptr<k8s::PodResourcesCache> pods_;  // Null without a socket path.
   HttpServer http_;
   std::thread sampler_thread_;

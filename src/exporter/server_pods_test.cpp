@@ -88,13 +88,13 @@ TEST(LiveExporterPods, PodsOfTheKubeletLabelGpusAndProcesses) {
                    "\",model=\"NVIDIA H200\"," + kGpu0Pod + "}"),
             std::string::npos)
       << m;
-  EXPECT_NE(m.find(std::string("gpuscope_memory_used_bytes{gpu=\"1\",uuid=\"") + kGpu1 +
-                   "\",model=\"NVIDIA H200\"," + kGpu1Pod + "}"),
+  EXPECT_NE(m.find(std::string("gpuscope_memory_used_bytes{gpu=\"1\",uuid=\"") + kGpu1 + "\",model=\"NVIDIA H200\"," +
+                   kGpu1Pod + "}"),
             std::string::npos)
       << m;
   // The process in the pod's cgroup, on the pod's GPU: the pod's labels on every process series.
-  EXPECT_NE(m.find(std::string("gpuscope_process_memory_used_bytes{gpu=\"0\",uuid=\"") + kGpu0 +
-                   "\",pid=\"4242\"," + kGpu0Pod + "}"),
+  EXPECT_NE(m.find(std::string("gpuscope_process_memory_used_bytes{gpu=\"0\",uuid=\"") + kGpu0 + "\",pid=\"4242\"," +
+                   kGpu0Pod + "}"),
             std::string::npos)
       << m;
   EXPECT_NE(m.find("pid=\"4242\"," + kGpu0Pod + ",command="), std::string::npos) << m;

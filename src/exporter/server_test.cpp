@@ -85,7 +85,9 @@ TEST(LiveExporter, CommandLabelIsTheExecutableByDefault) {
     EXPECT_EQ(text.find("hunter"), std::string::npos);
     if (policy == nvml::CommandLine::kExecutable) {
       EXPECT_NE(text.find(R"(pid="4242",command="python3",)"), std::string::npos) << text;
-      EXPECT_NE(text.find("pid=\"4444\",command=\"tr\xef\xbf\xbd" "ain\x1b[2J\","), std::string::npos);
+      EXPECT_NE(text.find("pid=\"4444\",command=\"tr\xef\xbf\xbd"
+                          "ain\x1b[2J\","),
+                std::string::npos);
       EXPECT_EQ(text.find("train.py"), std::string::npos);
     } else {
       EXPECT_NE(text.find(R"(pid="4242",command="python3 train.py --batch 16",)"), std::string::npos);

@@ -28,8 +28,8 @@ std::string take_openssl_error() {
 StatusOr<std::shared_ptr<const TlsContext>> TlsContext::create(const TlsServerConfig& config,
                                                                const std::string& config_path) {
   auto fail = [&](const char* field, const std::string& file, const std::string& what) {
-    return Status::error(fmt::format("{}: tls_server_config.{}: {} {}: {}", config_path, field, what, file,
-                                     take_openssl_error()));
+    return Status::error(
+        fmt::format("{}: tls_server_config.{}: {} {}: {}", config_path, field, what, file, take_openssl_error()));
   };
   ERR_clear_error();
   SSL_CTX* raw = SSL_CTX_new(TLS_server_method());

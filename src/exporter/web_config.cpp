@@ -13,10 +13,14 @@ namespace {
 
 const char* kind(const YAML::Node& n) {
   switch (n.Type()) {
-    case YAML::NodeType::Map: return "a mapping";
-    case YAML::NodeType::Sequence: return "a list";
-    case YAML::NodeType::Null: return "empty";
-    default: return "a single value";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Null:
+      return "empty";
+    default:
+      return "a single value";
   }
 }
 
@@ -56,20 +60,28 @@ Status parse_tls(WebConfig& c, const YAML::Node& tls, const std::string& base_di
       ASSIGN_OR_RETURN(t.client_ca_file, file_field(c, kv.second, field, base_dir));
     } else if (key == "client_auth_type") {
       ASSIGN_OR_RETURN(auth_name, scalar(c, kv.second, field));
-      if (auth_name == "NoClientCert") t.client_auth = ClientAuth::kNoClientCert;
-      else if (auth_name == "RequestClientCert") t.client_auth = ClientAuth::kRequestClientCert;
-      else if (auth_name == "RequireAnyClientCert") t.client_auth = ClientAuth::kRequireAnyClientCert;
-      else if (auth_name == "VerifyClientCertIfGiven") t.client_auth = ClientAuth::kVerifyClientCertIfGiven;
-      else if (auth_name == "RequireAndVerifyClientCert") t.client_auth = ClientAuth::kRequireAndVerifyClientCert;
+      if (auth_name == "NoClientCert")
+        t.client_auth = ClientAuth::kNoClientCert;
+      else if (auth_name == "RequestClientCert")
+        t.client_auth = ClientAuth::kRequestClientCert;
+      else if (auth_name == "RequireAnyClientCert")
+        t.client_auth = ClientAuth::kRequireAnyClientCert;
+      else if (auth_name == "VerifyClientCertIfGiven")
+        t.client_auth = ClientAuth::kVerifyClientCertIfGiven;
+      else if (auth_name == "RequireAndVerifyClientCert")
+        t.client_auth = ClientAuth::kRequireAndVerifyClientCert;
       else {
-        return field_error(c, field, fmt::format(
-            "unknown type \"{}\" (NoClientCert, RequestClientCert, RequireAnyClientCert, "
-            "VerifyClientCertIfGiven or RequireAndVerifyClientCert)", auth_name));
+        return field_error(c, field,
+                           fmt::format("unknown type \"{}\" (NoClientCert, RequestClientCert, RequireAnyClientCert, "
+                                       "VerifyClientCertIfGiven or RequireAndVerifyClientCert)",
+                                       auth_name));
       }
     } else if (key == "min_version") {
       ASSIGN_OR_RETURN(std::string v, scalar(c, kv.second, field));
-      if (v == "TLS13") t.min_tls13 = true;
-      else if (v != "TLS12") return field_error(c, field, fmt::format("\"{}\" is not supported (TLS12 or TLS13)", v));
+      if (v == "TLS13")
+        t.min_tls13 = true;
+      else if (v != "TLS12")
+        return field_error(c, field, fmt::format("\"{}\" is not supported (TLS12 or TLS13)", v));
     } else {
       return field_error(c, field,
                          "not supported by gpuscope (supported: cert_file, key_file, client_auth_type, "
@@ -78,8 +90,8 @@ Status parse_tls(WebConfig& c, const YAML::Node& tls, const std::string& base_di
   }
   if (t.cert_file.empty()) return field_error(c, "tls_server_config.cert_file", "missing (the server certificate)");
   if (t.key_file.empty()) return field_error(c, "tls_server_config.key_file", "missing (the server's private key)");
-  const bool verifies = t.client_auth == ClientAuth::kVerifyClientCertIfGiven ||
-                        t.client_auth == ClientAuth::kRequireAndVerifyClientCert;
+  const bool verifies =
+      t.client_auth == ClientAuth::kVerifyClientCertIfGiven || t.client_auth == ClientAuth::kRequireAndVerifyClientCert;
   if (verifies && t.client_ca_file.empty()) {
     return field_error(c, "tls_server_config.client_ca_file",
                        fmt::format("missing: client_auth_type {} verifies client certificates against it", auth_name));
@@ -87,7 +99,8 @@ Status parse_tls(WebConfig& c, const YAML::Node& tls, const std::string& base_di
   if (!verifies && !t.client_ca_file.empty()) {
     return field_error(c, "tls_server_config.client_ca_file",
                        fmt::format("set, but client_auth_type {} never verifies a client certificate "
-                                   "(use VerifyClientCertIfGiven or RequireAndVerifyClientCert)", auth_name));
+                                   "(use VerifyClientCertIfGiven or RequireAndVerifyClientCert)",
+                                   auth_name));
   }
   c.tls = std::move(t);
   return ok_status();
@@ -96,7 +109,8 @@ Status parse_tls(WebConfig& c, const YAML::Node& tls, const std::string& base_di
 Status parse_users(WebConfig& c, const YAML::Node& users) {
   if (users.IsNull()) return ok_status();
   if (!users.IsMap()) {
-    return field_error(c, "basic_auth_users", fmt::format("expected a mapping of user: bcrypt hash, found {}", kind(users)));
+    return field_error(c, "basic_auth_users",
+                       fmt::format("expected a mapping of user: bcrypt hash, found {}", kind(users)));
   }
   for (const auto& kv : users) {
     const std::string user = kv.first.Scalar();
@@ -106,8 +120,9 @@ Status parse_users(WebConfig& c, const YAML::Node& users) {
     }
     ASSIGN_OR_RETURN(std::string hash, scalar(c, kv.second, field));
     if (!is_bcrypt_hash(hash)) {
-      return field_error(c, field, "not a bcrypt hash ($2y$, $2b$ or $2a$, 60 characters; "
-                                   "make one with: htpasswd -nBC 10 \"\" | tr -d ':\\n')");
+      return field_error(c, field,
+                         "not a bcrypt hash ($2y$, $2b$ or $2a$, 60 characters; "
+                         "make one with: htpasswd -nBC 10 \"\" | tr -d ':\\n')");
     }
     c.basic_auth_users[user] = hash;
   }
@@ -125,8 +140,8 @@ bool is_bcrypt_hash(std::string_view h) {
   const int cost = (h[4] - '0') * 10 + (h[5] - '0');
   if (cost < 4 || cost > 31) return false;
   for (char ch : h.substr(7)) {
-    const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-                    ch == '.' || ch == '/';
+    const bool ok =
+        (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '.' || ch == '/';
     if (!ok) return false;
   }
   return true;
@@ -143,8 +158,8 @@ StatusOr<WebConfig> parse_web_config(std::string_view text, const std::string& p
   }
   if (root.IsNull()) return c;
   if (!root.IsMap()) {
-    return Status::error(fmt::format("{}: expected a mapping (tls_server_config, basic_auth_users), found {}",
-                                     path, kind(root)));
+    return Status::error(
+        fmt::format("{}: expected a mapping (tls_server_config, basic_auth_users), found {}", path, kind(root)));
   }
   try {
     for (const auto& kv : root) {

@@ -28,18 +28,18 @@ namespace gpuscope::exporter {
 // The exporter-toolkit's client_auth_type values (Go's tls.ClientAuthType names).
 enum class ClientAuth {
   kNoClientCert,
-  kRequestClientCert,            // Asked for, not required, not verified.
-  kRequireAnyClientCert,         // Required, not verified.
-  kVerifyClientCertIfGiven,      // Verified against client_ca_file when given.
-  kRequireAndVerifyClientCert,   // Required and verified against client_ca_file.
+  kRequestClientCert,           // Asked for, not required, not verified.
+  kRequireAnyClientCert,        // Required, not verified.
+  kVerifyClientCertIfGiven,     // Verified against client_ca_file when given.
+  kRequireAndVerifyClientCert,  // Required and verified against client_ca_file.
 };
 
 struct TlsServerConfig {
-  std::string cert_file;       // Absolute, or resolved against the config file's folder.
+  std::string cert_file;  // Absolute, or resolved against the config file's folder.
   std::string key_file;
   std::string client_ca_file;  // Empty: none.
   ClientAuth client_auth = ClientAuth::kNoClientCert;
-  bool min_tls13 = false;      // min_version TLS13; else TLS 1.2 is the floor.
+  bool min_tls13 = false;  // min_version TLS13; else TLS 1.2 is the floor.
 };
 
 struct WebConfig {
@@ -50,8 +50,7 @@ struct WebConfig {
 
 // Parses the YAML text of `path` (relative file names resolve against `base_dir`). Error, one
 // line: "PATH: FIELD: problem" or "PATH: line N: YAML error".
-StatusOr<WebConfig> parse_web_config(std::string_view text, const std::string& path,
-                                     const std::string& base_dir);
+StatusOr<WebConfig> parse_web_config(std::string_view text, const std::string& path, const std::string& base_dir);
 // Reads and parses the file. Error: it cannot be read, or parse_web_config's.
 StatusOr<WebConfig> load_web_config(const std::string& path);
 

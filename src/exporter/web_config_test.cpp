@@ -63,9 +63,10 @@ struct TempDir {
   }
   // Writes NAME.crt and NAME.key; false when the openssl command failed.
   bool make_cert(const std::string& name) const {
-    const std::string cmd = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
-                            "-subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
-                            path + "/" + name + ".key -out " + path + "/" + name + ".crt 2>/dev/null";
+    const std::string cmd =
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 "
+        "-subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
+        path + "/" + name + ".key -out " + path + "/" + name + ".crt 2>/dev/null";
     return std::system(cmd.c_str()) == 0;
   }
   std::string path;
@@ -76,7 +77,8 @@ TEST(WebConfig, ParsesTheToolkitFieldsAndResolvesPathsFromTheFile) {
   auto c = parse_web_config(
       "tls_server_config:\n  cert_file: tls/server.crt\n  key_file: /etc/k/server.key\n"
       "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n  min_version: TLS13\n"
-      "basic_auth_users:\n  prometheus: " + hash + "\n",
+      "basic_auth_users:\n  prometheus: " +
+          hash + "\n",
       "/etc/gpuscope/web.yml", "/etc/gpuscope");
   ASSERT_TRUE(c.ok()) << c.status().message();
   ASSERT_TRUE(c->tls.has_value());
@@ -106,10 +108,14 @@ TEST(WebConfig, BadFilesAreOneLineNamingTheFileAndTheField) {
       {"basic_auth_users: [alice]\n", "web.yml: basic_auth_users: expected a mapping"},
       {"tls_server_config:\n  cert_file: a.crt\n", "web.yml: tls_server_config.key_file: missing"},
       {"tls_server_config:\n  key_file: a.key\n", "web.yml: tls_server_config.cert_file: missing"},
-      {good_tls + "  client_auth_type: Sometimes\n", "web.yml: tls_server_config.client_auth_type: unknown type \"Sometimes\""},
-      {good_tls + "  client_auth_type: RequireAndVerifyClientCert\n", "web.yml: tls_server_config.client_ca_file: missing"},
-      {good_tls + "  client_ca_file: ca.crt\n", "web.yml: tls_server_config.client_ca_file: set, but client_auth_type NoClientCert"},
-      {good_tls + "  cipher_suites: [TLS_AES_128_GCM_SHA256]\n", "web.yml: tls_server_config.cipher_suites: not supported"},
+      {good_tls + "  client_auth_type: Sometimes\n",
+       "web.yml: tls_server_config.client_auth_type: unknown type \"Sometimes\""},
+      {good_tls + "  client_auth_type: RequireAndVerifyClientCert\n",
+       "web.yml: tls_server_config.client_ca_file: missing"},
+      {good_tls + "  client_ca_file: ca.crt\n",
+       "web.yml: tls_server_config.client_ca_file: set, but client_auth_type NoClientCert"},
+      {good_tls + "  cipher_suites: [TLS_AES_128_GCM_SHA256]\n",
+       "web.yml: tls_server_config.cipher_suites: not supported"},
       {good_tls + "  min_version: TLS10\n", "web.yml: tls_server_config.min_version: \"TLS10\" is not supported"},
       {"http_server_config:\n  http2: false\n", "web.yml: http_server_config: not supported by gpuscope"},
       {"tls_server_config: [\n", "web.yml: line "},
@@ -133,8 +139,10 @@ TEST(WebConfig, UnreadableFilesAndCertificatesAreNamed) {
   const std::string cfg = d.file("web.yml", "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n");
   auto no_cert = load_http_security(cfg);
   ASSERT_FALSE(no_cert.ok());
-  EXPECT_EQ(no_cert.status().message().rfind(cfg + ": tls_server_config.cert_file: cannot load the certificate " +
-                                             d.path + "/server.crt: ", 0), 0u) << no_cert.status().message();
+  EXPECT_EQ(no_cert.status().message().rfind(
+                cfg + ": tls_server_config.cert_file: cannot load the certificate " + d.path + "/server.crt: ", 0),
+            0u)
+      << no_cert.status().message();
 
   ASSERT_TRUE(d.make_cert("server"));
   ASSERT_TRUE(d.make_cert("other"));
@@ -168,7 +176,7 @@ TEST(BasicAuth, ChecksBcryptHashes) {
   EXPECT_TRUE(auth.allows(right));
   EXPECT_TRUE(auth.allows(right));  // Remembered; still the same answer.
   EXPECT_FALSE(auth.allows("Basic " + base64("prometheus:s3creT")));
-  EXPECT_FALSE(auth.allows("Basic " + base64("grafana:s3cret")));   // Another user's password.
+  EXPECT_FALSE(auth.allows("Basic " + base64("grafana:s3cret")));  // Another user's password.
   EXPECT_FALSE(auth.allows("Basic " + base64("nobody:s3cret")));
   EXPECT_FALSE(auth.allows(""));
   EXPECT_TRUE(auth.allows("Basic " + base64("grafana:other")));
@@ -229,8 +237,10 @@ struct SecureServed {
       : server(
             [](const HttpRequest& r) {
               HttpResponse res;
-              if (r.path == "/metrics") res.body = std::make_shared<const std::string>("metric 1\n");
-              else res.status = 404;
+              if (r.path == "/metrics")
+                res.body = std::make_shared<const std::string>("metric 1\n");
+              else
+                res.status = 404;
               return res;
             },
             HttpLimits{}, std::move(security)) {
@@ -265,7 +275,8 @@ TEST(HttpSecurity, TlsServesTlsClientsAndDropsPlainOnes) {
   ASSERT_TRUE(d.make_cert("server"));
   const std::string cfg = d.file("web.yml",
                                  "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
-                                 "basic_auth_users:\n  prometheus: " + bcrypt("s3cret") + "\n");
+                                 "basic_auth_users:\n  prometheus: " +
+                                     bcrypt("s3cret") + "\n");
   auto security = load_http_security(cfg);
   ASSERT_TRUE(security.ok()) << security.status().message();
   SecureServed served(*security);
@@ -298,9 +309,11 @@ TEST(HttpSecurity, RequireAndVerifyClientCertRefusesClientsWithoutOne) {
   const std::string ca = d.path + "/server.crt";
   std::string without = tls_exchange(served.server.port(), ca, kGet + "\r\n");
   EXPECT_EQ(without.find("HTTP/1."), std::string::npos) << without;
-  std::string wrong_cert = tls_exchange(served.server.port(), ca, kGet + "\r\n", d.path + "/server.crt", d.path + "/server.key");
+  std::string wrong_cert =
+      tls_exchange(served.server.port(), ca, kGet + "\r\n", d.path + "/server.crt", d.path + "/server.key");
   EXPECT_EQ(wrong_cert.find("HTTP/1."), std::string::npos) << "a certificate the CA did not sign: " << wrong_cert;
-  std::string with = tls_exchange(served.server.port(), ca, kGet + "\r\n", d.path + "/client.crt", d.path + "/client.key");
+  std::string with =
+      tls_exchange(served.server.port(), ca, kGet + "\r\n", d.path + "/client.crt", d.path + "/client.key");
   EXPECT_EQ(with.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << with;
 }
 

@@ -15,9 +15,9 @@
 #include <string>
 #include <string_view>
 
+#include "capture/capture_format.h"
 #include "core/analysis.h"
 #include "input/capture_reader.h"
-#include "capture/capture_format.h"
 
 namespace {
 

@@ -1,11 +1,11 @@
 #include "input/capture_reader.h"
 
 #include <algorithm>
-#include <cmath>
-#include <map>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <sstream>
 #include <type_traits>
 #include <unordered_map>
@@ -27,13 +27,22 @@ namespace {
 // The precision of a cudaDataType_t value (library_types.h).
 Precision precision_of(int32_t cuda_type) {
   switch (cuda_type) {
-    case 0: return Precision::kFp32;   // CUDA_R_32F
-    case 1: return Precision::kFp64;   // CUDA_R_64F
-    case 2: return Precision::kFp16;   // CUDA_R_16F
-    case 14: return Precision::kBf16;  // CUDA_R_16BF
-    case 3: case 8: return Precision::kInt8;  // CUDA_R_8I, CUDA_R_8U
-    case 28: case 29: return Precision::kFp8;  // CUDA_R_8F_E4M3, CUDA_R_8F_E5M2
-    default: return Precision::kUnknown;
+    case 0:
+      return Precision::kFp32;  // CUDA_R_32F
+    case 1:
+      return Precision::kFp64;  // CUDA_R_64F
+    case 2:
+      return Precision::kFp16;  // CUDA_R_16F
+    case 14:
+      return Precision::kBf16;  // CUDA_R_16BF
+    case 3:
+    case 8:
+      return Precision::kInt8;  // CUDA_R_8I, CUDA_R_8U
+    case 28:
+    case 29:
+      return Precision::kFp8;  // CUDA_R_8F_E4M3, CUDA_R_8F_E5M2
+    default:
+      return Precision::kUnknown;
   }
 }
 
@@ -185,8 +194,7 @@ class CaptureDecoder {
     }
     if (!fatal_.empty()) return Status::error(fatal_);
     if (!window.error().empty()) {
-      warn("read error at offset " + offset_text(window.offset()) + " (" + window.error() +
-           "); read up to there");
+      warn("read error at offset " + offset_text(window.offset()) + " (" + window.error() + "); read up to there");
     }
     finish();
     return ok_status();
@@ -260,8 +268,7 @@ class CaptureDecoder {
       }
       read_records(inflated_.data(), raw, offset);
     } else {
-      warn("chunk at offset " + offset_text(offset) + " uses unknown codec " +
-           std::to_string(codec) + "; skipped");
+      warn("chunk at offset " + offset_text(offset) + " uses unknown codec " + std::to_string(codec) + "; skipped");
     }
     ++chunks_;
     window.skip(chunk_bytes);
@@ -305,7 +312,8 @@ class CaptureDecoder {
       uint8_t type = r.u8();
       uint64_t body_bytes = r.varint();
       if (!r.ok() || body_bytes > r.remaining()) {
-        warn("chunk at offset " + offset_text(chunk_offset) + " has a truncated record; rest of "
+        warn("chunk at offset " + offset_text(chunk_offset) +
+             " has a truncated record; rest of "
              "the chunk skipped");
         return;
       }
@@ -362,8 +370,10 @@ class CaptureDecoder {
         // A later record for the same id replaces the earlier one. Indexed by id: a linear
         // search made 200k records with distinct ids (356 KB of capture) take minutes.
         auto [it, added] = device_index_.try_emplace(d.id, trace_.devices.size());
-        if (added) trace_.devices.push_back(std::move(d));
-        else trace_.devices[it->second] = std::move(d);
+        if (added)
+          trace_.devices.push_back(std::move(d));
+        else
+          trace_.devices[it->second] = std::move(d);
         return true;
       }
       case RecordType::kKernel: {
@@ -373,9 +383,16 @@ class CaptureDecoder {
         if (!ok) return false;
         if (!times_ok) return bad_time();
         if (untimed(k.end_ns)) return true;
-        trace_.kernels.push_back({k.start_ns, k.end_ns, k.device, k.stream, name,
-                                  {k.grid[0], k.grid[1], k.grid[2]}, {k.block[0], k.block[1], k.block[2]},
-                                  k.registers_per_thread, k.shared_memory_bytes, k.correlation});
+        trace_.kernels.push_back({k.start_ns,
+                                  k.end_ns,
+                                  k.device,
+                                  k.stream,
+                                  name,
+                                  {k.grid[0], k.grid[1], k.grid[2]},
+                                  {k.block[0], k.block[1], k.block[2]},
+                                  k.registers_per_thread,
+                                  k.shared_memory_bytes,
+                                  k.correlation});
         return true;
       }
       case RecordType::kMemcpy: {
@@ -383,10 +400,11 @@ class CaptureDecoder {
         if (!decode(r, m, &times_ok)) return false;
         if (!times_ok) return bad_time();
         if (untimed(m.end_ns)) return true;
-        const CopyKind kind = m.copy_kind <= static_cast<uint8_t>(CopyKind::kPtoP)
-                                  ? static_cast<CopyKind>(m.copy_kind) : CopyKind::kUnknown;
+        const CopyKind kind = m.copy_kind <= static_cast<uint8_t>(CopyKind::kPtoP) ? static_cast<CopyKind>(m.copy_kind)
+                                                                                   : CopyKind::kUnknown;
         const HostMemory host = m.host_memory <= static_cast<uint8_t>(HostMemory::kPinned)
-                                    ? static_cast<HostMemory>(m.host_memory) : HostMemory::kUnknown;
+                                    ? static_cast<HostMemory>(m.host_memory)
+                                    : HostMemory::kUnknown;
         trace_.memcpys.push_back({m.start_ns, m.end_ns, m.device, m.stream, kind, host, m.bytes, m.correlation});
         return true;
       }
@@ -415,8 +433,11 @@ class CaptureDecoder {
         str(n.domain);
         if (!ok) return false;
         if (!times_ok) return bad_time();
-        trace_.host_events.push_back(HostEvent{.start_ns = n.start_ns, .end_ns = n.end_ns, .tid = n.tid,
-                                               .name = name, .kind = HostEventKind::kAnnotation});
+        trace_.host_events.push_back(HostEvent{.start_ns = n.start_ns,
+                                               .end_ns = n.end_ns,
+                                               .tid = n.tid,
+                                               .name = name,
+                                               .kind = HostEventKind::kAnnotation});
         return true;
       }
       case RecordType::kGemm: {
@@ -477,7 +498,10 @@ class CaptureDecoder {
   bool add_gemm(const capture::GemmRecord& g, StringId api, bool times_ok) {
     if (g.m < 0 || g.n < 0 || g.k < 0 || g.batch < 1) return false;
     if (!times_ok) return bad_time();
-    trace_.host_events.push_back(HostEvent{.start_ns = g.start_ns, .end_ns = g.end_ns, .tid = g.tid, .name = api,
+    trace_.host_events.push_back(HostEvent{.start_ns = g.start_ns,
+                                           .end_ns = g.end_ns,
+                                           .tid = g.tid,
+                                           .name = api,
                                            .kind = HostEventKind::kOp,
                                            .first_matmul = static_cast<uint32_t>(trace_.matmuls.size()),
                                            .num_matmuls = 1});
@@ -508,11 +532,14 @@ class CaptureDecoder {
     for (auto& a : trace_.api_calls) a.pid = pid_;
     trace_.sort_events();
     align_gemm_threads();
-    if (chunks_ == 0) warn("capture holds no complete chunk (the process ended before the "
-                           "first flush?)");
+    if (chunks_ == 0)
+      warn(
+          "capture holds no complete chunk (the process ended before the "
+          "first flush?)");
     if (!stats_ || !stats_->clean_exit)
-      warn("capture has no clean-exit record: the process was killed or is still running; "
-           "events after the last flushed chunk are missing");
+      warn(
+          "capture has no clean-exit record: the process was killed or is still running; "
+          "events after the last flushed chunk are missing");
     if (stats_ && (stats_->dropped_records > 0 || stats_->dropped_buffers > 0))
       warn("tracer dropped " + std::to_string(stats_->dropped_records) + " records and " +
            std::to_string(stats_->dropped_buffers) + " activity buffers; counts are lower bounds");
@@ -523,7 +550,8 @@ class CaptureDecoder {
     if (unknown_records_ > 0)
       warn(std::to_string(unknown_records_) + " records of unknown type skipped (newer writer?)");
     if (missing_strings_ > 0)
-      warn(std::to_string(missing_strings_) + " names refer to a lost chunk and read as "
+      warn(std::to_string(missing_strings_) +
+           " names refer to a lost chunk and read as "
            "<unknown name N>");
   }
 

@@ -40,5 +40,4 @@ StatusOr<Trace> read_capture_source(ByteSource& source, const std::string& name,
 // Same as read_capture_file for bytes already in memory; `source` names them in messages.
 StatusOr<Trace> read_capture_bytes(std::string_view bytes, const std::string& source);
 
-
 }  // namespace gpuscope

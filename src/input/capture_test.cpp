@@ -39,8 +39,7 @@ std::string slurp(const std::string& path) {
 // Writes a small capture: one device, two kernels (one in a graph), a copy, a set, API calls,
 // NVTX steps, a GEMM, a device sample, and (optionally) the clean-exit stats record.
 // chunk_bytes small enough that the file has several chunks.
-std::string write_sample(const std::string& path, bool compress, bool clean_exit,
-                         size_t chunk_bytes = 64) {
+std::string write_sample(const std::string& path, bool compress, bool clean_exit, size_t chunk_bytes = 64) {
   CaptureWriter w;
   CaptureWriter::Options o;
   o.compress = compress;
@@ -268,16 +267,15 @@ TEST(Capture, CorruptChunkIsSkippedAndReadingContinues) {
   std::string bytes = write_sample(temp_path("corrupt"), false, true);
   auto clean = read_capture_bytes(bytes, "clean");
   ASSERT_TRUE(clean.ok());
-  size_t total_events = clean->kernels.size() + clean->api_calls.size() +
-                        clean->host_events.size() + clean->memcpys.size();
+  size_t total_events =
+      clean->kernels.size() + clean->api_calls.size() + clean->host_events.size() + clean->memcpys.size();
   int damaged_runs = 0;
   for (size_t at = capture::kFileHeaderBytes; at < bytes.size(); at += 7) {
     std::string bad = bytes;
     bad[at] = static_cast<char>(bad[at] ^ 0x5a);
     auto t = read_capture_bytes(bad, "bad");
     ASSERT_TRUE(t.ok()) << at;
-    size_t events = t->kernels.size() + t->api_calls.size() + t->host_events.size() +
-                    t->memcpys.size();
+    size_t events = t->kernels.size() + t->api_calls.size() + t->host_events.size() + t->memcpys.size();
     EXPECT_LE(events, total_events);
     if (!t->warnings.empty()) ++damaged_runs;
   }
@@ -466,7 +464,6 @@ TEST(Capture, DemanglesKernelsAndAlignsGemmThreads) {
   EXPECT_EQ(t->host_events[0].tid, 123456);
 }
 
-
 // ---- Bounded inputs, checked times, pipes --------------------------------------
 
 // The file header and one chunk framed around `raw` (zlib-compressed when `compress`), with
@@ -484,8 +481,8 @@ std::string framed_chunk(const std::string& raw, bool compress) {
   if (compress) {
     uLongf bound = compressBound(static_cast<uLong>(raw.size()));
     stored.resize(bound);
-    EXPECT_EQ(compress2(reinterpret_cast<Bytef*>(stored.data()), &bound,
-                        reinterpret_cast<const Bytef*>(raw.data()), static_cast<uLong>(raw.size()), 9),
+    EXPECT_EQ(compress2(reinterpret_cast<Bytef*>(stored.data()), &bound, reinterpret_cast<const Bytef*>(raw.data()),
+                        static_cast<uLong>(raw.size()), 9),
               Z_OK);
     stored.resize(bound);
   }
@@ -509,7 +506,7 @@ TEST(Capture, SmallFileCannotInflateToGigabytes) {
   // A 6.2 MB capture inflated to 7.2 GB of memory (each chunk is capped, the total
   // was not). Here 100 chunks of one 64 MiB record of zeros (6.4 GB raw, about 6.5 MB stored).
   capture::ByteWriter raw;
-  raw.u8(200);  // An unknown record type: skipped by its length, so reading is quick.
+  raw.u8(200);                          // An unknown record type: skipped by its length, so reading is quick.
   const size_t body = (64u << 20) - 5;  // Type byte and a 4-byte length before it.
   raw.varint(body);
   raw.buffer().append(body, '\0');
@@ -559,19 +556,19 @@ TEST(Capture, TimesThatOverflowAreDroppedWithTheirOffset) {
     capture::ByteWriter b;
     b.svarint(start);
     b.svarint(duration);
-    b.svarint(0);   // device
-    b.svarint(7);   // stream
-    b.varint(0);    // name
+    b.svarint(0);                             // device
+    b.svarint(7);                             // stream
+    b.varint(0);                              // name
     for (int i = 0; i < 6; ++i) b.varint(1);  // grid, block
-    b.varint(0);    // mask
+    b.varint(0);                              // mask
     raw.u8(static_cast<uint8_t>(capture::RecordType::kKernel));
     raw.varint(b.size());
     raw.buffer() += b.buffer();
   };
   kernel(1'000'000, 500);
-  kernel(INT64_MAX - 5, 100);        // Overflows.
-  kernel(1'000'000, INT64_MAX);      // Overflows.
-  kernel(-INT64_MAX, 10);            // Absurd.
+  kernel(INT64_MAX - 5, 100);    // Overflows.
+  kernel(1'000'000, INT64_MAX);  // Overflows.
+  kernel(-INT64_MAX, 10);        // Absurd.
   kernel(2'000'000, 500);
   const std::string bytes = file_header() + framed_chunk(raw.buffer(), false);
   auto t = read_capture_bytes(bytes, "times.gpuscope");

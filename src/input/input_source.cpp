@@ -87,10 +87,10 @@ class FdSource : public ByteSource {
       source->stream_ = true;
       const int rc = wait_readable(fd, limits.read_timeout_s);
       if (rc == 0) {
-        return Status::error(fmt::format(
-            "no data after {:g} s: nothing is writing to this pipe or FIFO; start the writer first "
-            "({}=SECONDS waits longer)",
-            limits.read_timeout_s, run_protocol::kEnvInputTimeout.name));
+        return Status::error(
+            fmt::format("no data after {:g} s: nothing is writing to this pipe or FIFO; start the writer first "
+                        "({}=SECONDS waits longer)",
+                        limits.read_timeout_s, run_protocol::kEnvInputTimeout.name));
       }
       if (rc < 0) return Status::error(fmt::format("cannot wait for input: {}", std::strerror(errno)));
     }
@@ -175,7 +175,8 @@ StatusOr<InputLimits> InputLimits::from_environment() {
   if (const char* v = std::getenv(run_protocol::kEnvMaxInflate.name); v && *v) {
     auto bytes = parse_byte_size(v);
     if (!bytes || *bytes == 0) {
-      return Status::error(fmt::format("{}={}: expected a size such as 4G or 512M", run_protocol::kEnvMaxInflate.name, v));
+      return Status::error(
+          fmt::format("{}={}: expected a size such as 4G or 512M", run_protocol::kEnvMaxInflate.name, v));
     }
     limits.max_inflate_bytes = bytes;
   }
@@ -195,14 +196,21 @@ std::optional<uint64_t> parse_byte_size(std::string_view text) {
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || !std::isfinite(value) || value < 0) return std::nullopt;
   std::string_view unit(p, static_cast<size_t>(text.data() + text.size() - p));
-  if (unit.ends_with("iB")) unit.remove_suffix(2);
-  else if (unit.ends_with("B")) unit.remove_suffix(1);
+  if (unit.ends_with("iB"))
+    unit.remove_suffix(2);
+  else if (unit.ends_with("B"))
+    unit.remove_suffix(1);
   double scale = 1;
-  if (unit == "K" || unit == "k") scale = 1024.0;
-  else if (unit == "M") scale = 1024.0 * 1024;
-  else if (unit == "G") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "T") scale = 1024.0 * 1024 * 1024 * 1024;
-  else if (!unit.empty()) return std::nullopt;
+  if (unit == "K" || unit == "k")
+    scale = 1024.0;
+  else if (unit == "M")
+    scale = 1024.0 * 1024;
+  else if (unit == "G")
+    scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T")
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty())
+    return std::nullopt;
   const double bytes = value * scale;
   if (bytes >= 1.8e19) return std::nullopt;
   return static_cast<uint64_t>(bytes);
@@ -230,9 +238,10 @@ uint64_t inflate_limit(InflateProfile profile, uint64_t compressed_bytes, const 
 std::string inflate_limit_message(InflateProfile profile, uint64_t limit, uint64_t compressed_bytes,
                                   const InputLimits& limits) {
   if (limits.max_inflate_bytes) {
-    return fmt::format("decompresses to more than {}, the limit set by --max-inflate or {}; "
-                       "raise it if the input is genuine",
-                       format_bytes(limit), run_protocol::kEnvMaxInflate.name);
+    return fmt::format(
+        "decompresses to more than {}, the limit set by --max-inflate or {}; "
+        "raise it if the input is genuine",
+        format_bytes(limit), run_protocol::kEnvMaxInflate.name);
   }
   return fmt::format(
       "decompresses to more than {} ({}x the {} of compressed input read, at most {} of this machine's "
@@ -247,9 +256,7 @@ StatusOr<std::unique_ptr<ByteSource>> ByteSource::open(const std::string& path, 
   return FdSource::open(path, limits);
 }
 
-std::unique_ptr<ByteSource> ByteSource::memory(std::string_view bytes) {
-  return std::make_unique<MemorySource>(bytes);
-}
+std::unique_ptr<ByteSource> ByteSource::memory(std::string_view bytes) { return std::make_unique<MemorySource>(bytes); }
 
 bool ByteSource::load_head(std::string& error) {
   head_.resize(kHeadBytes);
@@ -299,8 +306,8 @@ size_t InflateStream::read(char* dst, size_t n, std::string& error) {
   if (!started_) {
     started_ = true;
     const std::string_view head = source_.head();
-    gzip_ = head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f &&
-            static_cast<unsigned char>(head[1]) == 0x8b;
+    gzip_ =
+        head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f && static_cast<unsigned char>(head[1]) == 0x8b;
     if (gzip_) {
       stream_ = new inflate_state{};
       start_member(zs(stream_));
@@ -340,8 +347,7 @@ size_t InflateStream::read(char* dst, size_t n, std::string& error) {
         extra += s->avail_in;
         s->avail_in = 0;
       }
-      notes_.push_back(fmt::format("ignored {} bytes after the end of the gzip data (compressed byte {})",
-                                   extra, at));
+      notes_.push_back(fmt::format("ignored {} bytes after the end of the gzip data (compressed byte {})", extra, at));
       ended_ = true;
       return 0;
     }
@@ -354,9 +360,10 @@ size_t InflateStream::read(char* dst, size_t n, std::string& error) {
     if (rc == ISAL_DECOMP_OK && s->block_state == ISAL_BLOCK_FINISH) {
       member_done_ = true;
     } else if (rc == ISAL_INCORRECT_CHECKSUM) {
-      error = fmt::format("corrupt gzip data: the CRC-32 or length in the trailer before compressed byte {} does "
-                          "not match the data",
-                          source_.offset() - s->avail_in);
+      error = fmt::format(
+          "corrupt gzip data: the CRC-32 or length in the trailer before compressed byte {} does "
+          "not match the data",
+          source_.offset() - s->avail_in);
       ended_ = true;
       return 0;
     } else if (rc != ISAL_DECOMP_OK && rc != ISAL_END_INPUT && rc != ISAL_OUT_OVERFLOW) {

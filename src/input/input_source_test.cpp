@@ -206,8 +206,7 @@ TEST(InputSource, TrailingGarbageWarns) {
   auto g = read_kineto_buffer(gzip(kTrace) + "GARBAGE!", "gz");
   ASSERT_TRUE(g.ok()) << g.status().message();
   ASSERT_EQ(g->warnings.size(), 1u);
-  EXPECT_NE(g->warnings[0].find("ignored 8 bytes after the end of the gzip data"), std::string::npos)
-      << g->warnings[0];
+  EXPECT_NE(g->warnings[0].find("ignored 8 bytes after the end of the gzip data"), std::string::npos) << g->warnings[0];
   // Two gzip members read as one stream (what gzip and zcat do), with no warning.
   const std::string text = kTrace;
   auto two = read_kineto_buffer(gzip(text.substr(0, 40)) + gzip(text.substr(40)), "members");
@@ -241,8 +240,9 @@ TEST(InputSource, OneHugeKernelNameFailsEarly) {
   // A 243 KB .json.gz with one 250 MB kernel name took 1.78 GB and 20 s, and exit 0. Here
   // 40 MB: past the single-value limit, an error naming the byte and the flag.
   const std::string name(40 << 20, 'k');
-  const std::string json = std::string(R"json({"traceEvents": [{"ph": "X", "cat": "kernel", "name": ")json") + name +
-                           R"json(", "pid": 0, "tid": 7, "ts": 10, "dur": 5, "args": {"device": 0, "stream": 7}}]})json";
+  const std::string json =
+      std::string(R"json({"traceEvents": [{"ph": "X", "cat": "kernel", "name": ")json") + name +
+      R"json(", "pid": 0, "tid": 7, "ts": 10, "dur": 5, "args": {"device": 0, "stream": 7}}]})json";
   auto t = read_kineto_buffer(gzip(json, 9), "name.json.gz");
   ASSERT_FALSE(t.ok());
   EXPECT_NE(t.status().message().find("a single JSON value"), std::string::npos) << t.status().message();

@@ -61,7 +61,8 @@ class Input {
 // would round at epoch-scale values.
 
 std::optional<int64_t> parse_us_as_ns(std::string_view t) {
-  while (!t.empty() && (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t')) t.remove_suffix(1);
+  while (!t.empty() && (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t'))
+    t.remove_suffix(1);
   if (t.empty()) return std::nullopt;
   // One pass for the exponent and the dot (find_first_of("eE") called memchr on "eE" for
   // every byte, twice per event).
@@ -69,8 +70,10 @@ std::optional<int64_t> parse_us_as_ns(std::string_view t) {
   bool exponent = false;
   for (size_t i = 0; i < t.size(); ++i) {
     const char c = t[i];
-    if (c == 'e' || c == 'E') exponent = true;
-    else if (c == '.' && dot == std::string_view::npos) dot = i;
+    if (c == 'e' || c == 'E')
+      exponent = true;
+    else if (c == '.' && dot == std::string_view::npos)
+      dot = i;
   }
   if (exponent) {
     double v = 0;
@@ -296,21 +299,36 @@ bool parse_args(value v, RawEvent& ev) {
     value fv;
     if (field.value().get(fv)) return false;
     // A failed read leaves that field unknown (see above).
-    if (key == "device") get_int(fv, ev.device);
-    else if (key == "stream") get_int(fv, ev.stream);
-    else if (key == "correlation") get_int(fv, ev.correlation);
-    else if (key == "registers per thread") get_int(fv, ev.registers);
-    else if (key == "shared memory") get_int(fv, ev.shared_memory);
-    else if (key == "bytes") get_int(fv, ev.bytes);
-    else if (key == "grid") get_dim3(fv, ev.grid);
-    else if (key == "block") get_dim3(fv, ev.block);
-    else if (key == "Input Dims") parse_shapes(fv, ev);
-    else if (key == "Input type") parse_types(fv, ev);
-    else if (key == "Collective name") get_text(fv, ev.collective);
-    else if (key == "dtype") get_text(fv, ev.dtype);
-    else if (key == "In msg nelems") get_int(fv, ev.in_nelems);
-    else if (key == "Out msg nelems") get_int(fv, ev.out_nelems);
-    else if (key == "Group size") get_int(fv, ev.group_size);
+    if (key == "device")
+      get_int(fv, ev.device);
+    else if (key == "stream")
+      get_int(fv, ev.stream);
+    else if (key == "correlation")
+      get_int(fv, ev.correlation);
+    else if (key == "registers per thread")
+      get_int(fv, ev.registers);
+    else if (key == "shared memory")
+      get_int(fv, ev.shared_memory);
+    else if (key == "bytes")
+      get_int(fv, ev.bytes);
+    else if (key == "grid")
+      get_dim3(fv, ev.grid);
+    else if (key == "block")
+      get_dim3(fv, ev.block);
+    else if (key == "Input Dims")
+      parse_shapes(fv, ev);
+    else if (key == "Input type")
+      parse_types(fv, ev);
+    else if (key == "Collective name")
+      get_text(fv, ev.collective);
+    else if (key == "dtype")
+      get_text(fv, ev.dtype);
+    else if (key == "In msg nelems")
+      get_int(fv, ev.in_nelems);
+    else if (key == "Out msg nelems")
+      get_int(fv, ev.out_nelems);
+    else if (key == "Group size")
+      get_int(fv, ev.group_size);
   }
   return true;
 }
@@ -333,8 +351,7 @@ Category category_of(std::string_view cat) {
 // ("mtia_runtime", "mtia_ccp_events", "mtia_insight"), Intel's XPU and Gaudi HPU, PyTorch's
 // PrivateUse1 backends.
 bool accelerator_category(std::string_view cat) {
-  return cat.starts_with("mtia") || cat.starts_with("xpu") || cat.starts_with("hpu") ||
-         cat.starts_with("privateuse1");
+  return cat.starts_with("mtia") || cat.starts_with("xpu") || cat.starts_with("hpu") || cat.starts_with("privateuse1");
 }
 
 CopyKind copy_kind(std::string_view name) {
@@ -429,13 +446,18 @@ class EventParser {
           }
           return;
         }
-      }
-      else if (key == "name") ok = !v.get_string().get(ev_.name);
-      else if (key == "pid") ok = get_id(v, ev_.pid_num, ev_.pid_str);
-      else if (key == "tid") ok = get_id(v, ev_.tid_num, ev_.tid_str);
-      else if (key == "ts") ok = get_time(v, ev_.ts_ns);
-      else if (key == "dur") ok = get_time(v, ev_.dur_ns);
-      else if (key == "args") ok = parse_args(v, ev_);
+      } else if (key == "name")
+        ok = !v.get_string().get(ev_.name);
+      else if (key == "pid")
+        ok = get_id(v, ev_.pid_num, ev_.pid_str);
+      else if (key == "tid")
+        ok = get_id(v, ev_.tid_num, ev_.tid_str);
+      else if (key == "ts")
+        ok = get_time(v, ev_.ts_ns);
+      else if (key == "dur")
+        ok = get_time(v, ev_.dur_ns);
+      else if (key == "args")
+        ok = parse_args(v, ev_);
       if (!ok) return skip_event(begin, fmt::format("field \"{}\" has an unexpected type", key));
     }
     ++tally_.events;
@@ -470,8 +492,8 @@ class EventParser {
   // In a batch read apart, which lane fields of the event just added hold string ids.
   void note_named_lanes(NamedLane::Events events, size_t size, bool first, bool second) {
     if (named_lanes_ && (first || second)) {
-      named_lanes_->push_back({events, static_cast<uint8_t>((first ? 1 : 0) | (second ? 2 : 0)),
-                               static_cast<uint32_t>(size - 1)});
+      named_lanes_->push_back(
+          {events, static_cast<uint8_t>((first ? 1 : 0) | (second ? 2 : 0)), static_cast<uint32_t>(size - 1)});
     }
   }
 
@@ -527,7 +549,7 @@ class EventParser {
         m.kind = copy_kind(ev_.name);
         m.host_memory = ev_.name.find("Pageable") != std::string_view::npos ? HostMemory::kPageable
                         : ev_.name.find("Pinned") != std::string_view::npos ? HostMemory::kPinned
-                                                                           : HostMemory::kUnknown;
+                                                                            : HostMemory::kUnknown;
         if (ev_.bytes && *ev_.bytes >= 0) m.bytes = static_cast<uint64_t>(*ev_.bytes);
         m.correlation = corr();
         trace_.memcpys.push_back(m);
@@ -598,7 +620,8 @@ class EventParser {
         note_named_lanes(Events::kGpuAnnotations, trace_.gpu_annotations.size(), named_gpu, false);
         break;
       }
-      case Category::kIgnored: break;
+      case Category::kIgnored:
+        break;
     }
   }
 
@@ -612,8 +635,8 @@ class EventParser {
 
 // A run of consecutive events copied out of the reader's buffer, parsed by a worker.
 struct EventBatch {
-  std::string bytes;  // The events' JSON text, with SIMDJSON_PADDING bytes after it.
-  uint64_t offset = 0;  // Of bytes[0] in the uncompressed JSON.
+  std::string bytes;                                  // The events' JSON text, with SIMDJSON_PADDING bytes after it.
+  uint64_t offset = 0;                                // Of bytes[0] in the uncompressed JSON.
   std::vector<std::pair<uint32_t, uint32_t>> events;  // [begin, end) in bytes.
 };
 
@@ -667,15 +690,16 @@ class KinetoReader {
                std::optional<uint64_t> size_hint = std::nullopt, WorkPool* pool = nullptr)
       : in_(in), options_(options), pool_(pool) {
     trace_.source = std::move(source);
-    const size_t initial = size_hint ? static_cast<size_t>(std::clamp<uint64_t>(*size_hint + 1, 4096, kInitialBuffer))
-                                     : kInitialBuffer;
+    const size_t initial =
+        size_hint ? static_cast<size_t>(std::clamp<uint64_t>(*size_hint + 1, 4096, kInitialBuffer)) : kInitialBuffer;
     buf_.reallocate(initial + simdjson::SIMDJSON_PADDING);
   }
 
   StatusOr<Trace> run() {
     if (!fill()) return fail_io_or("the file is empty: expected a PyTorch profiler trace (JSON)");
     skip_ws();
-    if (!available() && !fill_ws()) return fail_io_or("the file holds only whitespace: expected a PyTorch profiler trace");
+    if (!available() && !fill_ws())
+      return fail_io_or("the file holds only whitespace: expected a PyTorch profiler trace");
     const char c = buf_[pos_];
     if (c == '[') {
       saw_events_ = true;
@@ -697,15 +721,15 @@ class KinetoReader {
     take_parsed_batches(0);
     const EventTally& t = events_.tally();
     if (t.skipped > 0) {
-      trace_.warnings.push_back(fmt::format(
-          "skipped {} event{} with unexpected field types or invalid JSON (first at byte {}: {})", t.skipped,
-          t.skipped == 1 ? "" : "s", t.first_skip_offset, t.first_skip_reason));
+      trace_.warnings.push_back(
+          fmt::format("skipped {} event{} with unexpected field types or invalid JSON (first at byte {}: {})",
+                      t.skipped, t.skipped == 1 ? "" : "s", t.first_skip_offset, t.first_skip_reason));
     }
     if (t.bad_times > 0) {
-      trace_.warnings.push_back(fmt::format(
-          "dropped {} event{} whose times are out of range (first at byte {}: {}); times must lie within "
-          "+-3e18 ns and durations under 1e15 ns (11.6 days)",
-          t.bad_times, t.bad_times == 1 ? "" : "s", t.first_bad_time_offset, t.first_bad_time_reason));
+      trace_.warnings.push_back(
+          fmt::format("dropped {} event{} whose times are out of range (first at byte {}: {}); times must lie within "
+                      "+-3e18 ns and durations under 1e15 ns (11.6 days)",
+                      t.bad_times, t.bad_times == 1 ? "" : "s", t.first_bad_time_offset, t.first_bad_time_reason));
     }
     if (t.other_accelerator > 0) {
       trace_.other_accelerator = fmt::format("{} {} events", t.other_accelerator, t.other_accelerator_cat);
@@ -756,14 +780,13 @@ class KinetoReader {
     return fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
   }
 
-  Status error_at(size_t pos, std::string what) {
-    return Status::error(fmt::format("byte {}: {}", offset(pos), what));
-  }
+  Status error_at(size_t pos, std::string what) { return Status::error(fmt::format("byte {}: {}", offset(pos), what)); }
 
   Status fail_io_or(std::string what) {
     if (!fatal_.empty()) return Status::error(fatal_);
     if (in_.fatal()) return Status::error(io_error_);
-    if (!io_error_.empty()) return Status::error(fmt::format("cannot read: {} (is the file a complete gzip?)", io_error_));
+    if (!io_error_.empty())
+      return Status::error(fmt::format("cannot read: {} (is the file a complete gzip?)", io_error_));
     return Status::error(std::move(what));
   }
 
@@ -796,8 +819,8 @@ class KinetoReader {
     // cuts the JSON at the same byte with or without that thread: the read that fails returns
     // nothing, and it must be the same read both ways (found by kineto_reader_fuzz).
     const uint64_t read_so_far = base_ + end_;
-    const size_t room = std::min<uint64_t>(buf_.size() - simdjson::SIMDJSON_PADDING - end_,
-                                           kReadBlock - read_so_far % kReadBlock);
+    const size_t room =
+        std::min<uint64_t>(buf_.size() - simdjson::SIMDJSON_PADDING - end_, kReadBlock - read_so_far % kReadBlock);
     const size_t got = in_.read(buf_.data() + end_, room, io_error_);
     if (got == 0) {
       eof_ = true;
@@ -865,8 +888,10 @@ class KinetoReader {
           if (c == '"') {
             in_string = false;
           } else if (c == '\\') {  // The next byte is escaped, whatever it is.
-            if (bit + 1 < kBlock) mask &= ~(1u << (bit + 1));
-            else escaped = true;
+            if (bit + 1 < kBlock)
+              mask &= ~(1u << (bit + 1));
+            else
+              escaped = true;
           }
         } else if (c == '"') {
           in_string = true;
@@ -927,13 +952,15 @@ class KinetoReader {
     const int64_t events = events_.tally().events;
     if (in_.fatal()) return Status::error(io_error_);
     if (!io_error_.empty()) {
-      trace_.warnings.push_back(fmt::format("the file could not be read to its end ({}) after {} bytes of JSON: "
-                                            "analysed the {} events before that point",
-                                            io_error_, offset(end_), events));
+      trace_.warnings.push_back(
+          fmt::format("the file could not be read to its end ({}) after {} bytes of JSON: "
+                      "analysed the {} events before that point",
+                      io_error_, offset(end_), events));
     } else {
-      trace_.warnings.push_back(fmt::format("the JSON ends early ({}) at byte {}: the file looks truncated; "
-                                            "analysed the {} events before that point",
-                                            where, offset(end_), events));
+      trace_.warnings.push_back(
+          fmt::format("the JSON ends early ({}) at byte {}: the file looks truncated; "
+                      "analysed the {} events before that point",
+                      where, offset(end_), events));
     }
     trace_.truncated = true;
     return ok_status();
@@ -956,8 +983,8 @@ class KinetoReader {
     if (in_.fatal()) return Status::error(io_error_);
     if (extra > 0) {
       trace_.warnings.push_back(fmt::format(
-          "ignored {} bytes after the end of the JSON (byte {}): trailing garbage, or two traces in one file?",
-          extra, extra_at));
+          "ignored {} bytes after the end of the JSON (byte {}): trailing garbage, or two traces in one file?", extra,
+          extra_at));
     }
     if (!io_error_.empty()) {
       trace_.warnings.push_back(
@@ -1137,7 +1164,8 @@ StatusOr<unsigned> threads_from_environment() {
   unsigned n = 0;
   auto [p, ec] = std::from_chars(v, v + std::strlen(v), n);
   if (ec != std::errc() || *p != '\0' || n == 0 || n > 4096) {
-    return Status::error(fmt::format("{}={}: expected a number of threads from 1 to 4096", run_protocol::kEnvThreads.name, v));
+    return Status::error(
+        fmt::format("{}={}: expected a number of threads from 1 to 4096", run_protocol::kEnvThreads.name, v));
   }
   return n;
 }
@@ -1150,8 +1178,7 @@ StatusOr<Trace> read_kineto_source(ByteSource& source, const std::string& name, 
   // threads would cost more than they save. Otherwise one thread inflates (gzip) and
   // `threads - 1` parse.
   const unsigned threads = reader_threads(options);
-  const bool small =
-      options.threads == 0 && source.size() && *source.size() < (gzip ? 1u << 20 : 8u << 20);
+  const bool small = options.threads == 0 && source.size() && *source.size() < (gzip ? 1u << 20 : 8u << 20);
   if (threads < 2 || small) {
     Input in(stream);
     KinetoReader reader(in, name, options, gzip ? std::nullopt : source.size());

@@ -11,9 +11,9 @@
 #include <fmt/core.h>
 
 #include "core/analysis.h"
-#include "render/report_json.h"
 #include "input/test_temp.h"
 #include "input/trace_input.h"
+#include "render/report_json.h"
 
 namespace gpuscope {
 namespace {
@@ -200,9 +200,10 @@ TEST(KinetoReader, OldTracesKeepTheirProfilerSteps) {
   std::string events;
   for (int i = 0; i < 8; ++i) {
     const int ts = 1000 + i * 100;
-    events += fmt::format(R"json({}{{"ph": "X", "cat": "Operator", "name": "ProfilerStep#{}", "pid": 1, "tid": 1, "ts": {}, "dur": 100}},
+    events += fmt::format(
+        R"json({}{{"ph": "X", "cat": "Operator", "name": "ProfilerStep#{}", "pid": 1, "tid": 1, "ts": {}, "dur": 100}},
       {{"ph": "X", "cat": "Kernel", "name": "k", "pid": 0, "tid": 7, "ts": {}, "dur": 50, "args": {{"device": 0, "stream": 7}}}})json",
-                          i ? "," : "", i, ts, ts + 10);
+        i ? "," : "", i, ts, ts + 10);
   }
   auto t = read_kineto_buffer("{\"traceEvents\": [" + events + "]}", "old");
   ASSERT_TRUE(t.ok()) << t.status().message();
@@ -216,7 +217,8 @@ TEST(KinetoReader, OldTracesKeepTheirProfilerSteps) {
 TEST(KinetoReader, PropertiesOfOneModelDescribeTheDeviceThatRanTheKernels) {
   auto t = read_kineto_buffer(R"json({"deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB", "numSms": 108}],
     "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 2, "tid": 7, "ts": 1, "dur": 2,
-                     "args": {"device": 2, "stream": 7}}]})json", "moved");
+                     "args": {"device": 2, "stream": 7}}]})json",
+                              "moved");
   ASSERT_TRUE(t.ok()) << t.status().message();
   const Device* d = t->find_device(2);
   ASSERT_NE(d, nullptr);
@@ -230,7 +232,8 @@ TEST(KinetoReader, AcceleratorWorkGpuscopeDoesNotAnalyseIsDescribed) {
   auto t = read_kineto_buffer(R"json({"traceEvents": [
     {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 5},
     {"ph": "X", "cat": "mtia_runtime", "name": "mtiaLaunchKernel", "pid": 1, "tid": 1, "ts": 2, "dur": 2},
-    {"ph": "X", "cat": "mtia_ccp_events", "name": "gemm", "pid": 2, "tid": 3, "ts": 4, "dur": 9}]})json", "mtia");
+    {"ph": "X", "cat": "mtia_ccp_events", "name": "gemm", "pid": 2, "tid": 3, "ts": 4, "dur": 9}]})json",
+                              "mtia");
   ASSERT_TRUE(t.ok()) << t.status().message();
   std::vector<Trace> traces;
   traces.push_back(std::move(t).value());
@@ -238,7 +241,8 @@ TEST(KinetoReader, AcceleratorWorkGpuscopeDoesNotAnalyseIsDescribed) {
   EXPECT_TRUE(r.rejected.empty());
   ASSERT_EQ(r.without_gpu_work.size(), 1u);
   EXPECT_NE(r.without_gpu_work[0].find("accelerator gpuscope does not analyse (2 mtia_runtime events"),
-            std::string::npos) << r.without_gpu_work[0];
+            std::string::npos)
+      << r.without_gpu_work[0];
   EXPECT_EQ(r.without_gpu_work[0].find("CPU-only"), std::string::npos) << r.without_gpu_work[0];
 }
 

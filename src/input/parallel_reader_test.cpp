@@ -18,9 +18,9 @@
 #include "input/input_source.h"
 #include "input/job_reader.h"
 #include "input/kineto_reader.h"
-#include "render/report_json.h"
 #include "input/test_temp.h"
 #include "input/trace_input.h"
+#include "render/report_json.h"
 
 namespace gpuscope {
 namespace {
@@ -148,9 +148,7 @@ std::string tricky_trace(int groups) {
 TEST(ParallelReader, NamedLanesShapesAndSkippedEventsMatchOneThread) {
   TempDir dir;
   const std::string path = dir.file("tricky.json");
-  {
-    std::ofstream(path) << tricky_trace(3000);
-  }
+  { std::ofstream(path) << tricky_trace(3000); }
   auto one = read_with(path, 1);
   auto many = read_with(path, 3, 4096);
   ASSERT_TRUE(one.ok()) << one.status().message();
@@ -167,9 +165,7 @@ TEST(ParallelReader, CutTraceGivesTheSameWarningAndEvents) {
   std::string text = tricky_trace(2000);
   text.resize(text.size() * 2 / 3);
   const std::string path = dir.file("cut.json");
-  {
-    std::ofstream(path) << text;
-  }
+  { std::ofstream(path) << text; }
   auto one = read_with(path, 1);
   auto many = read_with(path, 4, 2048);
   ASSERT_TRUE(one.ok() && many.ok());
@@ -191,9 +187,7 @@ TEST(ParallelReader, GzipInflatedAheadInAThreadOfItsOwn) {
   gz.resize(z.total_out);
   deflateEnd(&z);
   const std::string path = dir.file("t.json.gz");
-  {
-    std::ofstream(path, std::ios::binary) << gz;
-  }
+  { std::ofstream(path, std::ios::binary) << gz; }
   auto one = read_with(path, 1);
   auto many = read_with(path, 2, 8192);
   ASSERT_TRUE(one.ok() && many.ok());

@@ -150,7 +150,8 @@ DeviceReport device_from(const json& j) {
     x.ns = ns_from_us(get<double>(c, "us"));
     x.pct = get<double>(c, "pct");
     if (auto t = opt<double>(c, "tracing_us")) x.tracing_ns = ns_from_us(*t);
-    for (const auto& h : list(c, "top_host")) x.top_host.push_back({get<std::string>(h, "name"), ns_from_us(get<double>(h, "us"))});
+    for (const auto& h : list(c, "top_host"))
+      x.top_host.push_back({get<std::string>(h, "name"), ns_from_us(get<double>(h, "us"))});
     d.idle_causes.push_back(std::move(x));
   }
   if (auto it = j.find("tracing_cost"); it != j.end() && !it->is_null()) {
@@ -207,7 +208,8 @@ DeviceReport device_from(const json& j) {
   d.excluded_after_ns = ns_from_ms(get<double>(steps, "excluded_after_ms"));
   for (const auto& s : list(steps, "list")) {
     d.steps.push_back({get<int64_t>(s, "number"), ns_from_us(get<double>(s, "start_us")),
-                       ns_from_ms(get<double>(s, "duration_ms")), get<double>(s, "busy_pct"), opt<double>(s, "matmul_flops")});
+                       ns_from_ms(get<double>(s, "duration_ms")), get<double>(s, "busy_pct"),
+                       opt<double>(s, "matmul_flops")});
   }
 
   const json& flops = child(j, "flops");
@@ -251,8 +253,8 @@ StatusOr<Report> report_from_json(std::string_view text) {
     return Status::error(fmt::format("not a gpuscope report: no \"schema\" key (expected {})", kReportSchema));
   }
   if (schema->get<std::string>() != kReportSchema) {
-    return Status::error(fmt::format("report schema {} is not supported (this gpuscope reads {})", schema->get<std::string>(),
-                                     kReportSchema));
+    return Status::error(fmt::format("report schema {} is not supported (this gpuscope reads {})",
+                                     schema->get<std::string>(), kReportSchema));
   }
   Report r;
   try {

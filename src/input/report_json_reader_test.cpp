@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "core/analysis.h"
+#include "input/trace_input.h"
 #include "render/diff_json.h"
 #include "render/report_json.h"
-#include "input/trace_input.h"
 
 namespace gpuscope {
 namespace {
@@ -152,7 +152,8 @@ TEST(ReportJsonReader, RoundTripsTheRecordedTraces) {
     traces.push_back(std::move(trace).value());
     for (bool with_model : {false, true}) {
       AnalysisOptions o;
-      if (with_model) o.model = parse_model_spec("gpt:params=123.69M,layers=12,heads=12,dmodel=768,seq=1024,batch=16").value();
+      if (with_model)
+        o.model = parse_model_spec("gpt:params=123.69M,layers=12,heads=12,dmodel=768,seq=1024,batch=16").value();
       const std::string text = report_to_json(analyze_traces(traces, o));
       EXPECT_TRUE(looks_like_report_json(text.substr(0, 64))) << name;
       auto back = report_from_json(text);

@@ -22,8 +22,7 @@ StatusOr<std::vector<std::string>> expand_trace_paths(const std::vector<std::str
 // FIFO (`<(zcat trace.json.gz)`), or "-" for stdin: it is opened once and never reopened.
 // `progress` (may be empty) is called with (bytes read, total file bytes; 0 for pipes).
 // Limits from the environment (GPUSCOPE_MAX_INFLATE, GPUSCOPE_INPUT_TIMEOUT) unless given.
-StatusOr<Trace> read_trace_file(const std::string& path,
-                                const std::function<void(uint64_t, uint64_t)>& progress = {});
+StatusOr<Trace> read_trace_file(const std::string& path, const std::function<void(uint64_t, uint64_t)>& progress = {});
 StatusOr<Trace> read_trace_file(const std::string& path, const InputLimits& limits,
                                 const std::function<void(uint64_t, uint64_t)>& progress = {});
 

@@ -79,10 +79,18 @@ void append_events(Trace& into, const Trace& batch, const std::vector<NamedLane>
   using E = NamedLane::Events;
   for (const NamedLane& lane : named_lanes) {
     switch (lane.events) {
-      case E::kKernels: renumber_lanes(into.kernels, kernels, lane, &Kernel::device, &Kernel::stream, ids); break;
-      case E::kMemcpys: renumber_lanes(into.memcpys, memcpys, lane, &Memcpy::device, &Memcpy::stream, ids); break;
-      case E::kMemsets: renumber_lanes(into.memsets, memsets, lane, &Memset::device, &Memset::stream, ids); break;
-      case E::kApiCalls: renumber_lanes(into.api_calls, api_calls, lane, &ApiCall::pid, &ApiCall::tid, ids); break;
+      case E::kKernels:
+        renumber_lanes(into.kernels, kernels, lane, &Kernel::device, &Kernel::stream, ids);
+        break;
+      case E::kMemcpys:
+        renumber_lanes(into.memcpys, memcpys, lane, &Memcpy::device, &Memcpy::stream, ids);
+        break;
+      case E::kMemsets:
+        renumber_lanes(into.memsets, memsets, lane, &Memset::device, &Memset::stream, ids);
+        break;
+      case E::kApiCalls:
+        renumber_lanes(into.api_calls, api_calls, lane, &ApiCall::pid, &ApiCall::tid, ids);
+        break;
       case E::kHostEvents:
         renumber_lanes(into.host_events, host_events, lane, &HostEvent::pid, &HostEvent::tid, ids);
         break;

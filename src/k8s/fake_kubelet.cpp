@@ -25,7 +25,8 @@ namespace {
 
 class FakeLister final : public v1::PodResourcesLister::Service {
  public:
-  FakeLister(nlohmann::json pods, std::string calls_path) : pods_(std::move(pods)), calls_path_(std::move(calls_path)) {}
+  FakeLister(nlohmann::json pods, std::string calls_path)
+      : pods_(std::move(pods)), calls_path_(std::move(calls_path)) {}
 
   grpc::Status List(grpc::ServerContext*, const v1::ListPodResourcesRequest*,
                     v1::ListPodResourcesResponse* response) override {

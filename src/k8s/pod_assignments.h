@@ -62,7 +62,7 @@ class PodIndex {
 
  private:
   const PodAssignments& assignments_;
-  std::map<std::string, std::string, std::less<>> uid_of_pod_;  // "ns/pod" -> UID.
+  std::map<std::string, std::string, std::less<>> uid_of_pod_;   // "ns/pod" -> UID.
   std::map<std::string, ContainerRef, std::less<>> pod_of_uid_;  // UID -> pod (no container).
 };
 

@@ -45,8 +45,8 @@ TEST(PodIndex, DeviceHasLabelsOnlyWithOneOwner) {
 TEST(PodIndex, ProcessFollowsItsGpuAndLearnsPodUid) {
   PodAssignments a = two_pods();
   std::vector<ProcessRef> procs = {
-      {"GPU-a", "uid-trainer"},  // On the trainer's GPU, in its pod.
-      {"GPU-b", ""},             // Pod UID unreadable: the GPU's owner.
+      {"GPU-a", "uid-trainer"},     // On the trainer's GPU, in its pod.
+      {"GPU-b", ""},                // Pod UID unreadable: the GPU's owner.
       {"GPU-free", "uid-trainer"},  // Same pod on a GPU it was not assigned (sees all GPUs).
       {"GPU-free", "uid-other"},    // A pod that holds no GPU: unknown.
   };

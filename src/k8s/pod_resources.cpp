@@ -46,9 +46,10 @@ void PodResourcesCache::refresh() {
   std::shared_ptr<const PodAssignments> next;
   std::string state;
   if (!is_socket(options_.socket_path)) {
-    state = fmt::format("no kubelet pod-resources socket at {}: no pod, namespace or container labels (normal "
-                        "outside Kubernetes; mount the socket or set --pod-resources-socket)",
-                        options_.socket_path);
+    state = fmt::format(
+        "no kubelet pod-resources socket at {}: no pod, namespace or container labels (normal "
+        "outside Kubernetes; mount the socket or set --pod-resources-socket)",
+        options_.socket_path);
   } else if (state = ensure_client(); state.empty()) {
     auto answer = client_->list(options_.socket_path, options_.timeout_ns);
     if (answer.ok()) {

@@ -31,13 +31,12 @@ StatusOr<std::unique_ptr<PodResourcesClient>> load_pod_resources_client(const st
   }
   auto entry = reinterpret_cast<PodResourcesClientEntry>(dlsym(handle, kPodResourcesClientEntry));
   if (!entry) {
-    return Status::error(fmt::format("{} has no {} (a module of another gpuscope version?)", path,
-                                     kPodResourcesClientEntry));
+    return Status::error(
+        fmt::format("{} has no {} (a module of another gpuscope version?)", path, kPodResourcesClientEntry));
   }
   std::unique_ptr<PodResourcesClient> client(entry(GPUSCOPE_VERSION));
   if (!client) {
-    return Status::error(fmt::format("{} is from another gpuscope version than this one ({})", path,
-                                     GPUSCOPE_VERSION));
+    return Status::error(fmt::format("{} is from another gpuscope version than this one ({})", path, GPUSCOPE_VERSION));
   }
   return client;
 }

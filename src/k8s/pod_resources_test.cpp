@@ -59,8 +59,7 @@ TEST(ListPodResources, StoppedServerIsAnError) {
   ASSERT_NE(client, nullptr);
   auto gone = client->list(kubelet.socket_path(), 500'000'000);
   ASSERT_FALSE(gone.ok());
-  EXPECT_NE(gone.status().message().find("List at " + kubelet.socket_path() + " failed: gRPC code"),
-            std::string::npos)
+  EXPECT_NE(gone.status().message().find("List at " + kubelet.socket_path() + " failed: gRPC code"), std::string::npos)
       << gone.status().message();
 }
 

@@ -147,12 +147,18 @@ void load_fixture(FakeState& st) {
       auto* d = st.owned.emplace_back(std::make_unique<nvmlDevice_st>()).get();
       ls >> d->index;
       for (std::string tok; ls >> tok;) {
-        if (tok.rfind("uuid=", 0) == 0) d->uuid = tok.substr(5);
-        else if (tok.rfind("gpm=", 0) == 0) d->gpm = tok.substr(4) != "0";
-        else if (tok.rfind("mig=", 0) == 0) d->mig = std::atoi(tok.c_str() + 4);
-        else if (tok.rfind("events=", 0) == 0) d->events = tok.substr(7) != "0";
-        else if (tok.rfind("nvlinks=", 0) == 0) d->nvlinks = static_cast<unsigned int>(std::atoi(tok.c_str() + 8));
-        else if (tok.rfind("pci=", 0) == 0) d->pci_bus_id = tok.substr(4);
+        if (tok.rfind("uuid=", 0) == 0)
+          d->uuid = tok.substr(5);
+        else if (tok.rfind("gpm=", 0) == 0)
+          d->gpm = tok.substr(4) != "0";
+        else if (tok.rfind("mig=", 0) == 0)
+          d->mig = std::atoi(tok.c_str() + 4);
+        else if (tok.rfind("events=", 0) == 0)
+          d->events = tok.substr(7) != "0";
+        else if (tok.rfind("nvlinks=", 0) == 0)
+          d->nvlinks = static_cast<unsigned int>(std::atoi(tok.c_str() + 8));
+        else if (tok.rfind("pci=", 0) == 0)
+          d->pci_bus_id = tok.substr(4);
         else if (tok.rfind("name=", 0) == 0) {
           std::string rest;
           std::getline(ls, rest);
@@ -194,10 +200,15 @@ void load_fixture(FakeState& st) {
           if (eq == std::string::npos) continue;
           std::string k = tok.substr(0, eq);
           const char* v = tok.c_str() + eq + 1;
-          if (k == "pid") p.pid = static_cast<unsigned int>(std::strtoul(v, nullptr, 10));
-          else if (k == "used") p.used = std::strtoull(v, nullptr, 10);
-          else if (k == "sm") { p.sm = static_cast<unsigned int>(std::atof(v)); p.has_util = true; }
-          else if (k == "mem") p.mem = static_cast<unsigned int>(std::atof(v));
+          if (k == "pid")
+            p.pid = static_cast<unsigned int>(std::strtoul(v, nullptr, 10));
+          else if (k == "used")
+            p.used = std::strtoull(v, nullptr, 10);
+          else if (k == "sm") {
+            p.sm = static_cast<unsigned int>(std::atof(v));
+            p.has_util = true;
+          } else if (k == "mem")
+            p.mem = static_cast<unsigned int>(std::atof(v));
         }
         fd.processes.push_back(p);
       }
@@ -329,12 +340,18 @@ FAKE_EXPORT nvmlReturn_t nvmlShutdown() {
 }
 FAKE_EXPORT const char* nvmlErrorString(nvmlReturn_t rc) {
   switch (rc) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
-    default: return "Unknown Error (fake)";
+    case NVML_SUCCESS:
+      return "Success";
+    case NVML_ERROR_NOT_SUPPORTED:
+      return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION:
+      return "Insufficient Permissions";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      return "Driver Not Loaded";
+    case NVML_ERROR_GPU_IS_LOST:
+      return "GPU is lost";
+    default:
+      return "Unknown Error (fake)";
   }
 }
 FAKE_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* buf, unsigned int len) {
@@ -343,9 +360,7 @@ FAKE_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* buf, unsigned int len)
   return copy_string(state().driver, buf, len);
 }
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount(unsigned int* c) { return count_impl(c); }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int i, nvmlDevice_t* d) {
-  return handle_impl(i, d);
-}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int i, nvmlDevice_t* d) { return handle_impl(i, d); }
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char* buf, unsigned int len) {
   std::lock_guard<std::mutex> lock(state().mu);
   if (int rc = gate("nvmlDeviceGetName")) return rc;
@@ -385,32 +400,25 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t* m
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int* mw) {
   return scalar("nvmlDeviceGetPowerUsage", d, "power_mw", mw);
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, unsigned int type,
-                                                unsigned int* mhz) {
-  return scalar("nvmlDeviceGetClockInfo", d, type == NVML_CLOCK_MEM ? "mem_clock" : "sm_clock",
-                mhz);
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, unsigned int type, unsigned int* mhz) {
+  return scalar("nvmlDeviceGetClockInfo", d, type == NVML_CLOCK_MEM ? "mem_clock" : "sm_clock", mhz);
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, unsigned int sensor,
-                                                  unsigned int* t) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, unsigned int sensor, unsigned int* t) {
   return scalar("nvmlDeviceGetTemperature", d, "temp", t);
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d,
-                                                                   unsigned long long* r) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d, unsigned long long* r) {
   return scalar("nvmlDeviceGetCurrentClocksThrottleReasons", d, "throttle", r);
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t d, unsigned int counter,
-                                                     unsigned int* kbs) {
-  return scalar("nvmlDeviceGetPcieThroughput", d,
-                counter == NVML_PCIE_UTIL_TX_BYTES ? "pcie_tx_kbs" : "pcie_rx_kbs", kbs);
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t d, unsigned int counter, unsigned int* kbs) {
+  return scalar("nvmlDeviceGetPcieThroughput", d, counter == NVML_PCIE_UTIL_TX_BYTES ? "pcie_tx_kbs" : "pcie_rx_kbs",
+                kbs);
 }
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned int* n,
                                                               nvmlProcessInfo_v1_t* infos) {
   return processes_impl("nvmlDeviceGetComputeRunningProcesses", d, n, infos);
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,
-                                                         nvmlProcessUtilizationSample_t* out,
-                                                         unsigned int* n,
-                                                         unsigned long long since_us) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d, nvmlProcessUtilizationSample_t* out,
+                                                         unsigned int* n, unsigned long long since_us) {
   std::lock_guard<std::mutex> lock(state().mu);
   if (int rc = gate("nvmlDeviceGetProcessUtilization")) return rc;
   const FakeFrameDevice* fd = current(d);
@@ -438,8 +446,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,
   return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, unsigned int type,
-                                                     unsigned int counter,
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, unsigned int type, unsigned int counter,
                                                      unsigned long long* n) {
   const char* key = counter == NVML_VOLATILE_ECC
                         ? (type == NVML_MEMORY_ERROR_TYPE_CORRECTED ? "ecc_vol_corr" : "ecc_vol_unc")
@@ -452,8 +459,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t d, unsigned
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned int* mw) {
   return scalar("nvmlDeviceGetEnforcedPowerLimit", d, "power_limit_mw", mw);
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned int link,
-                                                  unsigned int* active) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned int link, unsigned int* active) {
   std::lock_guard<std::mutex> lock(state().mu);
   if (int rc = gate("nvmlDeviceGetNvLinkState")) return rc;
   if (!d || !active) return NVML_ERROR_INVALID_ARGUMENT;
@@ -464,8 +470,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned int l
   *active = up != 0 ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
   return NVML_SUCCESS;
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t d, unsigned int link,
-                                                         unsigned int counter,
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t d, unsigned int link, unsigned int counter,
                                                          unsigned long long* n) {
   static const char* const kNames[] = {"replay", "recovery", "crc_flit", "crc_data"};
   if (!d || link >= d->nvlinks || counter >= 4) return NVML_ERROR_INVALID_ARGUMENT;
@@ -492,16 +497,14 @@ FAKE_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
   }
   return NVML_ERROR_INVALID_ARGUMENT;
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t d,
-                                                          unsigned long long* types) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t d, unsigned long long* types) {
   std::lock_guard<std::mutex> lock(state().mu);
   if (int rc = gate("nvmlDeviceGetSupportedEventTypes")) return rc;
   if (!d || !types) return NVML_ERROR_INVALID_ARGUMENT;
   *types = d->events ? nvmlEventTypeXidCriticalError : 0;
   return NVML_SUCCESS;
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long types,
-                                                  nvmlEventSet_t set) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long types, nvmlEventSet_t set) {
   std::lock_guard<std::mutex> lock(state().mu);
   if (int rc = gate("nvmlDeviceRegisterEvents")) return rc;
   if (!d || !set) return NVML_ERROR_INVALID_ARGUMENT;
@@ -518,14 +521,15 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t* 
   if (!d || !pci) return NVML_ERROR_INVALID_ARGUMENT;
   *pci = {};
   pci->bus = static_cast<unsigned int>(0x18 + d->index);
-  if (d->pci_bus_id.empty()) std::snprintf(pci->busId, sizeof pci->busId, "00000000:%02X:00.0", pci->bus & 0xff);
-  else std::snprintf(pci->busId, sizeof pci->busId, "%s", d->pci_bus_id.c_str());
+  if (d->pci_bus_id.empty())
+    std::snprintf(pci->busId, sizeof pci->busId, "00000000:%02X:00.0", pci->bus & 0xff);
+  else
+    std::snprintf(pci->busId, sizeof pci->busId, "%s", d->pci_bus_id.c_str());
   std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%s", pci->busId + 4);
   return NVML_SUCCESS;
 }
 
-FAKE_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
-                                             unsigned int timeout_ms) {
+FAKE_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeout_ms) {
   std::lock_guard<std::mutex> lock(state().mu);
   if (int rc = gate("nvmlEventSetWait_v2")) return rc;
   if (!set || !data) return NVML_ERROR_INVALID_ARGUMENT;
@@ -536,8 +540,7 @@ FAKE_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t
   set->queue.erase(set->queue.begin());
   return NVML_SUCCESS;
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned int* corrected,
-                                                   unsigned int* uncorrected,
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned int* corrected, unsigned int* uncorrected,
                                                    unsigned int* pending, unsigned int* failure) {
   std::lock_guard<std::mutex> lock(state().mu);
   if (int rc = gate("nvmlDeviceGetRemappedRows")) return rc;
@@ -556,9 +559,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned int*
 
 FAKE_EXPORT nvmlReturn_t nvmlInit_v2() { return init_impl(); }
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* c) { return count_impl(c); }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t* d) {
-  return handle_impl(i, d);
-}
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int i, nvmlDevice_t* d) { return handle_impl(i, d); }
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v2_t* mem) {
   std::lock_guard<std::mutex> lock(state().mu);
   if (int rc = gate("nvmlDeviceGetMemoryInfo_v2")) return rc;
@@ -572,20 +573,17 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, nvmlMemory_v
   mem->free = mem->total - mem->used;
   return NVML_SUCCESS;
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d,
-                                                             unsigned long long* mj) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long* mj) {
   return scalar("nvmlDeviceGetTotalEnergyConsumption", d, "energy_mj", mj);
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d,
-                                                                unsigned long long* r) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned long long* r) {
   return scalar("nvmlDeviceGetCurrentClocksEventReasons", d, "throttle", r);
 }
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int* n,
                                                                  nvmlProcessInfo_t* infos) {
   return processes_impl("nvmlDeviceGetComputeRunningProcesses_v3", d, n, infos);
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int* cur,
-                                              unsigned int* pending) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int* cur, unsigned int* pending) {
   std::lock_guard<std::mutex> lock(state().mu);
   if (int rc = gate("nvmlDeviceGetMigMode")) return rc;
   *cur = *pending = d->mig > 0 ? 1u : 0u;
@@ -596,8 +594,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned
   *n = static_cast<unsigned int>(d->mig);
   return NVML_SUCCESS;
 }
-FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned int i,
-                                                             nvmlDevice_t* mig) {
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned int i, nvmlDevice_t* mig) {
   std::lock_guard<std::mutex> lock(state().mu);
   const auto& migs = state().mig_devices[static_cast<size_t>(d->index)];
   if (i >= migs.size()) return NVML_ERROR_NOT_FOUND;

@@ -15,14 +15,10 @@ inline std::string source_dir() {
   return env ? env : GPUSCOPE_SOURCE_DIR;
 }
 
-inline std::string testdata(std::string_view name) {
-  return source_dir() + "/testdata/nvml/" + std::string(name);
-}
+inline std::string testdata(std::string_view name) { return source_dir() + "/testdata/nvml/" + std::string(name); }
 
 // Uses `path` as the fake's fixture for the next nvmlInit.
-inline void use_fixture(const std::string& path) {
-  setenv("GPUSCOPE_FAKE_NVML_FIXTURE", path.c_str(), 1);
-}
+inline void use_fixture(const std::string& path) { setenv("GPUSCOPE_FAKE_NVML_FIXTURE", path.c_str(), 1); }
 
 // Writes `text` to a fresh temporary file and uses it as the fixture.
 inline std::string use_fixture_text(std::string_view text) {

@@ -73,8 +73,8 @@ std::string fixture_health_fields(const DeviceHealth& h, int32_t nvlinks) {
   add_int(out, "pcie_replay", h.pcie_replays);
   add_int(out, "power_limit_mw", h.power_limit_w, 1000.0);
   for (int32_t link = 0; link < nvlinks; ++link) {
-    auto it = std::find_if(h.nvlink.begin(), h.nvlink.end(),
-                           [&](const NvlinkErrorCounters& l) { return l.link == link; });
+    auto it =
+        std::find_if(h.nvlink.begin(), h.nvlink.end(), [&](const NvlinkErrorCounters& l) { return l.link == link; });
     const std::string k = fmt::format("nvlink{}_", link);
     if (it == h.nvlink.end()) {
       out += " " + k + "up=0";
@@ -97,13 +97,12 @@ int32_t nvlink_count(const DeviceHealth& h) {
 }
 }  // namespace
 
-StatusOr<std::unique_ptr<FixtureWriter>> FixtureWriter::create(const std::string& path,
-                                                               const Sampler& sampler,
+StatusOr<std::unique_ptr<FixtureWriter>> FixtureWriter::create(const std::string& path, const Sampler& sampler,
                                                                const std::string& comment) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (!f) {
-    return Status::error(fmt::format("cannot write fixture {}: {}; check the directory exists and is writable",
-                                     path, std::strerror(errno)));
+    return Status::error(fmt::format("cannot write fixture {}: {}; check the directory exists and is writable", path,
+                                     std::strerror(errno)));
   }
   std::unique_ptr<FixtureWriter> w(new FixtureWriter());
   w->f_ = f;
@@ -132,9 +131,9 @@ void FixtureWriter::write_devices(const LiveSnapshot& snap) {
     if (d.gpu_instance_id) continue;
     const int32_t links = i < snap.health.size() ? nvlink_count(snap.health[i]) : 0;
     nvlinks_[i] = links;
-    fmt::print(f_, "device {} uuid={} gpm={} mig={}{}{} name={}\n", d.index,
-               d.uuid.empty() ? "unknown" : d.uuid, d.gpm_supported ? 1 : 0, mig_count[k++],
-               d.xid_events ? "" : " events=0", links ? fmt::format(" nvlinks={}", links) : "", d.name);
+    fmt::print(f_, "device {} uuid={} gpm={} mig={}{}{} name={}\n", d.index, d.uuid.empty() ? "unknown" : d.uuid,
+               d.gpm_supported ? 1 : 0, mig_count[k++], d.xid_events ? "" : " events=0",
+               links ? fmt::format(" nvlinks={}", links) : "", d.name);
   }
   devices_written_ = true;
 }

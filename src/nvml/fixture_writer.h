@@ -19,8 +19,7 @@ class FixtureWriter {
  public:
   // Creates `path` and writes the header: driver and devices (MIG instances are not written;
   // the fake derives them from a device's mig= count).
-  static StatusOr<std::unique_ptr<FixtureWriter>> create(const std::string& path,
-                                                         const Sampler& sampler,
+  static StatusOr<std::unique_ptr<FixtureWriter>> create(const std::string& path, const Sampler& sampler,
                                                          const std::string& comment);
   ~FixtureWriter();
   Status write_frame(const LiveSnapshot& snapshot);
@@ -33,7 +32,7 @@ class FixtureWriter {
   std::vector<DeviceInfo> devices_;
   bool devices_written_ = false;
   std::vector<std::vector<XidCount>> xids_written_;  // Per device: XIDs already written.
-  std::vector<int32_t> nvlinks_;                      // Per device: NVLinks declared.
+  std::vector<int32_t> nvlinks_;                     // Per device: NVLinks declared.
 };
 
 // One "s INDEX ..." line's key=value text for a sample (exposed for tests).

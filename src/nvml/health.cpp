@@ -12,16 +12,11 @@ constexpr int kMaxEventsPerPass = 1024;
 
 }  // namespace
 
-HealthCollector::HealthCollector(NvmlApi& api, std::vector<Device> devices,
-                                 int64_t slow_interval_ns, Check check)
-    : api_(api),
-      devices_(std::move(devices)),
-      slow_interval_ns_(slow_interval_ns),
-      check_(std::move(check)) {
+HealthCollector::HealthCollector(NvmlApi& api, std::vector<Device> devices, int64_t slow_interval_ns, Check check)
+    : api_(api), devices_(std::move(devices)), slow_interval_ns_(slow_interval_ns), check_(std::move(check)) {
   held_.resize(devices_.size());
   for (size_t i = 0; i < devices_.size(); ++i) held_[i].device = devices_[i].index;
-  if (!api_.event_set_wait_v2 ||
-      NvmlApi::call(api_.event_set_create, &events_) != NVML_SUCCESS) {
+  if (!api_.event_set_wait_v2 || NvmlApi::call(api_.event_set_create, &events_) != NVML_SUCCESS) {
     events_ = nullptr;
     return;
   }
@@ -29,14 +24,12 @@ HealthCollector::HealthCollector(NvmlApi& api, std::vector<Device> devices,
     const Device& d = devices_[i];
     if (!d.handle) continue;
     unsigned long long supported = 0;
-    if (NvmlApi::call(api_.device_get_supported_event_types, d.handle, &supported) !=
-            NVML_SUCCESS ||
+    if (NvmlApi::call(api_.device_get_supported_event_types, d.handle, &supported) != NVML_SUCCESS ||
         !(supported & nvmlEventTypeXidCriticalError)) {
       continue;
     }
     held_[i].xid_supported =
-        check_(NvmlApi::call(api_.device_register_events, d.handle, nvmlEventTypeXidCriticalError,
-                             events_),
+        check_(NvmlApi::call(api_.device_register_events, d.handle, nvmlEventTypeXidCriticalError, events_),
                "nvmlDeviceRegisterEvents", d.label);
   }
   // No GPU registered: no set to poll every pass.
@@ -98,8 +91,7 @@ void HealthCollector::read_slow(const Device& d, DeviceHealth& h) {
   h.remapped_rows_uncorrected.reset();
   h.remap_pending.reset();
   h.remap_failure.reset();
-  if (check_(NvmlApi::call(api_.device_get_remapped_rows, d.handle, &corrected, &uncorrected,
-                           &pending, &failure),
+  if (check_(NvmlApi::call(api_.device_get_remapped_rows, d.handle, &corrected, &uncorrected, &pending, &failure),
              "nvmlDeviceGetRemappedRows", d.label)) {
     h.remapped_rows_corrected = corrected;
     h.remapped_rows_uncorrected = uncorrected;
@@ -109,15 +101,15 @@ void HealthCollector::read_slow(const Device& d, DeviceHealth& h) {
 
   unsigned int replays = 0;
   h.pcie_replays.reset();
-  if (check_(NvmlApi::call(api_.device_get_pcie_replay_counter, d.handle, &replays),
-             "nvmlDeviceGetPcieReplayCounter", d.label)) {
+  if (check_(NvmlApi::call(api_.device_get_pcie_replay_counter, d.handle, &replays), "nvmlDeviceGetPcieReplayCounter",
+             d.label)) {
     h.pcie_replays = replays;
   }
 
   unsigned int mw = 0;
   h.power_limit_w.reset();
-  if (check_(NvmlApi::call(api_.device_get_enforced_power_limit, d.handle, &mw),
-             "nvmlDeviceGetEnforcedPowerLimit", d.label)) {
+  if (check_(NvmlApi::call(api_.device_get_enforced_power_limit, d.handle, &mw), "nvmlDeviceGetEnforcedPowerLimit",
+             d.label)) {
     h.power_limit_w = mw / 1000.0;
   }
 

@@ -46,8 +46,7 @@ std::string frame(const std::string& gpu0, const std::string& extra = "") {
 }
 
 TEST(Health, XidEventsArrivingBetweenSamplesAreCountedByCode) {
-  auto sampler = open_fake(std::string(kHeader) + frame("") +
-                           frame("", "x 0 79\nx 0 13\n") + frame("", "x 0 79\n"));
+  auto sampler = open_fake(std::string(kHeader) + frame("") + frame("", "x 0 79\nx 0 13\n") + frame("", "x 0 79\n"));
   ASSERT_TRUE(sampler);
   LiveSnapshot s1 = sample(*sampler);
   const DeviceHealth& h1 = s1.health[0];
@@ -79,8 +78,7 @@ TEST(Health, XidEventsArrivingBetweenSamplesAreCountedByCode) {
 }
 
 TEST(Health, EccCountersVolatileAndAggregate) {
-  auto sampler = open_fake(std::string(kHeader) +
-                           frame("ecc_vol_corr=3 ecc_vol_unc=1 ecc_agg_corr=120 ecc_agg_unc=2"));
+  auto sampler = open_fake(std::string(kHeader) + frame("ecc_vol_corr=3 ecc_vol_unc=1 ecc_agg_corr=120 ecc_agg_unc=2"));
   ASSERT_TRUE(sampler);
   LiveSnapshot s = sample(*sampler);
   EXPECT_EQ(s.health[0].ecc_volatile_corrected, 3u);
@@ -92,8 +90,7 @@ TEST(Health, EccCountersVolatileAndAggregate) {
 }
 
 TEST(Health, RemappedRows) {
-  auto sampler = open_fake(std::string(kHeader) +
-                           frame("remap_corr=4 remap_unc=1 remap_pending=1 remap_failure=0"));
+  auto sampler = open_fake(std::string(kHeader) + frame("remap_corr=4 remap_unc=1 remap_pending=1 remap_failure=0"));
   ASSERT_TRUE(sampler);
   LiveSnapshot s = sample(*sampler);
   EXPECT_EQ(s.health[0].remapped_rows_corrected, 4u);
@@ -114,9 +111,8 @@ TEST(Health, PcieReplayCounter) {
 }
 
 TEST(Health, NvlinkErrorCountersPerLinkThatIsUp) {
-  auto sampler = open_fake(std::string(kHeader) +
-                           frame("nvlink0_replay=5 nvlink0_recovery=1 nvlink0_crc_flit=7 "
-                                 "nvlink0_crc_data=2 nvlink1_up=0 nvlink2_replay=9"));
+  auto sampler = open_fake(std::string(kHeader) + frame("nvlink0_replay=5 nvlink0_recovery=1 nvlink0_crc_flit=7 "
+                                                        "nvlink0_crc_data=2 nvlink1_up=0 nvlink2_replay=9"));
   ASSERT_TRUE(sampler);
   LiveSnapshot s = sample(*sampler);
   const auto& links = s.health[0].nvlink;
@@ -128,8 +124,8 @@ TEST(Health, NvlinkErrorCountersPerLinkThatIsUp) {
   EXPECT_EQ(links[0].crc_data, 2u);
   EXPECT_EQ(links[1].link, 2);
   EXPECT_EQ(links[1].replay, 9u);
-  EXPECT_FALSE(links[1].recovery);  // This counter not supported on the link: absent.
-  EXPECT_TRUE(s.health[1].nvlink.empty());  // No NVLink.
+  EXPECT_FALSE(links[1].recovery);                // This counter not supported on the link: absent.
+  EXPECT_TRUE(s.health[1].nvlink.empty());        // No NVLink.
   EXPECT_TRUE(sampler->take_warnings().empty());  // NOT_SUPPORTED is not a warning.
 }
 
@@ -142,8 +138,7 @@ TEST(Health, EnforcedPowerLimit) {
 }
 
 TEST(Health, SlowCountersAreHeldBetweenReadsButXidsAreNot) {
-  const std::string fixture = std::string(kHeader) + frame("pcie_replay=1") +
-                              frame("pcie_replay=2", "x 0 48\n");
+  const std::string fixture = std::string(kHeader) + frame("pcie_replay=1") + frame("pcie_replay=2", "x 0 48\n");
   auto sampler = open_fake(fixture, /*health_interval_ns=*/3'600'000'000'000);
   ASSERT_TRUE(sampler);
   LiveSnapshot s1 = sample(*sampler);
@@ -205,8 +200,8 @@ TEST(Health, NoEventSetPolledWithoutAnXidCapableGpu) {
 }
 
 TEST(Health, OldDriverWithoutEventSetWaitV2HasNoXidsButOtherCounters) {
-  auto sampler = open_fake(std::string(kHeader) + frame("ecc_vol_unc=0 remap_corr=1", "x 0 79\n"),
-                           0, GPUSCOPE_FAKE_NVML_LEGACY_PATH);
+  auto sampler = open_fake(std::string(kHeader) + frame("ecc_vol_unc=0 remap_corr=1", "x 0 79\n"), 0,
+                           GPUSCOPE_FAKE_NVML_LEGACY_PATH);
   ASSERT_TRUE(sampler);
   LiveSnapshot s = sample(*sampler);
   EXPECT_FALSE(s.health[0].xid_supported);

@@ -51,8 +51,8 @@ bool LiveLoop::wait_until(std::chrono::steady_clock::time_point deadline) {
     }
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return true;
-    const auto slice = options_.should_stop ? std::chrono::steady_clock::duration(std::chrono::milliseconds(50))
-                                            : deadline - now;
+    const auto slice =
+        options_.should_stop ? std::chrono::steady_clock::duration(std::chrono::milliseconds(50)) : deadline - now;
     cv_.wait_until(lock, std::min(deadline, now + slice));
   }
   return false;

@@ -42,7 +42,7 @@ struct LiveLoopOptions {
 
 // One pass. References stay valid until the next pass.
 struct LiveFrame {
-  Status status;                      // Not ok: the sampler lost every device (no snapshot).
+  Status status;  // Not ok: the sampler lost every device (no snapshot).
   const LiveSnapshot* snapshot = nullptr;
   const std::vector<Signal>* signals = nullptr;
   std::vector<std::string> warnings;  // Sampler failures first seen in this pass.

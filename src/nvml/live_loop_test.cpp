@@ -50,7 +50,9 @@ TEST(LiveLoop, ExecutableNamesByDefault) {
   ASSERT_TRUE(find(f, 4242));
   EXPECT_EQ(find(f, 4242)->command, "python3");
   ASSERT_TRUE(find(f, 4444));
-  EXPECT_EQ(find(f, 4444)->command, "tr\xef\xbf\xbd" "ain\x1b[2J");
+  EXPECT_EQ(find(f, 4444)->command,
+            "tr\xef\xbf\xbd"
+            "ain\x1b[2J");
   EXPECT_EQ(find(f, 4343)->command, "notebook");
   // The idle GPU 1 with 4 GiB held signals at once with these thresholds.
   ASSERT_EQ(f.signals->size(), 1u);
@@ -80,8 +82,8 @@ TEST(LiveLoop, RunsAtItsIntervalAndStopsFromAnotherThread) {
   loop.run([&](const LiveFrame& f) {
     EXPECT_TRUE(f.status.ok());
     EXPECT_EQ(f.index, static_cast<int64_t>(at_ms.size()));
-    at_ms.push_back(std::chrono::duration_cast<std::chrono::milliseconds>(
-                        std::chrono::steady_clock::now() - t0).count());
+    at_ms.push_back(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count());
     return true;
   });
   stopper.join();

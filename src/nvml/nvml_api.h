@@ -12,8 +12,8 @@
 #pragma once
 
 #include <memory>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/status.h"
@@ -23,89 +23,65 @@ namespace gpuscope::nvml {
 
 // X(member, function type, symbol names newest first...). Rows whose alternatives have
 // different struct layouts are separate rows (processes v1 vs v2/v3, memory v1 vs v2).
-#define GPUSCOPE_NVML_ENTRY_POINTS(X)                                                        \
-  X(init, nvmlReturn_t(), "nvmlInit_v2", "nvmlInit")                                          \
-  X(shutdown, nvmlReturn_t(), "nvmlShutdown")                                                 \
-  X(get_error_string, const char*(nvmlReturn_t), "nvmlErrorString")                           \
-  X(system_get_driver_version, nvmlReturn_t(char*, unsigned int),                             \
-    "nvmlSystemGetDriverVersion")                                                             \
-  X(device_get_count, nvmlReturn_t(unsigned int*), "nvmlDeviceGetCount_v2",                   \
-    "nvmlDeviceGetCount")                                                                     \
-  X(device_get_handle_by_index, nvmlReturn_t(unsigned int, nvmlDevice_t*),                    \
-    "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex")                            \
-  X(device_get_name, nvmlReturn_t(nvmlDevice_t, char*, unsigned int), "nvmlDeviceGetName")    \
-  X(device_get_uuid, nvmlReturn_t(nvmlDevice_t, char*, unsigned int), "nvmlDeviceGetUUID")    \
-  X(device_get_pci_info, nvmlReturn_t(nvmlDevice_t, nvmlPciInfo_t*), "nvmlDeviceGetPciInfo_v3", \
-    "nvmlDeviceGetPciInfo_v2")                                                                \
-  X(device_get_utilization_rates, nvmlReturn_t(nvmlDevice_t, nvmlUtilization_t*),             \
-    "nvmlDeviceGetUtilizationRates")                                                          \
-  X(device_get_memory_info_v2, nvmlReturn_t(nvmlDevice_t, nvmlMemory_v2_t*),                  \
-    "nvmlDeviceGetMemoryInfo_v2")                                                             \
-  X(device_get_memory_info, nvmlReturn_t(nvmlDevice_t, nvmlMemory_t*),                        \
-    "nvmlDeviceGetMemoryInfo")                                                                \
-  X(device_get_power_usage, nvmlReturn_t(nvmlDevice_t, unsigned int*),                        \
-    "nvmlDeviceGetPowerUsage")                                                                \
-  X(device_get_total_energy_consumption, nvmlReturn_t(nvmlDevice_t, unsigned long long*),     \
-    "nvmlDeviceGetTotalEnergyConsumption")                                                    \
-  X(device_get_clock_info, nvmlReturn_t(nvmlDevice_t, unsigned int, unsigned int*),           \
-    "nvmlDeviceGetClockInfo")                                                                 \
-  X(device_get_temperature, nvmlReturn_t(nvmlDevice_t, unsigned int, unsigned int*),          \
-    "nvmlDeviceGetTemperature")                                                               \
-  X(device_get_clocks_event_reasons, nvmlReturn_t(nvmlDevice_t, unsigned long long*),         \
-    "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")    \
-  X(device_get_pcie_throughput, nvmlReturn_t(nvmlDevice_t, unsigned int, unsigned int*),      \
-    "nvmlDeviceGetPcieThroughput")                                                            \
-  X(device_get_compute_running_processes,                                                     \
-    nvmlReturn_t(nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*),                            \
-    "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2")     \
-  X(device_get_compute_running_processes_v1,                                                  \
-    nvmlReturn_t(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v1_t*),                         \
-    "nvmlDeviceGetComputeRunningProcesses")                                                   \
-  X(device_get_process_utilization,                                                           \
-    nvmlReturn_t(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned int*,                \
-                 unsigned long long),                                                         \
-    "nvmlDeviceGetProcessUtilization")                                                        \
-  X(device_get_mig_mode, nvmlReturn_t(nvmlDevice_t, unsigned int*, unsigned int*),            \
-    "nvmlDeviceGetMigMode")                                                                   \
-  X(device_get_max_mig_device_count, nvmlReturn_t(nvmlDevice_t, unsigned int*),               \
-    "nvmlDeviceGetMaxMigDeviceCount")                                                         \
-  X(device_get_mig_device_handle_by_index,                                                    \
-    nvmlReturn_t(nvmlDevice_t, unsigned int, nvmlDevice_t*),                                  \
-    "nvmlDeviceGetMigDeviceHandleByIndex")                                                    \
-  X(device_get_gpu_instance_id, nvmlReturn_t(nvmlDevice_t, unsigned int*),                    \
-    "nvmlDeviceGetGpuInstanceId")                                                             \
-  X(gpm_query_device_support, nvmlReturn_t(nvmlDevice_t, nvmlGpmSupport_t*),                  \
-    "nvmlGpmQueryDeviceSupport")                                                              \
-  X(gpm_sample_alloc, nvmlReturn_t(nvmlGpmSample_t*), "nvmlGpmSampleAlloc")                   \
-  X(gpm_sample_free, nvmlReturn_t(nvmlGpmSample_t), "nvmlGpmSampleFree")                      \
-  X(gpm_sample_get, nvmlReturn_t(nvmlDevice_t, nvmlGpmSample_t), "nvmlGpmSampleGet")          \
-  X(gpm_mig_sample_get, nvmlReturn_t(nvmlDevice_t, unsigned int, nvmlGpmSample_t),            \
-    "nvmlGpmMigSampleGet")                                                                    \
-  X(gpm_metrics_get, nvmlReturn_t(nvmlGpmMetricsGet_t*), "nvmlGpmMetricsGet")              \
-  /* Health (health.cpp). */                                                                \
-  X(event_set_create, nvmlReturn_t(nvmlEventSet_t*), "nvmlEventSetCreate")                    \
-  X(event_set_free, nvmlReturn_t(nvmlEventSet_t), "nvmlEventSetFree")                         \
-  X(event_set_wait_v2, nvmlReturn_t(nvmlEventSet_t, nvmlEventData_t*, unsigned int),          \
-    "nvmlEventSetWait_v2")                                                                    \
-  X(device_get_supported_event_types, nvmlReturn_t(nvmlDevice_t, unsigned long long*),        \
-    "nvmlDeviceGetSupportedEventTypes")                                                       \
-  X(device_register_events, nvmlReturn_t(nvmlDevice_t, unsigned long long, nvmlEventSet_t),   \
-    "nvmlDeviceRegisterEvents")                                                               \
-  X(device_get_total_ecc_errors,                                                              \
-    nvmlReturn_t(nvmlDevice_t, unsigned int, unsigned int, unsigned long long*),              \
-    "nvmlDeviceGetTotalEccErrors")                                                            \
-  X(device_get_remapped_rows,                                                                 \
-    nvmlReturn_t(nvmlDevice_t, unsigned int*, unsigned int*, unsigned int*, unsigned int*),   \
-    "nvmlDeviceGetRemappedRows")                                                              \
-  X(device_get_pcie_replay_counter, nvmlReturn_t(nvmlDevice_t, unsigned int*),                \
-    "nvmlDeviceGetPcieReplayCounter")                                                         \
-  X(device_get_nvlink_state, nvmlReturn_t(nvmlDevice_t, unsigned int, unsigned int*),         \
-    "nvmlDeviceGetNvLinkState")                                                               \
-  X(device_get_nvlink_error_counter,                                                          \
-    nvmlReturn_t(nvmlDevice_t, unsigned int, unsigned int, unsigned long long*),              \
-    "nvmlDeviceGetNvLinkErrorCounter")                                                        \
-  X(device_get_enforced_power_limit, nvmlReturn_t(nvmlDevice_t, unsigned int*),               \
-    "nvmlDeviceGetEnforcedPowerLimit")
+#define GPUSCOPE_NVML_ENTRY_POINTS(X)                                                                                 \
+  X(init, nvmlReturn_t(), "nvmlInit_v2", "nvmlInit")                                                                  \
+  X(shutdown, nvmlReturn_t(), "nvmlShutdown")                                                                         \
+  X(get_error_string, const char*(nvmlReturn_t), "nvmlErrorString")                                                   \
+  X(system_get_driver_version, nvmlReturn_t(char*, unsigned int), "nvmlSystemGetDriverVersion")                       \
+  X(device_get_count, nvmlReturn_t(unsigned int*), "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount")                     \
+  X(device_get_handle_by_index, nvmlReturn_t(unsigned int, nvmlDevice_t*), "nvmlDeviceGetHandleByIndex_v2",           \
+    "nvmlDeviceGetHandleByIndex")                                                                                     \
+  X(device_get_name, nvmlReturn_t(nvmlDevice_t, char*, unsigned int), "nvmlDeviceGetName")                            \
+  X(device_get_uuid, nvmlReturn_t(nvmlDevice_t, char*, unsigned int), "nvmlDeviceGetUUID")                            \
+  X(device_get_pci_info, nvmlReturn_t(nvmlDevice_t, nvmlPciInfo_t*), "nvmlDeviceGetPciInfo_v3",                       \
+    "nvmlDeviceGetPciInfo_v2")                                                                                        \
+  X(device_get_utilization_rates, nvmlReturn_t(nvmlDevice_t, nvmlUtilization_t*), "nvmlDeviceGetUtilizationRates")    \
+  X(device_get_memory_info_v2, nvmlReturn_t(nvmlDevice_t, nvmlMemory_v2_t*), "nvmlDeviceGetMemoryInfo_v2")            \
+  X(device_get_memory_info, nvmlReturn_t(nvmlDevice_t, nvmlMemory_t*), "nvmlDeviceGetMemoryInfo")                     \
+  X(device_get_power_usage, nvmlReturn_t(nvmlDevice_t, unsigned int*), "nvmlDeviceGetPowerUsage")                     \
+  X(device_get_total_energy_consumption, nvmlReturn_t(nvmlDevice_t, unsigned long long*),                             \
+    "nvmlDeviceGetTotalEnergyConsumption")                                                                            \
+  X(device_get_clock_info, nvmlReturn_t(nvmlDevice_t, unsigned int, unsigned int*), "nvmlDeviceGetClockInfo")         \
+  X(device_get_temperature, nvmlReturn_t(nvmlDevice_t, unsigned int, unsigned int*), "nvmlDeviceGetTemperature")      \
+  X(device_get_clocks_event_reasons, nvmlReturn_t(nvmlDevice_t, unsigned long long*),                                 \
+    "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons")                            \
+  X(device_get_pcie_throughput, nvmlReturn_t(nvmlDevice_t, unsigned int, unsigned int*),                              \
+    "nvmlDeviceGetPcieThroughput")                                                                                    \
+  X(device_get_compute_running_processes, nvmlReturn_t(nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*),              \
+    "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2")                             \
+  X(device_get_compute_running_processes_v1, nvmlReturn_t(nvmlDevice_t, unsigned int*, nvmlProcessInfo_v1_t*),        \
+    "nvmlDeviceGetComputeRunningProcesses")                                                                           \
+  X(device_get_process_utilization,                                                                                   \
+    nvmlReturn_t(nvmlDevice_t, nvmlProcessUtilizationSample_t*, unsigned int*, unsigned long long),                   \
+    "nvmlDeviceGetProcessUtilization")                                                                                \
+  X(device_get_mig_mode, nvmlReturn_t(nvmlDevice_t, unsigned int*, unsigned int*), "nvmlDeviceGetMigMode")            \
+  X(device_get_max_mig_device_count, nvmlReturn_t(nvmlDevice_t, unsigned int*), "nvmlDeviceGetMaxMigDeviceCount")     \
+  X(device_get_mig_device_handle_by_index, nvmlReturn_t(nvmlDevice_t, unsigned int, nvmlDevice_t*),                   \
+    "nvmlDeviceGetMigDeviceHandleByIndex")                                                                            \
+  X(device_get_gpu_instance_id, nvmlReturn_t(nvmlDevice_t, unsigned int*), "nvmlDeviceGetGpuInstanceId")              \
+  X(gpm_query_device_support, nvmlReturn_t(nvmlDevice_t, nvmlGpmSupport_t*), "nvmlGpmQueryDeviceSupport")             \
+  X(gpm_sample_alloc, nvmlReturn_t(nvmlGpmSample_t*), "nvmlGpmSampleAlloc")                                           \
+  X(gpm_sample_free, nvmlReturn_t(nvmlGpmSample_t), "nvmlGpmSampleFree")                                              \
+  X(gpm_sample_get, nvmlReturn_t(nvmlDevice_t, nvmlGpmSample_t), "nvmlGpmSampleGet")                                  \
+  X(gpm_mig_sample_get, nvmlReturn_t(nvmlDevice_t, unsigned int, nvmlGpmSample_t), "nvmlGpmMigSampleGet")             \
+  X(gpm_metrics_get, nvmlReturn_t(nvmlGpmMetricsGet_t*), "nvmlGpmMetricsGet")                                         \
+  /* Health (health.cpp). */                                                                                          \
+  X(event_set_create, nvmlReturn_t(nvmlEventSet_t*), "nvmlEventSetCreate")                                            \
+  X(event_set_free, nvmlReturn_t(nvmlEventSet_t), "nvmlEventSetFree")                                                 \
+  X(event_set_wait_v2, nvmlReturn_t(nvmlEventSet_t, nvmlEventData_t*, unsigned int), "nvmlEventSetWait_v2")           \
+  X(device_get_supported_event_types, nvmlReturn_t(nvmlDevice_t, unsigned long long*),                                \
+    "nvmlDeviceGetSupportedEventTypes")                                                                               \
+  X(device_register_events, nvmlReturn_t(nvmlDevice_t, unsigned long long, nvmlEventSet_t),                           \
+    "nvmlDeviceRegisterEvents")                                                                                       \
+  X(device_get_total_ecc_errors, nvmlReturn_t(nvmlDevice_t, unsigned int, unsigned int, unsigned long long*),         \
+    "nvmlDeviceGetTotalEccErrors")                                                                                    \
+  X(device_get_remapped_rows, nvmlReturn_t(nvmlDevice_t, unsigned int*, unsigned int*, unsigned int*, unsigned int*), \
+    "nvmlDeviceGetRemappedRows")                                                                                      \
+  X(device_get_pcie_replay_counter, nvmlReturn_t(nvmlDevice_t, unsigned int*), "nvmlDeviceGetPcieReplayCounter")      \
+  X(device_get_nvlink_state, nvmlReturn_t(nvmlDevice_t, unsigned int, unsigned int*), "nvmlDeviceGetNvLinkState")     \
+  X(device_get_nvlink_error_counter, nvmlReturn_t(nvmlDevice_t, unsigned int, unsigned int, unsigned long long*),     \
+    "nvmlDeviceGetNvLinkErrorCounter")                                                                                \
+  X(device_get_enforced_power_limit, nvmlReturn_t(nvmlDevice_t, unsigned int*), "nvmlDeviceGetEnforcedPowerLimit")
 
 // One resolved entry point: which symbol name was found (empty when none).
 struct EntryPoint {

@@ -25,10 +25,8 @@ TEST(NvmlApi, ResolvesNewestSymbolVersionsFirst) {
   ASSERT_TRUE(api.ok()) << api.status().message();
   EXPECT_EQ(symbol_of(**api, "init"), "nvmlInit_v2");
   EXPECT_EQ(symbol_of(**api, "device_get_count"), "nvmlDeviceGetCount_v2");
-  EXPECT_EQ(symbol_of(**api, "device_get_compute_running_processes"),
-            "nvmlDeviceGetComputeRunningProcesses_v3");
-  EXPECT_EQ(symbol_of(**api, "device_get_clocks_event_reasons"),
-            "nvmlDeviceGetCurrentClocksEventReasons");
+  EXPECT_EQ(symbol_of(**api, "device_get_compute_running_processes"), "nvmlDeviceGetComputeRunningProcesses_v3");
+  EXPECT_EQ(symbol_of(**api, "device_get_clocks_event_reasons"), "nvmlDeviceGetCurrentClocksEventReasons");
   EXPECT_EQ(symbol_of(**api, "gpm_metrics_get"), "nvmlGpmMetricsGet");
   // Every row resolved against the full fake.
   for (const EntryPoint& e : (*api)->entry_points()) EXPECT_FALSE(e.symbol.empty()) << e.member;
@@ -41,8 +39,7 @@ TEST(NvmlApi, FallsBackToOlderSymbolsAndLeavesMissingOnesNull) {
   const NvmlApi& nv = **api;
   EXPECT_EQ(symbol_of(nv, "init"), "nvmlInit");
   EXPECT_EQ(symbol_of(nv, "device_get_handle_by_index"), "nvmlDeviceGetHandleByIndex");
-  EXPECT_EQ(symbol_of(nv, "device_get_clocks_event_reasons"),
-            "nvmlDeviceGetCurrentClocksThrottleReasons");
+  EXPECT_EQ(symbol_of(nv, "device_get_clocks_event_reasons"), "nvmlDeviceGetCurrentClocksThrottleReasons");
   EXPECT_EQ(nv.device_get_compute_running_processes, nullptr);
   EXPECT_NE(nv.device_get_compute_running_processes_v1, nullptr);
   EXPECT_EQ(nv.device_get_memory_info_v2, nullptr);
@@ -72,8 +69,7 @@ TEST(NvmlApi, EnvironmentOverrideIsUsed) {
 TEST(NvmlApi, LibraryWithoutNvmlInitIsRejected) {
   auto api = NvmlApi::load("libm.so.6");
   ASSERT_FALSE(api.ok());
-  EXPECT_NE(api.status().message().find("is not NVML"), std::string::npos)
-      << api.status().message();
+  EXPECT_NE(api.status().message().find("is not NVML"), std::string::npos) << api.status().message();
 }
 
 TEST(NvmlApi, InitFailureKeepsFunctionAndCode) {

@@ -98,7 +98,7 @@ typedef struct nvmlProcessInfo_v1_st {
 typedef struct nvmlProcessInfo_st {
   unsigned int pid;
   unsigned long long usedGpuMemory;
-  unsigned int gpuInstanceId;      // 0xFFFFFFFF when not a MIG instance.
+  unsigned int gpuInstanceId;  // 0xFFFFFFFF when not a MIG instance.
   unsigned int computeInstanceId;
 } nvmlProcessInfo_t;
 
@@ -132,8 +132,8 @@ enum : unsigned int {
   NVML_GPM_METRIC_FP64_UTIL = 11,
   NVML_GPM_METRIC_FP32_UTIL = 12,
   NVML_GPM_METRIC_FP16_UTIL = 13,
-  NVML_GPM_METRIC_PCIE_TX_PER_SEC = 20,      // MiB/s
-  NVML_GPM_METRIC_PCIE_RX_PER_SEC = 21,      // MiB/s
+  NVML_GPM_METRIC_PCIE_TX_PER_SEC = 20,          // MiB/s
+  NVML_GPM_METRIC_PCIE_RX_PER_SEC = 21,          // MiB/s
   NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC = 60,  // MiB/s
   NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC = 61,  // MiB/s
 };
@@ -190,10 +190,10 @@ constexpr unsigned long long nvmlEventTypeXidCriticalError = 0x0000000000000008u
 
 // Filled by nvmlEventSetWait_v2 (CUDA 11+: the v1 symbol fills the first three fields only).
 typedef struct nvmlEventData_st {
-  nvmlDevice_t device;             // The device the event came from.
-  unsigned long long eventType;    // One nvmlEventType bit.
-  unsigned long long eventData;    // For nvmlEventTypeXidCriticalError: the XID code (999: unknown).
-  unsigned int gpuInstanceId;      // MIG: the instance, else 0xFFFFFFFF.
+  nvmlDevice_t device;           // The device the event came from.
+  unsigned long long eventType;  // One nvmlEventType bit.
+  unsigned long long eventData;  // For nvmlEventTypeXidCriticalError: the XID code (999: unknown).
+  unsigned int gpuInstanceId;    // MIG: the instance, else 0xFFFFFFFF.
   unsigned int computeInstanceId;
 } nvmlEventData_t;
 

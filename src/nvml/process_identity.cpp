@@ -7,13 +7,13 @@
 #include <cctype>
 #include <chrono>
 #include <condition_variable>
-#include <memory>
-#include <mutex>
-#include <system_error>
-#include <thread>
 #include <fstream>
 #include <iterator>
+#include <memory>
+#include <mutex>
 #include <sstream>
+#include <system_error>
+#include <thread>
 
 namespace gpuscope::nvml {
 
@@ -129,8 +129,10 @@ std::vector<std::string> redact_pass(std::vector<std::string> argv) {
       std::string_view name = std::string_view(a).substr(0, eq);
       name.remove_prefix(std::min(name.find_first_not_of('-'), name.size()));
       if (secret_option_name(name)) {
-        if (eq != std::string::npos) a.replace(eq + 1, std::string::npos, kRedacted);
-        else redact_next = true;
+        if (eq != std::string::npos)
+          a.replace(eq + 1, std::string::npos, kRedacted);
+        else
+          redact_next = true;
         continue;
       }
     }
@@ -217,8 +219,7 @@ std::string read_process_command(const std::string& proc_root, uint32_t pid, Com
 
 std::string pod_uid_from_cgroup(std::string_view text) {
   if (text.find("kubepods") == std::string_view::npos) return {};
-  for (size_t pos = text.find("pod"); pos != std::string_view::npos;
-       pos = text.find("pod", pos + 3)) {
+  for (size_t pos = text.find("pod"); pos != std::string_view::npos; pos = text.find("pod", pos + 3)) {
     std::string uid;
     if (uuid_at(text, pos + 3, &uid)) return uid;
   }
@@ -226,8 +227,7 @@ std::string pod_uid_from_cgroup(std::string_view text) {
 }
 
 std::string slurm_job_from_cgroup(std::string_view text) {
-  for (size_t pos = text.find("/job_"); pos != std::string_view::npos;
-       pos = text.find("/job_", pos + 5)) {
+  for (size_t pos = text.find("/job_"); pos != std::string_view::npos; pos = text.find("/job_", pos + 5)) {
     size_t begin = pos + 5, end = begin;
     while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) ++end;
     bool terminated = end == text.size() || text[end] == '/' || text[end] == '\n';

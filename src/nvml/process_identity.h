@@ -23,7 +23,6 @@ constexpr size_t kMaxCommandBytes = 200;
 // every argument, with redact_arguments applied.
 enum class CommandLine { kExecutable, kArguments };
 
-
 // /proc/PID/cmdline's NUL-separated arguments (a trailing NUL ends the last one).
 std::vector<std::string> split_cmdline(std::string_view raw);
 // Replaces with "***": the value of an option whose name contains password, passwd, token,
@@ -54,8 +53,8 @@ struct ProcessIdentity {
 std::string pod_uid_from_cgroup(std::string_view cgroup_text);
 std::string slurm_job_from_cgroup(std::string_view cgroup_text);
 
-// Reads PROC_ROOT/PID/{cmdline,comm,status,cgroup}. Every field is valid UTF-8. Missing files leave fields empty: a pid in
-// another PID namespace (NVML reports host pids) is normal inside a container.
+// Reads PROC_ROOT/PID/{cmdline,comm,status,cgroup}. Every field is valid UTF-8. Missing files leave fields empty: a pid
+// in another PID namespace (NVML reports host pids) is normal inside a container.
 ProcessIdentity read_process_identity(const std::string& proc_root, uint32_t pid);
 
 // Caches identities by pid; forget() drops pids no longer seen so reuse is noticed.

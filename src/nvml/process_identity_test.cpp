@@ -14,8 +14,7 @@ namespace gpuscope::nvml {
 namespace {
 
 TEST(ProcessIdentity, PodUidFromCgroupfsDriver) {
-  EXPECT_EQ(pod_uid_from_cgroup(
-                "11:memory:/kubepods/burstable/pod8f9a5b2c-1d2e-4f3a-9b8c-7d6e5f4a3b2c/abc123\n"),
+  EXPECT_EQ(pod_uid_from_cgroup("11:memory:/kubepods/burstable/pod8f9a5b2c-1d2e-4f3a-9b8c-7d6e5f4a3b2c/abc123\n"),
             "8f9a5b2c-1d2e-4f3a-9b8c-7d6e5f4a3b2c");
 }
 
@@ -33,8 +32,7 @@ TEST(ProcessIdentity, NoPodOutsideKubepods) {
 
 TEST(ProcessIdentity, SlurmJobFromCgroupV1AndV2) {
   EXPECT_EQ(slurm_job_from_cgroup("4:devices:/slurm/uid_1000/job_1234/step_0/task_0\n"), "1234");
-  EXPECT_EQ(slurm_job_from_cgroup("0::/system.slice/slurmstepd.scope/job_77/step_batch/user\n"),
-            "77");
+  EXPECT_EQ(slurm_job_from_cgroup("0::/system.slice/slurmstepd.scope/job_77/step_batch/user\n"), "77");
   EXPECT_EQ(slurm_job_from_cgroup("0::/system.slice/job_77x/\n"), "");
   EXPECT_EQ(slurm_job_from_cgroup("0::/user.slice/user-1000.slice\n"), "");
 }
@@ -54,9 +52,12 @@ TEST(ProcessIdentity, ReadsThisProcess) {
 
 TEST(CommandText, InvalidUtf8BecomesReplacementCharacter) {
   EXPECT_EQ(to_valid_utf8("ok \xc3\xa9 \xe2\x82\xac"), "ok \xc3\xa9 \xe2\x82\xac");
-  EXPECT_EQ(to_valid_utf8("a\xff" "b"), "a\xef\xbf\xbd" "b");
-  EXPECT_EQ(to_valid_utf8("\xe2\x82"), "\xef\xbf\xbd");           // Truncated sequence: one U+FFFD.
-  EXPECT_EQ(to_valid_utf8("\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");  // Overlong '/'.
+  EXPECT_EQ(to_valid_utf8("a\xff"
+                          "b"),
+            "a\xef\xbf\xbd"
+            "b");
+  EXPECT_EQ(to_valid_utf8("\xe2\x82"), "\xef\xbf\xbd");                              // Truncated sequence: one U+FFFD.
+  EXPECT_EQ(to_valid_utf8("\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");                  // Overlong '/'.
   EXPECT_EQ(to_valid_utf8("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");  // Surrogate.
   EXPECT_TRUE(is_valid_utf8("\xf0\x9f\x98\x80"));
   EXPECT_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));  // Above U+10FFFF.
@@ -129,10 +130,16 @@ TEST(CommandText, HostileCommandLineFromProc) {
   EXPECT_EQ(id.command.size(), 199u) << id.command;  // The 'é' at 199..200 is dropped whole.
   EXPECT_EQ(id.command.find("hunter"), std::string::npos) << id.command;
   EXPECT_EQ(id.command.find("tok3n"), std::string::npos) << id.command;
-  EXPECT_EQ(id.command.rfind("/usr/bin/tr\xef\xbf\xbd" "ain\x1b[2J --password=*** --api-token *** "
-                             "https://alice:***@example.com/data xx", 0), 0u) << id.command;
+  EXPECT_EQ(id.command.rfind("/usr/bin/tr\xef\xbf\xbd"
+                             "ain\x1b[2J --password=*** --api-token *** "
+                             "https://alice:***@example.com/data xx",
+                             0),
+            0u)
+      << id.command;
   std::string exe = read_process_command(proc, 4444, CommandLine::kExecutable);
-  EXPECT_EQ(exe, "tr\xef\xbf\xbd" "ain\x1b[2J");
+  EXPECT_EQ(exe,
+            "tr\xef\xbf\xbd"
+            "ain\x1b[2J");
   EXPECT_EQ(read_process_command(proc, 4343, CommandLine::kExecutable), "notebook");  // comm.
 }
 

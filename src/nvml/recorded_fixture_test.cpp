@@ -72,15 +72,14 @@ TEST_P(RecordedLoads, RaiseOnlyThePlantedSignal) {
   EXPECT_EQ(r.signals, p.signals) << p.fixture;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    H200, RecordedLoads,
-    ::testing::Values(Planted{"h200_gemm_bf16.txt", {}}, Planted{"h200_idle.txt", {}},
-                      Planted{"h200_gemm_fp32.txt", {"tensor_cores_unused"}},
-                      Planted{"h200_tiny_kernel.txt", {"busy_not_working"}},
-                      // The zoo's C++ loop of 4096 one-block kernels: utilization ~60%, below
-                      // the busy-not-working threshold of 80%, SM active ~0.
-                      Planted{"h200_tiny_kernel_cpp.txt", {}},
-                      Planted{"h200_host_bound_hold.txt", {"idle_holding_memory"}}));
+INSTANTIATE_TEST_SUITE_P(H200, RecordedLoads,
+                         ::testing::Values(Planted{"h200_gemm_bf16.txt", {}}, Planted{"h200_idle.txt", {}},
+                                           Planted{"h200_gemm_fp32.txt", {"tensor_cores_unused"}},
+                                           Planted{"h200_tiny_kernel.txt", {"busy_not_working"}},
+                                           // The zoo's C++ loop of 4096 one-block kernels: utilization ~60%, below
+                                           // the busy-not-working threshold of 80%, SM active ~0.
+                                           Planted{"h200_tiny_kernel_cpp.txt", {}},
+                                           Planted{"h200_host_bound_hold.txt", {"idle_holding_memory"}}));
 
 TEST(RecordedH200, TinyKernelLoopFromCppShowsUtilizationWithoutSmActivity) {
   Replay r = replay("h200_tiny_kernel_cpp.txt", 10);

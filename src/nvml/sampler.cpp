@@ -42,8 +42,7 @@ constexpr GpmMetricSlot kGpmMetrics[] = {
     {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, &DeviceSample::nvlink_tx_bytes_per_s, kMiB},
 };
 
-void accumulate(std::optional<double>& counter, const std::optional<double>& pct,
-                double interval_s) {
+void accumulate(std::optional<double>& counter, const std::optional<double>& pct, double interval_s) {
   if (!pct) return;
   counter = counter.value_or(0.0) + std::clamp(*pct, 0.0, 100.0) / 100.0 * interval_s;
 }
@@ -59,9 +58,9 @@ struct Sampler::DeviceState {
   nvmlGpmSample_t gpm_cur = nullptr;
   int64_t gpm_prev_mono_ns = 0;
   bool gpm_prev_valid = false;
-  std::optional<double> energy_j;     // Last hardware reading of total energy.
-  int64_t energy_read_mono_ns = 0;    // When it was read (CLOCK_MONOTONIC).
-  std::string label;  // "GPU 0" or "GPU 0 MIG 1", for messages.
+  std::optional<double> energy_j;   // Last hardware reading of total energy.
+  int64_t energy_read_mono_ns = 0;  // When it was read (CLOCK_MONOTONIC).
+  std::string label;                // "GPU 0" or "GPU 0 MIG 1", for messages.
 };
 
 // nvmlDeviceGetTotalEnergyConsumption cost 3.9 ms of CPU per call on the H200 (driver
@@ -75,8 +74,7 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::open(const SamplerOptions& options) 
   return open(std::move(api), options);
 }
 
-StatusOr<std::unique_ptr<Sampler>> Sampler::open(std::unique_ptr<NvmlApi> api,
-                                                 const SamplerOptions& options) {
+StatusOr<std::unique_ptr<Sampler>> Sampler::open(std::unique_ptr<NvmlApi> api, const SamplerOptions& options) {
   std::unique_ptr<Sampler> s(new Sampler());
   s->api_ = std::move(api);
   s->options_ = options;
@@ -91,14 +89,12 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::open(std::unique_ptr<NvmlApi> api,
   unsigned int count = 0;
   RETURN_IF_ERROR(nv.check(NvmlApi::call(nv.device_get_count, &count), "nvmlDeviceGetCount"));
   if (count == 0) {
-    return Status::error(fmt::format("no NVIDIA GPU found (NVML at {} reports 0 devices)",
-                                     nv.library_path()));
+    return Status::error(fmt::format("no NVIDIA GPU found (NVML at {} reports 0 devices)", nv.library_path()));
   }
 
   for (unsigned int i = 0; i < count; ++i) {
     nvmlDevice_t handle = nullptr;
-    RETURN_IF_ERROR(nv.check(NvmlApi::call(nv.device_get_handle_by_index, i, &handle),
-                             "nvmlDeviceGetHandleByIndex"));
+    RETURN_IF_ERROR(nv.check(NvmlApi::call(nv.device_get_handle_by_index, i, &handle), "nvmlDeviceGetHandleByIndex"));
     DeviceInfo info;
     info.index = static_cast<int32_t>(i);
     char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
@@ -116,10 +112,9 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::open(std::unique_ptr<NvmlApi> api,
     }
     nvmlGpmSupport_t support{};
     support.version = NVML_GPM_SUPPORT_VERSION;  // Plain 1, not NVML_STRUCT_VERSION.
-    info.gpm_supported =
-        nv.gpm_sample_alloc && nv.gpm_sample_get && nv.gpm_metrics_get &&
-        NvmlApi::call(nv.gpm_query_device_support, handle, &support) == NVML_SUCCESS &&
-        support.isSupportedDevice != 0;
+    info.gpm_supported = nv.gpm_sample_alloc && nv.gpm_sample_get && nv.gpm_metrics_get &&
+                         NvmlApi::call(nv.gpm_query_device_support, handle, &support) == NVML_SUCCESS &&
+                         support.isSupportedDevice != 0;
 
     auto state = std::make_unique<DeviceState>();
     state->index = info.index;
@@ -139,8 +134,7 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::open(std::unique_ptr<NvmlApi> api,
       for (unsigned int m = 0; m < max_mig; ++m) {
         nvmlDevice_t mig = nullptr;
         unsigned int gi = 0;
-        if (NvmlApi::call(nv.device_get_mig_device_handle_by_index, handle, m, &mig) !=
-                NVML_SUCCESS ||
+        if (NvmlApi::call(nv.device_get_mig_device_handle_by_index, handle, m, &mig) != NVML_SUCCESS ||
             NvmlApi::call(nv.device_get_gpu_instance_id, mig, &gi) != NVML_SUCCESS) {
           continue;
         }
@@ -176,11 +170,11 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::open(std::unique_ptr<NvmlApi> api,
     health_devices.push_back({d->index, d->gpu_instance_id ? nullptr : d->handle, d->label});
   }
   Sampler* self = s.get();
-  s->health_ = std::make_unique<HealthCollector>(
-      nv, std::move(health_devices), options.health_interval_ns,
-      [self](nvmlReturn_t rc, const char* function, const std::string& label) {
-        return self->ok(rc, function, label);
-      });
+  s->health_ =
+      std::make_unique<HealthCollector>(nv, std::move(health_devices), options.health_interval_ns,
+                                        [self](nvmlReturn_t rc, const char* function, const std::string& label) {
+                                          return self->ok(rc, function, label);
+                                        });
   for (size_t i = 0; i < s->devices_.size(); ++i) s->devices_[i].xid_events = s->health_->xid_supported(i);
   s->gpm_request_ = std::make_unique<nvmlGpmMetricsGet_t>();
   s->last_mono_ns_ = clock_ns(CLOCK_MONOTONIC);
@@ -189,8 +183,7 @@ StatusOr<std::unique_ptr<Sampler>> Sampler::open(std::unique_ptr<NvmlApi> api,
   for (auto& d : s->states_) {
     if (!d->gpm) continue;
     nvmlReturn_t rc = d->gpu_instance_id
-                          ? NvmlApi::call(nv.gpm_mig_sample_get, d->handle, *d->gpu_instance_id,
-                                          d->gpm_prev)
+                          ? NvmlApi::call(nv.gpm_mig_sample_get, d->handle, *d->gpu_instance_id, d->gpm_prev)
                           : NvmlApi::call(nv.gpm_sample_get, d->handle, d->gpm_prev);
     d->gpm_prev_valid = s->ok(rc, "nvmlGpmSampleGet", *d);
     d->gpm_prev_mono_ns = clock_ns(CLOCK_MONOTONIC);
@@ -206,9 +199,7 @@ Sampler::~Sampler() {
   }
 }
 
-bool Sampler::ok(nvmlReturn_t rc, const char* function, const DeviceState& d) {
-  return ok(rc, function, d.label);
-}
+bool Sampler::ok(nvmlReturn_t rc, const char* function, const DeviceState& d) { return ok(rc, function, d.label); }
 
 bool Sampler::ok(nvmlReturn_t rc, const char* function, const std::string& label) {
   if (rc == NVML_SUCCESS) return true;
@@ -225,8 +216,7 @@ std::vector<std::string> Sampler::take_warnings() { return std::exchange(warning
 void Sampler::read_classic(DeviceState& d, DeviceSample& s) {
   NvmlApi& nv = *api_;
   nvmlUtilization_t util{};
-  if (ok(NvmlApi::call(nv.device_get_utilization_rates, d.handle, &util),
-         "nvmlDeviceGetUtilizationRates", d)) {
+  if (ok(NvmlApi::call(nv.device_get_utilization_rates, d.handle, &util), "nvmlDeviceGetUtilizationRates", d)) {
     s.gpu_util_pct = util.gpu;
     s.mem_util_pct = util.memory;
   }
@@ -238,39 +228,35 @@ void Sampler::read_classic(DeviceState& d, DeviceSample& s) {
     s.memory_total_bytes = mem2.total;
   } else {
     nvmlMemory_t mem{};
-    if (ok(NvmlApi::call(nv.device_get_memory_info, d.handle, &mem), "nvmlDeviceGetMemoryInfo",
-           d)) {
+    if (ok(NvmlApi::call(nv.device_get_memory_info, d.handle, &mem), "nvmlDeviceGetMemoryInfo", d)) {
       s.memory_used_bytes = mem.used;
       s.memory_total_bytes = mem.total;
     }
   }
   unsigned int mw = 0;
-  if (ok(NvmlApi::call(nv.device_get_power_usage, d.handle, &mw), "nvmlDeviceGetPowerUsage",
-         d)) {
+  if (ok(NvmlApi::call(nv.device_get_power_usage, d.handle, &mw), "nvmlDeviceGetPowerUsage", d)) {
     s.power_w = mw / 1000.0;
   }
   const int64_t now_mono = clock_ns(CLOCK_MONOTONIC);
   if (!d.energy_j || now_mono - d.energy_read_mono_ns >= kEnergyReadIntervalNs) {
     unsigned long long mj = 0;
-    if (ok(NvmlApi::call(nv.device_get_total_energy_consumption, d.handle, &mj),
-           "nvmlDeviceGetTotalEnergyConsumption", d)) {
+    if (ok(NvmlApi::call(nv.device_get_total_energy_consumption, d.handle, &mj), "nvmlDeviceGetTotalEnergyConsumption",
+           d)) {
       d.energy_j = static_cast<double>(mj) / 1000.0;
       d.energy_read_mono_ns = now_mono;
     }
   }
   s.energy_j = d.energy_j;
   unsigned int mhz = 0;
-  if (ok(NvmlApi::call(nv.device_get_clock_info, d.handle, +NVML_CLOCK_SM, &mhz),
-         "nvmlDeviceGetClockInfo", d)) {
+  if (ok(NvmlApi::call(nv.device_get_clock_info, d.handle, +NVML_CLOCK_SM, &mhz), "nvmlDeviceGetClockInfo", d)) {
     s.sm_clock_mhz = mhz;
   }
-  if (ok(NvmlApi::call(nv.device_get_clock_info, d.handle, +NVML_CLOCK_MEM, &mhz),
-         "nvmlDeviceGetClockInfo", d)) {
+  if (ok(NvmlApi::call(nv.device_get_clock_info, d.handle, +NVML_CLOCK_MEM, &mhz), "nvmlDeviceGetClockInfo", d)) {
     s.mem_clock_mhz = mhz;
   }
   unsigned int temp = 0;
-  if (ok(NvmlApi::call(nv.device_get_temperature, d.handle, +NVML_TEMPERATURE_GPU, &temp),
-         "nvmlDeviceGetTemperature", d)) {
+  if (ok(NvmlApi::call(nv.device_get_temperature, d.handle, +NVML_TEMPERATURE_GPU, &temp), "nvmlDeviceGetTemperature",
+         d)) {
     s.temperature_c = temp;
   }
   unsigned long long reasons = 0;
@@ -291,10 +277,8 @@ void Sampler::read_gpm(DeviceState& d, DeviceSample& s, int64_t now_mono_ns) {
     timespec ts{0, static_cast<long>(short_by + 200'000)};
     nanosleep(&ts, nullptr);
   }
-  nvmlReturn_t rc = d.gpu_instance_id
-                        ? NvmlApi::call(nv.gpm_mig_sample_get, d.handle, *d.gpu_instance_id,
-                                        d.gpm_cur)
-                        : NvmlApi::call(nv.gpm_sample_get, d.handle, d.gpm_cur);
+  nvmlReturn_t rc = d.gpu_instance_id ? NvmlApi::call(nv.gpm_mig_sample_get, d.handle, *d.gpu_instance_id, d.gpm_cur)
+                                      : NvmlApi::call(nv.gpm_sample_get, d.handle, d.gpm_cur);
   int64_t cur_mono_ns = clock_ns(CLOCK_MONOTONIC);
   if (!ok(rc, d.gpu_instance_id ? "nvmlGpmMigSampleGet" : "nvmlGpmSampleGet", d)) return;
   if (d.gpm_prev_valid) {

@@ -29,7 +29,7 @@
 namespace gpuscope::nvml {
 
 struct DeviceInfo {
-  int32_t index = 0;  // NVML index of the GPU (the parent, for a MIG instance).
+  int32_t index = 0;                       // NVML index of the GPU (the parent, for a MIG instance).
   std::optional<int32_t> gpu_instance_id;  // Set for a MIG instance.
   std::string name;
   std::string uuid;
@@ -50,11 +50,11 @@ struct ActiveCounters {
 };
 
 struct LiveSnapshot {
-  int64_t time_ns = 0;                  // CLOCK_REALTIME at the end of the sample.
-  std::vector<DeviceSample> devices;    // Parallel to Sampler::devices().
-  std::vector<ActiveCounters> counters; // Parallel to Sampler::devices().
+  int64_t time_ns = 0;                   // CLOCK_REALTIME at the end of the sample.
+  std::vector<DeviceSample> devices;     // Parallel to Sampler::devices().
+  std::vector<ActiveCounters> counters;  // Parallel to Sampler::devices().
   std::vector<ProcessSample> processes;
-  std::vector<DeviceHealth> health;     // Parallel to Sampler::devices() (nvml/health.h).
+  std::vector<DeviceHealth> health;  // Parallel to Sampler::devices() (nvml/health.h).
 };
 
 struct SamplerOptions {
@@ -70,8 +70,7 @@ class Sampler {
   // Loads NVML (NvmlApi::load), enumerates GPUs and MIG instances and takes the first GPM
   // samples. Errors: no NVML, no driver, or no GPU ("no NVIDIA GPU found").
   static StatusOr<std::unique_ptr<Sampler>> open(const SamplerOptions& options = {});
-  static StatusOr<std::unique_ptr<Sampler>> open(std::unique_ptr<NvmlApi> api,
-                                                 const SamplerOptions& options);
+  static StatusOr<std::unique_ptr<Sampler>> open(std::unique_ptr<NvmlApi> api, const SamplerOptions& options);
   ~Sampler();
 
   const std::vector<DeviceInfo>& devices() const { return devices_; }

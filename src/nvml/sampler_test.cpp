@@ -148,7 +148,7 @@ TEST(Sampler, LegacyDriverWithoutGpmLeavesMetricsAbsent) {
   const DeviceSample& s = snap.devices[0];
   EXPECT_EQ(s.gpu_util_pct, 100.0);
   EXPECT_EQ(s.memory_used_bytes, 17179869184u);  // Through nvmlDeviceGetMemoryInfo (v1).
-  EXPECT_FALSE(s.energy_j.has_value());            // Entry point missing.
+  EXPECT_FALSE(s.energy_j.has_value());          // Entry point missing.
   EXPECT_FALSE(s.sm_active_pct.has_value());
   EXPECT_FALSE(s.tensor_active_pct.has_value());
   EXPECT_FALSE(s.pcie_tx_bytes_per_s.has_value());  // No pcie_*_kbs in the fixture.
@@ -194,8 +194,7 @@ TEST(Sampler, ErrorsMakeMetricsAbsentAndWarnOnce) {
   EXPECT_FALSE(s.tensor_active_pct.has_value());  // This metric's own return code failed.
   auto warnings = sampler->take_warnings();
   ASSERT_EQ(warnings.size(), 1u);  // Permission denied, once; NOT_SUPPORTED is silent.
-  EXPECT_EQ(warnings[0],
-            "nvmlDeviceGetPowerUsage failed: Insufficient Permissions (NVML code 4) on GPU 0");
+  EXPECT_EQ(warnings[0], "nvmlDeviceGetPowerUsage failed: Insufficient Permissions (NVML code 4) on GPU 0");
   EXPECT_TRUE(sampler->take_warnings().empty());
 }
 

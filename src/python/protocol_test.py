@@ -67,7 +67,7 @@ class Header:
         self.keys = dict(re.findall(r'inline constexpr std::string_view (kKey\w+) = "([^"]+)";', text))
         rows = re.search(r"kFieldMarks = \{(.*)\};", text, re.S).group(1)
         self.field_marks = set()  # (prefix, (key, ...))
-        for mark, keys in re.findall(r"FieldMark\{&(k\w+),\s*\{([^}]*)\}", rows):
+        for mark, keys in re.findall(r"FieldMark\{\s*&(k\w+),\s*\{([^}]*)\}", rows):
             self.field_marks.add((self.names[mark][0], tuple(self.keys[k.strip()] for k in keys.split(",") if k.strip())))
         self.field_rows = len(re.findall(r"FieldMark\{", rows))
 

@@ -14,8 +14,7 @@ std::string pct(double v) { return fmt::format("{:.2f}", v); }
 
 class Table {
  public:
-  Table(const Report& report, std::vector<std::string_view> columns)
-      : per_device_(report.devices.size() > 1) {
+  Table(const Report& report, std::vector<std::string_view> columns) : per_device_(report.devices.size() > 1) {
     if (per_device_) columns.insert(columns.begin(), {"source", "device"});
     row(columns);
   }
@@ -91,8 +90,9 @@ std::string report_to_csv(const Report& report, CsvTable table) {
       for (const DeviceReport& d : report.devices) {
         for (const IdleCause& c : d.idle_causes) {
           const std::string per_step =
-              d.step_count > 0 ? fmt::format("{:.3f}", static_cast<double>(c.ns) / 1e6 / static_cast<double>(d.step_count))
-                               : "";
+              d.step_count > 0
+                  ? fmt::format("{:.3f}", static_cast<double>(c.ns) / 1e6 / static_cast<double>(d.step_count))
+                  : "";
           t.device_row(d, {std::string(idle_cause_name(c.cause)), ms(c.ns), pct(c.pct), per_step,
                            c.top_host.empty() ? "" : c.top_host.front().name});
         }

@@ -12,11 +12,11 @@ Report one_device() {
   d.window_start_ns = 1'000'000'000;
   d.window_ns = 20'000'000;
   d.step_count = 2;
-  d.steps.push_back({.number = 3, .start_ns = 1'000'000'000, .duration_ns = 10'000'000, .busy_pct = 50.126,
-                     .matmul_flops = 2e12});
+  d.steps.push_back(
+      {.number = 3, .start_ns = 1'000'000'000, .duration_ns = 10'000'000, .busy_pct = 50.126, .matmul_flops = 2e12});
   d.steps.push_back({.number = 4, .start_ns = 1'010'000'000, .duration_ns = 10'000'000, .busy_pct = 40});
-  d.top_kernels.push_back({.name = "gemm<float, \"x\">, tile", .category = "gemm", .count = 7, .ns = 1'500'000,
-                           .pct = 75});
+  d.top_kernels.push_back(
+      {.name = "gemm<float, \"x\">, tile", .category = "gemm", .count = 7, .ns = 1'500'000, .pct = 75});
   IdleCause c;
   c.cause = IdleCauseId::kSync;
   c.ns = 4'000'000;

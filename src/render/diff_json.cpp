@@ -17,7 +17,11 @@ json change_json(const ValueChange& v) {
 }
 
 json component_json(const ComponentChange& c, const char* key) {
-  return {{key, c.name}, {"base_ms", c.base_ms}, {"new_ms", c.new_ms}, {"delta_ms", c.delta_ms()}, {"ratio", opt(c.ratio())}};
+  return {{key, c.name},
+          {"base_ms", c.base_ms},
+          {"new_ms", c.new_ms},
+          {"delta_ms", c.delta_ms()},
+          {"ratio", opt(c.ratio())}};
 }
 
 json components_json(const std::vector<ComponentChange>& rows, const char* key) {
@@ -33,9 +37,12 @@ json finding_side(const std::optional<Severity>& severity, const std::optional<d
 
 json device_json(const DeviceDiff& d) {
   json j;
-  j["base"] = {{"source", d.base_source}, {"device", d.base_device}, {"step_source", d.base_step_source},
+  j["base"] = {{"source", d.base_source},
+               {"device", d.base_device},
+               {"step_source", d.base_step_source},
                {"steps", d.base_steps}};
-  j["new"] = {{"source", d.new_source}, {"device", d.new_device}, {"step_source", d.new_step_source}, {"steps", d.new_steps}};
+  j["new"] = {
+      {"source", d.new_source}, {"device", d.new_device}, {"step_source", d.new_step_source}, {"steps", d.new_steps}};
   j["rank"] = opt(d.rank);
   j["comparable"] = d.comparable;
   j["warnings"] = d.warnings;
@@ -44,7 +51,8 @@ json device_json(const DeviceDiff& d) {
   j["step_time_ratio"] = d.step_time_ratio;
   j["speedup"] = d.step_time_ratio > 0 ? json(1.0 / d.step_time_ratio) : json(nullptr);
   j["throughput"] = {{"ratio", d.throughput_ratio}, {"basis", d.throughput_basis}};
-  j["flops_per_step"] = {{"model", change_json(d.model_flops_per_step)}, {"matmul", change_json(d.matmul_flops_per_step)}};
+  j["flops_per_step"] = {{"model", change_json(d.model_flops_per_step)},
+                         {"matmul", change_json(d.matmul_flops_per_step)}};
   j["mfu_pct"] = change_json(d.mfu_pct);
   j["hfu_pct"] = change_json(d.hfu_pct);
   j["busy_pct"] = change_json(d.busy_pct);
@@ -62,13 +70,18 @@ json device_json(const DeviceDiff& d) {
   j["precision"] = components_json(d.precision, "dtype");
   json kernels = json::array();
   for (const auto& k : d.kernels) {
-    kernels.push_back({{"name", k.name}, {"category", k.category}, {"base_ms", opt(k.base_ms)}, {"new_ms", opt(k.new_ms)},
+    kernels.push_back({{"name", k.name},
+                       {"category", k.category},
+                       {"base_ms", opt(k.base_ms)},
+                       {"new_ms", opt(k.new_ms)},
                        {"delta_ms", k.delta_ms()}});
   }
   j["kernels"] = kernels;
   json findings = json::array();
   for (const auto& f : d.findings) {
-    findings.push_back({{"id", f.id}, {"status", std::string(finding_status_name(f.status))}, {"title", f.title},
+    findings.push_back({{"id", f.id},
+                        {"status", std::string(finding_status_name(f.status))},
+                        {"title", f.title},
                         {"base", finding_side(f.base_severity, f.base_est_speedup)},
                         {"new", finding_side(f.new_severity, f.new_est_speedup)}});
   }

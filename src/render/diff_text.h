@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "render/report_text.h"
 #include "core/diff.h"
+#include "render/report_text.h"
 
 namespace gpuscope {
 

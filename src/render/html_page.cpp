@@ -4,8 +4,8 @@
 #include <cmath>
 
 #include <fmt/core.h>
-#include <nlohmann/json.hpp>
 #include <simdjson.h>
+#include <nlohmann/json.hpp>
 
 namespace gpuscope::html {
 namespace {
@@ -73,13 +73,25 @@ std::string escape(std::string_view text) {
   out.reserve(valid.size());
   for (char c : valid) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
       case '\n':
-      case '\t': out.push_back(c); break;
+      case '\t':
+        out.push_back(c);
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
           out += fmt::format("\\x{:02x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
@@ -104,7 +116,8 @@ std::string origin_line(const PageOrigin& origin) {
   std::string line;
   if (!origin.version.empty()) line = "gpuscope " + escape(origin.version);
   if (!origin.date.empty()) line += (line.empty() ? "" : " · ") + escape(origin.date);
-  if (!origin.command_line.empty()) line += (line.empty() ? "" : " · ") + ("<code>" + escape(origin.command_line) + "</code>");
+  if (!origin.command_line.empty())
+    line += (line.empty() ? "" : " · ") + ("<code>" + escape(origin.command_line) + "</code>");
   return line.empty() ? "" : "<p class=origin>" + line + "</p>\n";
 }
 
@@ -113,7 +126,8 @@ std::string page_tail(const PageOrigin& origin) {
   if (!origin.version.empty()) written += " " + escape(origin.version);
   if (!origin.date.empty()) written += " on " + escape(origin.date);
   if (!origin.command_line.empty()) written += " with <code>" + escape(origin.command_line) + "</code>";
-  return "<footer>" + written + ". Self-contained: no scripts, nothing loaded from the network. "
+  return "<footer>" + written +
+         ". Self-contained: no scripts, nothing loaded from the network. "
          "Estimates are labelled as such; null means not measured.</footer>\n</main></body></html>\n";
 }
 
@@ -133,8 +147,8 @@ std::string short_name(std::string_view name, size_t max_chars) {
 std::string_view cause_colour(IdleCauseId cause) { return kCauseColours[static_cast<size_t>(cause)]; }
 
 std::string cause_legend() {
-  std::string out = fmt::format("<div class=legend><span><b style=\"background:{}\"></b>kernels running</span>",
-                                kKernelColour);
+  std::string out =
+      fmt::format("<div class=legend><span><b style=\"background:{}\"></b>kernels running</span>", kKernelColour);
   for (const IdleCauseInfo& c : kIdleCauseTable) {
     out += fmt::format("<span><b style=\"background:{}\"></b>idle: {}</span>", cause_colour(c.id), c.name);
   }

@@ -14,11 +14,11 @@
 
 #include "core/analysis.h"
 #include "core/diff.h"
-#include "render/html_diff.h"
-#include "render/output_file.h"
-#include "render/html_page.h"
 #include "input/test_temp.h"
 #include "input/trace_input.h"
+#include "render/html_diff.h"
+#include "render/html_page.h"
+#include "render/output_file.h"
 
 namespace gpuscope {
 namespace {
@@ -91,7 +91,10 @@ TEST(HtmlReport, CaptureWithDeviceSamplesDrawsThemAndLabelsHardwareAsMeasured) {
 
 TEST(HtmlReport, TraceTextIsEscapedAndInvalidUtf8Replaced) {
   EXPECT_EQ(html::escape("a<b>&\"'"), "a&lt;b&gt;&amp;&quot;&#39;");
-  EXPECT_EQ(html::escape("k\xff\xfe" "x"), "k\xEF\xBF\xBD\xEF\xBF\xBD" "x");  // U+FFFD per byte, as nlohmann replaces.
+  EXPECT_EQ(html::escape("k\xff\xfe"
+                         "x"),
+            "k\xEF\xBF\xBD\xEF\xBF\xBD"
+            "x");  // U+FFFD per byte, as nlohmann replaces.
   EXPECT_EQ(html::escape("a\x1b[2Jb"), "a\\x1b[2Jb");
   Report report;
   DeviceReport d;
@@ -172,7 +175,7 @@ TEST(HtmlFile, RefusesToReplaceAnInputAndWritesWholeFiles) {
   size_t files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir.path())) files += e.is_regular_file() || e.is_symlink();
   EXPECT_EQ(files, 3u);  // trace.json, link.html, page.html
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(stat(page.c_str(), &st), 0);
   const mode_t mask = umask(0);
   umask(mask);
@@ -204,7 +207,8 @@ TEST(HtmlReport, LongKernelNamesAreCappedWithTheFullNameInATooltip) {
   const std::string page = report_to_html(report);
   const std::string shown = "void cutlass::Kernel&lt;" + std::string(html::kNameChars - 21, 'x') + "…</span>";
   EXPECT_NE(page.find(shown), std::string::npos);
-  EXPECT_NE(page.find("title=\"void cutlass::Kernel&lt;" + std::string(700, 'x') + "&gt;(Params)\""), std::string::npos);
+  EXPECT_NE(page.find("title=\"void cutlass::Kernel&lt;" + std::string(700, 'x') + "&gt;(Params)\""),
+            std::string::npos);
   EXPECT_EQ(html::short_name("short"), "short");
   EXPECT_EQ(html::short_name("äöü", 2), "<span title=\"äöü\">äö…</span>");  // whole characters
 }

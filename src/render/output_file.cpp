@@ -14,7 +14,8 @@ namespace {
 
 bool same_file(const std::string& a, const std::string& b) {
   if (a == b) return true;
-  struct stat sa{}, sb{};
+  struct stat sa {
+  }, sb{};
   if (::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return false;
   return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
@@ -53,7 +54,7 @@ Status check_output_path(std::string_view option, const std::string& path, const
       return Status::error(fmt::format("{} {}: that is an input of this command; name another file", option, path));
     }
   }
-  struct stat st{};
+  struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return ok_status();  // Nothing there (or a dangling link): created.
   if (S_ISDIR(st.st_mode)) {
     return Status::error(fmt::format("{} {}: is a directory; name a file in it, e.g. {}/out{}", option, path, path,
@@ -79,7 +80,7 @@ Status write_output_file(std::string_view option, const std::string& path, const
         fmt::format("{}: cannot create it ({}); check the directory exists and is writable", path, why(errno)));
   }
   // mkstemp makes the file 0600: keep the mode of the file replaced, else what fopen would make.
-  struct stat old{};
+  struct stat old {};
   if (::stat(path.c_str(), &old) == 0) {
     ::fchmod(fd, old.st_mode & 07777);
   } else {

@@ -45,8 +45,8 @@ class JsonEvents {
   explicit JsonEvents(std::ostream& out) : out_(out) { out_ << "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n"; }
   ~JsonEvents() { out_ << "\n]}\n"; }
 
-  void complete(std::string_view name, std::string_view cat, int64_t pid, int64_t tid,
-                int64_t start_ns, int64_t end_ns, const std::string& args = {}) {
+  void complete(std::string_view name, std::string_view cat, int64_t pid, int64_t tid, int64_t start_ns, int64_t end_ns,
+                const std::string& args = {}) {
     head("X", {}, name, cat, pid, tid, start_ns);
     buf_ += ",\"dur\":";
     // Readers guarantee times within +-3e18 ns (input/event_time.h), so this cannot overflow.
@@ -54,8 +54,7 @@ class JsonEvents {
     if (!args.empty()) buf_ += ",\"args\":{" + args + "}";
     end();
   }
-  void instant(std::string_view name, std::string_view cat, int64_t pid, int64_t tid,
-               int64_t ts_ns) {
+  void instant(std::string_view name, std::string_view cat, int64_t pid, int64_t tid, int64_t ts_ns) {
     head("i", "t", name, cat, pid, tid, ts_ns);
     end();
   }
@@ -121,9 +120,7 @@ class JsonEvents {
     if (!first_) buf_ += ",\n";
     first_ = false;
   }
-  void ids(int64_t pid, int64_t tid) {
-    buf_ += ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid);
-  }
+  void ids(int64_t pid, int64_t tid) { buf_ += ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid); }
   void end() {
     buf_.push_back('}');
     if (buf_.size() > (1 << 20)) {
@@ -151,12 +148,18 @@ class JsonEvents {
 
 const char* copy_kind_name(CopyKind k) {
   switch (k) {
-    case CopyKind::kHtoD: return "Memcpy HtoD";
-    case CopyKind::kDtoH: return "Memcpy DtoH";
-    case CopyKind::kDtoD: return "Memcpy DtoD";
-    case CopyKind::kHtoH: return "Memcpy HtoH";
-    case CopyKind::kPtoP: return "Memcpy PtoP";
-    default: return "Memcpy";
+    case CopyKind::kHtoD:
+      return "Memcpy HtoD";
+    case CopyKind::kDtoH:
+      return "Memcpy DtoH";
+    case CopyKind::kDtoD:
+      return "Memcpy DtoD";
+    case CopyKind::kHtoH:
+      return "Memcpy HtoH";
+    case CopyKind::kPtoP:
+      return "Memcpy PtoP";
+    default:
+      return "Memcpy";
   }
 }
 
@@ -181,8 +184,8 @@ void write_analysis(const DeviceReport& r, int64_t pid, const Window& window, Js
       args += ",\"matmul FLOPs\":";
       append_json_number(args, *s.matmul_flops);
     }
-    json.complete("step " + std::to_string(s.number), "step", pid, kStepsTid, s.start_ns,
-                  s.start_ns + s.duration_ns, args);
+    json.complete("step " + std::to_string(s.number), "step", pid, kStepsTid, s.start_ns, s.start_ns + s.duration_ns,
+                  args);
   }
   for (const IdleInterval& i : r.idle_intervals) {
     if (!window.overlaps(i.start_ns, i.end_ns)) continue;
@@ -210,7 +213,7 @@ void write_trace(const Trace& t, size_t index, const PerfettoOptions& options, J
   auto known = options.process_names.find(host_pid);
   const std::string_view exe = executable_name(t.command_line);
   std::string label = known != options.process_names.end() ? known->second
-                      : exe.empty() ? "process " + std::to_string(host_pid)
+                      : exe.empty()                        ? "process " + std::to_string(host_pid)
                                     : std::string(exe) + " (pid " + std::to_string(host_pid) + ")";
   if (t.rank) label += " (rank " + std::to_string(*t.rank) + ")";
   json.name(true, host_pid, 0, label, static_cast<int64_t>(index * 100));
@@ -237,8 +240,8 @@ void write_trace(const Trace& t, size_t index, const PerfettoOptions& options, J
     if (!window.overlaps(a.start_ns, a.end_ns)) continue;
     std::string args;
     if (a.correlation) args = "\"correlation\":" + std::to_string(*a.correlation);
-    json.complete(t.strings.view(a.name), a.driver ? "cuda_driver" : "cuda_runtime", host_pid,
-                  a.tid, a.start_ns, a.end_ns, args);
+    json.complete(t.strings.view(a.name), a.driver ? "cuda_driver" : "cuda_runtime", host_pid, a.tid, a.start_ns,
+                  a.end_ns, args);
     if (a.correlation && a.api_class == ApiClass::kLaunch) {
       json.flow(true, *a.correlation, host_pid, a.tid, a.start_ns);
       launch_tid[*a.correlation] = a.tid;
@@ -280,15 +283,13 @@ void write_trace(const Trace& t, size_t index, const PerfettoOptions& options, J
   for (const auto& k : t.kernels) {
     if (!window.overlaps(k.start_ns, k.end_ns)) continue;
     streams.insert({k.device, k.stream});
-    std::string args = "\"grid\":[" + std::to_string(k.grid.x) + "," + std::to_string(k.grid.y) +
-                       "," + std::to_string(k.grid.z) + "],\"block\":[" +
-                       std::to_string(k.block.x) + "," + std::to_string(k.block.y) + "," +
-                       std::to_string(k.block.z) + "]";
+    std::string args = "\"grid\":[" + std::to_string(k.grid.x) + "," + std::to_string(k.grid.y) + "," +
+                       std::to_string(k.grid.z) + "],\"block\":[" + std::to_string(k.block.x) + "," +
+                       std::to_string(k.block.y) + "," + std::to_string(k.block.z) + "]";
     if (k.registers_per_thread) args += ",\"registers per thread\":" + std::to_string(*k.registers_per_thread);
     if (k.shared_memory_bytes) args += ",\"shared memory\":" + std::to_string(*k.shared_memory_bytes);
     if (k.correlation) args += ",\"correlation\":" + std::to_string(*k.correlation);
-    json.complete(t.strings.view(k.name), "kernel", gpu_pid(k.device), k.stream, k.start_ns,
-                  k.end_ns, args);
+    json.complete(t.strings.view(k.name), "kernel", gpu_pid(k.device), k.stream, k.start_ns, k.end_ns, args);
     if (k.correlation && launch_tid.count(*k.correlation))
       json.flow(false, *k.correlation, gpu_pid(k.device), k.stream, k.start_ns);
   }
@@ -300,8 +301,7 @@ void write_trace(const Trace& t, size_t index, const PerfettoOptions& options, J
     if (m.host_memory != HostMemory::kUnknown)
       args += std::string(args.empty() ? "" : ",") + "\"host memory\":\"" +
               (m.host_memory == HostMemory::kPinned ? "pinned" : "pageable") + "\"";
-    json.complete(copy_kind_name(m.kind), "gpu_memcpy", gpu_pid(m.device), m.stream, m.start_ns,
-                  m.end_ns, args);
+    json.complete(copy_kind_name(m.kind), "gpu_memcpy", gpu_pid(m.device), m.stream, m.start_ns, m.end_ns, args);
   }
   for (const auto& m : t.memsets) {
     if (!window.overlaps(m.start_ns, m.end_ns)) continue;
@@ -357,8 +357,10 @@ class GzipBuffer : public std::streambuf {
     while (done < n && !failed_) {
       const auto chunk = static_cast<unsigned>(std::min<std::streamsize>(n - done, 1 << 30));
       const int wrote = gzwrite(file_, s + done, chunk);
-      if (wrote <= 0) failed_ = true;
-      else done += wrote;
+      if (wrote <= 0)
+        failed_ = true;
+      else
+        done += wrote;
     }
     return done;
   }
@@ -376,8 +378,9 @@ void write_perfetto_json(const std::vector<Trace>& traces, std::ostream& out, st
   for (size_t i = 0; i < traces.size(); ++i) write_trace(traces[i], i, options, json);
   json.flush();
   if (json.non_finite() > 0 && warnings) {
-    warnings->push_back(std::to_string(json.non_finite()) + " counter value" + (json.non_finite() == 1 ? " was" : "s were") +
-                        " NaN or infinite (first in \"" + json.first_non_finite() + "\"); written as null");
+    warnings->push_back(std::to_string(json.non_finite()) + " counter value" +
+                        (json.non_finite() == 1 ? " was" : "s were") + " NaN or infinite (first in \"" +
+                        json.first_non_finite() + "\"); written as null");
   }
 }
 

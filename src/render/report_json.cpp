@@ -26,8 +26,12 @@ std::string timeline_legend() {
 json findings_json(const std::vector<Finding>& list) {
   json findings = json::array();
   for (const auto& f : list) {
-    findings.push_back({{"id", f.id}, {"severity", std::string(severity_name(f.severity))}, {"title", f.title}, {"evidence", f.evidence},
-                        {"est_speedup", opt(f.est_speedup)}, {"recommendation", f.recommendation}});
+    findings.push_back({{"id", f.id},
+                        {"severity", std::string(severity_name(f.severity))},
+                        {"title", f.title},
+                        {"evidence", f.evidence},
+                        {"est_speedup", opt(f.est_speedup)},
+                        {"recommendation", f.recommendation}});
   }
   return findings;
 }
@@ -36,9 +40,13 @@ json findings_json(const std::vector<Finding>& list) {
 json communication_json(const CommunicationReport& c) {
   json collectives = json::array();
   for (const CollectiveStats& s : c.collectives) {
-    collectives.push_back({{"op", s.op}, {"dtype", s.dtype.empty() ? json(nullptr) : json(s.dtype)},
-                           {"group_size", opt(s.group_size)}, {"count", s.count}, {"us", us(s.ns)},
-                           {"bytes", opt(s.bytes)}, {"algbw_gbps", opt(s.algbw_gbps)},
+    collectives.push_back({{"op", s.op},
+                           {"dtype", s.dtype.empty() ? json(nullptr) : json(s.dtype)},
+                           {"group_size", opt(s.group_size)},
+                           {"count", s.count},
+                           {"us", us(s.ns)},
+                           {"bytes", opt(s.bytes)},
+                           {"algbw_gbps", opt(s.algbw_gbps)},
                            {"busbw_gbps", opt(s.busbw_gbps)}});
   }
   json per_step = json::array();
@@ -64,8 +72,7 @@ json device_json(const DeviceReport& d) {
   j["busy_pct"] = d.busy_pct;
   j["copy_pct"] = d.copy_pct;
   j["sm_active_est_pct"] = opt(d.sm_active_est_pct);
-  j["sm_active_est_note"] =
-      "estimate: kernel time weighted by min(1, blocks/SMs), capped at 1 per instant";
+  j["sm_active_est_note"] = "estimate: kernel time weighted by min(1, blocks/SMs), capped at 1 per instant";
   j["hardware"] = {{"gpu_util_pct", opt(d.hw_gpu_util_pct)},
                    {"sm_active_pct", opt(d.hw_sm_active_pct)},
                    {"tensor_active_pct", opt(d.hw_tensor_active_pct)}};
@@ -86,11 +93,11 @@ json device_json(const DeviceReport& d) {
   // What the tracer adds per launch call on the traced host (measured by `gpuscope run`), and
   // the window without the idle that explains: null where not measured.
   if (d.tracing_cost) {
-    j["tracing_cost"] = {{"plain_launch_us", d.tracing_cost->plain_launch_ns / 1e3},
-                         {"traced_launch_us", d.tracing_cost->traced_launch_ns / 1e3},
-                         {"added_per_launch_us", d.tracing_cost->added_ns() / 1e3},
-                         {"untraced_window_est_us", d.untraced_window_est_ns ? json(us(*d.untraced_window_est_ns))
-                                                                             : json(nullptr)}};
+    j["tracing_cost"] = {
+        {"plain_launch_us", d.tracing_cost->plain_launch_ns / 1e3},
+        {"traced_launch_us", d.tracing_cost->traced_launch_ns / 1e3},
+        {"added_per_launch_us", d.tracing_cost->added_ns() / 1e3},
+        {"untraced_window_est_us", d.untraced_window_est_ns ? json(us(*d.untraced_window_est_ns)) : json(nullptr)}};
   } else {
     j["tracing_cost"] = nullptr;
   }
@@ -119,13 +126,14 @@ json device_json(const DeviceReport& d) {
       {"count", d.kernel_count},
       {"categories", cats},
       {"top", top},
-      {"under_10us", {{"count", d.launch.kernels_under_10us},
-                      {"count_pct", d.launch.under_10us_count_pct},
-                      {"time_pct", d.launch.under_10us_time_pct}}},
-      {"shorter_than_launch", {{"count", opt(d.launch.shorter_than_launch)},
-                               {"pct", opt(d.launch.shorter_than_launch_pct)}}},
-      {"launch_delay_us", {{"median", opt(d.launch.launch_delay_median_us)},
-                           {"p90", opt(d.launch.launch_delay_p90_us)}}},
+      {"under_10us",
+       {{"count", d.launch.kernels_under_10us},
+        {"count_pct", d.launch.under_10us_count_pct},
+        {"time_pct", d.launch.under_10us_time_pct}}},
+      {"shorter_than_launch",
+       {{"count", opt(d.launch.shorter_than_launch)}, {"pct", opt(d.launch.shorter_than_launch_pct)}}},
+      {"launch_delay_us",
+       {{"median", opt(d.launch.launch_delay_median_us)}, {"p90", opt(d.launch.launch_delay_p90_us)}}},
   };
 
   json prec = json::array();
@@ -134,19 +142,28 @@ json device_json(const DeviceReport& d) {
 
   json fusion = json::array();
   for (const auto& f : d.fusion) {
-    fusion.push_back({{"kernels", f.kernels}, {"occurrences", f.occurrences}, {"us", us(f.ns)},
-                      {"pct", f.pct}, {"est_saving_us", us(f.est_saving_ns)}});
+    fusion.push_back({{"kernels", f.kernels},
+                      {"occurrences", f.occurrences},
+                      {"us", us(f.ns)},
+                      {"pct", f.pct},
+                      {"est_saving_us", us(f.est_saving_ns)}});
   }
   j["fusion"] = fusion;
 
   json steps = json::array();
   for (const auto& s : d.steps) {
-    steps.push_back({{"number", s.number}, {"start_us", us(s.start_ns)}, {"duration_ms", static_cast<double>(s.duration_ns) / 1e6},
-                     {"busy_pct", s.busy_pct}, {"matmul_flops", opt(s.matmul_flops)}});
+    steps.push_back({{"number", s.number},
+                     {"start_us", us(s.start_ns)},
+                     {"duration_ms", static_cast<double>(s.duration_ns) / 1e6},
+                     {"busy_pct", s.busy_pct},
+                     {"matmul_flops", opt(s.matmul_flops)}});
   }
-  j["steps"] = {{"source", d.step_source}, {"count", d.step_count}, {"skipped_warmup", d.steps_skipped_warmup},
+  j["steps"] = {{"source", d.step_source},
+                {"count", d.step_count},
+                {"skipped_warmup", d.steps_skipped_warmup},
                 {"dropped_last", d.steps_dropped_last},
-                {"mean_ms", opt(d.step_mean_ms)}, {"list", steps},
+                {"mean_ms", opt(d.step_mean_ms)},
+                {"list", steps},
                 {"excluded_before_ms", static_cast<double>(d.excluded_before_ns) / 1e6},
                 {"excluded_after_ms", static_cast<double>(d.excluded_after_ns) / 1e6}};
   j["flops"] = {{"matmul", opt(d.matmul_flops_per_step)},
@@ -158,10 +175,9 @@ json device_json(const DeviceReport& d) {
   j["mfu_pct"] = opt(d.mfu_pct);
   j["hfu_pct"] = opt(d.hfu_pct);
   if (d.serving) {  // Only when the steps are forward passes (keeps other reports unchanged).
-    j["serving"] = {
-        {"iterations_per_s", d.serving->iterations_per_s},
-        {"tokens_per_iteration_mean", opt(d.serving->tokens_per_iteration_mean)},
-        {"gpu_ms_per_iteration", d.serving->gpu_ms_per_iteration}};
+    j["serving"] = {{"iterations_per_s", d.serving->iterations_per_s},
+                    {"tokens_per_iteration_mean", opt(d.serving->tokens_per_iteration_mean)},
+                    {"gpu_ms_per_iteration", d.serving->gpu_ms_per_iteration}};
   }
   if (d.communication) j["communication"] = communication_json(*d.communication);
 
@@ -179,8 +195,11 @@ std::string report_to_json(const Report& report) {
   j["devices"] = devices;
   if (report.ranks) {
     const auto& r = *report.ranks;
-    j["ranks"] = {{"count", r.ranks}, {"busy_min_pct", r.busy_min_pct}, {"busy_max_pct", r.busy_max_pct},
-                  {"step_min_ms", opt(r.step_min_ms)}, {"step_max_ms", opt(r.step_max_ms)},
+    j["ranks"] = {{"count", r.ranks},
+                  {"busy_min_pct", r.busy_min_pct},
+                  {"busy_max_pct", r.busy_max_pct},
+                  {"step_min_ms", opt(r.step_min_ms)},
+                  {"step_max_ms", opt(r.step_max_ms)},
                   {"step_median_ms", opt(r.step_median_ms)},
                   {"slowest", r.slowest.empty() ? json(nullptr) : json(r.slowest)},
                   {"findings", findings_json(r.findings)}};

@@ -30,7 +30,9 @@ std::string ms(int64_t ns) { return fmt::format("{:.2f} ms", static_cast<double>
 // a 35-column note still fits beside them.
 int headline_bar_cells(int width) { return std::clamp(width - 70, 10, 30); }
 // The category bars: 25 cells at 86 columns or more, fewer below.
-int category_bar_cells(int width) { return width >= 70 ? std::clamp(width - 61, 9, 25) : std::clamp(width - 45, 4, 25); }
+int category_bar_cells(int width) {
+  return width >= 70 ? std::clamp(width - 61, 9, 25) : std::clamp(width - 45, 4, 25);
+}
 
 // `line` (already made safe), and when wider than `width`, wrapped with `indent`.
 std::string fitted(const std::string& line, int width, std::string_view indent) {
@@ -49,11 +51,10 @@ std::string resample(std::string_view timeline, size_t cells) {
   return out;
 }
 
-
 // The timeline's idle letters, highlighted: input and sync (host work in the training loop that
 // starves the GPU) first, then the others; a cause not named here follows in table order.
-constexpr IdleCauseId kLegendOrder[] = {IdleCauseId::kInput,  IdleCauseId::kSync,       IdleCauseId::kMemcpy,
-                                        IdleCauseId::kAlloc,  IdleCauseId::kLaunch,     IdleCauseId::kCollective,
+constexpr IdleCauseId kLegendOrder[] = {IdleCauseId::kInput,  IdleCauseId::kSync,   IdleCauseId::kMemcpy,
+                                        IdleCauseId::kAlloc,  IdleCauseId::kLaunch, IdleCauseId::kCollective,
                                         IdleCauseId::kQueued, IdleCauseId::kOther};
 
 bool is_loop_cause_letter(char c) {
@@ -75,15 +76,18 @@ std::string timeline_legend(std::string_view timeline) {
   return out.empty() ? " none shown" : out;
 }
 
-std::string headline_row(const Painter& p, std::string_view label, std::optional<double> value,
-                         std::string_view note, int width) {
+std::string headline_row(const Painter& p, std::string_view label, std::optional<double> value, std::string_view note,
+                         int width) {
   const int cells = headline_bar_cells(width);
-  const std::string head = value ? fmt::format("  {:<22} {:>5.1f}%  {}  ", label, *value, bar(*value, cells))
-                                 : fmt::format("  {:<22} {:>6}  {}  ", label, "n/a", std::string(static_cast<size_t>(cells), ' '));
+  const std::string head =
+      value ? fmt::format("  {:<22} {:>5.1f}%  {}  ", label, *value, bar(*value, cells))
+            : fmt::format("  {:<22} {:>6}  {}  ", label, "n/a", std::string(static_cast<size_t>(cells), ' '));
   const size_t lead = display_width(head);
   // The note beside the bar, wrapped under itself; on the next line where too little room is left.
   const size_t room = static_cast<size_t>(width) > lead ? static_cast<size_t>(width) - lead : 0;
-  if (room < 16) return head.substr(0, head.find_last_not_of(' ') + 1) + "\n" + p.dim(wrap_text(note, static_cast<size_t>(width), "    "));
+  if (room < 16)
+    return head.substr(0, head.find_last_not_of(' ') + 1) + "\n" +
+           p.dim(wrap_text(note, static_cast<size_t>(width), "    "));
   const std::string wrapped = wrap_text(note, room, "");
   std::string out;
   size_t pos = 0;
@@ -111,8 +115,10 @@ void render_communication(std::string& out, const CommunicationReport& c, int64_
     std::string line = fmt::format("  {} {} x{}: {:.2f} ms", s.op, s.dtype, s.count, static_cast<double>(s.ns) / 1e6);
     if (s.bytes) line += fmt::format(", {:.1f} MB", static_cast<double>(*s.bytes) / 1e6);
     if (s.algbw_gbps) line += fmt::format(", algbw {:.1f}", *s.algbw_gbps);
-    if (s.busbw_gbps) line += fmt::format(", busbw {:.1f} GB/s", *s.busbw_gbps);
-    else if (s.algbw_gbps) line += " GB/s";
+    if (s.busbw_gbps)
+      line += fmt::format(", busbw {:.1f} GB/s", *s.busbw_gbps);
+    else if (s.algbw_gbps)
+      line += " GB/s";
     if (s.group_size) line += fmt::format(" ({} ranks)", *s.group_size);
     out += p.dim(fitted(line, width, "    "));
   }
@@ -132,15 +138,18 @@ void render_findings(std::string& out, const std::vector<Finding>& findings, con
     // As many words as fit beside the head; the rest below, indented like the evidence.
     const std::string safe_title = terminal_safe(f.title);
     size_t fit = 0;
-    for (size_t end = 0; end != std::string::npos && lead + display_width(safe_title.substr(0, end)) <= static_cast<size_t>(width);) {
+    for (size_t end = 0;
+         end != std::string::npos && lead + display_width(safe_title.substr(0, end)) <= static_cast<size_t>(width);) {
       fit = end;
       if (end == safe_title.size()) break;
       end = safe_title.find(' ', end + 1);
       if (end == std::string::npos) end = safe_title.size();
     }
     std::string title = safe_title.substr(0, fit) + "\n";
-    if (fit < safe_title.size()) title += wrap_text(safe_title.substr(fit + (fit > 0 ? 1 : 0)), static_cast<size_t>(width), "     ");
-    out += fmt::format("  {}. [{}] {}  {}  {}", n, sev, p.bold(terminal_safe(f.id)), f.est_speedup ? p.cyan(speedup) : "", title);
+    if (fit < safe_title.size())
+      title += wrap_text(safe_title.substr(fit + (fit > 0 ? 1 : 0)), static_cast<size_t>(width), "     ");
+    out += fmt::format("  {}. [{}] {}  {}  {}", n, sev, p.bold(terminal_safe(f.id)),
+                       f.est_speedup ? p.cyan(speedup) : "", title);
     out += p.dim(wrap_text(f.evidence, width, "     "));
     out += wrap_text("→ " + f.recommendation, width, "     ");
   }
@@ -148,19 +157,20 @@ void render_findings(std::string& out, const std::vector<Finding>& findings, con
 
 void render_device(std::string& out, const DeviceReport& d, const Painter& p, int width) {
   const double steps = std::max<int64_t>(1, d.step_count);
-  std::string title = fmt::format("{} · {}", terminal_safe(d.name), d.num_sms ? fmt::format("{} SMs", *d.num_sms) : "SM count unknown");
+  std::string title =
+      fmt::format("{} · {}", terminal_safe(d.name), d.num_sms ? fmt::format("{} SMs", *d.num_sms) : "SM count unknown");
   if (d.rank) title += fmt::format(" · rank {}", *d.rank);
   out += p.bold(cut(fmt::format("gpuscope · {}", title), static_cast<size_t>(width))) + "\n";
   out += p.dim("  " + elide_path(d.source, static_cast<size_t>(width) - 2)) + "\n";
-  out += p.dim(wrap_text(fmt::format("window {} · {} step{} ({}){}", ms(d.window_ns), d.step_count,
-                                     d.step_count == 1 ? "" : "s", d.step_source,
-                                     d.step_mean_ms ? fmt::format(" · {:.2f} ms/step", *d.step_mean_ms) : ""),
-                         width, "  "));
+  out += p.dim(
+      wrap_text(fmt::format("window {} · {} step{} ({}){}", ms(d.window_ns), d.step_count, d.step_count == 1 ? "" : "s",
+                            d.step_source, d.step_mean_ms ? fmt::format(" · {:.2f} ms/step", *d.step_mean_ms) : ""),
+                width, "  "));
   // What the window leaves out: warm-up and partial steps, and the device's activity before
   // and after them (start-up, compilation, teardown), which is not analysed as idle.
   std::string left_out;
-  if (d.steps_skipped_warmup) left_out += fmt::format("{} warm-up step{}, ", d.steps_skipped_warmup,
-                                                      d.steps_skipped_warmup == 1 ? "" : "s");
+  if (d.steps_skipped_warmup)
+    left_out += fmt::format("{} warm-up step{}, ", d.steps_skipped_warmup, d.steps_skipped_warmup == 1 ? "" : "s");
   if (d.steps_dropped_last) left_out += "the partial last step, ";
   if (d.excluded_before_ns > 0 || d.excluded_after_ns > 0) {
     left_out += fmt::format("{} before, {} after", ms(d.excluded_before_ns), ms(d.excluded_after_ns));
@@ -170,41 +180,43 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   if (!left_out.empty()) out += p.dim(wrap_text("left out: " + left_out, static_cast<size_t>(width), "  "));
   out += "\n";
 
-  out += headline_row(p, "Utilization (busy)", d.busy_pct,
-                      is_amd_device(d.name) ? "any kernel running (= rocm-smi GPU use)" : "any kernel running (= nvidia-smi)",
-                      width);
+  out += headline_row(
+      p, "Utilization (busy)", d.busy_pct,
+      is_amd_device(d.name) ? "any kernel running (= rocm-smi GPU use)" : "any kernel running (= nvidia-smi)", width);
   if (d.communication) {
     out += headline_row(p, "Busy without comm.", d.communication->busy_without_comm_pct,
                         "collective kernels not counted", width);
   }
-  out += headline_row(p, "SM active (estimate)", d.sm_active_est_pct,
-                      d.sm_active_est_pct ? "grid sizes vs SM count" : "needs the GPU's SM count (unknown device)", width);
+  out +=
+      headline_row(p, "SM active (estimate)", d.sm_active_est_pct,
+                   d.sm_active_est_pct ? "grid sizes vs SM count" : "needs the GPU's SM count (unknown device)", width);
   if (d.hw_sm_active_pct) out += headline_row(p, "SM active (hardware)", d.hw_sm_active_pct, "GPM, sampled", width);
-  if (d.hw_tensor_active_pct) out += headline_row(p, "Tensor active (hw)", d.hw_tensor_active_pct, "GPM, sampled", width);
+  if (d.hw_tensor_active_pct)
+    out += headline_row(p, "Tensor active (hw)", d.hw_tensor_active_pct, "GPM, sampled", width);
   out += headline_row(p, "MFU", d.mfu_pct, d.mfu_pct ? "model FLOPs / dense peak" : "needs --model or --flops-per-step",
                       width);
   out += headline_row(p, "HFU (matmul)", d.hfu_pct,
-                      d.hfu_pct                     ? "matmul FLOPs from shapes / peak"
+                      d.hfu_pct                    ? "matmul FLOPs from shapes / peak"
                       : !d.hfu_unavailable.empty() ? d.hfu_unavailable
                                                    : "needs record_shapes=True, known peak",
                       width);
-  if (d.peak_tflops) out += p.dim(wrap_text(fmt::format("peak {:.1f} TFLOP/s: {}", *d.peak_tflops, d.peak_basis), width, "  "));
+  if (d.peak_tflops)
+    out += p.dim(wrap_text(fmt::format("peak {:.1f} TFLOP/s: {}", *d.peak_tflops, d.peak_basis), width, "  "));
   if (d.model_flops_per_step) {
     out += p.dim(wrap_text(fmt::format("model FLOPs per step: {}", flops_text(*d.model_flops_per_step)), width, "  "));
   }
   if (!d.model_flops_formula.empty()) out += p.dim(wrap_text("model FLOPs: " + d.model_flops_formula, width, "  "));
   if (d.matmul_flops_per_step) {
-    out += p.dim(wrap_text(fmt::format("matmul FLOPs per step (from op shapes): {}", flops_text(*d.matmul_flops_per_step)),
-                           width, "  "));
+    out += p.dim(wrap_text(
+        fmt::format("matmul FLOPs per step (from op shapes): {}", flops_text(*d.matmul_flops_per_step)), width, "  "));
   }
   if (d.serving) {
     const auto& sv = *d.serving;
-    out += p.dim(wrap_text(fmt::format("serving: {:.1f} iterations/s · {} tokens/iteration · {} GPU/iteration",
-                                       sv.iterations_per_s,
-                                       sv.tokens_per_iteration_mean ? fmt::format("{:.1f}", *sv.tokens_per_iteration_mean)
-                                                                    : "n/a",
-                                       duration_text(sv.gpu_ms_per_iteration * 1e6)),
-                           width, "  "));
+    out += p.dim(wrap_text(
+        fmt::format("serving: {:.1f} iterations/s · {} tokens/iteration · {} GPU/iteration", sv.iterations_per_s,
+                    sv.tokens_per_iteration_mean ? fmt::format("{:.1f}", *sv.tokens_per_iteration_mean) : "n/a",
+                    duration_text(sv.gpu_ms_per_iteration * 1e6)),
+        width, "  "));
   }
   if (d.communication) render_communication(out, *d.communication, d.step_count, p, width);
   if (d.copy_pct > 0.05) out += p.dim(fmt::format("  copy/set engines busy {:.1f}% of the window", d.copy_pct)) + "\n";
@@ -215,8 +227,8 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
     size_t col = 9;
     for (size_t i = 0; i < d.steps.size() && i < 16; ++i) {
       const auto& st = d.steps[i];
-      const std::string cell = fmt::format(" #{} {:.1f} ms {:.0f}% busy", st.number,
-                                           static_cast<double>(st.duration_ns) / 1e6, st.busy_pct);
+      const std::string cell =
+          fmt::format(" #{} {:.1f} ms {:.0f}% busy", st.number, static_cast<double>(st.duration_ns) / 1e6, st.busy_pct);
       if (col + cell.size() + 1 > static_cast<size_t>(width)) {
         out += "\n        ";
         col = 8;
@@ -234,9 +246,9 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   if (!d.timeline.empty()) {
     // The window as a strip: a block where kernels ran, the idle cause's letter elsewhere.
     const std::string shown = resample(d.timeline, static_cast<size_t>(width) - 2);
-    const std::string legend = fmt::format(" {} per column; █ kernels, idle:{}",
-                                           duration_text(static_cast<double>(d.window_ns) / static_cast<double>(shown.size())),
-                                           timeline_legend(shown));
+    const std::string legend = fmt::format(
+        " {} per column; █ kernels, idle:{}",
+        duration_text(static_cast<double>(d.window_ns) / static_cast<double>(shown.size())), timeline_legend(shown));
     out += "\n" + p.bold("Timeline") + p.dim(cut(legend, static_cast<size_t>(width) - 8)) + "\n  ";
     for (char c : shown) {
       if (c == 'K') {
@@ -249,10 +261,11 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
     out += "\n";
   }
 
-  out += "\n" + heading(p, fmt::format("Idle {:.1f}% of the window", d.idle_pct), "  (cause · share · per step · host doing)",
-                        static_cast<size_t>(width));
+  out += "\n" + heading(p, fmt::format("Idle {:.1f}% of the window", d.idle_pct),
+                        "  (cause · share · per step · host doing)", static_cast<size_t>(width));
   std::vector<const IdleCause*> causes;
-  for (const auto& c : d.idle_causes) if (c.ns > 0) causes.push_back(&c);
+  for (const auto& c : d.idle_causes)
+    if (c.ns > 0) causes.push_back(&c);
   std::sort(causes.begin(), causes.end(), [](auto* a, auto* b) { return a->ns > b->ns; });
   for (const IdleCause* c : causes) {
     std::string host;
@@ -265,21 +278,22 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   }
   if (causes.empty()) out += "  none\n";
   if (d.untraced_step_measured_ns && d.untraced_window_est_ns) {
-    out += p.dim(wrap_text(fmt::format("untraced, a step took {} before the window opened (measured); of the idle, {} "
-                                       "per step is the tracer's",
-                                       ms(*d.untraced_step_measured_ns),
-                                       ms(static_cast<int64_t>(static_cast<double>(d.window_ns - *d.untraced_window_est_ns) /
-                                                               steps))),
-                           width, "  "));
+    out += p.dim(wrap_text(
+        fmt::format("untraced, a step took {} before the window opened (measured); of the idle, {} "
+                    "per step is the tracer's",
+                    ms(*d.untraced_step_measured_ns),
+                    ms(static_cast<int64_t>(static_cast<double>(d.window_ns - *d.untraced_window_est_ns) / steps))),
+        width, "  "));
   } else if (d.tracing_cost) {
-    std::string line = fmt::format("tracing adds {} per launch call here ({} -> {}, measured)",
-                                   duration_text(d.tracing_cost->added_ns()), duration_text(d.tracing_cost->plain_launch_ns),
-                                   duration_text(d.tracing_cost->traced_launch_ns));
+    std::string line = fmt::format(
+        "tracing adds {} per launch call here ({} -> {}, measured)", duration_text(d.tracing_cost->added_ns()),
+        duration_text(d.tracing_cost->plain_launch_ns), duration_text(d.tracing_cost->traced_launch_ns));
     // The tracer's share of the idle, where it is worth a line (1% of the window or more).
     if (d.untraced_window_est_ns && d.window_ns - *d.untraced_window_est_ns >= d.window_ns / 100) {
-      line += fmt::format("; of the idle, {} per step is the tracer's: about {} per step untraced (est.)",
-                          ms(static_cast<int64_t>(static_cast<double>(d.window_ns - *d.untraced_window_est_ns) / steps)),
-                          ms(static_cast<int64_t>(static_cast<double>(*d.untraced_window_est_ns) / steps)));
+      line +=
+          fmt::format("; of the idle, {} per step is the tracer's: about {} per step untraced (est.)",
+                      ms(static_cast<int64_t>(static_cast<double>(d.window_ns - *d.untraced_window_est_ns) / steps)),
+                      ms(static_cast<int64_t>(static_cast<double>(*d.untraced_window_est_ns) / steps)));
     }
     out += p.dim(wrap_text(line, width, "  "));
   }
@@ -290,12 +304,13 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
     // Under 70 columns the launch count gives way to the bar.
     const std::string launches = width >= 70 ? fmt::format("  {:>7} launches", c.count) : "";
     out += fmt::format("  {:<15} {:>5.1f}%  {}  {:>10}/step{}\n", clip(c.category, 15), c.pct,
-                       bar(c.pct, category_bar_cells(width)), ms(static_cast<int64_t>(static_cast<double>(c.ns) / steps)),
-                       launches);
+                       bar(c.pct, category_bar_cells(width)),
+                       ms(static_cast<int64_t>(static_cast<double>(c.ns) / steps)), launches);
   }
-  std::string launch = fmt::format("{:.0f}% of kernels under 10 us ({:.1f}% of kernel time)", d.launch.under_10us_count_pct,
-                                   d.launch.under_10us_time_pct);
-  if (d.launch.shorter_than_launch_pct) launch += fmt::format("; {:.0f}% shorter than their launch call", *d.launch.shorter_than_launch_pct);
+  std::string launch = fmt::format("{:.0f}% of kernels under 10 us ({:.1f}% of kernel time)",
+                                   d.launch.under_10us_count_pct, d.launch.under_10us_time_pct);
+  if (d.launch.shorter_than_launch_pct)
+    launch += fmt::format("; {:.0f}% shorter than their launch call", *d.launch.shorter_than_launch_pct);
   out += p.dim(wrap_text(launch, width, "  "));
   if (d.launch.launch_delay_median_us) {
     out += p.dim(wrap_text(fmt::format("launch call to kernel start: median {}, p90 {}",
@@ -317,14 +332,16 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   }
 
   if (!d.fusion.empty()) {
-    out += "\n" + heading(p, "Fusion candidates", "  (recurring chains of memory-bound kernels)", static_cast<size_t>(width));
+    out += "\n" +
+           heading(p, "Fusion candidates", "  (recurring chains of memory-bound kernels)", static_cast<size_t>(width));
     for (size_t i = 0; i < d.fusion.size() && i < 3; ++i) {
       const auto& f = d.fusion[i];
       std::string chain;
       for (size_t k = 0; k < f.kernels.size(); ++k) chain += (k ? " → " : "") + f.kernels[k];
-      out += fitted(fmt::format("  {:>4}x  {:>5.1f}% of the window  {} kernels  saves ~{}/step (est.)", f.occurrences,
-                                f.pct, f.kernels.size(), ms(static_cast<int64_t>(static_cast<double>(f.est_saving_ns) / steps))),
-                    width, "         ");
+      out += fitted(
+          fmt::format("  {:>4}x  {:>5.1f}% of the window  {} kernels  saves ~{}/step (est.)", f.occurrences, f.pct,
+                      f.kernels.size(), ms(static_cast<int64_t>(static_cast<double>(f.est_saving_ns) / steps))),
+          width, "         ");
       out += p.dim("         " + clip(chain, static_cast<size_t>(width) - 9)) + "\n";
     }
   }
@@ -372,8 +389,8 @@ void render_rank_table(std::string& out, const std::vector<DeviceReport>& device
   auto cell = [](std::optional<double> v, std::string_view unit) {
     return v ? fmt::format("{:.1f}{}", *v, unit) : std::string("n/a");
   };
-  out += p.dim(fmt::format("  {:>5} {:>4} {:>10} {:>7} {:>10} {:>8} {:>6}", "rank", "gpu", "step", "busy",
-                           "w/o comm", "exposed", "MFU")) +
+  out += p.dim(fmt::format("  {:>5} {:>4} {:>10} {:>7} {:>10} {:>8} {:>6}", "rank", "gpu", "step", "busy", "w/o comm",
+                           "exposed", "MFU")) +
          "\n";
   for (const DeviceReport& d : devices) {
     const CommunicationReport* c = d.communication ? &*d.communication : nullptr;

@@ -34,7 +34,9 @@ DeviceReport long_report() {
   d.model_flops_formula = "training FLOPs per token = 6N + 12*L*H*Q*T (PaLM appendix B) with N=1.237e+08, L=12";
   d.matmul_flops_per_step = 1.413e13;
   d.idle_pct = 49.6;
-  d.idle_causes.push_back({IdleCauseId::kInput, 38'020'000, 46.0,
+  d.idle_causes.push_back({IdleCauseId::kInput,
+                           38'020'000,
+                           46.0,
                            {{std::string(200, 'h'), 1}, {"enumerate(DataLoader)#_SingleProcessDataLoaderIter", 1}}});
   d.timeline = std::string(48, 'K') + std::string(48, 'i');
   d.kernel_count = 1234;
@@ -46,7 +48,10 @@ DeviceReport long_report() {
   d.launch.launch_delay_median_us = 15685;
   d.launch.launch_delay_p90_us = 30000;
   d.precision.push_back({"bf16", 90'000'000, 90.0});
-  d.fusion.push_back({{"elementwise_kernel_with_a_long_name", "vectorized_elementwise_kernel", "reduce_kernel"}, 120, 5'400'000, 4.5,
+  d.fusion.push_back({{"elementwise_kernel_with_a_long_name", "vectorized_elementwise_kernel", "reduce_kernel"},
+                      120,
+                      5'400'000,
+                      4.5,
                       1'000'000});
   d.step_source = "profiler_step";
   d.step_count = 2;

@@ -6,7 +6,6 @@
 
 #include <fmt/core.h>
 
-
 namespace gpuscope {
 
 size_t display_width(std::string_view text) {
@@ -101,7 +100,9 @@ std::string wrap_text(std::string_view raw, size_t width, std::string_view inden
 
 std::string duration_text(double ns) {
   const double a = std::abs(ns);
-  auto digits = [](double v) { return v >= 100 ? fmt::format("{:.0f}", v) : v >= 10 ? fmt::format("{:.1f}", v) : fmt::format("{:.2f}", v); };
+  auto digits = [](double v) {
+    return v >= 100 ? fmt::format("{:.0f}", v) : v >= 10 ? fmt::format("{:.1f}", v) : fmt::format("{:.2f}", v);
+  };
   if (a >= 1e9) return digits(ns / 1e9) + " s";
   if (a >= 1e6) return digits(ns / 1e6) + " ms";
   if (a >= 1e3) return digits(ns / 1e3) + " us";
@@ -109,13 +110,16 @@ std::string duration_text(double ns) {
 }
 
 std::string flops_text(double flops) {
-  static constexpr std::pair<double, const char*> kPrefixes[] = {
-      {1e24, "Y"}, {1e21, "Z"}, {1e18, "E"}, {1e15, "P"}, {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
+  static constexpr std::pair<double, const char*> kPrefixes[] = {{1e24, "Y"}, {1e21, "Z"}, {1e18, "E"}, {1e15, "P"},
+                                                                 {1e12, "T"}, {1e9, "G"},  {1e6, "M"},  {1e3, "k"}};
   for (const auto& [scale, prefix] : kPrefixes) {
     if (std::abs(flops) >= scale) {
       const double v = flops / scale;
       const double a = std::abs(v);
-      return fmt::format("{} {}FLOP", a >= 100 ? fmt::format("{:.0f}", v) : a >= 10 ? fmt::format("{:.1f}", v) : fmt::format("{:.2f}", v),
+      return fmt::format("{} {}FLOP",
+                         a >= 100  ? fmt::format("{:.0f}", v)
+                         : a >= 10 ? fmt::format("{:.1f}", v)
+                                   : fmt::format("{:.2f}", v),
                          prefix);
     }
   }

@@ -102,7 +102,10 @@ class JsonLine {
     return Raw(k, buf);
   }
   std::string Str() const { return "{" + body_ + "}"; }
-  void Print() const { std::printf("%s\n", Str().c_str()); std::fflush(stdout); }
+  void Print() const {
+    std::printf("%s\n", Str().c_str());
+    std::fflush(stdout);
+  }
 
  private:
   JsonLine& Raw(const std::string& k, const std::string& v) {

@@ -28,8 +28,8 @@ TEST(Args, ValuesSwitchesAndDefaults) {
 
 TEST(Args, UsageErrorsExitWithTwo) {
   EXPECT_EXIT(Parse({"prog", "--steps", "x"}).Int("steps", 1), ::testing::ExitedWithCode(2), "integer");
-  EXPECT_EXIT(Parse({"prog", "--precision", "fp8"}).Choice("precision", {"fp32", "bf16"}),
-              ::testing::ExitedWithCode(2), "fp32\\|bf16");
+  EXPECT_EXIT(Parse({"prog", "--precision", "fp8"}).Choice("precision", {"fp32", "bf16"}), ::testing::ExitedWithCode(2),
+              "fp32\\|bf16");
   EXPECT_EXIT(Parse({"prog", "--typo", "1"}).RejectUnknown(), ::testing::ExitedWithCode(2), "unknown flag --typo");
   EXPECT_EXIT(Parse({"prog", "stray"}), ::testing::ExitedWithCode(2), "unexpected argument");
 }

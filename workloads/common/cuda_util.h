@@ -14,8 +14,7 @@ namespace gpuscope::workloads {
 // Workloads are stand-alone programs: a CUDA error is fatal and names the call and location.
 inline void CudaCheck(cudaError_t e, const char* call, const char* file, int line) {
   if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s:%d: %s failed: %s (%d)\n", file, line, call, cudaGetErrorString(e),
-                 static_cast<int>(e));
+    std::fprintf(stderr, "%s:%d: %s failed: %s (%d)\n", file, line, call, cudaGetErrorString(e), static_cast<int>(e));
     std::exit(1);
   }
 }
@@ -52,7 +51,9 @@ inline void HostBusyWork(double ms, unsigned* buf, size_t n) {
   size_t i = 0;
   while (NowS() < end) {
     for (int k = 0; k < 256; ++k) {
-      x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+      x ^= x << 13;
+      x ^= x >> 17;
+      x ^= x << 5;
       if (n) buf[i++ % n] ^= x;
     }
   }

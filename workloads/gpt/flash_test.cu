@@ -153,10 +153,16 @@ struct Buffers {
     const size_t n = sh.qkv_elems(), rows = size_t(sh.B) * sh.NH * sh.T;
     qkv = DevAlloc<bf16>(3 * n);
     dout = DevAlloc<bf16>(n);
-    q = DevAlloc<bf16>(n); k = DevAlloc<bf16>(n); v = DevAlloc<bf16>(n); y = DevAlloc<bf16>(n);
+    q = DevAlloc<bf16>(n);
+    k = DevAlloc<bf16>(n);
+    v = DevAlloc<bf16>(n);
+    y = DevAlloc<bf16>(n);
     att = DevAlloc<bf16>(sh.att_elems());
     datt = DevAlloc<bf16>(sh.att_elems());
-    dy = DevAlloc<bf16>(n); dq = DevAlloc<bf16>(n); dk = DevAlloc<bf16>(n); dv = DevAlloc<bf16>(n);
+    dy = DevAlloc<bf16>(n);
+    dq = DevAlloc<bf16>(n);
+    dk = DevAlloc<bf16>(n);
+    dv = DevAlloc<bf16>(n);
     out_ref = DevAlloc<bf16>(n);
     dqkv_ref = DevAlloc<bf16>(3 * n);
     out_flash = DevAlloc<bf16>(n);
@@ -166,8 +172,8 @@ struct Buffers {
     scratch = DevAlloc<float>(scratch_floats);
   }
   ~Buffers() {
-    for (void* p : {(void*)qkv, (void*)dout, (void*)q, (void*)k, (void*)v, (void*)y, (void*)att, (void*)datt,
-                    (void*)dy, (void*)dq, (void*)dk, (void*)dv, (void*)out_ref, (void*)dqkv_ref, (void*)out_flash,
+    for (void* p : {(void*)qkv, (void*)dout, (void*)q, (void*)k, (void*)v, (void*)y, (void*)att, (void*)datt, (void*)dy,
+                    (void*)dq, (void*)dk, (void*)dv, (void*)out_ref, (void*)dqkv_ref, (void*)out_flash,
                     (void*)dqkv_flash, (void*)lse, (void*)scratch})
       cudaFree(p);
   }
@@ -287,8 +293,13 @@ bool CheckShape(Matmul& mm, const AttentionShape& sh, uint64_t seed) {
   for (FlashBackwardPath path : kFlashBackwardPaths) {
     const auto dqkv_flash = RunFlashBackward(d, sh, path);
     JsonLine j;
-    j.Add("workload", "flash_test").Add("case", "check").Add("bwd", FlashBackwardPathName(path)).Add("B", sh.B)
-        .Add("NH", sh.NH).Add("T", sh.T).Add("HS", sh.HS);
+    j.Add("workload", "flash_test")
+        .Add("case", "check")
+        .Add("bwd", FlashBackwardPathName(path))
+        .Add("B", sh.B)
+        .Add("NH", sh.NH)
+        .Add("T", sh.T)
+        .Add("HS", sh.HS);
     bool ok = true;
     auto add = [&](const std::string& name, double e, bool gate) {
       j.Add(name, e);
@@ -313,13 +324,22 @@ bool CheckShape(Matmul& mm, const AttentionShape& sh, uint64_t seed) {
     std::vector<float> out_v, lse_v;
     RunFlashForward(d, sh, variant, out_v, lse_v);
     JsonLine j;
-    j.Add("workload", "flash_test").Add("case", "check_fwd").Add("fwd", FlashForwardVariantName(variant))
-        .Add("B", sh.B).Add("NH", sh.NH).Add("T", sh.T).Add("HS", sh.HS);
+    j.Add("workload", "flash_test")
+        .Add("case", "check_fwd")
+        .Add("fwd", FlashForwardVariantName(variant))
+        .Add("B", sh.B)
+        .Add("NH", sh.NH)
+        .Add("T", sh.T)
+        .Add("HS", sh.HS);
     const double e_mat = RelMaxErr(out_v, out_ref, C, 1, 0), e_cpu = RelMaxErr(out_v, cpu_out, C, 1, 0);
     const double e_lse = AbsMaxErr(lse_v, cpu_lse);
     const bool ok = Within(e_mat, kTol) && Within(e_cpu, kTol) && Within(e_lse, kLseTol);
-    j.Add("out_err_vs_materialised", e_mat).Add("out_err_vs_cpu", e_cpu).Add("lse_abs_err_vs_cpu", e_lse)
-        .Add("tolerance", kTol).Add("lse_tolerance", kLseTol).Add("pass", ok);
+    j.Add("out_err_vs_materialised", e_mat)
+        .Add("out_err_vs_cpu", e_cpu)
+        .Add("lse_abs_err_vs_cpu", e_lse)
+        .Add("tolerance", kTol)
+        .Add("lse_tolerance", kLseTol)
+        .Add("pass", ok);
     j.Print();
     all_ok &= ok;
   }
@@ -396,29 +416,44 @@ bool Bench(Matmul& mm, const AttentionShape& sh, int iters, uint64_t seed) {
   const double fwd_flops = 2.0 * 2.0 * sh.B * sh.NH * double(sh.T) * sh.T * sh.HS / 2.0, bwd_flops = 2.5 * fwd_flops;
   auto tflops = [](double flops, double ms) { return flops / (ms * 1e-3) / 1e12; };
   JsonLine j;
-  j.Add("workload", "flash_test").Add("case", "bench").Add("B", sh.B).Add("NH", sh.NH).Add("T", sh.T)
-      .Add("HS", sh.HS).Add("iters", iters)
-      .Add("fwd_ms_flash", fwd_flash).Add("fwd_ms_materialised", fwd_mat).Add("bwd_ms_materialised", bwd_mat)
-      .Add("fwd_tflops_flash", tflops(fwd_flops, fwd_flash)).Add("fwd_tflops_materialised", tflops(fwd_flops, fwd_mat))
-      .Add("bwd_tflops_materialised", tflops(bwd_flops, bwd_mat)).Add("fwd_speedup", fwd_mat / fwd_flash)
+  j.Add("workload", "flash_test")
+      .Add("case", "bench")
+      .Add("B", sh.B)
+      .Add("NH", sh.NH)
+      .Add("T", sh.T)
+      .Add("HS", sh.HS)
+      .Add("iters", iters)
+      .Add("fwd_ms_flash", fwd_flash)
+      .Add("fwd_ms_materialised", fwd_mat)
+      .Add("bwd_ms_materialised", bwd_mat)
+      .Add("fwd_tflops_flash", tflops(fwd_flops, fwd_flash))
+      .Add("fwd_tflops_materialised", tflops(fwd_flops, fwd_mat))
+      .Add("bwd_tflops_materialised", tflops(bwd_flops, bwd_mat))
+      .Add("fwd_speedup", fwd_mat / fwd_flash)
       .Add("fwd_flash_variant", FlashForwardVariantName(FlashForwardVariantFor(sh, FlashForwardVariant::kAuto)));
   // Per forward kernel: ms, TFLOP/s, errors.
   for (size_t k = 0; k < kNf; ++k) {
     const std::string name = FlashForwardVariantName(kFlashForwardVariants[k]);
-    j.Add("fwd_ms_flash_" + name, fwd_flash_v[k]).Add("fwd_tflops_flash_" + name, tflops(fwd_flops, fwd_flash_v[k]))
-        .Add("out_err_vs_materialised_" + name, fwd_out_err[k]).Add("lse_abs_diff_" + name, fwd_lse_diff[k]);
+    j.Add("fwd_ms_flash_" + name, fwd_flash_v[k])
+        .Add("fwd_tflops_flash_" + name, tflops(fwd_flops, fwd_flash_v[k]))
+        .Add("out_err_vs_materialised_" + name, fwd_out_err[k])
+        .Add("lse_abs_diff_" + name, fwd_lse_diff[k]);
   }
-  j.Add("bwd_ms_flash", bwd_flash_auto).Add("bwd_tflops_flash", tflops(bwd_flops, bwd_flash_auto))
+  j.Add("bwd_ms_flash", bwd_flash_auto)
+      .Add("bwd_tflops_flash", tflops(bwd_flops, bwd_flash_auto))
       .Add("bwd_flash_variant", FlashBackwardPathName(FlashBackwardPathFor(sh, FlashBackwardPath::kAuto)));
   // Per backward implementation: ms, TFLOP/s, speed-up over the materialised backward, error.
   for (size_t k = 0; k < std::size(kFlashBackwardPaths); ++k) {
     const std::string name = FlashBackwardPathName(kFlashBackwardPaths[k]);
-    j.Add("bwd_ms_flash_" + name, bwd_flash[k]).Add("bwd_tflops_flash_" + name, tflops(bwd_flops, bwd_flash[k]))
+    j.Add("bwd_ms_flash_" + name, bwd_flash[k])
+        .Add("bwd_tflops_flash_" + name, tflops(bwd_flops, bwd_flash[k]))
         .Add("bwd_speedup_" + name, bwd_mat / bwd_flash[k])
         .Add("dqkv_err_vs_materialised_" + name, dqkv_err[k]);
   }
   j.Add("flops_convention", "causal: fwd 2*B*NH*T^2*HS, bwd 2.5x fwd")
-      .Add("out_err_vs_materialised", out_err).Add("tolerance", kTol).Add("pass", ok);
+      .Add("out_err_vs_materialised", out_err)
+      .Add("tolerance", kTol)
+      .Add("pass", ok);
   j.Print();
   return ok;
 }

@@ -24,14 +24,29 @@ struct GptConfig {
 // The 16 parameter tensors, in the order they sit in one flat buffer (all layers of one kind
 // are contiguous, layer-major).
 enum ParamTensor {
-  kWte, kWpe, kLn1W, kLn1B, kQkvW, kQkvB, kAttProjW, kAttProjB,
-  kLn2W, kLn2B, kFcW, kFcB, kFcProjW, kFcProjB, kLnfW, kLnfB, kNumParamTensors
+  kWte,
+  kWpe,
+  kLn1W,
+  kLn1B,
+  kQkvW,
+  kQkvB,
+  kAttProjW,
+  kAttProjB,
+  kLn2W,
+  kLn2B,
+  kFcW,
+  kFcB,
+  kFcProjW,
+  kFcProjB,
+  kLnfW,
+  kLnfB,
+  kNumParamTensors
 };
 
 inline const char* ParamTensorName(int i) {
-  static const char* names[kNumParamTensors] = {
-      "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-      "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
+  static const char* names[kNumParamTensors] = {"wte",      "wpe",      "ln1w", "ln1b", "qkvw", "qkvb",
+                                                "attprojw", "attprojb", "ln2w", "ln2b", "fcw",  "fcb",
+                                                "fcprojw",  "fcprojb",  "lnfw", "lnfb"};
   return names[i];
 }
 
@@ -42,8 +57,8 @@ struct ParamLayout {
 
   explicit ParamLayout(const GptConfig& c) {
     const size_t Vp = c.padded_vocab_size, C = c.channels, L = c.num_layers, T = c.max_seq_len;
-    size = {Vp * C, T * C, L * C, L * C, L * 3 * C * C, L * 3 * C, L * C * C, L * C,
-            L * C, L * C, L * 4 * C * C, L * 4 * C, L * C * 4 * C, L * C, C, C};
+    size = {Vp * C, T * C, L * C,         L * C,     L * 3 * C * C, L * 3 * C, L * C * C, L * C,
+            L * C,  L * C, L * 4 * C * C, L * 4 * C, L * C * 4 * C, L * C,     C,         C};
     for (int i = 0; i < kNumParamTensors; ++i) {
       offset[i] = total;
       total += size[i];
@@ -55,8 +70,7 @@ struct ParamLayout {
 // of the token embedding (which never receive gradient).
 inline double ModelParamsForFlops(const GptConfig& c) {
   ParamLayout p(c);
-  return double(p.total) - double(p.size[kWpe]) -
-         double(c.padded_vocab_size - c.vocab_size) * c.channels;
+  return double(p.total) - double(p.size[kWpe]) - double(c.padded_vocab_size - c.vocab_size) * c.channels;
 }
 
 // Training FLOPs per token, PaLM appendix B convention: 6N + 12·L·H·Q·T
@@ -70,11 +84,13 @@ class Rng {
  public:
   explicit Rng(uint64_t seed) : s_(seed * 0x9E3779B97F4A7C15ull + 1) {}
   uint64_t Next() {
-    s_ ^= s_ >> 12; s_ ^= s_ << 25; s_ ^= s_ >> 27;
+    s_ ^= s_ >> 12;
+    s_ ^= s_ << 25;
+    s_ ^= s_ >> 27;
     return s_ * 0x2545F4914F6CDD1Dull;
   }
   double Uniform() { return (Next() >> 11) * (1.0 / 9007199254740992.0); }  // [0, 1)
-  double Normal() {  // Box-Muller
+  double Normal() {                                                         // Box-Muller
     double u1 = Uniform(), u2 = Uniform();
     if (u1 < 1e-300) u1 = 1e-300;
     return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
@@ -94,16 +110,21 @@ inline std::vector<float> InitParams(const GptConfig& c, uint64_t seed) {
   for (int t = 0; t < kNumParamTensors; ++t) {
     float* x = w.data() + p.offset[t];
     switch (t) {
-      case kLn1W: case kLn2W: case kLnfW:
+      case kLn1W:
+      case kLn2W:
+      case kLnfW:
         for (size_t i = 0; i < p.size[t]; ++i) x[i] = 1.f;
         break;
       case kWte:
         for (size_t i = 0; i < size_t(c.vocab_size) * c.channels; ++i) x[i] = float(0.02 * rng.Normal());
         break;
-      case kWpe: case kQkvW: case kFcW:
+      case kWpe:
+      case kQkvW:
+      case kFcW:
         for (size_t i = 0; i < p.size[t]; ++i) x[i] = float(0.02 * rng.Normal());
         break;
-      case kAttProjW: case kFcProjW:
+      case kAttProjW:
+      case kFcProjW:
         for (size_t i = 0; i < p.size[t]; ++i) x[i] = float(proj_std * rng.Normal());
         break;
       default:
@@ -122,7 +143,9 @@ class SyntheticCorpus {
 
   int Successor(int token, int choice) const {
     uint64_t h = (uint64_t(token) * 4 + choice + 1) * 0x9E3779B97F4A7C15ull;
-    h ^= h >> 31; h *= 0xBF58476D1CE4E5B9ull; h ^= h >> 29;
+    h ^= h >> 31;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 29;
     return int(h % uint64_t(vocab_));
   }
 

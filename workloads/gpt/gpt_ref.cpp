@@ -28,8 +28,8 @@ void EncoderBackward(double* dwte, double* dwpe, const double* dout, const int* 
     }
 }
 
-void LayerNormForward(double* out, double* mean, double* rstd, const double* inp, const double* w,
-                      const double* b, int rows, int C) {
+void LayerNormForward(double* out, double* mean, double* rstd, const double* inp, const double* w, const double* b,
+                      int rows, int C) {
   for (int r = 0; r < rows; ++r) {
     const double* x = inp + size_t(r) * C;
     double m = 0;
@@ -46,8 +46,8 @@ void LayerNormForward(double* out, double* mean, double* rstd, const double* inp
   }
 }
 
-void LayerNormBackward(double* dinp, double* dw, double* db, const double* dout, const double* inp,
-                       const double* w, const double* mean, const double* rstd, int rows, int C) {
+void LayerNormBackward(double* dinp, double* dw, double* db, const double* dout, const double* inp, const double* w,
+                       const double* mean, const double* rstd, int rows, int C) {
   for (int r = 0; r < rows; ++r) {
     const double* x = inp + size_t(r) * C;
     const double* d = dout + size_t(r) * C;
@@ -83,8 +83,8 @@ void MatmulForward(double* out, const double* inp, const double* w, const double
   }
 }
 
-void MatmulBackward(double* dinp, double* dw, double* dbias, const double* dout, const double* inp,
-                    const double* w, int rows, int C, int OC) {
+void MatmulBackward(double* dinp, double* dw, double* dbias, const double* dout, const double* inp, const double* w,
+                    int rows, int C, int OC) {
   for (int r = 0; r < rows; ++r) {
     const double* d = dout + size_t(r) * OC;
     const double* x = inp + size_t(r) * C;
@@ -129,8 +129,8 @@ void AttentionForward(double* out, double* att, const double* qkv, int B, int T,
       }
 }
 
-void AttentionBackward(double* dqkv, const double* dout, const double* qkv, const double* att,
-                       int B, int T, int C, int NH) {
+void AttentionBackward(double* dqkv, const double* dout, const double* qkv, const double* att, int B, int T, int C,
+                       int NH) {
   const int HS = C / NH;
   const double scale = 1.0 / std::sqrt(double(HS));
   std::vector<double> datt(T), dpre(T);
@@ -205,8 +205,8 @@ void CrossEntropyForward(double* losses, const double* probs, const int* targets
   for (int r = 0; r < rows; ++r) losses[r] = -std::log(probs[size_t(r) * Vp + targets[r]]);
 }
 
-void CrossEntropySoftmaxBackward(double* dlogits, const double* probs, const int* targets,
-                                 double dloss, int rows, int V, int Vp) {
+void CrossEntropySoftmaxBackward(double* dlogits, const double* probs, const int* targets, double dloss, int rows,
+                                 int V, int Vp) {
   for (int r = 0; r < rows; ++r)
     for (int i = 0; i < Vp; ++i) {
       const double p = probs[size_t(r) * Vp + i];
@@ -215,8 +215,12 @@ void CrossEntropySoftmaxBackward(double* dlogits, const double* probs, const int
 }
 
 GptRef::GptRef(const GptConfig& config, const std::vector<float>& params)
-    : config_(config), layout_(config), params_(params.begin(), params.end()),
-      grads_(layout_.total, 0.0), m_(layout_.total, 0.0), v_(layout_.total, 0.0) {}
+    : config_(config),
+      layout_(config),
+      params_(params.begin(), params.end()),
+      grads_(layout_.total, 0.0),
+      m_(layout_.total, 0.0),
+      v_(layout_.total, 0.0) {}
 
 double GptRef::Forward(const int* inputs, const int* targets, int B, int T) {
   const int C = config_.channels, L = config_.num_layers, NH = config_.num_heads;
@@ -229,37 +233,49 @@ double GptRef::Forward(const int* inputs, const int* targets, int B, int T) {
   Activations& a = acts_;
   auto per_layer = [&](std::vector<Vec>& v, size_t n) { v.assign(L, Vec(n)); };
   a.encoded.assign(BT * C, 0);
-  per_layer(a.ln1, BT * C); per_layer(a.ln1_mean, BT); per_layer(a.ln1_rstd, BT);
-  per_layer(a.qkv, BT * 3 * C); per_layer(a.att, size_t(B) * NH * T * T);
-  per_layer(a.atty, BT * C); per_layer(a.attproj, BT * C); per_layer(a.residual2, BT * C);
-  per_layer(a.ln2, BT * C); per_layer(a.ln2_mean, BT); per_layer(a.ln2_rstd, BT);
-  per_layer(a.fch, BT * 4 * C); per_layer(a.fch_gelu, BT * 4 * C); per_layer(a.fcproj, BT * C);
+  per_layer(a.ln1, BT * C);
+  per_layer(a.ln1_mean, BT);
+  per_layer(a.ln1_rstd, BT);
+  per_layer(a.qkv, BT * 3 * C);
+  per_layer(a.att, size_t(B) * NH * T * T);
+  per_layer(a.atty, BT * C);
+  per_layer(a.attproj, BT * C);
+  per_layer(a.residual2, BT * C);
+  per_layer(a.ln2, BT * C);
+  per_layer(a.ln2_mean, BT);
+  per_layer(a.ln2_rstd, BT);
+  per_layer(a.fch, BT * 4 * C);
+  per_layer(a.fch_gelu, BT * 4 * C);
+  per_layer(a.fcproj, BT * C);
   per_layer(a.residual3, BT * C);
-  a.lnf.assign(BT * C, 0); a.lnf_mean.assign(BT, 0); a.lnf_rstd.assign(BT, 0);
-  a.logits.assign(BT * Vp, 0); a.probs.assign(BT * Vp, 0); a.losses.assign(BT, 0);
+  a.lnf.assign(BT * C, 0);
+  a.lnf_mean.assign(BT, 0);
+  a.lnf_rstd.assign(BT, 0);
+  a.logits.assign(BT * Vp, 0);
+  a.probs.assign(BT * Vp, 0);
+  a.losses.assign(BT, 0);
 
   EncoderForward(a.encoded.data(), inputs, P(kWte), P(kWpe), B, T, C);
   for (int l = 0; l < L; ++l) {
     const double* residual = l == 0 ? a.encoded.data() : a.residual3[l - 1].data();
-    LayerNormForward(a.ln1[l].data(), a.ln1_mean[l].data(), a.ln1_rstd[l].data(), residual,
-                     P(kLn1W) + l * C, P(kLn1B) + l * C, BT, C);
-    MatmulForward(a.qkv[l].data(), a.ln1[l].data(), P(kQkvW) + size_t(l) * 3 * C * C,
-                  P(kQkvB) + l * 3 * C, BT, C, 3 * C);
+    LayerNormForward(a.ln1[l].data(), a.ln1_mean[l].data(), a.ln1_rstd[l].data(), residual, P(kLn1W) + l * C,
+                     P(kLn1B) + l * C, BT, C);
+    MatmulForward(a.qkv[l].data(), a.ln1[l].data(), P(kQkvW) + size_t(l) * 3 * C * C, P(kQkvB) + l * 3 * C, BT, C,
+                  3 * C);
     AttentionForward(a.atty[l].data(), a.att[l].data(), a.qkv[l].data(), B, T, C, NH);
-    MatmulForward(a.attproj[l].data(), a.atty[l].data(), P(kAttProjW) + size_t(l) * C * C,
-                  P(kAttProjB) + l * C, BT, C, C);
+    MatmulForward(a.attproj[l].data(), a.atty[l].data(), P(kAttProjW) + size_t(l) * C * C, P(kAttProjB) + l * C, BT, C,
+                  C);
     for (size_t i = 0; i < BT * C; ++i) a.residual2[l][i] = residual[i] + a.attproj[l][i];
     LayerNormForward(a.ln2[l].data(), a.ln2_mean[l].data(), a.ln2_rstd[l].data(), a.residual2[l].data(),
                      P(kLn2W) + l * C, P(kLn2B) + l * C, BT, C);
-    MatmulForward(a.fch[l].data(), a.ln2[l].data(), P(kFcW) + size_t(l) * 4 * C * C,
-                  P(kFcB) + l * 4 * C, BT, C, 4 * C);
+    MatmulForward(a.fch[l].data(), a.ln2[l].data(), P(kFcW) + size_t(l) * 4 * C * C, P(kFcB) + l * 4 * C, BT, C, 4 * C);
     GeluForward(a.fch_gelu[l].data(), a.fch[l].data(), BT * 4 * C);
-    MatmulForward(a.fcproj[l].data(), a.fch_gelu[l].data(), P(kFcProjW) + size_t(l) * 4 * C * C,
-                  P(kFcProjB) + l * C, BT, 4 * C, C);
+    MatmulForward(a.fcproj[l].data(), a.fch_gelu[l].data(), P(kFcProjW) + size_t(l) * 4 * C * C, P(kFcProjB) + l * C,
+                  BT, 4 * C, C);
     for (size_t i = 0; i < BT * C; ++i) a.residual3[l][i] = a.residual2[l][i] + a.fcproj[l][i];
   }
-  LayerNormForward(a.lnf.data(), a.lnf_mean.data(), a.lnf_rstd.data(), a.residual3[L - 1].data(),
-                   P(kLnfW), P(kLnfB), BT, C);
+  LayerNormForward(a.lnf.data(), a.lnf_mean.data(), a.lnf_rstd.data(), a.residual3[L - 1].data(), P(kLnfW), P(kLnfB),
+                   BT, C);
   MatmulForward(a.logits.data(), a.lnf.data(), P(kWte), nullptr, BT, C, Vp);
   SoftmaxForward(a.probs.data(), a.logits.data(), BT, V, Vp);
   CrossEntropyForward(a.losses.data(), a.probs.data(), targets, BT, Vp);
@@ -292,21 +308,21 @@ void GptRef::Backward() {
     std::fill(dtmp4b.begin(), dtmp4b.end(), 0.0);
     GeluBackward(dtmp4b.data(), a.fch[l].data(), dtmp4.data(), BT * 4 * C);
     std::fill(dln.begin(), dln.end(), 0.0);
-    MatmulBackward(dln.data(), G(kFcW) + size_t(l) * 4 * C * C, G(kFcB) + l * 4 * C, dtmp4b.data(),
-                   a.ln2[l].data(), P(kFcW) + size_t(l) * 4 * C * C, BT, C, 4 * C);
+    MatmulBackward(dln.data(), G(kFcW) + size_t(l) * 4 * C * C, G(kFcB) + l * 4 * C, dtmp4b.data(), a.ln2[l].data(),
+                   P(kFcW) + size_t(l) * 4 * C * C, BT, C, 4 * C);
     LayerNormBackward(dres.data(), G(kLn2W) + l * C, G(kLn2B) + l * C, dln.data(), a.residual2[l].data(),
                       P(kLn2W) + l * C, a.ln2_mean[l].data(), a.ln2_rstd[l].data(), BT, C);
     // residual2 = residual + attproj(attention(qkv(ln1(residual))))
     std::fill(datty.begin(), datty.end(), 0.0);
-    MatmulBackward(datty.data(), G(kAttProjW) + size_t(l) * C * C, G(kAttProjB) + l * C, dres.data(),
-                   a.atty[l].data(), P(kAttProjW) + size_t(l) * C * C, BT, C, C);
+    MatmulBackward(datty.data(), G(kAttProjW) + size_t(l) * C * C, G(kAttProjB) + l * C, dres.data(), a.atty[l].data(),
+                   P(kAttProjW) + size_t(l) * C * C, BT, C, C);
     std::fill(dqkv.begin(), dqkv.end(), 0.0);
     AttentionBackward(dqkv.data(), datty.data(), a.qkv[l].data(), a.att[l].data(), B, T, C, NH);
     std::fill(dln.begin(), dln.end(), 0.0);
-    MatmulBackward(dln.data(), G(kQkvW) + size_t(l) * 3 * C * C, G(kQkvB) + l * 3 * C, dqkv.data(),
-                   a.ln1[l].data(), P(kQkvW) + size_t(l) * 3 * C * C, BT, C, 3 * C);
-    LayerNormBackward(dres.data(), G(kLn1W) + l * C, G(kLn1B) + l * C, dln.data(), residual,
-                      P(kLn1W) + l * C, a.ln1_mean[l].data(), a.ln1_rstd[l].data(), BT, C);
+    MatmulBackward(dln.data(), G(kQkvW) + size_t(l) * 3 * C * C, G(kQkvB) + l * 3 * C, dqkv.data(), a.ln1[l].data(),
+                   P(kQkvW) + size_t(l) * 3 * C * C, BT, C, 3 * C);
+    LayerNormBackward(dres.data(), G(kLn1W) + l * C, G(kLn1B) + l * C, dln.data(), residual, P(kLn1W) + l * C,
+                      a.ln1_mean[l].data(), a.ln1_rstd[l].data(), BT, C);
   }
   EncoderBackward(G(kWte), G(kWpe), dres.data(), inputs_.data(), B, T, C);
 }

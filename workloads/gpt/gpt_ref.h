@@ -20,21 +20,21 @@ void EncoderForward(double* out, const int* inp, const double* wte, const double
 void EncoderBackward(double* dwte, double* dwpe, const double* dout, const int* inp, int B, int T, int C);
 
 // rows of C: out = (x - mean) * rstd * w + b, eps 1e-5, biased variance.
-void LayerNormForward(double* out, double* mean, double* rstd, const double* inp, const double* w,
-                      const double* b, int rows, int C);
-void LayerNormBackward(double* dinp, double* dw, double* db, const double* dout, const double* inp,
-                       const double* w, const double* mean, const double* rstd, int rows, int C);
+void LayerNormForward(double* out, double* mean, double* rstd, const double* inp, const double* w, const double* b,
+                      int rows, int C);
+void LayerNormBackward(double* dinp, double* dw, double* db, const double* dout, const double* inp, const double* w,
+                       const double* mean, const double* rstd, int rows, int C);
 
 // out (rows, OC) = inp (rows, C) · wᵀ (w is (OC, C)) + bias (may be null).
 void MatmulForward(double* out, const double* inp, const double* w, const double* bias, int rows, int C, int OC);
-void MatmulBackward(double* dinp, double* dw, double* dbias, const double* dout, const double* inp,
-                    const double* w, int rows, int C, int OC);
+void MatmulBackward(double* dinp, double* dw, double* dbias, const double* dout, const double* inp, const double* w,
+                    int rows, int C, int OC);
 
 // Causal multi-head self-attention. qkv is (B, T, 3C) = [q | k | v], head h uses channels
 // [h·HS, (h+1)·HS) of each. att is (B, NH, T, T) post-softmax probabilities (0 above the diagonal).
 void AttentionForward(double* out, double* att, const double* qkv, int B, int T, int C, int NH);
-void AttentionBackward(double* dqkv, const double* dout, const double* qkv, const double* att,
-                       int B, int T, int C, int NH);
+void AttentionBackward(double* dqkv, const double* dout, const double* qkv, const double* att, int B, int T, int C,
+                       int NH);
 
 // GELU, tanh approximation (GPT-2).
 void GeluForward(double* out, const double* inp, size_t n);
@@ -44,15 +44,15 @@ void GeluBackward(double* dinp, const double* inp, const double* dout, size_t n)
 void SoftmaxForward(double* probs, const double* logits, int rows, int V, int Vp);
 void CrossEntropyForward(double* losses, const double* probs, const int* targets, int rows, int Vp);
 // dlogits = (probs - onehot(target)) * dloss per row; padded entries get 0.
-void CrossEntropySoftmaxBackward(double* dlogits, const double* probs, const int* targets,
-                                 double dloss, int rows, int V, int Vp);
+void CrossEntropySoftmaxBackward(double* dlogits, const double* probs, const int* targets, double dloss, int rows,
+                                 int V, int Vp);
 
 // ---- the model ------------------------------------------------------------------------------
 
 struct Activations {
-  Vec encoded;                                  // (B,T,C)
-  std::vector<Vec> ln1, ln1_mean, ln1_rstd, qkv, att, atty, attproj, residual2, ln2, ln2_mean,
-      ln2_rstd, fch, fch_gelu, fcproj, residual3;  // one per layer
+  Vec encoded;  // (B,T,C)
+  std::vector<Vec> ln1, ln1_mean, ln1_rstd, qkv, att, atty, attproj, residual2, ln2, ln2_mean, ln2_rstd, fch, fch_gelu,
+      fcproj, residual3;  // one per layer
   Vec lnf, lnf_mean, lnf_rstd, logits, probs, losses;
 };
 

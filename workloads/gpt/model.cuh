@@ -86,7 +86,9 @@ class GptModel {
     inputs_ = buf_.Alloc<int>(BT);
     targets_ = buf_.Alloc<int>(BT);
     encoded_ = buf_.Alloc<T>(BTC);
-    per_layer(ln1_, BTC); per_layer_f(ln1_mean_, BT); per_layer_f(ln1_rstd_, BT);
+    per_layer(ln1_, BTC);
+    per_layer_f(ln1_mean_, BT);
+    per_layer_f(ln1_rstd_, BT);
     // Flash attention (fused bf16, head size 64) reads q, k, v from qkv in place and keeps one
     // logsumexp per row instead of the (B, NH, T, T) probabilities.
     flash_ = o.fused_kernels && kBf16 && FlashAttentionSupported(AttentionShape{B, seq, NH, c.head_size()});
@@ -94,11 +96,19 @@ class GptModel {
     if (flash_) {
       per_layer_f(lse_, size_t(B) * NH * seq);
     } else {
-      per_layer(q_, BTC); per_layer(k_, BTC); per_layer(v_act_, BTC); per_layer(att_, att);
+      per_layer(q_, BTC);
+      per_layer(k_, BTC);
+      per_layer(v_act_, BTC);
+      per_layer(att_, att);
     }
-    per_layer(atty_, BTC); per_layer(res2_, BTC);
-    per_layer(ln2_, BTC); per_layer_f(ln2_mean_, BT); per_layer_f(ln2_rstd_, BT);
-    per_layer(fch_, 4 * BTC); per_layer(fch_gelu_, 4 * BTC); per_layer(res3_, BTC);
+    per_layer(atty_, BTC);
+    per_layer(res2_, BTC);
+    per_layer(ln2_, BTC);
+    per_layer_f(ln2_mean_, BT);
+    per_layer_f(ln2_rstd_, BT);
+    per_layer(fch_, 4 * BTC);
+    per_layer(fch_gelu_, 4 * BTC);
+    per_layer(res3_, BTC);
     lnf_ = buf_.Alloc<T>(BTC);
     lnf_mean_ = buf_.Alloc<float>(BT);
     lnf_rstd_ = buf_.Alloc<float>(BT);
@@ -157,8 +167,10 @@ class GptModel {
       Linear(qkv_[l], ln1_[l], PX(kQkvW, l), PX(kQkvB, l), BT, C, 3 * C, s);
       {
         Section sec(timer_, "attention_fwd", s);
-        if (flash_) FlashForward(l, sh, s);
-        else AttentionForward(mm_, atty_[l], q_[l], k_[l], v_act_[l], att_[l], y_, qkv_[l], sh, fused, s);
+        if (flash_)
+          FlashForward(l, sh, s);
+        else
+          AttentionForward(mm_, atty_[l], q_[l], k_[l], v_act_[l], att_[l], y_, qkv_[l], sh, fused, s);
       }
       Linear(proj_, atty_[l], PX(kAttProjW, l), PX(kAttProjB, l), BT, C, C, s);
       if (fused) {
@@ -173,7 +185,8 @@ class GptModel {
       bool gelu_done = false;
       if (GemmEpilogues()) {  // fch_gelu = GELU(ln2·Wᵀ + b), fch = the pre-activation, one GEMM
         Section sec(timer_, "matmul_fwd", s);
-        gelu_done = LinearForwardGemm<T>(mm_, fch_gelu_[l], ln2_[l], PX(kFcW, l), PX(kFcB, l), BT, C, 4 * C, s, fch_[l]);
+        gelu_done =
+            LinearForwardGemm<T>(mm_, fch_gelu_[l], ln2_[l], PX(kFcW, l), PX(kFcB, l), BT, C, 4 * C, s, fch_[l]);
       }
       if (!gelu_done) {
         Linear(fch_[l], ln2_[l], PX(kFcW, l), PX(kFcB, l), BT, C, 4 * C, s);
@@ -239,8 +252,8 @@ class GptModel {
         LinearBackward(dfch_, G(kFcProjW, l), G(kFcProjB, l), dres_, fch_gelu_[l], PX(kFcProjW, l), BT, 4 * C, C, s,
                        fch_[l]);
       } else {
-        LinearBackward(dfch_gelu_, G(kFcProjW, l), G(kFcProjB, l), dres_, fch_gelu_[l], PX(kFcProjW, l), BT, 4 * C,
-                       C, s);
+        LinearBackward(dfch_gelu_, G(kFcProjW, l), G(kFcProjB, l), dres_, fch_gelu_[l], PX(kFcProjW, l), BT, 4 * C, C,
+                       s);
         Section sec(timer_, "gelu", s);
         GeluBackward(dfch_, fch_[l], dfch_gelu_, 4 * BTC, s);
       }
@@ -253,8 +266,8 @@ class GptModel {
         if (flash_)
           FlashBackward(l, sh, s);
         else
-          AttentionBackward(mm_, dqkv_, dy_, dq_, dk_, dv_, datt_, datty_, q_[l], k_[l], v_act_[l], att_[l], sh,
-                            fused, s);
+          AttentionBackward(mm_, dqkv_, dy_, dq_, dk_, dv_, datt_, datty_, q_[l], k_[l], v_act_[l], att_[l], sh, fused,
+                            s);
       }
       LinearBackward(dln_, G(kQkvW, l), G(kQkvB, l), dqkv_, ln1_[l], PX(kQkvW, l), BT, C, 3 * C, s);
       LnBackward(dln_, residual, PX(kLn1W, l), G(kLn1W, l), G(kLn1B, l), ln1_mean_[l], ln1_rstd_[l], s);
@@ -269,8 +282,13 @@ class GptModel {
 
   // AdamW step t (t >= 1).
   void Update(int t, cudaStream_t s) {
-    AdamWHyper h{o_.lr, o_.beta1, o_.beta2, o_.eps, o_.weight_decay,
-                 1.f - std::pow(o_.beta1, float(t)), 1.f - std::pow(o_.beta2, float(t))};
+    AdamWHyper h{o_.lr,
+                 o_.beta1,
+                 o_.beta2,
+                 o_.eps,
+                 o_.weight_decay,
+                 1.f - std::pow(o_.beta1, float(t)),
+                 1.f - std::pow(o_.beta2, float(t))};
     T* copy = nullptr;
     if constexpr (kBf16) copy = params_x_;
     Section sec(timer_, "optimizer", s);
@@ -342,8 +360,8 @@ class GptModel {
   }
   // dres += LN backward of dout. Fused: accumulated inside the kernel; unfused: written to a
   // scratch buffer, then a separate residual-accumulate kernel.
-  void LnBackward(const T* dout, const T* inp, const T* w, float* dw, float* db, const float* mean,
-                  const float* rstd, cudaStream_t s) {
+  void LnBackward(const T* dout, const T* inp, const T* w, float* dw, float* db, const float* mean, const float* rstd,
+                  cudaStream_t s) {
     const int BT = B_ * T_, C = c_.channels;
     Section sec(timer_, "layernorm_residual", s);
     if (o_.fused_kernels) {
@@ -371,7 +389,7 @@ class GptModel {
   std::vector<T*> ln1_, qkv_, q_, k_, v_act_, att_, atty_, res2_, ln2_, fch_, fch_gelu_, res3_;
   std::vector<float*> ln1_mean_, ln1_rstd_, ln2_mean_, ln2_rstd_, lse_;
   T *proj_, *y_ = nullptr, *dres_, *dln_, *dtmp_, *datty_, *dy_ = nullptr, *dq_ = nullptr, *dk_ = nullptr,
-    *dv_ = nullptr, *dqkv_, *datt_ = nullptr, *dfch_, *dfch_gelu_;
+            *dv_ = nullptr, *dqkv_, *datt_ = nullptr, *dfch_, *dfch_gelu_;
   float* flash_delta_ = nullptr;
 };
 

@@ -306,16 +306,29 @@ int Train(const Options& o) {
                1e3 * elapsed / o.steps, tokens_per_s, 100 * mfu, o.peak_tflops);
   const AttentionShape att_shape{B, Tn, c.num_heads, c.head_size()};
   JsonLine j;
-  j.Add("workload", "train_gpt").Add("precision", o.precision).Add("kernels", o.kernels)
+  j.Add("workload", "train_gpt")
+      .Add("precision", o.precision)
+      .Add("kernels", o.kernels)
       .Add("flash_attention", model.flash())
       .Add("flash_bwd", model.flash() ? FlashBackwardPathName(FlashBackwardPathFor(att_shape)) : "none")
       .Add("flash_fwd", model.flash() ? FlashForwardVariantName(FlashForwardVariantFor(att_shape)) : "none")
-      .Add("optimizer", o.optimizer).Add("input", o.input).Add("graph", o.graph).Add("batch", B).Add("seq", Tn)
-      .Add("layers", c.num_layers).Add("channels", c.channels).Add("steps", o.steps).Add("elapsed_s", elapsed)
-      .Add("step_ms", 1e3 * elapsed / o.steps).Add("tokens_per_s", tokens_per_s)
-      .Add("flops_per_token", flops_per_token).Add("peak_tflops", o.peak_tflops).Add("mfu_pct", 100 * mfu)
+      .Add("optimizer", o.optimizer)
+      .Add("input", o.input)
+      .Add("graph", o.graph)
+      .Add("batch", B)
+      .Add("seq", Tn)
+      .Add("layers", c.num_layers)
+      .Add("channels", c.channels)
+      .Add("steps", o.steps)
+      .Add("elapsed_s", elapsed)
+      .Add("step_ms", 1e3 * elapsed / o.steps)
+      .Add("tokens_per_s", tokens_per_s)
+      .Add("flops_per_token", flops_per_token)
+      .Add("peak_tflops", o.peak_tflops)
+      .Add("mfu_pct", 100 * mfu)
       .Add("mfu_convention", "6N+12LHQT")
-      .Add("loss_first", double(losses.front())).Add("loss_last", double(losses.back()));
+      .Add("loss_first", double(losses.front()))
+      .Add("loss_last", double(losses.back()));
   j.Print();
   cudaFree(losses_dev);
   cudaStreamDestroy(compute);
@@ -347,10 +360,10 @@ void PrintBreakdown(GptModel<T>& model, const Options& o, cudaStream_t s, double
   // twice that backward; attention 2 GEMMs forward, 4 backward, each 2·B·NH·T²·HS: full T² for
   // the materialised path (computed), half of it for flash attention (it skips masked tiles;
   // its backward recomputes QKᵀ twice more, not counted).
-  const double linear_params = double(c.num_layers) * 12.0 * c.channels * c.channels +
-                               double(c.padded_vocab_size) * c.channels;
-  const double att_gemm = (model.flash() ? 0.5 : 1.0) * 2.0 * o.batch * c.num_heads * double(o.seq) * o.seq *
-                         c.head_size() * c.num_layers;
+  const double linear_params =
+      double(c.num_layers) * 12.0 * c.channels * c.channels + double(c.padded_vocab_size) * c.channels;
+  const double att_gemm =
+      (model.flash() ? 0.5 : 1.0) * 2.0 * o.batch * c.num_heads * double(o.seq) * o.seq * c.head_size() * c.num_layers;
   const std::map<std::string, double> flops = {{"matmul_fwd", 2 * linear_params * tokens},
                                                {"matmul_bwd", 4 * linear_params * tokens},
                                                {"attention_fwd", 2 * att_gemm},
@@ -359,11 +372,11 @@ void PrintBreakdown(GptModel<T>& model, const Options& o, cudaStream_t s, double
   // fused-kernel view): a lower bound, so "at roofline" below is the fastest the group could be.
   const double S = sizeof(T), BTC = tokens * c.channels, L = c.num_layers, N = double(ParamLayout(c).total);
   const std::map<std::string, double> bytes = {
-      {"gelu", 20 * BTC * S * L},                       // fwd r+w 4BTC; bwd r 8BTC, w 4BTC
-      {"layernorm_residual", 16 * BTC * S * L},         // 2 LNs/layer: fwd 4BTC, bwd 4BTC each
-      {"bias_grad", 9 * BTC * S * L},                   // read each linear's dout once
+      {"gelu", 20 * BTC * S * L},                            // fwd r+w 4BTC; bwd r 8BTC, w 4BTC
+      {"layernorm_residual", 16 * BTC * S * L},              // 2 LNs/layer: fwd 4BTC, bwd 4BTC each
+      {"bias_grad", 9 * BTC * S * L},                        // read each linear's dout once
       {"classifier", 2 * tokens * c.padded_vocab_size * S},  // logits in, dlogits out
-      {"optimizer", N * (28 + (S == 2 ? 2 : 0))},        // p,g,m,v in; p,m,v (+bf16 copy) out
+      {"optimizer", N * (28 + (S == 2 ? 2 : 0))},            // p,g,m,v in; p,m,v (+bf16 copy) out
       {"zero_grad", 4 * N + BTC * S},
       {"encoder", 3 * BTC * S}};
   // Ceilings measured on the H200 (../shared/GPU.md): bf16 dense GEMM ~790 TFLOP/s (8192³); fp32
@@ -373,11 +386,14 @@ void PrintBreakdown(GptModel<T>& model, const Options& o, cudaStream_t s, double
   const auto ms = timer.Collect();
   std::fprintf(stderr, "breakdown (%ld steps, GPU ms per step; timed step %.1f ms, breakdown wall %.1f ms):\n",
                o.breakdown, 1e3 * step_s, wall_ms);
-  std::fprintf(stderr, "  %-20s %8s %9s %9s %11s %9s\n", "group", "ms", "TFLOP/s", "GB/s", "roofline ms",
-               "excess ms");
+  std::fprintf(stderr, "  %-20s %8s %9s %9s %11s %9s\n", "group", "ms", "TFLOP/s", "GB/s", "roofline ms", "excess ms");
   JsonLine j;
-  j.Add("workload", "train_gpt_breakdown").Add("precision", o.precision).Add("kernels", o.kernels)
-      .Add("optimizer", o.optimizer).Add("step_ms", 1e3 * step_s).Add("breakdown_wall_ms", wall_ms);
+  j.Add("workload", "train_gpt_breakdown")
+      .Add("precision", o.precision)
+      .Add("kernels", o.kernels)
+      .Add("optimizer", o.optimizer)
+      .Add("step_ms", 1e3 * step_s)
+      .Add("breakdown_wall_ms", wall_ms);
   for (const auto& [name, v] : ms) {
     const double per = v / o.breakdown;
     total += per;
@@ -511,15 +527,24 @@ int Check(const Options& o) {
   ok &= opt_err <= opt_tol;
   std::printf("  adamw step rel err %.2e (tolerance %.0e)%s\n", opt_err, opt_tol, opt_err <= opt_tol ? "" : "  FAIL");
   JsonLine j;
-  j.Add("workload", "train_gpt_check").Add("flash_attention", model.flash()).Add("precision", o.precision).Add("kernels", o.kernels)
-      .Add("optimizer", o.optimizer).Add("graph", o.graph).Add("loss_rel_err", loss_err).Add("worst_grad_rel_err", worst)
-      .Add("adamw_rel_err", opt_err).Add("tolerance", tol).Add("pass", ok);
+  j.Add("workload", "train_gpt_check")
+      .Add("flash_attention", model.flash())
+      .Add("precision", o.precision)
+      .Add("kernels", o.kernels)
+      .Add("optimizer", o.optimizer)
+      .Add("graph", o.graph)
+      .Add("loss_rel_err", loss_err)
+      .Add("worst_grad_rel_err", worst)
+      .Add("adamw_rel_err", opt_err)
+      .Add("tolerance", tol)
+      .Add("pass", ok);
   j.Print();
   cudaFree(loss_dev);
   return ok ? 0 : 1;
 }
 
-constexpr const char* kUsage = R"(usage: train_gpt [switches] [shape] [run]   GPT-2 training in CUDA C++ (GPT-2 124M by default)
+constexpr const char* kUsage =
+    R"(usage: train_gpt [switches] [shape] [run]   GPT-2 training in CUDA C++ (GPT-2 124M by default)
        train_gpt --check [switches]              gradients and one AdamW step against a CPU reference
 
 The seed experiment's switches (first value: the default, all off):

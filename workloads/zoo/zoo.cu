@@ -14,8 +14,8 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <mutex>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,8 +63,7 @@ void LaunchBusy(float* sink, double us, cudaStream_t stream = 0) {
 
 __global__ void SumKernel(const float* x, size_t n, float* out) {
   float s = 0.f;
-  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-    s += x[i];
+  for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) s += x[i];
   if (s == -1.2345f) *out = s;  // keeps the reads without an atomic per thread
 }
 
@@ -90,23 +89,30 @@ __global__ void HeavyKernel(float* x, size_t n, int iters) {
 
 // Elementwise chain: y = relu(x*a + b) * c - d, squared-ish, as separate ops or one.
 __global__ void Scale(const float* x, float* y, size_t n, float a) {
-  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] * a;
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] * a;
 }
 __global__ void AddC(const float* x, float* y, size_t n, float b) {
-  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] + b;
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] + b;
 }
 __global__ void Relu(const float* x, float* y, size_t n) {
-  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) y[i] = fmaxf(x[i], 0.f);
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = fmaxf(x[i], 0.f);
 }
 __global__ void Square(const float* x, float* y, size_t n) {
-  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; if (i < n) y[i] = x[i] * x[i];
+  size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+  if (i < n) y[i] = x[i] * x[i];
 }
 __global__ void FusedChain(const float* x, float* y, size_t n, int reps) {
   size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
   if (i >= n) return;
   float v = x[i];
   for (int r = 0; r < reps; ++r) {
-    v = v * 0.5f; v = v + 0.25f; v = fmaxf(v, 0.f); v = v * v;
+    v = v * 0.5f;
+    v = v + 0.25f;
+    v = fmaxf(v, 0.f);
+    v = v * v;
   }
   y[i] = v;
 }
@@ -160,7 +166,10 @@ Result RunSteps(const Options& o, const std::function<void()>& step) {
 
 JsonLine Report(const char* name, const Options& o, const Result& r) {
   JsonLine j;
-  j.Add("case", name).Add("fixed", o.fixed).Add("steps", o.steps).Add("elapsed_s", r.elapsed_s)
+  j.Add("case", name)
+      .Add("fixed", o.fixed)
+      .Add("steps", o.steps)
+      .Add("elapsed_s", r.elapsed_s)
       .Add("steps_per_s", r.steps_per_s);
   return j;
 }
@@ -231,8 +240,11 @@ void InputBound(Options o) {
     cv.notify_all();
   }
   for (auto& t : pool) t.join();
-  Report("input_bound", o, r).Add("host_prep_ms", prep_ms).Add("gpu_ms", gpu_us / 1e3)
-      .Add("prep_threads", o.fixed ? workers : 1).Print();
+  Report("input_bound", o, r)
+      .Add("host_prep_ms", prep_ms)
+      .Add("gpu_ms", gpu_us / 1e3)
+      .Add("prep_threads", o.fixed ? workers : 1)
+      .Print();
   CUDA_CHECK(cudaFree(dev));
 }
 
@@ -261,17 +273,24 @@ void PageableCopy(Options o) {
   float* dev;
   CUDA_CHECK(cudaMalloc(&dev, bytes));
   float* host;
-  if (o.fixed) CUDA_CHECK(cudaMallocHost(&host, bytes));
-  else host = static_cast<float*>(std::malloc(bytes));
+  if (o.fixed)
+    CUDA_CHECK(cudaMallocHost(&host, bytes));
+  else
+    host = static_cast<float*>(std::malloc(bytes));
   std::memset(host, 0, bytes);
   Result r = RunSteps(o, [&] {
-    if (o.fixed) CUDA_CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, 0));
-    else CUDA_CHECK(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
+    if (o.fixed)
+      CUDA_CHECK(cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, 0));
+    else
+      CUDA_CHECK(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
     SumKernel<<<4 * SmCount(), 256>>>(dev, n, DeviceSink());
     CUDA_CHECK_LAUNCH();
   });
   Report("pageable_copy", o, r).Add("copy_gb_per_s", bytes * r.steps_per_s / 1e9).Print();
-  if (o.fixed) CUDA_CHECK(cudaFreeHost(host)); else std::free(host);
+  if (o.fixed)
+    CUDA_CHECK(cudaFreeHost(host));
+  else
+    std::free(host);
   CUDA_CHECK(cudaFree(dev));
 }
 
@@ -308,7 +327,9 @@ void LaunchBound(Options o) {
   });
   Report("launch_bound", o, r)
       .Add("kernels_per_step", o.fixed && o.fuse ? 1 : chunks)
-      .Add("fix", !o.fixed ? "none" : o.fuse ? "fused" : "cuda_graph")
+      .Add("fix", !o.fixed ? "none"
+                  : o.fuse ? "fused"
+                           : "cuda_graph")
       .Print();
   if (exec) {
     CUDA_CHECK(cudaGraphExecDestroy(exec));
@@ -374,12 +395,14 @@ void Fp32Gemm(Options o) {
   const float alpha = 1.f, beta = 0.f;
   const cudaDataType_t t = o.fixed ? CUDA_R_16BF : CUDA_R_32F;
   Result r = RunSteps(o, [&] {
-    CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a, t, n, b, t, n,
-                              &beta, c, t, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a, t, n, b, t, n, &beta, c, t, n,
+                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   });
   const double tflops = 2.0 * n * n * double(n) * r.steps_per_s / 1e12;
   Report("fp32_gemm", o, r).Add("precision", o.fixed ? "bf16" : "fp32").Add("tflops", tflops).Print();
-  CUDA_CHECK(cudaFree(a)); CUDA_CHECK(cudaFree(b)); CUDA_CHECK(cudaFree(c));
+  CUDA_CHECK(cudaFree(a));
+  CUDA_CHECK(cudaFree(b));
+  CUDA_CHECK(cudaFree(c));
   CUBLAS_CHECK(cublasDestroy(h));
 }
 
@@ -410,7 +433,8 @@ void UnfusedChain(Options o) {
     CUDA_CHECK_LAUNCH();
   });
   Report("unfused_chain", o, r).Add("kernels_per_step", o.fixed ? 1 : 4 * reps).Print();
-  CUDA_CHECK(cudaFree(x)); CUDA_CHECK(cudaFree(y));
+  CUDA_CHECK(cudaFree(x));
+  CUDA_CHECK(cudaFree(y));
 }
 
 // A streaming reduction over 1 GiB, 256-thread blocks, grid of 8 blocks per SM. Unfixed: each
@@ -431,8 +455,11 @@ void LowOccupancy(Options o) {
     StreamKernel<<<blocks, 256, smem>>>(x, n4, DeviceSink());
     CUDA_CHECK_LAUNCH();
   });
-  Report("low_occupancy", o, r).Add("blocks_per_sm", per_sm).Add("smem_bytes", static_cast<long>(smem))
-      .Add("gb_per_s", bytes * r.steps_per_s / 1e9).Print();
+  Report("low_occupancy", o, r)
+      .Add("blocks_per_sm", per_sm)
+      .Add("smem_bytes", static_cast<long>(smem))
+      .Add("gb_per_s", bytes * r.steps_per_s / 1e9)
+      .Print();
   CUDA_CHECK(cudaFree(x));
 }
 

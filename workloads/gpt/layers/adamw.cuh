@@ -43,7 +43,8 @@ __global__ void AdamWFusedKernel(float* p, T* p_copy, const float* g, float* m, 
     reinterpret_cast<float4*>(p)[i] = pi;
     reinterpret_cast<float4*>(m)[i] = mi;
     reinterpret_cast<float4*>(v)[i] = vi;
-    if (p_copy) reinterpret_cast<Copy4*>(p_copy)[i] = Copy4{{FromF<T>(pi.x), FromF<T>(pi.y), FromF<T>(pi.z), FromF<T>(pi.w)}};
+    if (p_copy)
+      reinterpret_cast<Copy4*>(p_copy)[i] = Copy4{{FromF<T>(pi.x), FromF<T>(pi.y), FromF<T>(pi.z), FromF<T>(pi.w)}};
   }
   for (size_t i = 4 * n4 + first; i < n; i += stride) {
     float pi = p[i], mi = m[i], vi = v[i];

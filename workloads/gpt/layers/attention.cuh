@@ -46,8 +46,10 @@ __global__ void UnpermuteKernel(T* dst, const T* src, int B, int seq, int NH, in
   if (idx >= size_t(B) * NH * seq * HS) return;
   const int i = idx % HS, t = (idx / HS) % seq, h = (idx / (size_t(HS) * seq)) % NH, b = idx / (size_t(HS) * seq * NH);
   const size_t flat = (size_t(b) * seq + t) * NH * HS + size_t(h) * HS + i;
-  if (kBackward) dst[idx] = src[flat];
-  else dst[flat] = src[idx];
+  if (kBackward)
+    dst[idx] = src[flat];
+  else
+    dst[flat] = src[idx];
 }
 
 template <class T>
@@ -110,9 +112,22 @@ template <class T>
 void HeadsGemm(Matmul& mm, bool ta, bool tb, int m, int n, int k, const T* a, int lda, long long sa, const T* b,
                int ldb, long long sb, T* d, int ldd, long long sd, int batch, float alpha, cudaStream_t s) {
   GemmArgs g;
-  g.trans_a = ta; g.trans_b = tb; g.m = m; g.n = n; g.k = k;
-  g.a = a; g.lda = lda; g.stride_a = sa; g.b = b; g.ldb = ldb; g.stride_b = sb;
-  g.d = d; g.ldd = ldd; g.stride_d = sd; g.batch = batch; g.alpha = alpha;
+  g.trans_a = ta;
+  g.trans_b = tb;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = a;
+  g.lda = lda;
+  g.stride_a = sa;
+  g.b = b;
+  g.ldb = ldb;
+  g.stride_b = sb;
+  g.d = d;
+  g.ldd = ldd;
+  g.stride_d = sd;
+  g.batch = batch;
+  g.alpha = alpha;
   g.ab_type = g.d_type = CudaType<T>();
   mm.Run(g, s);
 }
@@ -142,8 +157,8 @@ void AttentionForward(Matmul& mm, T* out, T* q, T* k, T* v, T* att, T* y, const 
 
 // dqkv (B, T, 3C) written (not accumulated). Scratch: dy, dq, dk, dv (B,NH,T,HS), datt (B,NH,T,T).
 template <class T>
-void AttentionBackward(Matmul& mm, T* dqkv, T* dy, T* dq, T* dk, T* dv, T* datt, const T* dout, const T* q,
-                       const T* k, const T* v, const T* att, const AttentionShape& sh, bool fused, cudaStream_t s) {
+void AttentionBackward(Matmul& mm, T* dqkv, T* dy, T* dq, T* dk, T* dv, T* datt, const T* dout, const T* q, const T* k,
+                       const T* v, const T* att, const AttentionShape& sh, bool fused, cudaStream_t s) {
   const int Tn = sh.T, HS = sh.HS, batch = sh.B * sh.NH, rows = batch * Tn;
   const long long sqk = (long long)Tn * HS, satt = (long long)Tn * Tn;
   const float scale = 1.f / sqrtf(float(HS));

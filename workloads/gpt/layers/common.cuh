@@ -19,11 +19,19 @@ namespace gpuscope::gpt {
 
 __device__ __forceinline__ float ToF(float x) { return x; }
 __device__ __forceinline__ float ToF(__nv_bfloat16 x) { return __bfloat162float(x); }
-template <class T> __device__ __forceinline__ T FromF(float x);
-template <> __device__ __forceinline__ float FromF<float>(float x) { return x; }
-template <> __device__ __forceinline__ __nv_bfloat16 FromF<__nv_bfloat16>(float x) { return __float2bfloat16(x); }
+template <class T>
+__device__ __forceinline__ T FromF(float x);
+template <>
+__device__ __forceinline__ float FromF<float>(float x) {
+  return x;
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 FromF<__nv_bfloat16>(float x) {
+  return __float2bfloat16(x);
+}
 
-template <class T> constexpr cudaDataType_t CudaType() {
+template <class T>
+constexpr cudaDataType_t CudaType() {
   return std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_16BF;
 }
 
@@ -75,7 +83,8 @@ std::vector<float> TimeCandidates(size_t n, int rounds, cudaStream_t s, Run&& ru
   std::vector<float> t(rounds);
   for (size_t i = 0; i < n; ++i) {
     if (!ok[i]) continue;
-    for (int r = 0; r < rounds; ++r) CUDA_CHECK(cudaEventElapsedTime(&t[r], ev[2 * (r * n + i)], ev[2 * (r * n + i) + 1]));
+    for (int r = 0; r < rounds; ++r)
+      CUDA_CHECK(cudaEventElapsedTime(&t[r], ev[2 * (r * n + i)], ev[2 * (r * n + i) + 1]));
     std::nth_element(t.begin(), t.begin() + rounds / 2, t.end());
     ms[i] = t[rounds / 2];
   }

@@ -83,9 +83,10 @@ struct Vec16<__nv_bfloat16> {
 };
 
 __device__ __forceinline__ void CpAsync16(void* smem, const void* gmem) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(smem))),
-               "l"(gmem)
-               : "memory");
+  asm volatile(
+      "cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(static_cast<uint32_t>(__cvta_generic_to_shared(smem))),
+      "l"(gmem)
+      : "memory");
 }
 __device__ __forceinline__ void CpAsyncWaitAll() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
@@ -93,8 +94,7 @@ __device__ __forceinline__ void CpAsyncWaitAll() { asm volatile("cp.async.wait_a
 // they drop out of the max and contribute exp(−inf) = 0 to the sum. full_vecs = V / kN: vectors
 // below it lie entirely inside the vocabulary.
 template <class T>
-__device__ __forceinline__ void LoadStaged(const uint4* row, int v, int V, int full_vecs,
-                                           float (&x)[Vec16<T>::kN]) {
+__device__ __forceinline__ void LoadStaged(const uint4* row, int v, int V, int full_vecs, float (&x)[Vec16<T>::kN]) {
   constexpr int kN = Vec16<T>::kN;
   Vec16<T>::Unpack(row[v], x);
   if (v >= full_vecs) {
@@ -227,8 +227,8 @@ template <class T>
 void FusedClassifier(T* logits, float* losses, const int* targets, int rows, int V, int Vp, cudaStream_t s) {
   constexpr int kN = classifier::Vec16<T>::kN;
   const size_t smem_bytes = size_t(Vp) * sizeof(T);
-  const bool staged = Vp % kN == 0 && reinterpret_cast<uintptr_t>(logits) % 16 == 0 &&
-                      smem_bytes <= classifier::StagedSmemLimit<T>();
+  const bool staged =
+      Vp % kN == 0 && reinterpret_cast<uintptr_t>(logits) % 16 == 0 && smem_bytes <= classifier::StagedSmemLimit<T>();
   if (staged) {
     classifier::FusedClassifierStagedKernel<T>
         <<<rows, classifier::kThreads, smem_bytes, s>>>(logits, losses, targets, V, Vp, 1.f / rows);
@@ -236,8 +236,10 @@ void FusedClassifier(T* logits, float* losses, const int* targets, int rows, int
   }
   static bool noted = false;
   if (!noted) {
-    std::fprintf(stderr, "FusedClassifier: Vp=%d (%zu B per row) is not staged in shared memory; using the "
-                 "three-pass kernel\n", Vp, smem_bytes);
+    std::fprintf(stderr,
+                 "FusedClassifier: Vp=%d (%zu B per row) is not staged in shared memory; using the "
+                 "three-pass kernel\n",
+                 Vp, smem_bytes);
     noted = true;
   }
   FusedClassifierKernel<<<rows, 512, 0, s>>>(logits, losses, targets, V, Vp, 1.f / rows);

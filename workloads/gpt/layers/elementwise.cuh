@@ -74,9 +74,9 @@ namespace bias_grad {
 
 constexpr int kWarps = 8;
 constexpr int kThreads = 32 * kWarps;
-constexpr int kUnroll = 4;                    // 16-byte loads in flight per thread
-constexpr int kRowStep = kWarps * kUnroll;    // rows one loop iteration of a block covers
-constexpr int kBlocksPerSm = 4;               // grid target: 4 × 256 threads per SM, one wave
+constexpr int kUnroll = 4;                  // 16-byte loads in flight per thread
+constexpr int kRowStep = kWarps * kUnroll;  // rows one loop iteration of a block covers
+constexpr int kBlocksPerSm = 4;             // grid target: 4 × 256 threads per SM, one wave
 
 // Columns in 16 bytes of T (8 bf16, 4 float) and in one block's strip (one 16-byte vector per lane).
 template <class T>
@@ -183,8 +183,8 @@ void BiasBackward(float* dbias, const T* dout, int rows, int OC, cudaStream_t s)
   }
   static const int sms = workloads::SmCount();
   const int strips = CeilDiv(OC, bias_grad::kStrip<T>);
-  const int tiles = std::clamp(CeilDiv(size_t(sms) * bias_grad::kBlocksPerSm, strips), 1,
-                               CeilDiv(rows, bias_grad::kRowStep));
+  const int tiles =
+      std::clamp(CeilDiv(size_t(sms) * bias_grad::kBlocksPerSm, strips), 1, CeilDiv(rows, bias_grad::kRowStep));
   const int rows_per_block = CeilDiv(CeilDiv(rows, tiles), bias_grad::kRowStep) * bias_grad::kRowStep;
   const dim3 grid(strips, CeilDiv(rows, rows_per_block));
   bias_grad::BiasBackwardTiledKernel<T><<<grid, bias_grad::kThreads, 0, s>>>(dbias, dout, rows, OC, rows_per_block);

@@ -231,8 +231,7 @@ __device__ __forceinline__ void LoadDsA(uint32_t (&a)[4][4], const bf16* ds, int
 // *p += (x, y, z, w) as one fire-and-forget reduction in global memory (no return value, relaxed,
 // gpu scope). The .v4.f32 form needs sm_90 and PTX ISA 8.1 (PTX ISA, "red"); p 16-byte aligned.
 __device__ __forceinline__ void RedAddV4(float* p, float x, float y, float z, float w) {
-  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(x), "f"(y), "f"(z), "f"(w)
-               : "memory");
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(x), "f"(y), "f"(z), "f"(w) : "memory");
 }
 
 // acc[mi] (16 × 64 each) += a[mi] (16 × 64) · B (64 × 64), one m16n8k16 MMA pair per k16 step kk
@@ -288,8 +287,8 @@ __device__ __forceinline__ void Zero(float (&x)[kM][8][4]) {
 
 // Writes a warp's 16 × 64 fp32 accumulator, times `mul` per row half (rows g, g+8), as bf16 to
 // rows row0.. of a global matrix with the given row stride (elements).
-__device__ __forceinline__ void StoreRows(bf16* dst, size_t row_stride, int row0, const float (&acc)[8][4],
-                                          float mul0, float mul1, int lane) {
+__device__ __forceinline__ void StoreRows(bf16* dst, size_t row_stride, int row0, const float (&acc)[8][4], float mul0,
+                                          float mul1, int lane) {
   const int g = lane >> 2, t = lane & 3;
   bf16* r0 = dst + size_t(row0 + g) * row_stride;
   bf16* r1 = dst + size_t(row0 + g + 8) * row_stride;
@@ -354,8 +353,8 @@ __device__ __forceinline__ void MmaABAt(float (&acc)[kM][8][4], const uint32_t (
 // l, rescales acc, and leaves P as the A fragments pf of the P·V product.
 template <int kM>
 __device__ __forceinline__ void OnlineSoftmaxTile(float (&s)[kM][8][4], float (&m)[kM][2], float (&l)[kM][2],
-                                                  float (&acc)[kM][8][4], uint32_t (&pf)[kM][4][4], bool masked,
-                                                  int k0, int qrow0, int lane, float scale_log2) {
+                                                  float (&acc)[kM][8][4], uint32_t (&pf)[kM][4][4], bool masked, int k0,
+                                                  int qrow0, int lane, float scale_log2) {
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int mi = 0; mi < kM; ++mi) {
@@ -437,8 +436,8 @@ __device__ __forceinline__ void ForwardEpilogue(bf16* __restrict__ out, float* _
 // references); only the work per block and the registers per thread differ.
 template <int kNW, int kM>
 __device__ __forceinline__ void FlashForwardBlock(bf16* __restrict__ out, float* __restrict__ lse,
-                                                  const bf16* __restrict__ qkv, int T, int NH, float scale_log2,
-                                                  int qt, int bh) {
+                                                  const bf16* __restrict__ qkv, int T, int NH, float scale_log2, int qt,
+                                                  int bh) {
   constexpr int kNT = 32 * kNW, kBr = 16 * kNW * kM;
   static_assert(kBr == kTile || kBr == 2 * kTile, "the Q tile is staged through one or both second K/V buffers");
   static_assert(kFlashSeqMultiple % kBr == 0, "FlashAttentionSupported's T must be a whole number of query tiles");
@@ -524,9 +523,9 @@ __device__ __forceinline__ void FlashForwardBlock(bf16* __restrict__ out, float*
 // (T / 128, B·NH), blockIdx.x reversed so that each head's heaviest query tile (most key tiles)
 // comes first. Blocks are dispatched in linear index order (x fastest), so this is longest-first
 // within a head only.
-__global__ void __launch_bounds__(kThreads) FlashForwardKernel(bf16* __restrict__ out, float* __restrict__ lse,
-                                                               const bf16* __restrict__ qkv, int T, int NH,
-                                                               float scale_log2) {
+__global__ void __launch_bounds__(kThreads)
+    FlashForwardKernel(bf16* __restrict__ out, float* __restrict__ lse, const bf16* __restrict__ qkv, int T, int NH,
+                       float scale_log2) {
   FlashForwardBlock<kWarps, 2>(out, lse, qkv, T, NH, scale_log2, gridDim.x - 1 - blockIdx.x, blockIdx.y);
 }
 
@@ -536,8 +535,8 @@ __global__ void __launch_bounds__(kThreads) FlashForwardKernel(bf16* __restrict_
 // __launch_bounds__ asks ptxas to fit (the register cap is 65536 / (32·kNW·kMinBlocks)).
 template <int kNW, int kM, int kMinBlocks>
 __global__ void __launch_bounds__(32 * kNW, kMinBlocks)
-    FlashForwardLptKernel(bf16* __restrict__ out, float* __restrict__ lse, const bf16* __restrict__ qkv, int T,
-                          int NH, float scale_log2) {
+    FlashForwardLptKernel(bf16* __restrict__ out, float* __restrict__ lse, const bf16* __restrict__ qkv, int T, int NH,
+                          float scale_log2) {
   FlashForwardBlock<kNW, kM>(out, lse, qkv, T, NH, scale_log2, gridDim.y - 1 - blockIdx.y, blockIdx.x);
 }
 
@@ -580,18 +579,22 @@ __global__ void FlashDeltaKernel(float* __restrict__ delta, float4* __restrict__
 // Head bh (= b·NH + h) of the backward's operands: its q rows in qkv (k, v at +C, +2C; dqkv the
 // same), row stride 3C; its dO rows, row stride C; its rows of lse and D.
 struct BackwardHead {
-  int C;            // NH·HS
-  size_t stride;    // 3·C
-  size_t qkv_off;   // element offset of (b, t = 0, q, h) in qkv and dqkv
+  int C;           // NH·HS
+  size_t stride;   // 3·C
+  size_t qkv_off;  // element offset of (b, t = 0, q, h) in qkv and dqkv
   const bf16 *q, *k, *v, *dout;
   const float *lse, *delta;
   __device__ __forceinline__ BackwardHead(const bf16* qkv, const bf16* dout_all, const float* lse_all,
                                           const float* delta_all, int T, int NH, int bh)
-      : C(NH * kHs), stride(3 * size_t(C)),
+      : C(NH * kHs),
+        stride(3 * size_t(C)),
         qkv_off(size_t(bh / NH) * T * stride + size_t(bh % NH) * kHs),
-        q(qkv + qkv_off), k(q + C), v(q + 2 * C),
+        q(qkv + qkv_off),
+        k(q + C),
+        v(q + 2 * C),
         dout(dout_all + size_t(bh / NH) * T * C + size_t(bh % NH) * kHs),
-        lse(lse_all + size_t(bh) * T), delta(delta_all + size_t(bh) * T) {}
+        lse(lse_all + size_t(bh) * T),
+        delta(delta_all + size_t(bh) * T) {}
   // Starts cp.async copies of query tile q0 (Q, dO, lse, D) into the given shared buffers.
   __device__ __forceinline__ void LoadQueryTile(bf16* sq, bf16* sdo, float* sl, float* sd, int q0) const {
     LoadTile(sq, q + size_t(q0) * stride, stride);
@@ -612,14 +615,14 @@ struct BackwardHead {
 // exp(Sᵀ·scale − lse), zero above the diagonal on the diagonal tile, and dSᵀ = Pᵀ ∘ (dPᵀ − D);
 // then both as A fragments (pf, dsf) for dV += Pᵀ dO and dK += dSᵀ Q. sl, sd: the tile's lse and D.
 __device__ __forceinline__ void KeyTileGradients(float (&st)[1][8][4], float (&dpt)[1][8][4], uint32_t (&pf)[1][4][4],
-                                                 uint32_t (&dsf)[1][4][4], const float* sl, const float* sd,
-                                                 int wrow0, int lane, bool diag, float scale_log2) {
+                                                 uint32_t (&dsf)[1][4][4], const float* sl, const float* sd, int wrow0,
+                                                 int lane, bool diag, float scale_log2) {
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int n = 0; n < 8; ++n)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int qc = 8 * n + 2 * t + (e & 1);  // query, relative to the tile
+      const int qc = 8 * n + 2 * t + (e & 1);   // query, relative to the tile
       const int kr = wrow0 + g + 8 * (e >> 1);  // key, relative to the key tile
       float p = exp2f(st[0][n][e] * scale_log2 - sl[qc] * kLog2e);
       if (diag && kr > qc) p = 0.f;
@@ -707,12 +710,10 @@ __device__ __forceinline__ int GridHead() {
 
 // The two-pass dK/dV: key tile kt = 0 is the heaviest.
 template <bool kLpt>
-__global__ void __launch_bounds__(kThreads) FlashBackwardKvKernel(bf16* __restrict__ dqkv,
-                                                                  const bf16* __restrict__ qkv,
-                                                                  const bf16* __restrict__ dout,
-                                                                  const float* __restrict__ lse,
-                                                                  const float* __restrict__ delta, int T, int NH,
-                                                                  float scale, float scale_log2) {
+__global__ void __launch_bounds__(kThreads)
+    FlashBackwardKvKernel(bf16* __restrict__ dqkv, const bf16* __restrict__ qkv, const bf16* __restrict__ dout,
+                          const float* __restrict__ lse, const float* __restrict__ delta, int T, int NH, float scale,
+                          float scale_log2) {
   FlashBackwardKvBlock(dqkv, qkv, dout, lse, delta, T, NH, scale, scale_log2, GridTile<kLpt>(), GridHead<kLpt>());
 }
 
@@ -773,7 +774,7 @@ __device__ __forceinline__ void FlashBackwardQBlock(bf16* __restrict__ dqkv, con
     for (int n = 0; n < 8; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int kc = 8 * n + 2 * t + (e & 1);  // key, relative to the key tile
+        const int kc = 8 * n + 2 * t + (e & 1);   // key, relative to the key tile
         const int qr = wrow0 + g + 8 * (e >> 1);  // query, relative to q0
         float p = exp2f(s[0][n][e] * scale_log2 - lse2[e >> 1]);
         if (diag && kc > qr) p = 0.f;
@@ -791,12 +792,10 @@ __device__ __forceinline__ void FlashBackwardQBlock(bf16* __restrict__ dqkv, con
 
 // The two-pass dQ: query tiles from the last (the heaviest).
 template <bool kLpt>
-__global__ void __launch_bounds__(kThreads) FlashBackwardQKernel(bf16* __restrict__ dqkv,
-                                                                 const bf16* __restrict__ qkv,
-                                                                 const bf16* __restrict__ dout,
-                                                                 const float* __restrict__ lse,
-                                                                 const float* __restrict__ delta, int T, int NH,
-                                                                 float scale, float scale_log2) {
+__global__ void __launch_bounds__(kThreads)
+    FlashBackwardQKernel(bf16* __restrict__ dqkv, const bf16* __restrict__ qkv, const bf16* __restrict__ dout,
+                         const float* __restrict__ lse, const float* __restrict__ delta, int T, int NH, float scale,
+                         float scale_log2) {
   FlashBackwardQBlock(dqkv, qkv, dout, lse, delta, T, NH, scale, scale_log2, GridTile<kLpt>(true), GridHead<kLpt>());
 }
 
@@ -930,8 +929,7 @@ __global__ void __launch_bounds__(kThreads, 3)
     FlashBackwardKernel3(bf16* __restrict__ dqkv, float* __restrict__ dq_acc, const bf16* __restrict__ qkv,
                          const bf16* __restrict__ dout, const float* __restrict__ lse, const float* __restrict__ delta,
                          int T, int NH, float scale, float scale_log2) {
-  FlashBackwardBlock(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2, GridTile<kLpt>(),
-                     GridHead<kLpt>());
+  FlashBackwardBlock(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2, GridTile<kLpt>(), GridHead<kLpt>());
 }
 // Registers left to ptxas: 183, no spills, 2 blocks (8 warps) per SM. (A minimum of 1 or 2 blocks
 // in __launch_bounds__ makes ptxas take 255 registers and spill.)
@@ -940,14 +938,13 @@ __global__ void __launch_bounds__(kThreads)
     FlashBackwardKernel2(bf16* __restrict__ dqkv, float* __restrict__ dq_acc, const bf16* __restrict__ qkv,
                          const bf16* __restrict__ dout, const float* __restrict__ lse, const float* __restrict__ delta,
                          int T, int NH, float scale, float scale_log2) {
-  FlashBackwardBlock(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2, GridTile<kLpt>(),
-                     GridHead<kLpt>());
+  FlashBackwardBlock(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2, GridTile<kLpt>(), GridHead<kLpt>());
 }
 
 // The q slice of dqkv (B, T, 3, NH, HS) = scale · dq_acc, undoing the fragment order
 // (DqAccIndex4). One thread per float4 of dq_acc: two bf16 pairs, rows 16·r16 + g and + 8.
-__global__ void FlashDqConvertKernel(bf16* __restrict__ dqkv, const float4* __restrict__ dq_acc, int B, int T,
-                                     int NH, float scale) {
+__global__ void FlashDqConvertKernel(bf16* __restrict__ dqkv, const float4* __restrict__ dq_acc, int B, int T, int NH,
+                                     float scale) {
   const size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
   if (i >= size_t(B) * NH * T * (kHs / 4)) return;
   const int lane = int(i & 31), n = int((i >> 5) & 7), g = lane >> 2, t = lane & 3;
@@ -1025,15 +1022,15 @@ __device__ __forceinline__ void WgKeep(uint32_t (&a)[4][4]) {
     for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(a[kk][e])::"memory");
 }
 
-#define GPUSCOPE_WG_D                                                                                      \
+#define GPUSCOPE_WG_D                                                                                     \
   "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, " \
   "%22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
-#define GPUSCOPE_WG_D_OPS(d)                                                                                  \
-  "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), \
-      "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]),            \
-      "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]),            \
-      "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]),            \
-      "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
+#define GPUSCOPE_WG_D_OPS(d)                                                                                   \
+  "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]),     \
+      "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), \
+      "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), \
+      "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]), "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), \
+      "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3])
 
 // d (+)= A·B for one k16 step, A and B from shared memory; kTa/kTb: MN-major A/B. accumulate = 0
 // overwrites d.
@@ -1055,12 +1052,11 @@ __device__ __forceinline__ void WgmmaSS(float (&d)[8][4], uint64_t a, uint64_t b
 template <int kTb>
 __device__ __forceinline__ void WgmmaRS(float (&d)[8][4], const uint32_t (&a)[4], uint64_t b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " GPUSCOPE_WG_D
-      ", {%32, %33, %34, %35}, %36, 1, 1, 1, %37;\n"
-      : GPUSCOPE_WG_D_OPS(d)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(kTb)
-      : "memory");
+  asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " GPUSCOPE_WG_D
+               ", {%32, %33, %34, %35}, %36, 1, 1, 1, %37;\n"
+               : GPUSCOPE_WG_D_OPS(d)
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(kTb)
+               : "memory");
 #else
   __trap();
 #endif
@@ -1071,8 +1067,7 @@ __device__ __forceinline__ void WgmmaRS(float (&d)[8][4], const uint32_t (&a)[4]
 // d = A·B over K = 64 (four k16 steps; the first overwrites d), A and B from shared memory; their
 // descriptors advance by a_step and b_step per step (kWgKStep or kWgMnStep).
 template <int kTa, int kTb>
-__device__ __forceinline__ void WgmmaK64SS(float (&d)[8][4], uint64_t a, uint64_t b, uint64_t a_step,
-                                           uint64_t b_step) {
+__device__ __forceinline__ void WgmmaK64SS(float (&d)[8][4], uint64_t a, uint64_t b, uint64_t a_step, uint64_t b_step) {
 #pragma unroll
   for (int kk = 0; kk < 4; ++kk) WgmmaSS<kTa, kTb>(d, a + kk * a_step, b + kk * b_step, kk);
 }
@@ -1094,12 +1089,11 @@ __device__ __forceinline__ void WgmmaK64RS(float (&d)[8][4], const uint32_t (&a)
 template <bool kFenceEarly>
 __device__ __forceinline__ void FlashBackwardWgmmaBlock(bf16* __restrict__ dqkv, float* __restrict__ dq_acc,
                                                         const bf16* __restrict__ qkv, const bf16* __restrict__ dout,
-                                                        const float* __restrict__ lse,
-                                                        const float* __restrict__ delta, int T, int NH, float scale,
-                                                        float scale_log2, int kt, int bh) {
+                                                        const float* __restrict__ lse, const float* __restrict__ delta,
+                                                        int T, int NH, float scale, float scale_log2, int kt, int bh) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  WgmmaBackwardSmem& sm = *reinterpret_cast<WgmmaBackwardSmem*>(
-      smem_raw + ((1024 - (SmemAddr(smem_raw) & 1023)) & 1023));
+  WgmmaBackwardSmem& sm =
+      *reinterpret_cast<WgmmaBackwardSmem*>(smem_raw + ((1024 - (SmemAddr(smem_raw) & 1023)) & 1023));
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
   const BackwardHead hd(qkv, dout, lse, delta, T, NH, bh);
   const int k0 = kt * kTile, n_t = T / kTile;
@@ -1107,7 +1101,7 @@ __device__ __forceinline__ void FlashBackwardWgmmaBlock(bf16* __restrict__ dqkv,
   const int wrow0 = warp * 16;
   const uint64_t dk_desc = WgDesc(sm.k), dv_desc = WgDesc(sm.v), ds_desc = WgDesc(sm.ds);
   // This warp's dQ rows of query tile qt (fragment order, see DqAccIndex4) get dq.
-  auto reduce_dq = [&](const float (&dq)[8][4], int qt) {
+  auto reduce_dq = [&](const float(&dq)[8][4], int qt) {
     float* acc = dq_acc + 4 * DqAccIndex4(bh, T, qt * (kTile / 16) + warp, 0, lane);
 #pragma unroll
     for (int n = 0; n < 8; ++n) RedAddV4(acc + n * 128, dq[n][0], dq[n][1], dq[n][2], dq[n][3]);
@@ -1186,8 +1180,8 @@ __global__ void __launch_bounds__(kThreads, 3)
     FlashBackwardWgmma3LptKernel(bf16* __restrict__ dqkv, float* __restrict__ dq_acc, const bf16* __restrict__ qkv,
                                  const bf16* __restrict__ dout, const float* __restrict__ lse,
                                  const float* __restrict__ delta, int T, int NH, float scale, float scale_log2) {
-  FlashBackwardWgmmaBlock<kFenceEarly>(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2,
-                                       GridTile<true>(), GridHead<true>());
+  FlashBackwardWgmmaBlock<kFenceEarly>(dqkv, dq_acc, qkv, dout, lse, delta, T, NH, scale, scale_log2, GridTile<true>(),
+                                       GridHead<true>());
 }
 
 // The forward on wgmma for query tile qt (64·kWG queries) of head bh: kWG warpgroups, warpgroup i
@@ -1202,8 +1196,8 @@ constexpr int WgmmaForwardSmemBytes() {
 }
 template <int kWG>
 __device__ __forceinline__ void FlashForwardWgmmaBlock(bf16* __restrict__ out, float* __restrict__ lse,
-                                                       const bf16* __restrict__ qkv, int T, int NH,
-                                                       float scale_log2, int qt, int bh) {
+                                                       const bf16* __restrict__ qkv, int T, int NH, float scale_log2,
+                                                       int qt, int bh) {
   constexpr int kNT = 128 * kWG, kBr = kTile * kWG, kTileElems = kTile * kHs;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   bf16* const sQ = reinterpret_cast<bf16*>(smem_raw + ((1024 - (SmemAddr(smem_raw) & 1023)) & 1023));
@@ -1302,13 +1296,20 @@ inline constexpr FlashForwardVariant kFlashForwardVariants[] = {
 
 inline const char* FlashForwardVariantName(FlashForwardVariant v) {
   switch (v) {
-    case FlashForwardVariant::kQ128W4: return "q128w4";
-    case FlashForwardVariant::kQ128W4Lpt: return "q128w4lpt";
-    case FlashForwardVariant::kQ64W4Lpt: return "q64w4lpt";
-    case FlashForwardVariant::kQ128W8Lpt: return "q128w8lpt";
-    case FlashForwardVariant::kWg64Lpt: return "wg64lpt";
-    case FlashForwardVariant::kWg128Lpt: return "wg128lpt";
-    default: return "auto";
+    case FlashForwardVariant::kQ128W4:
+      return "q128w4";
+    case FlashForwardVariant::kQ128W4Lpt:
+      return "q128w4lpt";
+    case FlashForwardVariant::kQ64W4Lpt:
+      return "q64w4lpt";
+    case FlashForwardVariant::kQ128W8Lpt:
+      return "q128w8lpt";
+    case FlashForwardVariant::kWg64Lpt:
+      return "wg64lpt";
+    case FlashForwardVariant::kWg128Lpt:
+      return "wg128lpt";
+    default:
+      return "auto";
   }
 }
 
@@ -1334,8 +1335,8 @@ V ChoiceFromEnv(const char* var, const V (&all)[kN], const char* (*name)(V), con
 
 // GPUSCOPE_GPT_FLASH_FWD, read once per process (flash::ChoiceFromEnv).
 inline FlashForwardVariant FlashForwardVariantFromEnv() {
-  static const FlashForwardVariant variant = flash::ChoiceFromEnv(
-      "GPUSCOPE_GPT_FLASH_FWD", kFlashForwardVariants, FlashForwardVariantName, "forward");
+  static const FlashForwardVariant variant =
+      flash::ChoiceFromEnv("GPUSCOPE_GPT_FLASH_FWD", kFlashForwardVariants, FlashForwardVariantName, "forward");
   return variant;
 }
 
@@ -1357,24 +1358,41 @@ inline FlashForwardVariant FlashForwardVariantFromEnv() {
 //               tile's copies before the dQ reductions. On a GPU other than compute capability 9.0
 //               they run kFusedLpt.
 enum class FlashBackwardPath {
-  kAuto, kFused, kFused2, kTwoPass, kFusedLpt, kFused2Lpt, kTwoPassLpt, kWgmma3Lpt, kWgmma3FLpt
+  kAuto,
+  kFused,
+  kFused2,
+  kTwoPass,
+  kFusedLpt,
+  kFused2Lpt,
+  kTwoPassLpt,
+  kWgmma3Lpt,
+  kWgmma3FLpt
 };
 inline constexpr FlashBackwardPath kFlashBackwardPaths[] = {
-    FlashBackwardPath::kFused,    FlashBackwardPath::kFused2,     FlashBackwardPath::kTwoPass,
-    FlashBackwardPath::kFusedLpt, FlashBackwardPath::kFused2Lpt,  FlashBackwardPath::kTwoPassLpt,
+    FlashBackwardPath::kFused,     FlashBackwardPath::kFused2,    FlashBackwardPath::kTwoPass,
+    FlashBackwardPath::kFusedLpt,  FlashBackwardPath::kFused2Lpt, FlashBackwardPath::kTwoPassLpt,
     FlashBackwardPath::kWgmma3Lpt, FlashBackwardPath::kWgmma3FLpt};
 
 inline const char* FlashBackwardPathName(FlashBackwardPath p) {
   switch (p) {
-    case FlashBackwardPath::kFused: return "fused";
-    case FlashBackwardPath::kFused2: return "fused2";
-    case FlashBackwardPath::kTwoPass: return "twopass";
-    case FlashBackwardPath::kFusedLpt: return "fused_lpt";
-    case FlashBackwardPath::kFused2Lpt: return "fused2_lpt";
-    case FlashBackwardPath::kTwoPassLpt: return "twopass_lpt";
-    case FlashBackwardPath::kWgmma3Lpt: return "wgmma3_lpt";
-    case FlashBackwardPath::kWgmma3FLpt: return "wgmma3f_lpt";
-    default: return "auto";
+    case FlashBackwardPath::kFused:
+      return "fused";
+    case FlashBackwardPath::kFused2:
+      return "fused2";
+    case FlashBackwardPath::kTwoPass:
+      return "twopass";
+    case FlashBackwardPath::kFusedLpt:
+      return "fused_lpt";
+    case FlashBackwardPath::kFused2Lpt:
+      return "fused2_lpt";
+    case FlashBackwardPath::kTwoPassLpt:
+      return "twopass_lpt";
+    case FlashBackwardPath::kWgmma3Lpt:
+      return "wgmma3_lpt";
+    case FlashBackwardPath::kWgmma3FLpt:
+      return "wgmma3f_lpt";
+    default:
+      return "auto";
   }
 }
 
@@ -1561,14 +1579,13 @@ inline void LaunchBackward(FlashBackwardPath p, bf16* dqkv, float* scratch, cons
     q<<<grid, kThreads, 0, s>>>(dqkv, qkv, dout, lse, delta, sh.T, sh.NH, scale, scale_log2);
     return;
   }
-  FlashDeltaKernel<<<CeilDiv(rows * 8, 256), 256, 0, s>>>(delta, reinterpret_cast<float4*>(dq_acc), dout, out,
-                                                           sh.B, sh.T, sh.NH);
+  FlashDeltaKernel<<<CeilDiv(rows * 8, 256), 256, 0, s>>>(delta, reinterpret_cast<float4*>(dq_acc), dout, out, sh.B,
+                                                          sh.T, sh.NH);
   if (wgmma && WgmmaAvailable()) {
-    auto* kernel = p == FlashBackwardPath::kWgmma3FLpt ? FlashBackwardWgmma3LptKernel<true>
-                                                       : FlashBackwardWgmma3LptKernel<false>;
+    auto* kernel =
+        p == FlashBackwardPath::kWgmma3FLpt ? FlashBackwardWgmma3LptKernel<true> : FlashBackwardWgmma3LptKernel<false>;
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kWgmmaSmemBytes));
-    kernel<<<grid, kThreads, kWgmmaSmemBytes, s>>>(dqkv, dq_acc, qkv, dout, lse, delta, sh.T, sh.NH, scale,
-                                                   scale_log2);
+    kernel<<<grid, kThreads, kWgmmaSmemBytes, s>>>(dqkv, dq_acc, qkv, dout, lse, delta, sh.T, sh.NH, scale, scale_log2);
   } else {
     const bool two = p == FlashBackwardPath::kFused2 || p == FlashBackwardPath::kFused2Lpt;
     auto* kernel = two ? (lpt ? FlashBackwardKernel2<true> : FlashBackwardKernel2<false>)
@@ -1580,8 +1597,8 @@ inline void LaunchBackward(FlashBackwardPath p, bf16* dqkv, float* scratch, cons
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
     kernel<<<grid, kThreads, kSmemBytes, s>>>(dqkv, dq_acc, qkv, dout, lse, delta, sh.T, sh.NH, scale, scale_log2);
   }
-  FlashDqConvertKernel<<<CeilDiv(rows * (kHs / 4), 256), 256, 0, s>>>(
-      dqkv, reinterpret_cast<const float4*>(dq_acc), sh.B, sh.T, sh.NH, scale);
+  FlashDqConvertKernel<<<CeilDiv(rows * (kHs / 4), 256), 256, 0, s>>>(dqkv, reinterpret_cast<const float4*>(dq_acc),
+                                                                      sh.B, sh.T, sh.NH, scale);
 }
 
 // The fastest backward path for shape sh (Autotune): timed on the caller's buffers and stream on
@@ -1592,9 +1609,8 @@ inline FlashBackwardPath FlashBackwardAutotune(bf16* dqkv, float* scratch, const
                                                const bf16* qkv, const float* lse, const AttentionShape& sh,
                                                cudaStream_t s) {
   static_assert(kFlashBackwardPaths[0] == FlashBackwardPath::kFused, "the untimed choice (stream capture)");
-  return Autotune(kFlashBackwardPaths, FlashBackwardPathName, "backward", sh, s, [&](FlashBackwardPath p) {
-    LaunchBackward(p, dqkv, scratch, dout, out, qkv, lse, sh, s);
-  });
+  return Autotune(kFlashBackwardPaths, FlashBackwardPathName, "backward", sh, s,
+                  [&](FlashBackwardPath p) { LaunchBackward(p, dqkv, scratch, dout, out, qkv, lse, sh, s); });
 }
 
 }  // namespace flash

@@ -28,8 +28,8 @@ namespace gpuscope::gpt {
 // ---- Scalar path (any C) ----
 
 template <class T>
-__global__ void LayerNormForwardKernel(T* out, float* mean, float* rstd, const T* inp, const T* w,
-                                       const T* b, int rows, int C) {
+__global__ void LayerNormForwardKernel(T* out, float* mean, float* rstd, const T* inp, const T* w, const T* b, int rows,
+                                       int C) {
   const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
   if (row >= rows) return;
   const T* x = inp + size_t(row) * C;
@@ -51,8 +51,8 @@ __global__ void LayerNormForwardKernel(T* out, float* mean, float* rstd, const T
 }
 
 template <class T>
-__global__ void ResidualLayerNormForwardKernel(T* res, T* out, float* mean, float* rstd, const T* a,
-                                               const T* bb, const T* w, const T* b, int rows, int C) {
+__global__ void ResidualLayerNormForwardKernel(T* res, T* out, float* mean, float* rstd, const T* a, const T* bb,
+                                               const T* w, const T* b, int rows, int C) {
   const int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;
   if (row >= rows) return;
   const size_t base = size_t(row) * C;
@@ -70,8 +70,7 @@ __global__ void ResidualLayerNormForwardKernel(T* res, T* out, float* mean, floa
     v += d * d;
   }
   const float r = rsqrtf(WarpSum(v) / C + 1e-5f);
-  for (int i = lane; i < C; i += 32)
-    out[base + i] = FromF<T>((ToF(res[base + i]) - m) * r * ToF(w[i]) + ToF(b[i]));
+  for (int i = lane; i < C; i += 32) out[base + i] = FromF<T>((ToF(res[base + i]) - m) * r * ToF(w[i]) + ToF(b[i]));
   if (lane == 0) {
     mean[row] = m;
     rstd[row] = r;
@@ -241,8 +240,7 @@ __global__ void __launch_bounds__(kLnFwdThreads)
     if (c < C) {
       P o;
 #pragma unroll
-      for (int k = 0; k < kN; ++k)
-        o.v[k] = FromF<T>((ToF(x[j].v[k]) - m) * r * ToF(wv[j].v[k]) + ToF(bv[j].v[k]));
+      for (int k = 0; k < kN; ++k) o.v[k] = FromF<T>((ToF(x[j].v[k]) - m) * r * ToF(wv[j].v[k]) + ToF(bv[j].v[k]));
       o.Store(out + base + c);
     }
   }
@@ -340,7 +338,7 @@ __global__ void __launch_bounds__(LnBackwardThreads<T, kVecs>(), 1)
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) {
     if (j * 32 * kN >= C) continue;  // block-uniform, so the barriers below are safe
-    // Lane's kN columns of chunk j are float4s lane * kN / 4 ... (lanes past C hold zeros).
+      // Lane's kN columns of chunk j are float4s lane * kN / 4 ... (lanes past C hold zeros).
 #pragma unroll
     for (int q = 0; q < kN / 4; ++q) {
       part[wid][0][lane * (kN / 4) + q] =
@@ -406,22 +404,21 @@ void LayerNormForward(T* out, float* mean, float* rstd, const T* inp, const T* w
                          <<<CeilDiv(size_t(rows), kLnFwdThreads / 32), kLnFwdThreads, 0, s>>>(
                              nullptr, out, mean, rstd, inp, nullptr, w, b, rows, C);
                    });
-  if (!vec)
-    LayerNormForwardKernel<<<CeilDiv(size_t(rows) * 32, 256), 256, 0, s>>>(out, mean, rstd, inp, w, b, rows, C);
+  if (!vec) LayerNormForwardKernel<<<CeilDiv(size_t(rows) * 32, 256), 256, 0, s>>>(out, mean, rstd, inp, w, b, rows, C);
 }
 
 template <class T>
-void ResidualLayerNormForward(T* res, T* out, float* mean, float* rstd, const T* a, const T* bb, const T* w,
-                              const T* b, int rows, int C, cudaStream_t s) {
+void ResidualLayerNormForward(T* res, T* out, float* mean, float* rstd, const T* a, const T* bb, const T* w, const T* b,
+                              int rows, int C, cudaStream_t s) {
   if (rows <= 0) return;
   const bool vec = LnVectorisable<T>(C, {res, out, a, bb, w, b}) && LnDispatchVecs<T>(C, [&](auto vecs) {
                      LnVecForwardKernel<T, decltype(vecs)::value, true>
-                         <<<CeilDiv(size_t(rows), kLnFwdThreads / 32), kLnFwdThreads, 0, s>>>(
-                             res, out, mean, rstd, a, bb, w, b, rows, C);
+                         <<<CeilDiv(size_t(rows), kLnFwdThreads / 32), kLnFwdThreads, 0, s>>>(res, out, mean, rstd, a,
+                                                                                              bb, w, b, rows, C);
                    });
   if (!vec)
-    ResidualLayerNormForwardKernel<<<CeilDiv(size_t(rows) * 32, 256), 256, 0, s>>>(res, out, mean, rstd, a, bb, w,
-                                                                                   b, rows, C);
+    ResidualLayerNormForwardKernel<<<CeilDiv(size_t(rows) * 32, 256), 256, 0, s>>>(res, out, mean, rstd, a, bb, w, b,
+                                                                                   rows, C);
 }
 
 // `sms`: multiprocessors of the device. The vectorised backward launches at most one block per

@@ -44,9 +44,15 @@ inline void CublasLtCheck(cublasStatus_t s, const char* call, const char* file, 
 struct GemmArgs {
   bool trans_a = false, trans_b = false;
   int m = 0, n = 0, k = 0;
-  const void* a = nullptr; int lda = 0; long long stride_a = 0;
-  const void* b = nullptr; int ldb = 0; long long stride_b = 0;
-  void* d = nullptr; int ldd = 0; long long stride_d = 0;
+  const void* a = nullptr;
+  int lda = 0;
+  long long stride_a = 0;
+  const void* b = nullptr;
+  int ldb = 0;
+  long long stride_b = 0;
+  void* d = nullptr;
+  int ldd = 0;
+  long long stride_d = 0;
   int batch = 1;
   float alpha = 1.f, beta = 0.f;
   cudaDataType_t ab_type = CUDA_R_32F, d_type = CUDA_R_32F;
@@ -181,7 +187,7 @@ class Matmul {
     });
     const size_t best = std::min_element(ms.begin(), ms.end()) - ms.begin();
     if (std::isfinite(ms[best])) p.algo = p.candidates[best];  // else keep the heuristic's first
-    if (EnvIs("GPUSCOPE_GPT_GEMM_VERBOSE", "1")) {  // shape, the heuristic's first, the best, its TFLOP/s
+    if (EnvIs("GPUSCOPE_GPT_GEMM_VERBOSE", "1")) {             // shape, the heuristic's first, the best, its TFLOP/s
       const double flops = 2.0 * g.m * g.n * g.k * g.batch;
       int32_t tile = -1, split = -1, stages = -1, id = -1;
       size_t got = 0;
@@ -190,7 +196,8 @@ class Matmul {
       cublasLtMatmulAlgoConfigGetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages, sizeof(stages), &got);
       cublasLtMatmulAlgoConfigGetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof(split), &got);
       uint16_t cluster = 0;
-      cublasLtMatmulAlgoConfigGetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof(cluster), &got);
+      cublasLtMatmulAlgoConfigGetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, &cluster, sizeof(cluster),
+                                           &got);
       std::fprintf(stderr,
                    "gemm m=%d n=%d k=%d batch=%d %c%c beta=%g epi=%d: %zu candidates, first %.1f us, best #%zu %.1f us "
                    "(%.0f TFLOP/s) algo %d tile %d stages %d splitk %d cluster %d\n",
@@ -234,7 +241,8 @@ class Matmul {
       CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)));
     if (g.gelu != GemmArgs::Gelu::kNone) {
       const int64_t ld = g.aux_ld;
-      CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g.aux, sizeof(g.aux)));
+      CUBLASLT_CHECK(
+          cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &g.aux, sizeof(g.aux)));
       CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)));
     }
     p.a = g.trans_a ? Layout(g.ab_type, g.k, g.m, g.lda, g.batch, g.stride_a)
@@ -245,7 +253,8 @@ class Matmul {
     cublasLtMatmulPreference_t pref;
     CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     const size_t ws = kWorkspaceBytes;
-    CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
+    CUBLASLT_CHECK(
+        cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)));
     cublasLtMatmulHeuristicResult_t res[kCandidates];
     int found = 0;
     const cublasStatus_t st =
@@ -280,8 +289,16 @@ template <class T>
 bool LinearForwardGemm(Matmul& mm, T* out, const T* inp, const T* w, const T* bias, int rows, int C, int OC,
                        cudaStream_t s, T* pre_gelu = nullptr) {
   GemmArgs g;
-  g.trans_a = true; g.m = OC; g.n = rows; g.k = C;
-  g.a = w; g.lda = C; g.b = inp; g.ldb = C; g.d = out; g.ldd = OC;
+  g.trans_a = true;
+  g.m = OC;
+  g.n = rows;
+  g.k = C;
+  g.a = w;
+  g.lda = C;
+  g.b = inp;
+  g.ldb = C;
+  g.d = out;
+  g.ldd = OC;
   g.ab_type = g.d_type = CudaType<T>();
   g.bias = bias;
   if (pre_gelu) g.gelu = GemmArgs::Gelu::kGeluAux, g.aux = pre_gelu, g.aux_ld = OC;
@@ -298,8 +315,15 @@ bool LinearBackwardGemms(Matmul& mm, T* dinp, float* dw, const T* dout, const T*
                          int OC, cudaStream_t s, const T* pre_gelu = nullptr) {
   bool dgelu = false;
   GemmArgs g;  // dinp = dout · W
-  g.m = C; g.n = rows; g.k = OC;
-  g.a = w; g.lda = C; g.b = dout; g.ldb = OC; g.d = dinp; g.ldd = C;
+  g.m = C;
+  g.n = rows;
+  g.k = OC;
+  g.a = w;
+  g.lda = C;
+  g.b = dout;
+  g.ldb = OC;
+  g.d = dinp;
+  g.ldd = C;
   g.ab_type = g.d_type = CudaType<T>();
   if (pre_gelu) {
     GemmArgs gg = g;
@@ -308,10 +332,19 @@ bool LinearBackwardGemms(Matmul& mm, T* dinp, float* dw, const T* dout, const T*
   }
   if (!dgelu) mm.Run(g, s);
   GemmArgs h;  // dW += doutᵀ · inp
-  h.trans_b = true; h.m = C; h.n = OC; h.k = rows;
-  h.a = inp; h.lda = C; h.b = dout; h.ldb = OC; h.d = dw; h.ldd = C;
+  h.trans_b = true;
+  h.m = C;
+  h.n = OC;
+  h.k = rows;
+  h.a = inp;
+  h.lda = C;
+  h.b = dout;
+  h.ldb = OC;
+  h.d = dw;
+  h.ldd = C;
   h.beta = 1.f;
-  h.ab_type = CudaType<T>(); h.d_type = CUDA_R_32F;
+  h.ab_type = CudaType<T>();
+  h.d_type = CUDA_R_32F;
   mm.Run(h, s);
   return dgelu;
 }
