@@ -33,7 +33,8 @@
 #include "core/host_marks.h"
 #include "core/run_protocol.h"
 #include "core/text.h"
-#include "input/capture_reader.h"
+#include "input/input_source.h"
+#include "input/job_reader.h"
 
 namespace gpuscope::cli {
 namespace {
@@ -271,14 +272,25 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
 
   // A bounded run says whether its window opened, report or not (the captures are small).
   if (options.no_report && !bounded) return child.exit_code;
+  // Read as `gpuscope analyze` reads them (the job reader: several at a time, the same limits).
   std::vector<Trace> traces;
-  for (const auto& path : written) {
-    auto trace = read_capture_file(path);
-    if (!trace.ok()) {
-      fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(trace.status().message()));
-      continue;
+  {
+    JobReadOptions job;
+    if (auto limits = InputLimits::from_environment(); limits.ok()) job.limits = limits.value();
+    std::vector<std::optional<Trace>> read(written.size());
+    std::vector<std::string> errors(written.size());
+    read_traces(written, job, [&](size_t i, StatusOr<Trace> trace) {
+      if (trace.ok())
+        read[i] = std::move(trace).value();
+      else
+        errors[i] = trace.status().message();
+    });
+    for (size_t i = 0; i < written.size(); ++i) {
+      if (read[i])
+        traces.push_back(std::move(*read[i]));
+      else
+        fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(errors[i]));
     }
-    traces.push_back(std::move(trace).value());
   }
   if (bounded) {
     size_t kernels = 0;
