@@ -72,13 +72,18 @@ def _autocast_on(torch):
         return bool(torch.is_autocast_enabled())
 
 
+def _kind(module):
+    """The module's class name; the compiled module's for torch.compile's wrapper."""
+    return type(getattr(module, "_orig_mod", module)).__name__
+
+
 def _compiled_for(torch, module):
     """The module's compiled form (made at its first outermost call), or None where the program
     compiles it itself or torch.compile refuses it."""
     if module in _compiled:
         return _compiled[module]
     optimized = getattr(getattr(getattr(torch, "_dynamo", None), "eval_frame", None), "OptimizedModule", ())
-    kind = type(getattr(module, "_orig_mod", module)).__name__
+    kind = _kind(module)
     if (optimized and isinstance(module, optimized)) or getattr(module, "_compiled_call_impl", None) is not None:
         _compiled[module] = None
         report("compile", False, "the program compiles %s itself" % kind)
@@ -125,12 +130,12 @@ def _outer_call(torch, original, module, args, kwargs):
                 # Compilation failed: the module runs as it is (a real error of the program
                 # raises again there).
                 _compiled[module] = None
-                report("compile", False, "%s: %s" % (type(module).__name__, _first_line(e)))
+                report("compile", False, "%s: %s" % (_kind(module), _first_line(e)))
                 return original(module, *args, **kwargs)
             if first:
                 callee._gpuscope_ran = True
                 report("compile", True, "torch.compile(%s), default mode, at its first call after the first step"
-                       % type(module).__name__)
+                       % _kind(module))
             return out
         finally:
             if ctx is not None:
@@ -140,7 +145,7 @@ def _outer_call(torch, original, module, args, kwargs):
 
 
 def _outermost_fix(name):
-    def apply_fix(torch, report_=None):
+    def apply_fix(torch, _report):  # Reports through report(), as the outermost calls do.
         if name == "compile" and not hasattr(torch, "compile"):
             raise NotApplicable("this torch has no torch.compile")
         if _outer["undo"] is None:
@@ -185,6 +190,8 @@ def on_step_end():
     torch = _outer["torch"]
     if torch is None:
         return
+    if _outer["pending"] <= _outer["active"]:
+        return  # Every step after the first: nothing to do.
     for name in sorted(_outer["pending"] - _outer["active"]):
         if name == "bf16":
             try:
