@@ -12,7 +12,10 @@ every other pair), each run's step the median of its steps after 10; the edited 
 median as-is step over the median fixed step. Then one `gpuscope run --try FIX --json`
 (warm-up 10, 30 timed). Columns: edited (code changed, untraced), tried (gpuscope's trial), error
 = tried / edited - 1 (target within ±10%), as-is drift = the trial's as-is step against the
-untraced as-is step (target within 2%), estimate (the finding's, where one was made).
+untraced as-is step (target within 2%), estimate (the finding's the fix answers, where one was
+made), top finding = the first finding of the as-is trial's capture (`gpuscope analyze`) with its
+estimate, and est. error = that estimate / edited - 1 (target within ±25%, when the top finding
+is the one the fix answers).
 """
 import argparse
 import json
@@ -65,9 +68,24 @@ def tried(gpuscope, name, fix, steps, work, resume=False):
     if proc.returncode != 0:
         raise RuntimeError(f"{name} --try {fix}: exit {proc.returncode}: " + (proc.stderr.strip().splitlines() or ["?"])[-1])
     doc = json.loads(proc.stdout)
+    doc["top_finding"] = top_finding(gpuscope, doc["as_is"].get("capture"))
     with open(kept, "w") as f:
         json.dump(doc, f)
     return doc
+
+
+def top_finding(gpuscope, capture):
+    """(id, est_speedup) of the first finding `gpuscope analyze` gives the capture; None without one."""
+    if not capture or not os.path.exists(capture):
+        return None
+    proc = subprocess.run([gpuscope, "analyze", "--json", capture], capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        return None
+    findings = [f for d in json.loads(proc.stdout).get("devices", []) for f in d.get("findings", [])]
+    if not findings:
+        return ["none", None]
+    best = max(findings, key=lambda f: f.get("est_speedup") or 0)
+    return [best["id"], best.get("est_speedup")]
 
 
 def main():
@@ -87,8 +105,8 @@ def main():
     work = a.work or tempfile.mkdtemp(prefix="gpuscope-try-validation-")
     os.makedirs(work, exist_ok=True)
     print(f"{a.pairs} interleaved untraced pairs per program, {a.steps} steps, median after 10; one --try run each")
-    print("| program | fix | edited | tried (95%) | error | as-is drift | estimate |")
-    print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
+    print("| program | fix | edited | tried (95%) | error | as-is drift | estimate | top finding | est. error |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |", flush=True)
     deadline = time.monotonic() + a.budget_s
     for name in a.programs.split(","):
         if time.monotonic() > deadline:
@@ -110,22 +128,25 @@ def main():
         trial_asis = doc["as_is"]["step_ms_median"]
         drift = trial_asis / statistics.median(asis) - 1
         best = [t for t in doc["tries"] if t["speedup"] is not None]
+        top = doc.get("top_finding")
+        top_cols = ((f"{top[0]} x{top[1]:.2f}" if top[1] else top[0]),
+                    (f"{(top[1] / edited - 1) * 100:+.0f}%" if top[1] else "-")) if top else ("-", "-")
         row = (doc["tries"][-1] if fix == "auto" and doc["tries"] else best[0] if best else None)
         if row is None or row["speedup"] is None:
             why = "; ".join(f"{t['label']}: {t.get('error') or t.get('not_applied') or 'no speedup'}"
                             for t in doc["tries"]) or "no trial"
-            add((name, fix, f"x{edited:.2f}", f"no measurement ({why[:300]})"))
+            add((name, fix, f"x{edited:.2f}", f"no measurement ({why[:300]})", "", "", "", *top_cols))
             continue
         err = row["speedup"] / edited - 1
         est = f"x{row['estimated_speedup']:.2f}" if row.get("estimated_speedup") else "-"
         add((name, row["label"], f"x{edited:.2f}", f"x{row['speedup']:.2f} "
                      f"(x{row['speedup_interval_95'][0]:.2f}-x{row['speedup_interval_95'][1]:.2f})",
-                     f"{err * 100:+.1f}%", f"{drift * 100:+.1f}%", est))
+                     f"{err * 100:+.1f}%", f"{drift * 100:+.1f}%", est, *top_cols))
 
 
 def add(row):
     """Prints one row of the table (a failed program's reason fills the columns it reaches)."""
-    row = list(row) + [""] * (7 - len(row))
+    row = list(row) + [""] * (9 - len(row))
     print("| " + " | ".join(row) + " |", flush=True)
 
 

@@ -25,14 +25,21 @@ class Runner(unittest.TestCase):
 
     def fake(self, cmd, **kwargs):
         """Untraced: 10 ms a step as is, 5 ms fixed. --try: the as-is trial 10.1 ms, tf32 x1.9;
-        the dataloader trial gives no measurement."""
+        the dataloader trial gives no measurement. The as-is capture's findings: precision-fp32
+        x2.3 first."""
         self.calls.append(cmd)
+        if cmd[1] == "analyze":
+            findings = [{"id": "launch-bound", "est_speedup": 1.2}, {"id": "precision-fp32", "est_speedup": 2.3}]
+            return types.SimpleNamespace(returncode=0, stdout=json.dumps({"devices": [{"findings": findings}]}),
+                                         stderr="")
         if cmd[1] == "run":
             name = cmd[cmd.index("--") + 3]
             tries = ([{"label": "tf32", "speedup": 1.9, "speedup_interval_95": [1.85, 1.95],
                        "estimated_speedup": 2.1, "error": None, "not_applied": None}] if name == "mlp_fp32" else
                      [{"label": "dataloader", "speedup": None, "error": "the program exited with 1", "not_applied": None}])
-            doc = {"as_is": {"step_ms_median": 10.1}, "tries": tries}
+            capture = os.path.join(self.work, name + ".gpuscope")
+            open(capture, "w").close()
+            doc = {"as_is": {"step_ms_median": 10.1, "capture": capture}, "tries": tries}
             return types.SimpleNamespace(returncode=0, stdout=json.dumps(doc), stderr="")
         with open(cmd[cmd.index("--result") + 1], "w") as f:
             json.dump({"step_ms": [5.0 if "--fixed" in cmd else 10.0] * 40}, f)
@@ -47,7 +54,7 @@ class Runner(unittest.TestCase):
 
     def test_each_program_is_a_row_with_its_error_and_drift(self):
         out = self.table()
-        self.assertIn("| mlp_fp32 | tf32 | x2.00 | x1.90 (x1.85-x1.95) | -5.0% | +1.0% | x2.10 |", out)
+        self.assertIn("| mlp_fp32 | tf32 | x2.00 | x1.90 (x1.85-x1.95) | -5.0% | +1.0% | x2.10 | precision-fp32 x2.30 | +15% |", out)
         self.assertIn("| loader | dataloader | x2.00 | no measurement (dataloader: the program exited with 1) |", out)
 
     def test_resume_makes_only_what_is_missing(self):
@@ -55,7 +62,7 @@ class Runner(unittest.TestCase):
         before = len(self.calls)
         out = self.table("--resume")
         self.assertIn("| mlp_fp32 | tf32 | x2.00 |", out)
-        names = {c[c.index("--") + 3] if c[1] == "run" else c[2] for c in self.calls[before:]}
+        names = {c[c.index("--") + 3] if c[1] == "run" else c[2] for c in self.calls[before:] if c[1] != "analyze"}
         self.assertEqual(names, {"loader"})
 
 
