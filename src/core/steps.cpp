@@ -85,11 +85,17 @@ std::vector<Step> kernel_pattern_steps(const Trace& trace) {
   for (const Kernel* k : seq) last = std::max(last, k->end_ns);
   std::unordered_map<StringId, std::vector<size_t>> positions;
   for (size_t i = 0; i < seq.size(); ++i) positions[seq[i]->name].push_back(i);
+  // A candidate's occurrences span half the window's time, or half of its kernels: a short
+  // program's steps (30 steps of 1 ms) can follow a start-up ten times longer than they are
+  // (first-launch module loading, cuBLAS set-up, a model built on the GPU), and they still hold
+  // most of its kernels.
   std::vector<const std::vector<size_t>*> candidates;
   for (const auto& [name, pos] : positions) {
     if (pos.size() < 3) continue;
     const double span = static_cast<double>(seq[pos.back()]->start_ns - seq[pos.front()]->start_ns);
-    if (span < 0.5 * static_cast<double>(last - first)) continue;
+    const double kernels_within = static_cast<double>(pos.back() - pos.front());
+    if (span < 0.5 * static_cast<double>(last - first) && kernels_within < 0.5 * static_cast<double>(seq.size()))
+      continue;
     candidates.push_back(&pos);
   }
   // Rarest first; ties by first position, so the choice does not depend on hash order.

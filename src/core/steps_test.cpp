@@ -91,6 +91,25 @@ TEST(Steps, PeriodicKernelPatternWithoutMarkers) {
   EXPECT_EQ(d.steps[0].end_ns, 1'003'000);
 }
 
+TEST(Steps, ShortRunAfterALongStartUpHasItsSteps) {
+  // A model built on the GPU (12 kernels), 200 ms of start-up, then 30 steps of 1 ms each: the
+  // steps span an eighth of the window's time but hold most of its kernels.
+  testing::TraceBuilder b;
+  for (int i = 0; i < 12; ++i) b.kernel(i * 100.0, i * 100.0 + 50, "normal_kernel");
+  for (int it = 0; it < 30; ++it) {
+    const double t0 = 200'000.0 + it * 1000.0 + 5.0 * (it % 3);
+    for (int layer = 0; layer < 4; ++layer) {
+      b.kernel(t0 + layer * 200, t0 + layer * 200 + 120, "nvjet_gemm");
+      b.kernel(t0 + layer * 200 + 130, t0 + layer * 200 + 150, "gelu_kernel");
+    }
+    b.kernel(t0 + 850, t0 + 860, "reduce_kernel");
+  }
+  const auto d = detect_steps(b.build(), "");
+  EXPECT_EQ(d.source, StepSource::kKernelPattern);
+  ASSERT_EQ(d.steps.size(), 29u);
+  EXPECT_NEAR(static_cast<double>(d.steps[0].end_ns - d.steps[0].start_ns), 1e6, 1e4);
+}
+
 TEST(Steps, IrregularKernelsGiveNoPattern) {
   testing::TraceBuilder b;
   const double starts[] = {0, 10, 500, 520, 4000, 4100, 9000};

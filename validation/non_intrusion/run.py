@@ -15,9 +15,12 @@ swapped every other pair) of the same program; each run's step time is the media
 step times after 5 warm-up steps, and a row's is the median over its pairs. Columns:
   untraced / traced    ms per step, medians over the pairs; delta, traced against untraced
   dynamo               graphs compiled + graph breaks + recompiles, untraced -> traced
-  same losses          the first 20 losses (or outputs) identical in every traced run
+  same losses          the first 20 losses (or outputs) identical in every traced run; "not
+                       deterministic" when untraced runs (the warm-up run included) already
+                       differ among themselves
   steps found          what `gpuscope analyze` found in the last traced run's capture: source,
-                       count and ms per step, beside the program's own median
+                       count and median ms per step, beside that run's own count and median
+A run that fails keeps its whole output in --work as ROW-TAG.failed.log, and its capture.
 Before the pairs, each row runs once untimed, so that torch.compile's caches are warm in every
 timed run, traced or not, as in a user's second run (--no-warm skips it).
 Pairs are taken pair-major (pair 1 of every row, then pair 2, ...): a round of pairs that would
@@ -54,6 +57,9 @@ def run_once(row, steps, traced, gpuscope, work, tag, resume=False):
         cmd = [gpuscope, "run", "--no-report", "--no-calibrate", "-o", cap, *RUN_ARGS, "--"] + cmd
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0 or not os.path.exists(result):
+        # The whole output stays beside the results: a crash's cause is rarely in its last lines.
+        with open(os.path.join(work, f"{row}-{tag}.failed.log"), "w") as f:
+            f.write(f"$ {' '.join(cmd)}\nexit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}")
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:] or ["exit %d" % proc.returncode]
         print(f"{row} ({'traced' if traced else 'untraced'}) failed: " + " / ".join(tail), file=sys.stderr, flush=True)
         return {"error": tail[-1]}
@@ -89,9 +95,11 @@ def steps_found(gpuscope, captures):
     except (ValueError, KeyError):
         return "analyze: " + (proc.stderr.strip().splitlines() or ["no report"])[-1][:80]
     s = dev.get("steps", {})
+    durations = [x["duration_ms"] for x in s.get("list", [])]
     top = dev.get("findings", [])
     top = f"; top: {top[0]['id']} x{top[0].get('est_speedup') or 0:.2f}" if top else ""
-    return f"{s.get('source')} {s.get('count')} x {s.get('mean_ms') or 0:.2f} ms{top}"
+    median = f"{statistics.median(durations):.2f}" if durations else "-"
+    return f"{s.get('source')} {s.get('count')} x {median} ms{top}"
 
 
 def dynamo_text(runs):
@@ -128,6 +136,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     deadline = time.monotonic() + a.budget_s
     runs = {row: {"untraced": [], "traced": []} for row in rows}
+    warm = {}  # row: its untimed warm-up run, kept as a determinism control
     pairs_done = 0
     if not a.no_warm:
         for row in rows:
@@ -135,8 +144,13 @@ def main():
                 break
             began = time.monotonic()
             if a.resume and any(f.startswith(row + "-") and f.endswith(".run.json") for f in os.listdir(work)):
-                continue  # warmed by the invocation that made those runs
+                r = run_once(row, 6, False, a.gpuscope, work, "warm", resume=True)  # kept by that invocation
+                if "losses" in r:
+                    warm[row] = r
+                continue
             r = run_once(row, 6, False, a.gpuscope, work, "warm")
+            if "losses" in r:
+                warm[row] = r
             print(f"warm {row}: {time.monotonic() - began:.1f} s" + (f" ({r['error']})" if "error" in r else ""),
                   file=sys.stderr, flush=True)
     longest = 0.0  # the longest pair of every row so far: a next one that would end past the budget is not begun
@@ -169,7 +183,14 @@ def main():
             continue
         um = statistics.median(r["run_ms"] for r in u)
         tm = statistics.median(r["run_ms"] for r in t)
-        same = all(r["losses"][:20] == u[0]["losses"][:20] for r in t)
+        same = "yes" if all(r["losses"][:20] == u[0]["losses"][:20] for r in t) else "NO"
+        # The control: untraced runs (the warm-up run's first steps included) that disagree among
+        # themselves make a difference under tracing no evidence of anything.
+        control = [r["losses"] for r in u[1:]] + [warm[row]["losses"]] if row in warm else [r["losses"] for r in u[1:]]
+        if any(c[:min(20, len(c))] != u[0]["losses"][:min(20, len(c))] for c in control):
+            same = "not deterministic (untraced runs differ)"
+        elif same == "NO" and not control:
+            same = "NO (no untraced control)"
         if a.run_args:
             ut = statistics.median(r["tail_ms"] for r in u)
             tt = statistics.median(r["tail_ms"] for r in t)
@@ -177,8 +198,9 @@ def main():
         else:
             found = ""
         found += t[-1].get("steps_found", "no capture")
+        own = statistics.median(t[-1]["step_ms"][1:] or t[-1]["step_ms"])
         print(f"| {row} | {um:.2f} | {tm:.2f} | {100 * (tm / um - 1):+.1f}% | {dynamo_text(u)} -> {dynamo_text(t)} | "
-              f"{'yes' if same else 'NO'} | {found} ({len(u[0]['step_ms'])} x {um:.2f} ms) |")
+              f"{same} | {found} ({len(t[-1]['step_ms'])} x {own:.2f} ms) |")
     return 0
 
 

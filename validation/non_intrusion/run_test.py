@@ -13,7 +13,7 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.modules["programs"] = types.SimpleNamespace(ROWS=["eager", "compile"])
+sys.modules["programs"] = types.SimpleNamespace(ROWS=["eager", "compile", "noisy", "crash"])
 import run  # noqa: E402
 
 
@@ -25,17 +25,21 @@ class Runner(unittest.TestCase):
         run.RUN_ARGS.clear()
 
     def fake(self, cmd, **kwargs):
-        """A program whose steps take 2.0 ms untraced and 2.1 ms traced; analyze finds 30 steps."""
+        """A program whose steps take 2.0 ms untraced and 2.1 ms traced; analyze finds 30 steps.
+        `noisy` gives other losses in every run, traced or not; `crash` dies traced."""
         self.calls.append(cmd)
         if cmd[1] == "analyze":
-            doc = {"devices": [{"window_us": 1, "steps": {"source": "optimizer", "count": 30, "mean_ms": 2.1},
+            doc = {"devices": [{"window_us": 1, "steps": {"source": "optimizer", "count": 30, "mean_ms": 2.2,
+                                                          "list": [{"duration_ms": 2.1}] * 30},
                                 "findings": [{"id": "launch-bound", "est_speedup": 1.5}]}]}
             return types.SimpleNamespace(returncode=0, stdout=json.dumps(doc), stderr="")
         traced = cmd[1] == "run"
         if traced:
             with open(cmd[cmd.index("-o") + 1], "w") as f:
                 f.write("capture")
-        losses = [1.0] * 20
+        if traced and "crash" in cmd:
+            return types.SimpleNamespace(returncode=1, stdout="", stderr="the cause\n" + "noise\n" * 5)
+        losses = [1.0 + (len(self.calls) if "noisy" in cmd else 0)] * 20
         with open(cmd[cmd.index("--result") + 1], "w") as f:
             json.dump({"step_ms": [2.1 if traced else 2.0] * 30, "losses": losses,
                        "dynamo": {"unique_graphs": 1, "graph_breaks": 0, "recompiles": 0}}, f)
@@ -52,13 +56,19 @@ class Runner(unittest.TestCase):
         out = self.table("--pairs", "2")
         self.assertIn("2 interleaved pairs per row", out)
         self.assertIn("| eager | 2.00 | 2.10 | +5.0% | 1/0/0 -> 1/0/0 | yes | "
-                      "optimizer 30 x 2.10 ms; top: launch-bound x1.50 (30 x 2.00 ms) |", out)
+                      "optimizer 30 x 2.10 ms; top: launch-bound x1.50 (30 x 2.10 ms) |", out)
+        # Losses that differ between untraced runs are no evidence against tracing.
+        self.assertIn("| not deterministic (untraced runs differ) |", out)
+        # A failed run keeps its whole output.
+        self.assertIn("| crash | failed:", out)
+        with open(os.path.join(self.work, "crash-t0.failed.log")) as f:
+            self.assertIn("the cause", f.read())
         programs = [c for c in self.calls if c[1] != "analyze"]
         # One untimed warm run per row, then per pair untraced/traced, the order swapped each pair.
         self.assertEqual([("run" if c[1] == "run" else "u") for c in programs if "eager" in c],
                          ["u", "u", "run", "run", "u"])
-        # The captures are analysed at once and not kept.
-        self.assertFalse([f for f in os.listdir(self.work) if f.endswith(".gpuscope")])
+        # The captures are analysed at once and not kept, but for a failed run's.
+        self.assertEqual([f for f in os.listdir(self.work) if f.endswith(".gpuscope")], ["crash-t0.gpuscope"])
 
     def test_resume_reuses_the_kept_runs_and_adds_pairs(self):
         self.table("--pairs", "1")
@@ -66,8 +76,10 @@ class Runner(unittest.TestCase):
         out = self.table("--pairs", "2", "--resume")
         self.assertIn("2 interleaved pairs per row", out)
         new = [c for c in self.calls[before:] if c[1] != "analyze"]
-        self.assertEqual(len(new), 4)  # The second pair of each row only: no warm run, no first pair.
-        self.assertTrue(all(c[c.index("--result") + 1].endswith(("u1.json", "t1.json")) for c in new))
+        # The second pair of each row only, no warm run, no first pair; the crashed row tries its
+        # failed run again (it kept no result) and goes no further.
+        self.assertEqual(len(new), 7)
+        self.assertTrue(all(c[c.index("--result") + 1].endswith(("u1.json", "t1.json")) for c in new if "crash" not in c))
 
 
 if __name__ == "__main__":
