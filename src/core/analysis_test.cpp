@@ -200,6 +200,10 @@ TEST(Analysis, PrecisionFromKernelNameAndFp32Finding) {
   // H100 SXM: fp32 GEMMs speed up by 989.4/67 (dense bf16 over fp32), tf32 by 2.
   const double saved = 600 * (1 - 67 / 989.4) + 400 * 0.5;
   EXPECT_NEAR(*r.findings.front().est_speedup, 1000.0 / (1000.0 - saved), 1e-9);
+  // TF32 alone moves only the fp32 GEMM, to TF32's peak (494.7 TFLOP/s); the TF32 one stays.
+  ASSERT_EQ(r.findings.front().est_speedup_of_fix.size(), 1u);
+  EXPECT_EQ(r.findings.front().est_speedup_of_fix[0].first, "tf32");
+  EXPECT_NEAR(r.findings.front().est_speedup_of_fix[0].second, 1000.0 / (1000.0 - 600 * (1 - 67 / 494.7)), 1e-3);
 }
 
 // One explicit step (else the pattern makes steps) of three repeats: a 50 us GEMM, then the

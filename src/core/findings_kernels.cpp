@@ -119,6 +119,15 @@ std::optional<Finding> precision_fp32(const FindingContext& f) {
         "but no bf16 or TF32 math).",
         find_peak_table(device)->variant, cores);
   }
+  // TF32 alone (set_float32_matmul_precision("high")): fp32 matrix kernels at TF32's peak, the
+  // TF32 ones as they are; only where both peaks are known.
+  std::optional<double> tf32_alone;
+  if (half && !amd && device_supports(device, Precision::kTf32).value_or(false)) {
+    const auto fp32_peak = peak_tflops(device, Precision::kFp32);
+    const auto tf32_peak = peak_tflops(device, Precision::kTf32);
+    if (fp32_peak && tf32_peak && *tf32_peak > *fp32_peak)
+      tf32_alone = f.speedup_removing_gpu_time(static_cast<double>(fp32_ns) * (1 - *fp32_peak / *tf32_peak));
+  }
   const bool any_tf32 = slow_ns > fp32_ns;
   advice += any_tf32 ? fmt::format(
                            " Estimate assumes fp32 matrix kernels become {:.1f}x and tf32 {:.1f}x faster ({}); "
@@ -128,12 +137,14 @@ std::optional<Finding> precision_fp32(const FindingContext& f) {
                            " Estimate assumes fp32 matrix kernels become {:.1f}x faster ({}); elementwise "
                            "kernels, which also move half the bytes in 16 bits, are not counted.",
                            fp32_factor, basis);
-  return proposal(std::move(title),
-                  fmt::format("{} of {} GEMM/convolution/attention time per step ({:.0f}%) is {}",
-                              fmt_ms(static_cast<int64_t>(static_cast<double>(slow_ns) / f.steps())),
-                              fmt_ms(static_cast<int64_t>(static_cast<double>(gemm_ns) / f.steps())),
-                              pct(slow_ns, gemm_ns), any_tf32 ? "fp32 or tf32" : "fp32"),
-                  f.speedup_removing_gpu_time(saved), std::move(advice));
+  Finding out = proposal(std::move(title),
+                         fmt::format("{} of {} GEMM/convolution/attention time per step ({:.0f}%) is {}",
+                                     fmt_ms(static_cast<int64_t>(static_cast<double>(slow_ns) / f.steps())),
+                                     fmt_ms(static_cast<int64_t>(static_cast<double>(gemm_ns) / f.steps())),
+                                     pct(slow_ns, gemm_ns), any_tf32 ? "fp32 or tf32" : "fp32"),
+                         f.speedup_removing_gpu_time(saved), std::move(advice));
+  if (tf32_alone) out.est_speedup_of_fix.emplace_back("tf32", *tf32_alone);
+  return out;
 }
 
 namespace {

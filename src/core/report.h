@@ -130,6 +130,10 @@ struct Finding {
   std::string evidence;
   std::optional<double> est_speedup;  // Whole-step speedup if fixed; an estimate.
   std::string recommendation;
+  // Where one fix of those `gpuscope run --try` applies does only part of what est_speedup
+  // assumes, that fix's own estimate by its name (precision-fp32: "tf32", fp32 matrix kernels on
+  // TF32 tensor cores, against est_speedup's move to a 16-bit type).
+  std::vector<std::pair<std::string, double>> est_speedup_of_fix;
 };
 
 struct LaunchStats {

@@ -28,8 +28,8 @@ constexpr TrialFix kFixes[] = {
     {"expandable-segments", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", false, "PYTORCH_CUDA_ALLOC_CONF",
      kAllocationFindings},
     // Last: its trial spends its warm-up compiling.
-    {"compile", "torch.compile (default mode) of each outermost module, from the second step", false, "",
-     kCompileFindings},
+    {"compile", "torch.compile (default mode) of each outermost module with parameters, from the second step", false,
+     "", kCompileFindings},
 };
 
 double median(std::vector<double> v) {

@@ -43,6 +43,11 @@ def stub_torch():
         def __call__(self, *args):
             return self.forward(*args)
 
+        def parameters(self):
+            for child in getattr(self, "layers", ()):
+                yield from child.parameters()
+            yield from getattr(self, "weights", ())
+
     class Sequential(Module):
         def __init__(self, *layers):
             self.layers = layers
@@ -56,11 +61,18 @@ def stub_torch():
         """Records whether autocast was on when its forward ran."""
         def __init__(self):
             self.seen = []
+            self.weights = ["w"]
 
         def forward(self, x):
             self.seen.append(autocast_on["v"])
             return x
-    torch.nn = types.SimpleNamespace(Module=Module, Sequential=Sequential, Probe=Probe)
+
+    class Loss(Probe):
+        """A Probe without parameters, as a loss module."""
+        def __init__(self):
+            super().__init__()
+            self.weights = []
+    torch.nn = types.SimpleNamespace(Module=Module, Sequential=Sequential, Probe=Probe, Loss=Loss)
     torch.compiled_calls = []
 
     class OptimizedModule(Module):
@@ -68,6 +80,9 @@ def stub_torch():
         compile a module named in torch.uncompilable at its first call)."""
         def __init__(self, mod):
             self._orig_mod = mod
+
+        def parameters(self):
+            return self._orig_mod.parameters()
 
         def forward(self, *args):
             if type(self._orig_mod).__name__ in torch.uncompilable:
@@ -224,14 +239,19 @@ class TryTest(unittest.TestCase):
         t = self.torch
         inner = t.nn.Probe()
         model = t.nn.Sequential(t.nn.Probe(), inner)
+        loss = t.nn.Loss()
         self.apply("compile")
         model(1)
         self.assertEqual(t.compiled_calls, [])  # The first step runs as it is.
         tr.on_step_end()
         model(1)
+        loss(1)
         model(1)
-        # The compiled form runs the model; its submodules are not compiled apart.
+        loss(1)
+        # The compiled form runs the model; its submodules are not compiled apart; the loss
+        # module, without parameters, runs as it is and is no failure of the fix.
         self.assertEqual(t.compiled_calls, [("Sequential", False)] * 2)
+        self.assertEqual(loss.seen, [False, False])
         self.assertEqual(len(inner.seen), 3)
         self.assertEqual(tr.outcome["compile"],
                          {"applied": True, "details": ["torch.compile(Sequential), default mode, at its first call "

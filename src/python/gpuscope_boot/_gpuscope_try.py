@@ -12,9 +12,10 @@ program raises NotApplicable with the reason, and the program runs as it is.
                      a loss module), from the second step on: backward and the optimizer run
                      outside it, as in code that wraps its forward in torch.autocast. Changes
                      numerics.
-  compile            torch.compile (default mode) of each outermost module called after the first
-                     step, unless the program compiles it itself; a module whose compilation
-                     fails runs as it is. Fused arithmetic can differ in the last bits.
+  compile            torch.compile (default mode) of each outermost module with parameters called
+                     after the first step (the model; a loss module runs as it is), unless the
+                     program compiles it itself; a module whose compilation fails runs as it
+                     is. Fused arithmetic can differ in the last bits.
   fused-optimizer    Adam, AdamW, SGD and Adagrad built with fused=True (one kernel for all
                      parameters), unless the program chose fused or foreach itself.
   dataloader         DataLoaders without workers get GPUSCOPE_TRY_WORKERS workers (default: one
@@ -87,6 +88,13 @@ def _compiled_for(torch, module):
     if (optimized and isinstance(module, optimized)) or getattr(module, "_compiled_call_impl", None) is not None:
         _compiled[module] = None
         report("compile", False, "the program compiles %s itself" % kind)
+        return None
+    parameters = getattr(module, "parameters", None)
+    if parameters is not None and next(iter(parameters()), None) is None:
+        # A module without parameters called on its own (a loss, an activation) is glue around
+        # the model: torch.compile(model), the advice, leaves it out, and compiling it alone
+        # would add a compiled call's overhead to every step for nothing to fuse across.
+        _compiled[module] = None
         return None
     try:
         _compiled[module] = torch.compile(module)
