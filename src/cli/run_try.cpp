@@ -310,8 +310,9 @@ std::string not_applied_reason(const TrialRun& run) {
       why = f->name == "fused-optimizer" ? "no Adam, AdamW, SGD or Adagrad optimizer was built"
             : f->name == "dataloader"    ? "no DataLoader was built"
             : f->name == "bf16"          ? "no step ended"
-            : f->name == "compile"       ? "no step ended, or no module was called after the first"
-                                         : "the bootstrap did not run (not a Python program?)";
+            : f->name == "compile" || f->name == "reduce-overhead"
+                ? "no step ended, or no module with parameters was called after the first"
+                : "the bootstrap did not run (not a Python program?)";
     } else if (!it->second.applied) {
       why = it->second.details.empty() ? "the bootstrap could not apply it" : it->second.details.front();
     }
@@ -402,17 +403,21 @@ int run_try(const TryRequest& request) {
     std::vector<const TrialFix*> helped;
     for (const Row& row : rows)
       if (row.measured && row.not_applied.empty() && row.measured->low > 1.0) helped.push_back(row.run->fixes.front());
-    // bf16 includes what tf32 gives (its matmuls run in bf16): keep one of them, the faster.
-    auto speed_of = [&](std::string_view name) {
+    // Fixes of one group are alternatives (bf16 includes what tf32 gives; reduce-overhead
+    // compiles as compile does): keep the fastest of each group.
+    auto speed_of = [&](const TrialFix* fix) {
       for (const Row& row : rows)
-        if (row.run->fixes.front()->name == name && row.measured) return row.measured->speedup;
+        if (row.run->fixes.front() == fix && row.measured) return row.measured->speedup;
       return 0.0;
     };
-    if (std::count_if(helped.begin(), helped.end(), [](const TrialFix* f) { return f->numerics; }) == 2) {
-      const std::string_view drop = speed_of("bf16") >= speed_of("tf32") ? "tf32" : "bf16";
-      helped.erase(std::remove_if(helped.begin(), helped.end(), [&](const TrialFix* f) { return f->name == drop; }),
-                   helped.end());
+    std::vector<const TrialFix*> kept;
+    for (const TrialFix* f : helped) {
+      const bool beaten = !f->group.empty() && std::any_of(helped.begin(), helped.end(), [&](const TrialFix* g) {
+        return g != f && g->group == f->group && (speed_of(g) > speed_of(f) || (speed_of(g) == speed_of(f) && g > f));
+      });
+      if (!beaten) kept.push_back(f);
     }
+    helped = std::move(kept);
     if (helped.size() >= 2) {
       runs.push_back(run_trial(request, "together", helped, total - 1, total));
       rows.push_back(make_row(runs.back()));

@@ -35,6 +35,9 @@ for f in fixes:
     elif f == "compile":
         ms *= 0.95
         outcome[f] = {"applied": True, "details": ["torch.compile(Sequential)"]}
+    elif f == "reduce-overhead":
+        ms *= 0.9
+        outcome[f] = {"applied": True, "details": ["torch.compile(Sequential), mode=\"reduce-overhead\""]}
     elif f == "fused-optimizer":
         if program[-1] == "own-step":
             outcome[f] = {"applied": False, "details": ["Lion has a step of its own"]}

@@ -22,6 +22,9 @@ struct TrialFix {
   // The findings whose advice this fix follows (ids of the findings table): `--try auto`
   // tries it when one of them is in the as-is run's report, and prints its estimate.
   std::span<const std::string_view> findings;
+  // Fixes of one group are alternatives (tf32 and bf16; compile and reduce-overhead): a
+  // together run keeps the fastest of a group. Empty: a group of its own.
+  std::string_view group = {};
 };
 
 // Every fix, in the order `--try auto` tries them.

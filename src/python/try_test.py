@@ -78,8 +78,8 @@ def stub_torch():
     class OptimizedModule(Module):
         """torch.compile's wrapper: records each call, then runs the module (or fails to
         compile a module named in torch.uncompilable at its first call)."""
-        def __init__(self, mod):
-            self._orig_mod = mod
+        def __init__(self, mod, mode=None):
+            self._orig_mod, self.mode = mod, mode
 
         def parameters(self):
             return self._orig_mod.parameters()
@@ -87,7 +87,8 @@ def stub_torch():
         def forward(self, *args):
             if type(self._orig_mod).__name__ in torch.uncompilable:
                 raise RuntimeError("dynamo: cannot compile this\nmore")
-            torch.compiled_calls.append((type(self._orig_mod).__name__, autocast_on["v"]))
+            torch.compiled_calls.append((type(self._orig_mod).__name__, autocast_on["v"]) +
+                                        ((self.mode,) if self.mode else ()))
             return self._orig_mod(*args)
     torch.uncompilable = set()
     torch.compile = OptimizedModule
@@ -261,6 +262,18 @@ class TryTest(unittest.TestCase):
         self.undo = []
         model(1)
         self.assertEqual(len(t.compiled_calls), 2)
+
+    def test_reduce_overhead_compiles_with_cuda_graphs(self):
+        t = self.torch
+        model = t.nn.Sequential(t.nn.Probe())
+        self.apply("reduce-overhead")
+        model(1)
+        tr.on_step_end()
+        model(1)
+        self.assertEqual(t.compiled_calls, [("Sequential", False, "reduce-overhead")])
+        self.assertEqual(tr.outcome["reduce-overhead"],
+                         {"applied": True, "details": ['torch.compile(Sequential), mode="reduce-overhead" (CUDA '
+                                                       'graphs), at its first call after the first step']})
 
     def test_compile_leaves_what_the_program_compiles_itself_and_what_fails(self):
         t = self.torch

@@ -29,8 +29,12 @@ PROGRAMS = {
     "loader_light": ("dataloader", "a DataLoader without workers, items ~0.2 ms each, batch 128"),
     "no_caching": ("caching-allocator", "PYTORCH_NO_CUDA_MEMORY_CACHING=1 (set by the runner) on an MLP"),
     "no_caching_conv": ("caching-allocator", "PYTORCH_NO_CUDA_MEMORY_CACHING=1 on a conv net"),
-    "compile_mlp": ("compile", "an eager MLP of small kernels, 8 x 512, batch 64 (launch-bound)"),
     "compile_encoder": ("compile", "an eager transformer encoder, 4 layers of d=512, seq 256, batch 16 (unfused)"),
+    "compile_norms": ("compile", "a bf16 MLP with LayerNorm, GELU and residuals between its 12 layers of 2048, "
+                                 "batch 4096 (chains of elementwise kernels)"),
+    "graphs_mlp": ("reduce-overhead", "an eager MLP of small kernels, 8 x 512, batch 64 (launch-bound)"),
+    "graphs_encoder": ("reduce-overhead", "a small transformer encoder, 2 layers of d=256, seq 32, batch 8 "
+                                          "(launch-bound)"),
     "three": ("auto", "fp32 matmuls, an unfused AdamW and a loader without workers, together"),
 }
 
@@ -59,6 +63,18 @@ def mlp(width, depth, out=10):
     for _ in range(depth):
         layers += [nn.Linear(width, width), nn.ReLU()]
     return nn.Sequential(*layers, nn.Linear(width, out))
+
+
+class Residual(nn.Module):
+    """x + Linear(GELU(LayerNorm(x)) * scale): a GEMM between chains of elementwise kernels."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.norm, self.linear = nn.LayerNorm(width), nn.Linear(width, width)
+        self.scale = nn.Parameter(torch.ones(width))
+
+    def forward(self, x):
+        return x + self.linear(nn.functional.gelu(self.norm(x)) * self.scale)
 
 
 def conv_net(ch=128, depth=6):
@@ -104,9 +120,20 @@ def build(name, fixed, dev):
         model = nn.Sequential(nn.TransformerEncoder(layer, 6), nn.Flatten(), nn.LazyLinear(10))
         x = torch.randn(16, 512, 1024, generator=g)
         batches = fixed_batches(x.to(dev), torch.randint(0, 10, (16,), generator=g).to(dev))
-    elif name == "compile_mlp":
+    elif name == "graphs_mlp":
         model, x = mlp(512, 8), torch.randn(64, 512, generator=g)
         batches = fixed_batches(x.to(dev), torch.randint(0, 10, (64,), generator=g).to(dev))
+    elif name == "graphs_encoder":
+        layer = nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True, dropout=0.0)
+        model = nn.Sequential(nn.TransformerEncoder(layer, 2, enable_nested_tensor=False), nn.Flatten(),
+                              nn.Linear(32 * 256, 10))
+        x = torch.randn(8, 32, 256, generator=g)
+        batches = fixed_batches(x.to(dev), torch.randint(0, 10, (8,), generator=g).to(dev))
+    elif name == "compile_norms":
+        model = nn.Sequential(*[Residual(2048) for _ in range(12)], nn.Linear(2048, 10))
+        amp = torch.bfloat16
+        x = torch.randn(4096, 2048, generator=g)
+        batches = fixed_batches(x.to(dev), torch.randint(0, 10, (4096,), generator=g).to(dev))
     elif name == "compile_encoder":
         layer = nn.TransformerEncoderLayer(512, 8, 2048, batch_first=True, dropout=0.0)
         model = nn.Sequential(nn.TransformerEncoder(layer, 4), nn.Flatten(), nn.Linear(256 * 512, 10))
@@ -131,6 +158,8 @@ def build(name, fixed, dev):
     model = model.to(dev)
     if fixed and fix == "compile":
         model = torch.compile(model)
+    if fixed and fix == "reduce-overhead":
+        model = torch.compile(model, mode="reduce-overhead")
     if name.startswith("sgd"):
         opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9, **fused)
     else:

@@ -16,6 +16,9 @@ program raises NotApplicable with the reason, and the program runs as it is.
                      after the first step (the model; a loss module runs as it is), unless the
                      program compiles it itself; a module whose compilation fails runs as it
                      is. Fused arithmetic can differ in the last bits.
+  reduce-overhead    the same with mode="reduce-overhead": the compiled forward and backward
+                     replay as CUDA graphs (cut launch overhead); a program that keeps a model
+                     output across steps fails this trial (CUDA graphs reuse their outputs).
   fused-optimizer    Adam, AdamW, SGD and Adagrad built with fused=True (one kernel for all
                      parameters), unless the program chose fused or foreach itself.
   dataloader         DataLoaders without workers get GPUSCOPE_TRY_WORKERS workers (default: one
@@ -78,16 +81,17 @@ def _kind(module):
     return type(getattr(module, "_orig_mod", module)).__name__
 
 
-def _compiled_for(torch, module):
-    """The module's compiled form (made at its first outermost call), or None where the program
-    compiles it itself or torch.compile refuses it."""
+def _compiled_for(torch, module, fix):
+    """The module's compiled form (made at its first outermost call) for the fix `compile`
+    (default mode) or `reduce-overhead` (mode="reduce-overhead": CUDA graphs), or None where the
+    program compiles it itself, it has no parameters, or torch.compile refuses it."""
     if module in _compiled:
         return _compiled[module]
     optimized = getattr(getattr(getattr(torch, "_dynamo", None), "eval_frame", None), "OptimizedModule", ())
     kind = _kind(module)
     if (optimized and isinstance(module, optimized)) or getattr(module, "_compiled_call_impl", None) is not None:
         _compiled[module] = None
-        report("compile", False, "the program compiles %s itself" % kind)
+        report(fix, False, "the program compiles %s itself" % kind)
         return None
     parameters = getattr(module, "parameters", None)
     if parameters is not None and next(iter(parameters()), None) is None:
@@ -97,19 +101,26 @@ def _compiled_for(torch, module):
         _compiled[module] = None
         return None
     try:
-        _compiled[module] = torch.compile(module)
+        _compiled[module] = torch.compile(module, **_COMPILE_OPTIONS[fix])
     except Exception as e:  # noqa: BLE001 - a fix must never break the program
         _compiled[module] = None
-        report("compile", False, "%s: %s" % (kind, _first_line(e)))
+        report(fix, False, "%s: %s" % (kind, _first_line(e)))
     return _compiled[module]
+
+
+# The compiling fixes: torch.compile's options and how the report names them. One trial
+# applies one of them (a module is compiled once).
+_COMPILE_OPTIONS = {"compile": {}, "reduce-overhead": {"mode": "reduce-overhead"}}
+_COMPILE_MODE_TEXT = {"compile": "default mode", "reduce-overhead": 'mode="reduce-overhead" (CUDA graphs)'}
 
 
 def _outer_call(torch, original, module, args, kwargs):
     """One outermost call with the active fixes around it."""
     active = _outer["active"]
     callee = None
-    if "compile" in active:
-        callee = _compiled_for(torch, module)
+    fix = "reduce-overhead" if "reduce-overhead" in active else "compile" if "compile" in active else None
+    if fix is not None:
+        callee = _compiled_for(torch, module, fix)
     ctx = None
     if "bf16" in active:
         try:
@@ -138,12 +149,12 @@ def _outer_call(torch, original, module, args, kwargs):
                 # Compilation failed: the module runs as it is (a real error of the program
                 # raises again there).
                 _compiled[module] = None
-                report("compile", False, "%s: %s" % (_kind(module), _first_line(e)))
+                report(fix, False, "%s: %s" % (_kind(module), _first_line(e)))
                 return original(module, *args, **kwargs)
             if first:
                 callee._gpuscope_ran = True
-                report("compile", True, "torch.compile(%s), default mode, at its first call after the first step"
-                       % _kind(module))
+                report(fix, True, "torch.compile(%s), %s, at its first call after the first step"
+                       % (_kind(module), _COMPILE_MODE_TEXT[fix]))
             return out
         finally:
             if ctx is not None:
@@ -154,7 +165,7 @@ def _outer_call(torch, original, module, args, kwargs):
 
 def _outermost_fix(name):
     def apply_fix(torch, _report):  # Reports through report(), as the outermost calls do.
-        if name == "compile" and not hasattr(torch, "compile"):
+        if name in _COMPILE_OPTIONS and not hasattr(torch, "compile"):
             raise NotApplicable("this torch has no torch.compile")
         if _outer["undo"] is None:
             module = torch.nn.Module
@@ -190,6 +201,7 @@ def _outermost_fix(name):
 
 _bf16 = _outermost_fix("bf16")
 _compile = _outermost_fix("compile")
+_reduce_overhead = _outermost_fix("reduce-overhead")
 
 
 def on_step_end():
@@ -294,6 +306,7 @@ FIXES = {
     "tf32": _tf32,
     "bf16": _bf16,
     "compile": _compile,
+    "reduce-overhead": _reduce_overhead,
     "fused-optimizer": _fused_optimizer,
     "dataloader": _dataloader,
 }
