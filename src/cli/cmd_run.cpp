@@ -52,6 +52,7 @@ struct RunOptions {
   std::string try_fixes;  // --try: measure these fixes (run_try.h) instead of one traced run.
   int try_steps = 30;
   int try_warmup = 10;
+  int try_rounds = 1;
   AnalyzeCliOptions analysis;
   std::vector<std::string> command;
 };
@@ -142,6 +143,7 @@ int try_command(const RunOptions& options, std::vector<std::string> command) {
   request.command = std::move(command);
   request.steps = options.try_steps;
   request.warmup = options.try_warmup;
+  request.rounds = options.try_rounds;
   request.output_dir = !options.output.empty() ? options.output : fmt::format("gpuscope-try-{}", ::getpid());
   request.runner = exe_dir() + "/gpuscope";
   request.json = options.analysis.json;
@@ -413,6 +415,11 @@ CommandRegistration kRun({
       app.add_option("--try-warmup", options->try_warmup, "Steps run before timing, per --try run")
           ->capture_default_str()
           ->check(CLI::Range(1, 100000));
+      app.add_option("--try-rounds", options->try_rounds,
+                     "Rounds of --try runs (as is, then each fix), pooled per fix; more rounds average out a "
+                     "machine whose speed moves from run to run")
+          ->capture_default_str()
+          ->check(CLI::Range(1, 20));
       add_analysis_options(app, options->analysis);
       // Everything after `--` is the command, options included.
       app.add_option("command", options->command, "The program to trace and its arguments, after --")->take_all();

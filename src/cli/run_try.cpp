@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <sstream>
 
@@ -47,12 +48,14 @@ std::string last_line(const std::string& path) {
 
 std::string fmt_step(double ns) { return fmt::format("{:.2f} ms/step", ns / 1e6); }
 
+// `round` > 1 names the files of a later round's run apart (tf32.2.gpuscope).
 TrialRun run_trial(const TryRequest& r, const std::string& label, std::vector<const TrialFix*> fixes, int index,
-                   int total) {
+                   int total, int round = 1) {
   TrialRun run;
   run.label = label;
   run.fixes = std::move(fixes);
-  const std::string stem = r.output_dir + "/" + file_stem(label);
+  const std::string stem =
+      r.output_dir + "/" + file_stem(label) + (round > 1 ? fmt::format(".{}", round) : std::string());
   run.capture = stem + ".gpuscope";
   run.log = stem + ".log";
   const std::string result = stem + ".result.json";
@@ -88,7 +91,8 @@ TrialRun run_trial(const TryRequest& r, const std::string& label, std::vector<co
   spec.stdout_path = stem + ".out";
   spec.stderr_path = run.log;
   const std::string at = total > 0 ? fmt::format("[{}/{}]", index, total) : fmt::format("[{}]", index);
-  fmt::print(stderr, "gpuscope run --try: {} {}: running ({} + {} steps)\n", at, terminal_safe(label), r.warmup,
+  const std::string shown = label + (round > 1 ? fmt::format(" (round {})", round) : std::string());
+  fmt::print(stderr, "gpuscope run --try: {} {}: running ({} + {} steps)\n", at, terminal_safe(shown), r.warmup,
              r.steps);
   const auto started = std::chrono::steady_clock::now();
   const ChildResult child = run_child(spec);
@@ -112,10 +116,10 @@ TrialRun run_trial(const TryRequest& r, const std::string& label, std::vector<co
   struct stat st {};
   if (::stat(run.capture.c_str(), &st) != 0) run.capture.clear();
   if (run.error.empty()) {
-    fmt::print(stderr, "gpuscope run --try: {} {}: {} ({} clock, {:.0f} s)\n", at, terminal_safe(label),
+    fmt::print(stderr, "gpuscope run --try: {} {}: {} ({} clock, {:.0f} s)\n", at, terminal_safe(shown),
                fmt_step(*median_ns(run.step_ns)), run.clock, took_s);
   } else {
-    fmt::print(stderr, "gpuscope run --try: {} {}: no measurement: {} (log: {})\n", at, terminal_safe(label),
+    fmt::print(stderr, "gpuscope run --try: {} {}: no measurement: {} (log: {})\n", at, terminal_safe(shown),
                terminal_safe(run.error), terminal_safe(run.log));
   }
   return run;
@@ -344,9 +348,10 @@ int run_try(const TryRequest& request) {
     }
   }
   std::vector<const TrialFix*> fixes = std::move(*parsed);
-  const int planned = automatic ? 0 : static_cast<int>(fixes.size()) + 2;
-  std::vector<TrialRun> runs;
-  runs.reserve(trial_fixes().size() + 3);  // As is, each fix, together, as is again: Rows point into it.
+  const int rounds = std::max(1, request.rounds);
+  const int planned = automatic ? 0 : rounds * (static_cast<int>(fixes.size()) + 1) + 1;
+  // Every run, in order; a deque keeps them where the rows below point.
+  std::deque<TrialRun> runs;
   runs.push_back(run_trial(request, "as is", {}, 1, planned));
   const TrialRun& as_is = runs.front();
   if (!as_is.error.empty()) {
@@ -375,30 +380,80 @@ int run_try(const TryRequest& request) {
                  trial_fix_names());
     }
   }
-  // Together runs only where two fixes helped (an auto run's count may then end one short).
-  const int total =
-      static_cast<int>(fixes.size()) + 1 + (automatic && fixes.size() >= 2 ? 1 : 0) + (fixes.empty() ? 0 : 1);
-  for (size_t i = 0; i < fixes.size(); ++i)
-    runs.push_back(run_trial(request, std::string(fixes[i]->name), {fixes[i]}, static_cast<int>(i) + 2, total));
+  // Together runs only where two fixes helped (an auto run's count may then end short).
+  const int per_round = static_cast<int>(fixes.size()) + 1 + (automatic && fixes.size() >= 2 ? 1 : 0);
+  int total = fixes.empty() ? 1 : rounds * per_round + 1;
+  int index = 1;
+  // One trial per label and round: the tried labels in the order of their first run.
+  std::vector<std::pair<std::string, std::vector<const TrialFix*>>> tried;
+  for (const TrialFix* f : fixes) tried.push_back({std::string(f->name), {f}});
+  for (size_t i = 0; i < tried.size(); ++i)
+    runs.push_back(run_trial(request, tried[i].first, tried[i].second, ++index, total));
 
-  // What each tried run is compared with: the as-is run's steps, and those of the as-is run
-  // again at the end once it ran (below).
-  std::vector<int64_t> reference = as_is.step_ns;
+  // What each tried label is compared with: every as-is run's steps (the first, those of later
+  // rounds, and the one at the end).
+  std::vector<const TrialRun*> as_is_runs = {&as_is};
+  std::deque<TrialRun> pooled;  // Per tried label, its runs of every round as one.
+  auto pool = [&](const std::string& label) {
+    TrialRun merged;
+    bool first = true;
+    for (const TrialRun& run : runs) {
+      if (run.label != label) continue;
+      if (first) {
+        merged = run;
+        merged.step_ns.clear();
+        first = false;
+      }
+      if (merged.error.empty() && !run.error.empty()) merged.error = run.error;  // A failed round is said.
+      merged.step_ns.insert(merged.step_ns.end(), run.step_ns.begin(), run.step_ns.end());
+    }
+    pooled.push_back(std::move(merged));
+    return &pooled.back();
+  };
+  auto reference = [&] {
+    std::vector<int64_t> steps;
+    for (const TrialRun* run : as_is_runs)
+      if (run->error.empty()) steps.insert(steps.end(), run->step_ns.begin(), run->step_ns.end());
+    return steps;
+  };
+  // A label's run of round k against the as-is runs that bracket it: round k's and the next
+  // one made (round k+1's, or the one at the end).
+  auto rounds_of = [&](const std::string& label) {
+    std::vector<TrialRound> out;
+    size_t k = 0;
+    for (const TrialRun& run : runs) {
+      if (run.label != label) continue;
+      TrialRound round;
+      if (run.error.empty()) round.after_ns = run.step_ns;
+      for (size_t j = k; j <= k + 1 && j < as_is_runs.size(); ++j)
+        if (as_is_runs[j]->error.empty())
+          round.before_ns.insert(round.before_ns.end(), as_is_runs[j]->step_ns.begin(), as_is_runs[j]->step_ns.end());
+      out.push_back(std::move(round));
+      ++k;
+    }
+    return out;
+  };
   auto make_row = [&](const TrialRun& run) {
     Row row;
     row.run = &run;
     if (!run.error.empty()) return row;
     row.not_applied = not_applied_reason(run);
     if (!row.not_applied.empty()) return row;  // Not the fix's speedup: not reported as one.
-    row.measured = compare_steps(reference, run.step_ns);
+    row.measured = compare_rounds(rounds_of(run.label));
     if (as_is_report) row.estimate = estimate_for(*as_is_report, run.fixes);
     row.losses = compare_losses(as_is.losses, run.losses);
     return row;
   };
-  std::vector<Row> rows;
-  for (size_t i = 1; i < runs.size(); ++i) rows.push_back(make_row(runs[i]));
+  auto make_rows = [&] {
+    std::vector<Row> out;
+    pooled.clear();
+    for (const auto& [label, _] : tried) out.push_back(make_row(*pool(label)));
+    return out;
+  };
+  std::vector<Row> rows = make_rows();
 
-  // auto: the fixes that helped beyond their interval's doubt, together.
+  // auto: the fixes that helped beyond their interval's doubt, together (decided on the first
+  // round).
   if (automatic) {
     std::vector<const TrialFix*> helped;
     for (const Row& row : rows)
@@ -419,27 +474,36 @@ int run_try(const TryRequest& request) {
     }
     helped = std::move(kept);
     if (helped.size() >= 2) {
-      runs.push_back(run_trial(request, "together", helped, total - 1, total));
-      rows.push_back(make_row(runs.back()));
+      tried.push_back({"together", helped});
+      runs.push_back(run_trial(request, "together", helped, ++index, total));
+    } else if (per_round > static_cast<int>(tried.size()) + 1) {
+      total -= rounds;  // No together run in any round.
     }
   }
 
-  // The program as it is once more, after the tried runs: a machine's speed moves while trials
-  // run (clocks, other work on the host). Each speedup compares with both as-is runs, and the
-  // drift between them says how far two runs of the same program came apart.
-  std::optional<double> drift;
-  std::vector<double> as_is_medians = {*median_ns(as_is.step_ns)};
-  if (!fixes.empty()) {
-    const int last = static_cast<int>(runs.size()) + 1;  // The last trial, together run or not.
-    runs.push_back(run_trial(request, kAsIsAgain, {}, last, last));
-    const TrialRun& again = runs.back();
-    if (again.error.empty() && !again.step_ns.empty()) {
-      as_is_medians.push_back(*median_ns(again.step_ns));
-      drift = as_is_medians[1] / as_is_medians[0] - 1;
-      reference.insert(reference.end(), again.step_ns.begin(), again.step_ns.end());
-      for (Row& row : rows) row = make_row(*row.run);
-    }
+  // Later rounds: the program as it is, then each tried label again.
+  for (int round = 2; round <= rounds && !tried.empty(); ++round) {
+    runs.push_back(run_trial(request, "as is", {}, ++index, total, round));
+    as_is_runs.push_back(&runs.back());
+    for (const auto& [label, with] : tried) runs.push_back(run_trial(request, label, with, ++index, total, round));
   }
+
+  // The program as it is once more, after the tried runs: a machine's speed moves while trials
+  // run (clocks, other work on the host). Each speedup compares with every as-is run, and the
+  // drift between the first and the last says how far two runs of the same program came apart.
+  std::optional<double> drift;
+  if (!tried.empty()) {
+    ++index;
+    runs.push_back(run_trial(request, kAsIsAgain, {}, index, std::max(index, total)));
+    as_is_runs.push_back(&runs.back());
+  }
+  std::vector<double> as_is_medians;
+  for (const TrialRun* run : as_is_runs)
+    if (run->error.empty() && !run->step_ns.empty()) as_is_medians.push_back(*median_ns(run->step_ns));
+  if (as_is_medians.size() >= 2 && as_is_runs.back()->error.empty() && !as_is_runs.back()->step_ns.empty())
+    drift = as_is_medians.back() / as_is_medians.front() - 1;
+  rows = make_rows();
+  const std::vector<int64_t> as_is_steps = reference();
 
   // The tried run that went fastest, for --html and the diff hint.
   const Row* best = nullptr;
@@ -468,8 +532,8 @@ int run_try(const TryRequest& request) {
     doc["warmup_steps"] = request.warmup;
     Json medians = Json::array();
     for (double m : as_is_medians) medians.push_back(m / 1e6);
-    doc["as_is"] = {{"step_ms_median", *median_ns(reference) / 1e6},
-                    {"steps_timed", static_cast<int64_t>(reference.size())},
+    doc["as_is"] = {{"step_ms_median", *median_ns(as_is_steps) / 1e6},
+                    {"steps_timed", static_cast<int64_t>(as_is_steps.size())},
                     {"step_ms_medians", medians},
                     {"drift", drift ? Json(*drift) : Json()},
                     {"clock", as_is.clock},
@@ -482,16 +546,24 @@ int run_try(const TryRequest& request) {
     return 0;
   }
   fmt::print("gpuscope run --try: {} steps timed per run after {} warm-up, untraced\n", request.steps, request.warmup);
-  if (drift) {
-    fmt::print("  {:<20} {} (first {:.2f}, last {:.2f})\n", "as is", fmt_step(*median_ns(reference)),
+  if (drift && as_is_medians.size() > 2) {
+    std::string each;
+    for (double m : as_is_medians) each += fmt::format("{}{:.2f}", each.empty() ? "" : ", ", m / 1e6);
+    fmt::print("{}", wrap_text(fmt::format("{:<20} {} ({} runs: {})", "as is", fmt_step(*median_ns(as_is_steps)),
+                                           as_is_medians.size(), each),
+                               80, "  "));
+  } else if (drift) {
+    fmt::print("  {:<20} {} (first {:.2f}, last {:.2f})\n", "as is", fmt_step(*median_ns(as_is_steps)),
                as_is_medians[0] / 1e6, as_is_medians[1] / 1e6);
+  }
+  if (drift) {
     if (std::abs(*drift) > kDriftResolved)
       fmt::print("{}", wrap_text(fmt::format("The program as it is ran {:.1f}% {} at the end than at the start: "
                                              "speedups within that are not resolved.",
                                              std::abs(*drift) * 100, *drift > 0 ? "slower" : "faster"),
                                  80, "  "));
   } else {
-    fmt::print("  {:<20} {}\n", "as is", fmt_step(*median_ns(reference)));
+    fmt::print("  {:<20} {}\n", "as is", fmt_step(*median_ns(as_is_steps)));
   }
   for (const Row& row : rows) print_row(row);
   fmt::print("Trials end after their steps; none of them is the program's real run.\n");

@@ -26,6 +26,7 @@ struct TryRequest {
   int steps = 30;                    // Steps timed per trial.
   int warmup = 10;                   // Steps run before timing (compilation, autotuning).
   int traced_steps = 20;             // Steps traced after timing, for the captures.
+  int rounds = 1;                    // Rounds of runs (as is, then each fix), pooled per fix.
   std::string runner;                // The `gpuscope` executable that runs each trial.
   bool json = false;                 // The result as one JSON document (gpuscope.try/1).
   std::string html;                  // The as-is and best tried run side by side (diff page).

@@ -7,7 +7,8 @@ FAKE_TRY_CAPTURE), with step times that depend on the fixes in the environment:
   expandable-segments 9 ms when PYTORCH_CUDA_ALLOC_CONF holds it; caching-allocator 7 ms when
   PYTORCH_NO_CUDA_MEMORY_CACHING is gone. Fixes together multiply their gains. The program
   "fail" exits 3 before any step. With FAKE_TRY_DRIFT=F the as-is run made again at the end
-  (capture as-is-again.gpuscope) takes F times as long per step, as on a machine that slowed."""
+  (capture as-is-again.gpuscope) takes F times as long per step, as on a machine that slowed;
+  with FAKE_TRY_SLOW_ROUND2=F every run of the second round (NAME.2.gpuscope) does."""
 import json
 import os
 import shutil
@@ -50,6 +51,8 @@ if os.environ.get("FAKE_TRY_NO_CACHING") and "PYTORCH_NO_CUDA_MEMORY_CACHING" no
     ms *= 0.7
 if os.path.basename(cap) == "as-is-again.gpuscope" and os.environ.get("FAKE_TRY_DRIFT"):
     ms *= float(os.environ["FAKE_TRY_DRIFT"])
+if ".2." in os.path.basename(cap) and os.environ.get("FAKE_TRY_SLOW_ROUND2"):
+    ms *= float(os.environ["FAKE_TRY_SLOW_ROUND2"])
 steps = skip - warmup
 # A little spread, the same in every run: +-2%.
 step_ns = [int(ms * 1e6 * (1 + 0.02 * ((i % 5) - 2) / 2)) for i in range(steps)]

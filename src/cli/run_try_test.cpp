@@ -166,6 +166,27 @@ TEST_F(RunTryTest, TheProgramAsItIsRunsAgainLastAndItsDriftIsReported) {
   EXPECT_NE(out.find("ran 10.0% slower at the end than at the start"), std::string::npos) << out;
 }
 
+TEST_F(RunTryTest, RoundsPoolEachFixAndTheirOwnAsIsRuns) {
+  // Round 2 runs 20% slower, as is and tried alike: the speedup stays that of each round.
+  ::setenv("FAKE_TRY_SLOW_ROUND2", "1.2", 1);
+  TryRequest r = request("tf32");
+  r.rounds = 2;
+  const auto doc = run(r);
+  ::unsetenv("FAKE_TRY_SLOW_ROUND2");
+  for (const char* f :
+       {"as-is.gpuscope", "tf32.gpuscope", "as-is.2.gpuscope", "tf32.2.gpuscope", "as-is-again.gpuscope"})
+    EXPECT_TRUE(std::ifstream(dir_ + "/" + f).good()) << f;
+  EXPECT_EQ(doc["as_is"]["steps_timed"], 60);  // Three as-is runs of 20 steps.
+  ASSERT_EQ(doc["as_is"]["step_ms_medians"].size(), 3u);
+  EXPECT_NEAR(doc["as_is"]["step_ms_medians"][1].get<double>(), 12.0, 1e-9);
+  EXPECT_NEAR(doc["as_is"]["drift"].get<double>(), 0.0, 1e-9);  // First and last alike.
+  ASSERT_EQ(doc["tries"].size(), 1u);
+  EXPECT_EQ(doc["tries"][0]["steps_timed"], 40);
+  // As is 10, 12, 10 ms around tf32 5 and 6 ms: each round against the as-is runs around it
+  // (about 11 / 5 and 11 / 6), their geometric mean x2.0; pooling every step would give x1.84.
+  EXPECT_NEAR(doc["tries"][0]["speedup"].get<double>(), 2.0, 0.05);
+}
+
 TEST_F(RunTryTest, AProgramThatFailsAsItIsEndsTheTrialsWithItsCode) {
   run(request("tf32", "fail"), 3);
   EXPECT_FALSE(std::ifstream(dir_ + "/tf32.log").good());  // No trial after it.

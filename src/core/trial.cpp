@@ -100,29 +100,59 @@ std::optional<std::vector<const TrialFix*>> parse_trial_fixes(std::string_view t
 
 std::optional<TrialSpeedup> compare_steps(std::span<const int64_t> before_ns, std::span<const int64_t> after_ns,
                                           int resamples) {
-  if (before_ns.size() < 3 || after_ns.size() < 3) return std::nullopt;
-  const std::vector<double> before(before_ns.begin(), before_ns.end());
-  const std::vector<double> after(after_ns.begin(), after_ns.end());
-  TrialSpeedup s;
-  s.before_median_ns = median(before);
-  s.after_median_ns = median(after);
-  if (!(s.before_median_ns > 0) || !(s.after_median_ns > 0)) return std::nullopt;
-  s.speedup = s.before_median_ns / s.after_median_ns;
-  s.before_steps = static_cast<int64_t>(before.size());
-  s.after_steps = static_cast<int64_t>(after.size());
-  std::mt19937_64 rng(0x5eed);
-  std::vector<double> ratios, a(before.size()), b(after.size());
-  ratios.reserve(static_cast<size_t>(resamples));
-  std::uniform_int_distribution<size_t> pick_a(0, before.size() - 1), pick_b(0, after.size() - 1);
-  for (int r = 0; r < resamples; ++r) {
-    for (double& x : a) x = before[pick_a(rng)];
-    for (double& x : b) x = after[pick_b(rng)];
-    ratios.push_back(median(a) / median(b));
+  const TrialRound one{std::vector<int64_t>(before_ns.begin(), before_ns.end()),
+                       std::vector<int64_t>(after_ns.begin(), after_ns.end())};
+  return compare_rounds(std::span<const TrialRound>(&one, 1), resamples);
+}
+
+std::optional<TrialSpeedup> compare_rounds(std::span<const TrialRound> rounds, int resamples) {
+  struct Sides {
+    std::vector<double> before, after;
+  };
+  std::vector<Sides> used;
+  std::vector<double> all_before, all_after;
+  for (const TrialRound& r : rounds) {
+    if (r.before_ns.size() < 3 || r.after_ns.size() < 3) continue;
+    Sides s{std::vector<double>(r.before_ns.begin(), r.before_ns.end()),
+            std::vector<double>(r.after_ns.begin(), r.after_ns.end())};
+    if (!(median(s.before) > 0) || !(median(s.after) > 0)) continue;
+    all_before.insert(all_before.end(), s.before.begin(), s.before.end());
+    all_after.insert(all_after.end(), s.after.begin(), s.after.end());
+    used.push_back(std::move(s));
   }
-  std::sort(ratios.begin(), ratios.end());
-  s.low = quantile_sorted(ratios, 0.025);
-  s.high = quantile_sorted(ratios, 0.975);
-  return s;
+  if (used.empty()) return std::nullopt;
+  TrialSpeedup out;
+  out.before_median_ns = median(all_before);
+  out.after_median_ns = median(all_after);
+  out.before_steps = static_cast<int64_t>(all_before.size());
+  out.after_steps = static_cast<int64_t>(all_after.size());
+  // The geometric mean of the rounds' ratios of medians (one round: its ratio).
+  auto combined = [&](const std::vector<double>& ratios) {
+    double log_sum = 0;
+    for (double r : ratios) log_sum += std::log(r);
+    return std::exp(log_sum / static_cast<double>(ratios.size()));
+  };
+  std::vector<double> ratios;
+  for (const Sides& s : used) ratios.push_back(median(s.before) / median(s.after));
+  out.speedup = combined(ratios);
+  std::mt19937_64 rng(0x5eed);
+  std::vector<double> resampled;
+  resampled.reserve(static_cast<size_t>(resamples));
+  for (int i = 0; i < resamples; ++i) {
+    for (size_t k = 0; k < used.size(); ++k) {
+      const Sides& s = used[k];
+      std::vector<double> a(s.before.size()), b(s.after.size());
+      std::uniform_int_distribution<size_t> pick_a(0, s.before.size() - 1), pick_b(0, s.after.size() - 1);
+      for (double& x : a) x = s.before[pick_a(rng)];
+      for (double& x : b) x = s.after[pick_b(rng)];
+      ratios[k] = median(a) / median(b);
+    }
+    resampled.push_back(combined(ratios));
+  }
+  std::sort(resampled.begin(), resampled.end());
+  out.low = quantile_sorted(resampled, 0.025);
+  out.high = quantile_sorted(resampled, 0.975);
+  return out;
 }
 
 std::optional<LossComparison> compare_losses(std::span<const double> before, std::span<const double> after) {

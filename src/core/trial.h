@@ -55,6 +55,18 @@ struct TrialSpeedup {
 std::optional<TrialSpeedup> compare_steps(std::span<const int64_t> before_ns, std::span<const int64_t> after_ns,
                                           int resamples = 2000);
 
+// Rounds of runs (`run --try-rounds`): each round's tried steps against the as-is runs that
+// bracket it (the round's own and the next, or the one at the end), so that a machine whose
+// speed drifts from run to run moves both sides of each ratio alike. The speedup is the
+// geometric mean of the rounds' ratios of medians; the interval, a percentile bootstrap of that
+// mean (each side of each round resampled). Rounds with fewer than 3 steps on a side are left
+// out; nullopt when none is left. One round is compare_steps. The medians and counts are those
+// of all the rounds' steps together.
+struct TrialRound {
+  std::vector<int64_t> before_ns, after_ns;
+};
+std::optional<TrialSpeedup> compare_rounds(std::span<const TrialRound> rounds, int resamples = 2000);
+
 // The losses of two runs of a deterministic program over the steps both saw: the largest
 // relative difference |a-b|/max(|a|,tiny), and the last loss of each. nullopt with none in common.
 struct LossComparison {

@@ -1,5 +1,7 @@
 #include "core/trial.h"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 namespace gpuscope {
@@ -57,6 +59,28 @@ TEST(Trial, SpeedupIsTheRatioOfMediansWithAnIntervalAroundIt) {
   auto again = compare_steps(before, after);
   EXPECT_DOUBLE_EQ(again->low, s->low);
   EXPECT_DOUBLE_EQ(again->high, s->high);
+}
+
+TEST(Trial, RoundsCompareEachTriedRunWithTheAsIsRunsAroundIt) {
+  // The machine slowed by 20% in the second round, both sides alike: each round's ratio is 2,
+  // so is their mean, where pooling every step would mix 10 ms as-is steps with 6 ms tried ones.
+  auto steps = [](int64_t ms, int n) { return std::vector<int64_t>(static_cast<size_t>(n), ms * 1'000'000); };
+  std::vector<TrialRound> rounds = {{steps(10, 20), steps(5, 20)}, {steps(12, 20), steps(6, 20)}};
+  rounds[0].before_ns[0] = 10'100'000;  // Some spread, for the interval.
+  rounds[1].after_ns[3] = 5'900'000;
+  auto s = compare_rounds(rounds);
+  ASSERT_TRUE(s);
+  EXPECT_NEAR(s->speedup, 2.0, 1e-9);
+  EXPECT_LE(s->low, s->speedup);
+  EXPECT_GE(s->high, s->speedup);
+  EXPECT_EQ(s->before_steps, 40);
+  EXPECT_EQ(s->after_steps, 40);
+  // Geometric: rounds of x2 and x3 give x2.449.
+  rounds[1].after_ns = steps(4, 20);
+  EXPECT_NEAR(compare_rounds(rounds)->speedup, std::sqrt(6.0), 1e-9);
+  // A round with too few steps on a side is left out.
+  rounds[1].after_ns = steps(4, 2);
+  EXPECT_NEAR(compare_rounds(rounds)->speedup, 2.0, 1e-9);
 }
 
 TEST(Trial, NoSpeedupWithoutSteps) {

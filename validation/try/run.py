@@ -5,7 +5,7 @@ trial's step beside the untraced program's. Prints the table docs/validation.md 
 as each program is done.
 
 usage: validation/try/run.py [--gpuscope PATH] [--programs a,b,...] [--pairs 3] [--steps 80]
-                             [--work DIR] [--resume] [--budget-s S]
+                             [--rounds 1] [--work DIR] [--resume] [--budget-s S]
 
 Per program: `--pairs` interleaved pairs of untraced runs (as is, then fixed; order swapped
 every other pair), each run's step the median of its steps after 10; the edited speedup is the
@@ -54,7 +54,7 @@ def untraced(name, fixed, steps, work, tag, resume=False):
         return statistics.median(json.load(f)["step_ms"][10:])
 
 
-def tried(gpuscope, name, fix, steps, work, resume=False):
+def tried(gpuscope, name, fix, steps, work, resume=False, rounds=1):
     kept = os.path.join(work, f"{name}-try.json")
     if resume and os.path.exists(kept):
         with open(kept) as f:
@@ -62,7 +62,8 @@ def tried(gpuscope, name, fix, steps, work, resume=False):
     out = os.path.join(work, f"{name}-try")
     if os.path.exists(out):  # an earlier sitting's trial that gave no result: --try wants a new folder
         os.rename(out, f"{out}-{int(time.time())}")
-    cmd = [gpuscope, "run", "--try", fix, "--json", "-o", out, "--", sys.executable, PROGRAMS_PY, name,
+    cmd = [gpuscope, "run", "--try", fix, "--try-rounds", str(rounds), "--json", "-o", out, "--", sys.executable,
+           PROGRAMS_PY, name,
            "--steps", str(steps)]
     proc = subprocess.run(cmd, env=program_env(name), capture_output=True, text=True, timeout=1800)
     if proc.returncode != 0:
@@ -97,6 +98,7 @@ def main():
     ap.add_argument("--work")
     ap.add_argument("--resume", action="store_true", help="reuse the runs kept in --work by an earlier "
                     "invocation (untraced results, --try documents) and make only those missing")
+    ap.add_argument("--rounds", type=int, default=1, help="gpuscope run --try-rounds: rounds of trials")
     ap.add_argument("--budget-s", type=float, default=3600,
                     help="begin no program once this many seconds have passed (each row is printed when done)")
     a = ap.parse_args()
@@ -119,7 +121,7 @@ def main():
                 order = (False, True) if p % 2 == 0 else (True, False)
                 for f in order:
                     (fixed if f else asis).append(untraced(name, f, a.steps, work, f"{p}-{int(f)}", a.resume))
-            doc = tried(a.gpuscope, name, fix, max(a.steps, 70), work, a.resume)
+            doc = tried(a.gpuscope, name, fix, max(a.steps, 70), work, a.resume, a.rounds)
         except (RuntimeError, subprocess.TimeoutExpired) as e:
             add((name, fix, f"failed: {e}"))
             print(f"{name}: {e}", file=sys.stderr, flush=True)
