@@ -19,7 +19,8 @@ step times after 5 warm-up steps, and a row's is the median over its pairs. Colu
                        deterministic" when untraced runs (the warm-up run included) already
                        differ among themselves
   steps found          what `gpuscope analyze` found in the last traced run's capture: source,
-                       count and median ms per step, beside that run's own count and median
+                       count (and the warm-up steps it left out of its window) and median ms
+                       per step, beside that run's own count and median
 A run that fails keeps its whole output in --work as ROW-TAG.failed.log, and its capture.
 Before the pairs, each row runs once untimed, so that torch.compile's caches are warm in every
 timed run, traced or not, as in a user's second run (--no-warm skips it).
@@ -99,7 +100,9 @@ def steps_found(gpuscope, captures):
     top = dev.get("findings", [])
     top = f"; top: {top[0]['id']} x{top[0].get('est_speedup') or 0:.2f}" if top else ""
     median = f"{statistics.median(durations):.2f}" if durations else "-"
-    return f"{s.get('source')} {s.get('count')} x {median} ms{top}"
+    # Steps found = those analysed and the leading warm-up ones the report left out of its window.
+    warm = f" (+{s['skipped_warmup']} warm-up)" if s.get("skipped_warmup") else ""
+    return f"{s.get('source')} {s.get('count')}{warm} x {median} ms{top}"
 
 
 def dynamo_text(runs):

@@ -30,7 +30,7 @@ class Runner(unittest.TestCase):
         self.calls.append(cmd)
         if cmd[1] == "analyze":
             doc = {"devices": [{"window_us": 1, "steps": {"source": "optimizer", "count": 30, "mean_ms": 2.2,
-                                                          "list": [{"duration_ms": 2.1}] * 30},
+                                                          "list": [{"duration_ms": 2.1}] * 30, "skipped_warmup": 0},
                                 "findings": [{"id": "launch-bound", "est_speedup": 1.5}]}]}
             return types.SimpleNamespace(returncode=0, stdout=json.dumps(doc), stderr="")
         traced = cmd[1] == "run"
