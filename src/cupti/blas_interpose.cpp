@@ -215,7 +215,9 @@ __attribute__((visibility("default"))) cublasStatus_t cublasLtMatmul(
   int64_t m = 0, n = 0, k = 0, batch = 1;
   int32_t a_type = -1, b_type = -1, d_type = -1;
   int32_t ta = CUBLAS_OP_N, tb = CUBLAS_OP_N;
-  if (layout_get && desc_get && Adesc && Ddesc) {
+  // Outside a trace window (and nested in a recorded call, where Scope records nothing either)
+  // the shape is not read: no attribute queries on the program's GEMMs while nothing records.
+  if (layout_get && desc_get && Adesc && Ddesc && t_depth == 0 && recording().load(std::memory_order_relaxed)) {
     size_t written = 0;
     uint64_t rows = 0, cols = 0, a_rows = 0, a_cols = 0;
     int32_t batch_count = 1;
