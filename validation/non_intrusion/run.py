@@ -5,6 +5,7 @@ shows.
 
 usage: validation/non_intrusion/run.py [--rows eager,compile,...] [--pairs 5] [--steps 40]
                                        [--budget-s 3600] [--gpuscope PATH] [--work DIR] [--resume]
+                                       [--no-calibrate]
 
 A matrix too long for one sitting is made in several: the same --work and --resume each time
 (each run's result is kept there as ROW-TAG.run.json, its capture analysed and removed), with
@@ -39,6 +40,7 @@ import time
 
 RUN_ARGS = []  # extra options of `gpuscope run` (--run-args)
 KEEP_CAPTURES = False  # --keep-captures
+NO_CALIBRATE = False  # --no-calibrate
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = os.path.join(HERE, "programs.py")
 sys.path.insert(0, HERE)
@@ -55,7 +57,10 @@ def run_once(row, steps, traced, gpuscope, work, tag, resume=False):
     cmd = [sys.executable, PROGRAMS, row, "--steps", str(steps), "--result", result]
     if traced:
         cap = os.path.join(work, f"{row}-{tag}.gpuscope")
-        cmd = [gpuscope, "run", "--no-report", "--no-calibrate", "-o", cap, *RUN_ARGS, "--"] + cmd
+        # Calibrated (unless --no-calibrate): the report then takes the tracer's own cost out of
+        # its findings, which is what "no finding caused by tracing" checks.
+        cmd = [gpuscope, "run", "--no-report", *(["--no-calibrate"] if NO_CALIBRATE else []), "-o", cap, *RUN_ARGS,
+               "--"] + cmd
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0 or not os.path.exists(result):
         # The whole output stays beside the results: a crash's cause is rarely in its last lines.
@@ -124,6 +129,8 @@ def main():
                     "by an earlier invocation with the same --work, so that a matrix can be completed over "
                     "several shorter sessions")
     ap.add_argument("--keep-captures", action="store_true", help="keep each traced run's capture in --work")
+    ap.add_argument("--no-calibrate", action="store_true", help="traced runs without gpuscope's calibration of "
+                    "its own per-launch cost (faster; the findings then keep the tracer's cost)")
     ap.add_argument("--no-warm", action="store_true", help="skip the untimed run of each row that fills "
                     "torch.compile's caches before the pairs (a first max-autotune run spends minutes there)")
     ap.add_argument("--run-args", default="", help="options for `gpuscope run`, e.g. '--steps 50': the table "
@@ -132,8 +139,9 @@ def main():
     import programs  # needs torch: after --help
 
     RUN_ARGS.extend(a.run_args.split())
-    global KEEP_CAPTURES
+    global KEEP_CAPTURES, NO_CALIBRATE
     KEEP_CAPTURES = a.keep_captures
+    NO_CALIBRATE = a.no_calibrate
     rows = a.rows.split(",") if a.rows else programs.ROWS
     work = a.work or tempfile.mkdtemp(prefix="gpuscope-nonintrusion-")
     os.makedirs(work, exist_ok=True)

@@ -67,6 +67,8 @@ class Runner(unittest.TestCase):
         # One untimed warm run per row, then per pair untraced/traced, the order swapped each pair.
         self.assertEqual([("run" if c[1] == "run" else "u") for c in programs if "eager" in c],
                          ["u", "u", "run", "run", "u"])
+        # Traced runs are calibrated: the findings leave the tracer's own cost out.
+        self.assertFalse([c for c in programs if c[1] == "run" and "--no-calibrate" in c])
         # The captures are analysed at once and not kept, but for a failed run's.
         self.assertEqual([f for f in os.listdir(self.work) if f.endswith(".gpuscope")], ["crash-t0.gpuscope"])
 
