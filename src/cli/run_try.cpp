@@ -369,9 +369,11 @@ int run_try(const TryRequest& request) {
       if (!fix.env_name.empty() && fix.name == "caching-allocator" && !std::getenv(fix.env_name.data())) continue;
       const std::vector<const TrialFix*> one = {&fix};
       const auto estimate = as_is_report ? estimate_for(*as_is_report, one) : std::nullopt;
+      if (!estimate) continue;
       // A fix whose own part of a finding is nothing (tf32 where every matrix kernel already
       // runs in TF32) is not tried.
-      if (estimate && !(!estimate->part.empty() && estimate->speedup < 1.005)) fixes.push_back(&fix);
+      const bool nothing_to_gain = !estimate->part.empty() && estimate->speedup < 1.005;
+      if (!nothing_to_gain) fixes.push_back(&fix);
     }
     if (fixes.empty()) {
       fmt::print(stderr,
