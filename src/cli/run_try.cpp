@@ -313,6 +313,7 @@ std::string not_applied_reason(const TrialRun& run) {
     if (it == run.outcome.end()) {
       why = f->name == "fused-optimizer" ? "no Adam, AdamW, SGD or Adagrad optimizer was built"
             : f->name == "dataloader"    ? "no DataLoader was built"
+            : f->name == "non-blocking"  ? "no pinned host tensor was copied to the GPU without non_blocking"
             : f->name == "bf16"          ? "no step ended"
             : f->name == "compile" || f->name == "reduce-overhead"
                 ? "no step ended, or no module with parameters was called after the first"

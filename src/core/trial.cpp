@@ -12,6 +12,7 @@ namespace {
 constexpr std::string_view kPrecisionFindings[] = {"precision-fp32"};
 constexpr std::string_view kOptimizerFindings[] = {"optimizer-unfused"};
 constexpr std::string_view kInputFindings[] = {"input-bound", "memcpy"};
+constexpr std::string_view kCopyFindings[] = {"memcpy"};
 constexpr std::string_view kAllocationFindings[] = {"allocation"};
 // torch.compile's default mode fuses kernels; launches stay one per kernel, so launch-bound's
 // estimate (a step replayed without the code that issues it) is reduce-overhead's: CUDA graphs.
@@ -26,6 +27,8 @@ constexpr TrialFix kFixes[] = {
     {"fused-optimizer", "Adam, AdamW, SGD and Adagrad built with fused=True", false, "", kOptimizerFindings},
     {"dataloader", "DataLoaders without workers get workers, pin_memory and persistent_workers", false, "",
      kInputFindings},
+    {"non-blocking", "copies of pinned host tensors to the GPU made asynchronous (non_blocking=True)", false, "",
+     kCopyFindings},
     {"caching-allocator", "PyTorch's caching allocator back on (PYTORCH_NO_CUDA_MEMORY_CACHING unset)", false,
      "PYTORCH_NO_CUDA_MEMORY_CACHING", kAllocationFindings},
     {"expandable-segments", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", false, "PYTORCH_CUDA_ALLOC_CONF",

@@ -127,9 +127,33 @@ def stub_torch():
     torch.utils = types.SimpleNamespace(data=types.SimpleNamespace(
         DataLoader=DataLoader, Dataset=Dataset, IterableDataset=IterableDataset))
 
+    class Device:
+        def __init__(self, spec):
+            if isinstance(spec, Device):
+                spec = spec.type
+            spec = "cuda" if isinstance(spec, int) else spec
+            if spec not in ("cpu", "cuda") and not spec.startswith("cuda:"):
+                raise RuntimeError("Expected one of cpu, cuda device type at start of device string: " + spec)
+            self.type = spec.split(":")[0]
+    torch.device = Device
+    torch.compiler = types.SimpleNamespace(is_compiling=lambda: torch.compiling)
+    torch.compiling = False
+
     class Tensor:
-        def __init__(self, v, n=1):
+        def __init__(self, v, n=1, device="cpu", pinned=False):
             self.v, self.n, self.backwards = v, n, 0
+            self.device, self.pinned, self.copied = Device(device), pinned, []
+
+        def is_pinned(self):
+            return self.pinned
+
+        def to(self, *args, **kwargs):
+            self.copied.append((args, kwargs))
+            return self
+
+        def cuda(self, device=None, non_blocking=False):
+            self.copied.append(("cuda", non_blocking))
+            return self
 
         def numel(self):
             return self.n
@@ -360,6 +384,44 @@ class TryTest(unittest.TestCase):
         self.assertEqual(it.num_workers, 0)
         self.assertTrue(tr.outcome["dataloader"]["applied"])
         self.assertIn("its dataset is iterable: each worker would yield all of it", tr.outcome["dataloader"]["details"])
+
+    def test_non_blocking_only_for_pinned_host_sources_copied_to_the_gpu(self):
+        t = self.torch
+        to, cuda = t.Tensor.to, t.Tensor.cuda
+        self.apply("non-blocking")
+        self.assertNotIn("non-blocking", tr.outcome)  # Nothing reported before a copy is changed.
+        pinned, pageable, gpu = t.Tensor(1, pinned=True), t.Tensor(1), t.Tensor(1, device="cuda")
+        pinned.to("cuda")
+        dev = t.device("cuda:0")
+        pinned.to(dev, dtype="float32")
+        pinned.to(device=0)
+        pinned.to(gpu)
+        pinned.cuda()
+        self.assertEqual(pinned.copied, [(("cuda",), {"non_blocking": True}),
+                                         ((dev,), {"dtype": "float32", "non_blocking": True}),
+                                         ((), {"device": 0, "non_blocking": True}),
+                                         ((gpu,), {"non_blocking": True}),
+                                         ("cuda", True)])
+        self.assertTrue(tr.outcome["non-blocking"]["applied"])
+        # Left as they are: a pageable source, a copy to the host, a dtype change, the
+        # program's own choice (by keyword or position), code torch.compile traces.
+        pageable.to("cuda")
+        gpu.to("cpu")
+        pinned.copied.clear()
+        pinned.to("float32")
+        pinned.to("cuda", non_blocking=False)
+        pinned.to("cuda", "float32", False)
+        t.compiling = True
+        pinned.to("cuda")
+        self.assertEqual(pageable.copied, [(("cuda",), {})])
+        self.assertEqual(gpu.copied, [(("cpu",), {})])
+        self.assertEqual(pinned.copied, [(("float32",), {}), (("cuda",), {"non_blocking": False}),
+                                         (("cuda", "float32", False), {}), (("cuda",), {})])
+        for u in self.undo:
+            u()
+        self.undo = []
+        self.assertIs(t.Tensor.to, to)
+        self.assertIs(t.Tensor.cuda, cuda)
 
     def test_a_failing_fix_is_reported_and_the_rest_applied(self):
         del self.torch.utils

@@ -27,6 +27,10 @@ PROGRAMS = {
     "sgd_many": ("fused-optimizer", "SGD with momentum over 800 layers of 128x128"),
     "loader_heavy": ("dataloader", "a DataLoader without workers whose items take ~1 ms of CPU each, batch 32"),
     "loader_light": ("dataloader", "a DataLoader without workers, items ~0.2 ms each, batch 128"),
+    "pinned_mlp": ("non-blocking", "an MLP, 8 x 1024, batch 512, whose batches are copied from pinned host memory "
+                                   "without non_blocking (the host waits for each copy, so for the GPU's queue)"),
+    "pinned_conv": ("non-blocking", "a conv net, 6 layers of 3x3 at 64 channels, 64x64 images, batch 32, its batches "
+                                    "copied from pinned host memory without non_blocking"),
     "no_caching": ("caching-allocator", "PYTORCH_NO_CUDA_MEMORY_CACHING=1 (set by the runner) on an MLP"),
     "no_caching_conv": ("caching-allocator", "PYTORCH_NO_CUDA_MEMORY_CACHING=1 on a conv net"),
     "compile_encoder": ("compile", "an eager transformer encoder, 4 layers of d=512, seq 256, batch 16 (unfused)"),
@@ -139,6 +143,20 @@ def build(name, fixed, dev):
         model = nn.Sequential(nn.TransformerEncoder(layer, 4), nn.Flatten(), nn.Linear(256 * 512, 10))
         x = torch.randn(16, 256, 512, generator=g)
         batches = fixed_batches(x.to(dev), torch.randint(0, 10, (16,), generator=g).to(dev))
+    elif name in ("pinned_mlp", "pinned_conv"):
+        # A ring of pinned host batches, never rewritten (the safe case for non_blocking copies).
+        shape = (512, 1024) if name == "pinned_mlp" else (32, 3, 64, 64)
+        model = mlp(1024, 8) if name == "pinned_mlp" else conv_net(64)
+        ring = [(torch.randn(*shape, generator=g).pin_memory(),
+                 torch.randint(0, 10, (shape[0],), generator=g).pin_memory()) for _ in range(4)]
+
+        def pinned_batches():
+            i = 0
+            while True:
+                x, y = ring[i % len(ring)]
+                i += 1
+                yield (x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)) if fixed else (x.to(dev), y.to(dev))
+        batches = pinned_batches()
     elif name in ("adamw_many", "sgd_many"):
         width, depth = (256, 400) if name == "adamw_many" else (128, 800)
         model, x = mlp(width, depth), torch.randn(64, width, generator=g)

@@ -25,6 +25,12 @@ program raises NotApplicable with the reason, and the program runs as it is.
                      per CPU beside the main process, at most 8), pin_memory=True and
                      persistent_workers=True; an iterable dataset keeps its loader as it is (each
                      worker would yield the whole dataset).
+  non-blocking       copies of pinned host tensors to the GPU asked for without non_blocking
+                     (`.to(device)`, `.cuda()`) made asynchronous: the host goes on queueing work
+                     instead of waiting for each copy. Pageable sources, copies from the GPU and
+                     code that torch.compile traces are left as they are. Changes results only
+                     where the program rewrites the pinned source in place right after copying
+                     it (the trial compares the losses).
 
 The environment fixes (caching-allocator, expandable-segments) are made by `gpuscope run` in the
 environment it gives the program; they need nothing here.
@@ -302,6 +308,70 @@ def _dataloader(torch, report):
     return lambda: setattr(cls, "__init__", init)
 
 
+def _copy_destination_is_cuda(torch, args, kwargs):
+    """Whether Tensor.to(*args, **kwargs) names a CUDA device (a device, its string or index, or
+    a tensor on one); None when non_blocking is given positionally (the program chose)."""
+    if any(isinstance(a, bool) for a in args):
+        return None
+    dest = kwargs.get("device", args[0] if args else None)
+    if isinstance(dest, torch.Tensor):
+        dest = dest.device
+    if isinstance(dest, int):
+        return True
+    if isinstance(dest, (str, torch.device)):
+        try:
+            return torch.device(dest).type == "cuda"
+        except Exception:  # noqa: BLE001 - not a device (a dtype given by name)
+            return False
+    return False
+
+
+def _non_blocking(torch, report):
+    tensor = torch.Tensor
+    to, cuda = tensor.to, tensor.cuda
+    compiler = getattr(torch, "compiler", None)
+    compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+    made = {"n": 0}
+
+    def pinned_source(self):
+        # Cheapest test first: most .to() calls are on GPU tensors.
+        return self.device.type == "cpu" and not compiling() and self.is_pinned()
+
+    def made_async():
+        made["n"] += 1
+        if made["n"] == 1:
+            report("non-blocking", True, "copies of pinned host tensors to the GPU made non_blocking")
+
+    @functools.wraps(to)
+    def patched_to(self, *args, **kwargs):
+        try:
+            change = ("non_blocking" not in kwargs and _copy_destination_is_cuda(torch, args, kwargs)
+                      and pinned_source(self))
+        except Exception:  # noqa: BLE001 - a fix must never break the program
+            change = False
+        if change:
+            made_async()
+            kwargs["non_blocking"] = True
+        return to(self, *args, **kwargs)
+
+    @functools.wraps(cuda)
+    def patched_cuda(self, *args, **kwargs):
+        try:
+            change = "non_blocking" not in kwargs and len(args) < 2 and pinned_source(self)
+        except Exception:  # noqa: BLE001
+            change = False
+        if change:
+            made_async()
+            kwargs["non_blocking"] = True
+        return cuda(self, *args, **kwargs)
+
+    tensor.to, tensor.cuda = patched_to, patched_cuda
+
+    def undo():
+        tensor.to, tensor.cuda = to, cuda
+    return undo
+
+
 FIXES = {
     "tf32": _tf32,
     "bf16": _bf16,
@@ -309,6 +379,7 @@ FIXES = {
     "reduce-overhead": _reduce_overhead,
     "fused-optimizer": _fused_optimizer,
     "dataloader": _dataloader,
+    "non-blocking": _non_blocking,
 }
 
 
