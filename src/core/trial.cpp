@@ -12,7 +12,8 @@ namespace {
 constexpr std::string_view kPrecisionFindings[] = {"precision-fp32"};
 constexpr std::string_view kOptimizerFindings[] = {"optimizer-unfused"};
 constexpr std::string_view kInputFindings[] = {"input-bound", "memcpy"};
-constexpr std::string_view kCopyFindings[] = {"memcpy"};
+// A synchronous copy waits for the GPU's queue to drain: a stall of the copy or a host sync.
+constexpr std::string_view kCopyFindings[] = {"memcpy", "host-sync"};
 constexpr std::string_view kAllocationFindings[] = {"allocation"};
 // torch.compile's default mode fuses kernels; launches stay one per kernel, so launch-bound's
 // estimate (a step replayed without the code that issues it) is reduce-overhead's: CUDA graphs.
