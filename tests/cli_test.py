@@ -329,6 +329,18 @@ class RunSimulated(unittest.TestCase):
         self.assertEqual(len(top), 1)
         return top[0]["name"]
 
+    def test_a_window_that_never_opened_says_so_and_calls_nothing_a_helper(self):
+        # A program that ends before its step loop is found: nothing was recorded, which is not
+        # a process without GPU work.
+        for extra in ([], ["--json"]):
+            code, out, err = self.finish(self.start("--steps", "5", *extra, env=self.env(GPUSCOPE_SIM_KERNELS="0")))
+            self.assertEqual(code, 0, err)
+            self.assertIn("the trace window never opened", err)
+            self.assertIn("traced whole without --steps", err)
+            self.assertNotIn("helper", out + err)
+            if extra:
+                self.assertIn("the trace window never opened: nothing was traced", json.dumps(json.loads(out)))
+
     def test_runs_started_together_keep_every_capture(self):
         # Two with default names and two with the same --output, all in one folder at once.
         runs = [self.start(*args, program=[FAKE_CUDA, "--sleep-ms", "400"])

@@ -297,7 +297,7 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   if (bounded) {
     size_t kernels = 0;
     for (const auto& t : traces) kernels += t.kernels.size();
-    if (kernels == 0)
+    if (kernels == 0) {
       fmt::print(stderr, "gpuscope run: the trace window never opened ({}); nothing was traced\n",
                  options.steps > 0
                      ? fmt::format("fewer than {} steps seen: steps are optimizer steps, else iterations of "
@@ -306,7 +306,16 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
                                    "window by time instead",
                                    options.skip_steps)
                      : "the program ended first");
-    else
+      // The captures hold no GPU work because nothing was recorded, not because the program
+      // did none: no report, which would call each process a helper without GPU work.
+      fmt::print(stderr,
+                 "gpuscope run: the program ran {:.1f} s; one that ends this soon is traced whole without "
+                 "--steps\n",
+                 child_s);
+      if (!options.no_report && json_on_stdout(options))
+        print_json_without_devices({"the trace window never opened: nothing was traced"});
+      return child.exit_code;
+    } else
       fmt::print(stderr, "gpuscope run: traced a bounded window ({}); CUPTI was detached after it\n",
                  options.steps > 0 ? fmt::format("{} steps after {} warm-up", options.steps, options.skip_steps)
                                    : fmt::format("{}{}", options.after.empty() ? "" : "after " + options.after,

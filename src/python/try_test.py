@@ -482,6 +482,22 @@ class TrialTest(unittest.TestCase):
         self.assertEqual(doc["losses"], [3.0])
         self.assertTrue(doc["fixes"]["tf32"]["applied"])
 
+    def test_a_helper_process_without_steps_never_replaces_the_result(self):
+        t = self.torch
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "r.json")
+            with open(path, "w") as f:
+                json.dump({"host_step_ns": [1, 2, 3]}, f)  # The program's own, written first.
+            tr.begin(t, fixes="", result=path, warmup="0")
+            tr.finish()  # A compile worker exiting later: it saw no step.
+            with open(path) as f:
+                self.assertEqual(json.load(f)["host_step_ns"], [1, 2, 3])
+            os.remove(path)
+            tr.begin(t, fixes="", result=path, warmup="0")
+            tr.finish()  # The program itself, ended before its first step: says what it can.
+            with open(path) as f:
+                self.assertEqual(json.load(f)["host_step_ns"], [])
+
     def test_without_fixes_nothing_but_losses_is_touched(self):
         t = self.torch
         backward = t.Tensor.backward

@@ -488,6 +488,10 @@ def finish(last_timed_step=None):
     if not path:
         return
     _trial["result"] = None
+    if not _trial["seen"] and os.path.exists(path):
+        # A process that ran no step (a torch.compile worker, a helper the program started: the
+        # environment names the same file) never replaces the result of the one that did.
+        return
     host, device = timed_steps(last_timed_step)
     write_result(path, host, device, losses())
 
