@@ -877,6 +877,14 @@ main()
         self.assertIn("gpuscope.host#optimizer_steps=0", marks)
         self.assertIn("untraced_step_us=", marks)
 
+    def test_the_loop_of_a_short_program_is_found_before_it_ends(self):
+        # 45 iterations of 3 ms: 0.14 s of steps. At the marks' rate (100 Hz) the search would
+        # take most of it; it samples faster until the loop is found, and the window opens.
+        self.run_loop(env={"GPUSCOPE_PY_SAMPLE_HZ": "100", "ITERS": "45", "LAYERS": "1",
+                           "GPUSCOPE_STEPS": "5", "GPUSCOPE_SKIP_STEPS": "3"})
+        self.assertEqual([r["control"] for r in self.records() if "control" in r], [1, 0])
+        self.assertEqual(len(self.iter_starts()), 5)
+
     def test_a_compilers_loops_are_not_the_step_loop(self):
         # Before its first step the program "compiles" for 0.4 s in a loop of torch/_inductor
         # code that turns every millisecond: the step loop is still the program's own.

@@ -5,8 +5,10 @@ for the step loop's search (_gpuscope_loop) and as NVTX marks naming the program
   gpuscope.py#<tag>;<file>:<line> <function>|...   <tag> is `data` when a data-loading frame
                                                    (torch.utils.data) is on the stack
 
-Rate: GPUSCOPE_PY_SAMPLE_HZ (default 100, 0 turns the marks off, at most 500). It reads
-`sys._current_frames()` and changes nothing. It also runs the trace window's clock
+Rate: GPUSCOPE_PY_SAMPLE_HZ (default 100, 0 turns the marks off, at most 500); while the step
+loop is searched for, in the first 2 s after CUDA started, 400 Hz (marks still at the set rate),
+so that the loop of a program with a fraction of a second of steps is found before it ends. It
+reads `sys._current_frames()` and changes nothing. It also runs the trace window's clock
 (_gpuscope_window: a window opened by time, a capped fine loop).
 """
 import functools
@@ -25,6 +27,8 @@ _LIBRARY_DIRS = tuple(
     for p in {sys.prefix, sys.exec_prefix, getattr(sys, "base_prefix", sys.prefix), os.path.dirname(os.__file__)}
 )
 _HERE = os.path.normcase(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_SEARCH_HZ = 400.0  # sampling while the step loop is searched for, in its first _SEARCH_FAST_S
+_SEARCH_FAST_S = 2.0
 
 
 @functools.lru_cache(maxsize=4096)  # the sampler asks about the same few files 100 times a second
@@ -92,8 +96,10 @@ def _sample_loop():
     finder = guarded(_loop_finder)()
     state["finder"] = finder
     mark = state["torch"].cuda.nvtx.mark
+    fast = finder is not None
+    last_mark = 0.0
     while True:
-        time.sleep(period_s)
+        time.sleep(min(period_s, 1.0 / _SEARCH_HZ) if fast else period_s)
         w = win.window
         if os.getpid() != state["pid"]:
             return
@@ -102,6 +108,7 @@ def _sample_loop():
                 finder.stop()
             return
         searching = finder is not None and finder.chosen is None and not finder.stopped
+        fast = searching and time.perf_counter() - started < _SEARCH_FAST_S
         fine_capped = w["max_steps"] and finder is not None and finder.fine_period_s
         if hz <= 0 and not searching and w["state"] == "always" and not fine_capped:
             return
@@ -118,7 +125,8 @@ def _sample_loop():
                 win.fall_back(finder, now - started)
             elif w["state"] == "open" and w["close_at"] is not None and now >= w["close_at"]:
                 win.close()
-            elif hz > 0 and frame is not None and win.active():
+            elif hz > 0 and frame is not None and now - last_mark >= 0.9 * period_s and win.active():
+                last_mark = now
                 mark(marks.PY_SAMPLE + describe_stack(frame))
                 stats["samples"] += 1
         except Exception:
