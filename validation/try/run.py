@@ -15,7 +15,9 @@ median as-is step over the median fixed step. Then one `gpuscope run --try FIX -
 untraced as-is step (target within 2%), estimate (the finding's the fix answers, where one was
 made), top finding = the first finding of the as-is trial's capture (`gpuscope analyze`) with its
 estimate, and est. error = that estimate / edited - 1 (target within ±25%, when the top finding
-is the one the fix answers).
+is the one the fix answers). A second table gives each program's step times as median / mean,
+untraced and in the trial's runs on the host's and the GPU's clock: a mean well above its median
+shows stalls every few steps that a ratio of medians leaves out.
 """
 import argparse
 import json
@@ -75,6 +77,58 @@ def tried(gpuscope, name, fix, steps, work, resume=False, rounds=1):
     return doc
 
 
+def untraced_steps(name, fixed, work):
+    """Every untraced run's steps after 10 (ms) of one side, from the results kept in `work`."""
+    steps = []
+    for f in sorted(os.listdir(work)):
+        if f.startswith(name + "-") and f.endswith(f"-{int(fixed)}.json") and f[len(name) + 1:-7].isdigit():
+            with open(os.path.join(work, f)) as fh:
+                steps += json.load(fh)["step_ms"][10:]
+    return steps
+
+
+def trial_steps(work, name, label):
+    """The timed steps (ms) of a trial's runs of one label (`as-is`, a fix), pooled over its
+    rounds, on the host's clock and on the GPU's: from the result files `--try -o` keeps."""
+    folder = os.path.join(work, f"{name}-try")
+    host, device = [], []
+    if not os.path.isdir(folder):
+        return host, device
+    for f in sorted(os.listdir(folder)):
+        stem = f[:-len(".result.json")] if f.endswith(".result.json") else None
+        if stem and (stem == label or stem.startswith(label + ".")):
+            with open(os.path.join(folder, f)) as fh:
+                doc = json.load(fh)
+            host += [v / 1e6 for v in doc.get("host_step_ns", [])]
+            device += [v / 1e6 for v in doc.get("device_step_ns", [])]
+    return host, device
+
+
+def stats_cell(steps):
+    """`median / mean` of step times in ms: a mean above the median shows slow steps that a
+    median leaves out (stalls every few steps), which a user's throughput still pays."""
+    if not steps:
+        return "-"
+    return f"{statistics.median(steps):.3f} / {statistics.fmean(steps):.3f}"
+
+
+def print_step_statistics(rows, work):
+    """The clock check: for each program, median / mean step (ms) of the untraced runs and of
+    the trial's runs on both clocks. Speedups above are ratios of medians."""
+    if not rows:
+        return
+    print()
+    print("Step times, median / mean in ms (untraced after step 10; trials on the host's and the GPU's clock):")
+    print("| program | untraced as is | untraced edited | trial as is, host | trial as is, GPU | tried, host | tried, GPU |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, label in rows:
+        cells = [stats_cell(untraced_steps(name, False, work)), stats_cell(untraced_steps(name, True, work))]
+        for lab in ("as-is", label):
+            host, device = trial_steps(work, name, lab)
+            cells += [stats_cell(host), stats_cell(device)]
+        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+
+
 def top_finding(gpuscope, capture):
     """(id, est_speedup) of the first finding `gpuscope analyze` gives the capture; None without one."""
     if not capture or not os.path.exists(capture):
@@ -110,6 +164,7 @@ def main():
     print("| program | fix | edited | tried (95%) | error | as-is drift | estimate | top finding | est. error |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |", flush=True)
     deadline = time.monotonic() + a.budget_s
+    measured = []
     for name in a.programs.split(","):
         if time.monotonic() > deadline:
             add((name, PROGRAMS[name][0], "not run: --budget-s spent"))
@@ -139,11 +194,13 @@ def main():
                             for t in doc["tries"]) or "no trial"
             add((name, fix, f"x{edited:.2f}", f"no measurement ({why[:300]})", "", "", "", *top_cols))
             continue
+        measured.append((name, row["label"]))
         err = row["speedup"] / edited - 1
         est = f"x{row['estimated_speedup']:.2f}" if row.get("estimated_speedup") else "-"
         add((name, row["label"], f"x{edited:.2f}", f"x{row['speedup']:.2f} "
                      f"(x{row['speedup_interval_95'][0]:.2f}-x{row['speedup_interval_95'][1]:.2f})",
                      f"{err * 100:+.1f}%", f"{drift * 100:+.1f}%", est, *top_cols))
+    print_step_statistics(measured, work)
 
 
 def add(row):
