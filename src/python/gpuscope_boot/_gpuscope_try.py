@@ -333,9 +333,9 @@ def _non_blocking(torch, report):
     compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
     made = {"n": 0}
 
-    def pinned_source(self):
+    def host_source(self):
         # Cheapest test first: most .to() calls are on GPU tensors.
-        return self.device.type == "cpu" and not compiling() and self.is_pinned()
+        return self.device.type == "cpu" and not compiling()
 
     def made_async():
         made["n"] += 1
@@ -345,8 +345,8 @@ def _non_blocking(torch, report):
     @functools.wraps(to)
     def patched_to(self, *args, **kwargs):
         try:
-            change = ("non_blocking" not in kwargs and _copy_destination_is_cuda(torch, args, kwargs)
-                      and pinned_source(self))
+            change = ("non_blocking" not in kwargs and host_source(self)
+                      and _copy_destination_is_cuda(torch, args, kwargs) and self.is_pinned())
         except Exception:  # noqa: BLE001 - a fix must never break the program
             change = False
         if change:
@@ -357,7 +357,7 @@ def _non_blocking(torch, report):
     @functools.wraps(cuda)
     def patched_cuda(self, *args, **kwargs):
         try:
-            change = "non_blocking" not in kwargs and len(args) < 2 and pinned_source(self)
+            change = "non_blocking" not in kwargs and len(args) < 2 and host_source(self) and self.is_pinned()
         except Exception:  # noqa: BLE001
             change = False
         if change:
