@@ -41,10 +41,11 @@ def program_env(name):
 
 
 def untraced(name, fixed, steps, work, tag, resume=False):
+    """One untraced run's steps after the tenth (ms)."""
     result = os.path.join(work, f"{name}-{tag}.json")
     if resume and os.path.exists(result):
         with open(result) as f:
-            return statistics.median(json.load(f)["step_ms"][10:])
+            return json.load(f)["step_ms"][10:]
     cmd = [sys.executable, PROGRAMS_PY, name, "--steps", str(steps), "--result", result] + (["--fixed"] if fixed else [])
     env = program_env(name)
     if fixed and name.startswith("no_caching"):
@@ -53,7 +54,7 @@ def untraced(name, fixed, steps, work, tag, resume=False):
     if proc.returncode != 0:
         raise RuntimeError(f"{name} {'fixed' if fixed else 'as is'}: " + (proc.stderr.strip().splitlines() or ["?"])[-1])
     with open(result) as f:
-        return statistics.median(json.load(f)["step_ms"][10:])
+        return json.load(f)["step_ms"][10:]
 
 
 def tried(gpuscope, name, fix, steps, work, resume=False, rounds=1):
@@ -75,16 +76,6 @@ def tried(gpuscope, name, fix, steps, work, resume=False, rounds=1):
     with open(kept, "w") as f:
         json.dump(doc, f)
     return doc
-
-
-def untraced_steps(name, fixed, work):
-    """Every untraced run's steps after 10 (ms) of one side, from the results kept in `work`."""
-    steps = []
-    for f in sorted(os.listdir(work)):
-        if f.startswith(name + "-") and f.endswith(f"-{int(fixed)}.json") and f[len(name) + 1:-7].isdigit():
-            with open(os.path.join(work, f)) as fh:
-                steps += json.load(fh)["step_ms"][10:]
-    return steps
 
 
 def trial_steps(work, name, label):
@@ -113,16 +104,17 @@ def stats_cell(steps):
 
 
 def print_step_statistics(rows, work):
-    """The clock check: for each program, median / mean step (ms) of the untraced runs and of
-    the trial's runs on both clocks. Speedups above are ratios of medians."""
+    """The clock check: for each program (name, the fix's label, its untraced as-is and edited
+    steps pooled), median / mean step (ms) of the untraced runs and of the trial's runs on both
+    clocks. Speedups above are ratios of medians."""
     if not rows:
         return
     print()
     print("Step times, median / mean in ms (untraced after step 10; trials on the host's and the GPU's clock):")
     print("| program | untraced as is | untraced edited | trial as is, host | trial as is, GPU | tried, host | tried, GPU |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    for name, label in rows:
-        cells = [stats_cell(untraced_steps(name, False, work)), stats_cell(untraced_steps(name, True, work))]
+    for name, label, asis_steps, fixed_steps in rows:
+        cells = [stats_cell(asis_steps), stats_cell(fixed_steps)]
         for lab in ("as-is", label):
             host, device = trial_steps(work, name, lab)
             cells += [stats_cell(host), stats_cell(device)]
@@ -181,9 +173,9 @@ def main():
             add((name, fix, f"failed: {e}"))
             print(f"{name}: {e}", file=sys.stderr, flush=True)
             continue
-        edited = statistics.median(asis) / statistics.median(fixed)
-        trial_asis = doc["as_is"]["step_ms_median"]
-        drift = trial_asis / statistics.median(asis) - 1
+        asis_ms = statistics.median(statistics.median(r) for r in asis)
+        edited = asis_ms / statistics.median(statistics.median(r) for r in fixed)
+        drift = doc["as_is"]["step_ms_median"] / asis_ms - 1
         best = [t for t in doc["tries"] if t["speedup"] is not None]
         top = doc.get("top_finding")
         top_cols = ((f"{top[0]} x{top[1]:.2f}" if top[1] else top[0]),
@@ -194,7 +186,7 @@ def main():
                             for t in doc["tries"]) or "no trial"
             add((name, fix, f"x{edited:.2f}", f"no measurement ({why[:300]})", "", "", "", *top_cols))
             continue
-        measured.append((name, row["label"]))
+        measured.append((name, row["label"], sum(asis, []), sum(fixed, [])))
         err = row["speedup"] / edited - 1
         est = f"x{row['estimated_speedup']:.2f}" if row.get("estimated_speedup") else "-"
         add((name, row["label"], f"x{edited:.2f}", f"x{row['speedup']:.2f} "

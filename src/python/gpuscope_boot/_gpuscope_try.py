@@ -331,38 +331,32 @@ def _non_blocking(torch, report):
     to, cuda = tensor.to, tensor.cuda
     compiler = getattr(torch, "compiler", None)
     compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
-    made = {"n": 0}
+    reported = []
 
-    def host_source(self):
-        # Cheapest test first: most .to() calls are on GPU tensors.
-        return self.device.type == "cpu" and not compiling()
-
-    def made_async():
-        made["n"] += 1
-        if made["n"] == 1:
+    def make_async(self, args, kwargs, method_is_cuda):
+        """Sets non_blocking=True in `kwargs` for a copy of a pinned host tensor to the GPU."""
+        try:
+            # Cheapest tests first: most .to() calls are on GPU tensors.
+            if "non_blocking" in kwargs or self.device.type != "cpu" or compiling():
+                return
+            to_gpu = len(args) < 2 if method_is_cuda else _copy_destination_is_cuda(torch, args, kwargs)
+            if not to_gpu or not self.is_pinned():
+                return
+        except Exception:  # noqa: BLE001 - a fix must never break the program
+            return
+        kwargs["non_blocking"] = True
+        if not reported:
+            reported.append(True)
             report("non-blocking", True, "copies of pinned host tensors to the GPU made non_blocking")
 
     @functools.wraps(to)
     def patched_to(self, *args, **kwargs):
-        try:
-            change = ("non_blocking" not in kwargs and host_source(self)
-                      and _copy_destination_is_cuda(torch, args, kwargs) and self.is_pinned())
-        except Exception:  # noqa: BLE001 - a fix must never break the program
-            change = False
-        if change:
-            made_async()
-            kwargs["non_blocking"] = True
+        make_async(self, args, kwargs, False)
         return to(self, *args, **kwargs)
 
     @functools.wraps(cuda)
     def patched_cuda(self, *args, **kwargs):
-        try:
-            change = "non_blocking" not in kwargs and len(args) < 2 and host_source(self) and self.is_pinned()
-        except Exception:  # noqa: BLE001
-            change = False
-        if change:
-            made_async()
-            kwargs["non_blocking"] = True
+        make_async(self, args, kwargs, True)
         return cuda(self, *args, **kwargs)
 
     tensor.to, tensor.cuda = patched_to, patched_cuda
