@@ -111,7 +111,8 @@ def print_step_statistics(rows, work):
         return
     print()
     print("Step times, median / mean in ms (untraced after step 10; trials on the host's and the GPU's clock):")
-    print("| program | untraced as is | untraced edited | trial as is, host | trial as is, GPU | tried, host | tried, GPU |")
+    print("| program | untraced as is | untraced edited | trial as is, host | trial as is, GPU | tried, host "
+          "| tried, GPU |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, label, asis_steps, fixed_steps in rows:
         cells = [stats_cell(asis_steps), stats_cell(fixed_steps)]
