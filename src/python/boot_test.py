@@ -795,6 +795,36 @@ import torch.nn.modules.module as m""")
         self.run_program(program, env={"GPUSCOPE_STEPS": "3", "GPUSCOPE_SKIP_STEPS": "4", "GPUSCOPE_PY_SAMPLE_HZ": "0"})
         starts = [r["name"] for r in self.records() if r.get("kind") == "start"]
         self.assertEqual(starts.count("Optimizer.step#AdamW.step"), 3)
+        # torch.compile's mode="reduce-overhead" in training: a forward and a backward graph,
+        # then an eager optimizer step. Each iteration is one step, so a window of 3 steps holds
+        # 3 optimizer steps (counting the backward's replay as well halves them).
+        program = self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "0")
+        program = program.replace("import torch.nn.modules.module as m", """forward, backward = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+for x in range(10):
+    forward.replay()
+    backward.replay()
+    opt.step()
+import torch.nn.modules.module as m""")
+        os.remove(self.log)
+        self.run_program(program, env={"GPUSCOPE_STEPS": "3", "GPUSCOPE_SKIP_STEPS": "4", "GPUSCOPE_PY_SAMPLE_HZ": "0"})
+        starts = [r["name"] for r in self.records() if r.get("kind") == "start"]
+        self.assertEqual(starts.count("Optimizer.step#AdamW.step"), 3)
+
+    def test_a_step_of_two_graphs_counts_once(self):
+        # A whole step in two graphs (a graph break), replayed in turn with nothing else: a step
+        # ends at each replay of the first graph from the second cycle on. The window opens
+        # within the 7th replay (cycle 4: 3 steps) and closes within the 11th (cycle 6).
+        program = self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "0")
+        program = program.replace("import torch.nn.modules.module as m", """graphs = [torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()]
+for x in range(20):
+    graphs[x % 2].replay()
+    with open(os.environ["STUB_LOG"], "a") as f:
+        f.write(json.dumps({"replay": 1}) + "\\n")
+import torch.nn.modules.module as m""")
+        self.run_program(program, env={"GPUSCOPE_STEPS": "2", "GPUSCOPE_SKIP_STEPS": "3", "GPUSCOPE_PY_SAMPLE_HZ": "0"})
+        records = self.records()
+        events = [("replay" if "replay" in r else r["control"]) for r in records if "replay" in r or "control" in r]
+        self.assertEqual(events, ["replay"] * 6 + [1] + ["replay"] * 4 + [0] + ["replay"] * 10, events)
 
     def test_no_timing_event_while_a_graph_is_captured(self):
         # Steps 3-5 end while the stream is being captured (a step captured whole): no event is

@@ -69,9 +69,9 @@ def _mark_distributed():
 
 
 def install_graph_hook(torch):
-    """CUDA-graph replays count as steps where they are the program's steps: a replay with no
-    optimizer step or step-loop iteration since the previous replay (a whole training or decode
-    step captured in one graph calls no optimizer; a loop of replays may turn too fast to mark)."""
+    """CUDA-graph replays count as steps where they are the program's steps (a whole training or
+    decode step captured in one graph calls no optimizer; a loop of replays may turn too fast to
+    mark): see _gpuscope_window.graph_replayed."""
     graph_class = getattr(torch.cuda, "CUDAGraph", None)
     original = getattr(graph_class, "replay", None)
     if original is None or getattr(original, "_gpuscope", False):
@@ -80,7 +80,7 @@ def install_graph_hook(torch):
     @functools.wraps(original)
     def replay(self, *args, **kwargs):
         result = original(self, *args, **kwargs)
-        win.graph_replayed()
+        win.graph_replayed(id(self))
         return result
 
     replace_attr(graph_class, "replay", original, replay)

@@ -42,6 +42,9 @@ _step_ends = {"opt": [], "loop": [], "graph": []}
 # CUDA events recorded at the same step ends (the GPU's timeline), as many.
 _step_events = {"opt": [], "loop": [], "graph": []}
 _STEP_ENDS_KEPT = 34
+# The graphs replayed since the last step a replay ended (ids; a bounded set).
+_replayed_since_step = set()
+_REPLAYED_KEPT = 4096
 
 
 def configure():
@@ -153,14 +156,24 @@ def _open_window(w):
         return False
 
 
-def graph_replayed():
-    """A CUDA-graph replay returned: a step where no optimizer step or step-loop iteration came
-    since the previous replay (a whole step captured in one graph)."""
+def graph_replayed(graph):
+    """A CUDA-graph replay returned (`graph`: the graph's id). Replays are steps only where no
+    optimizer step or step-loop iteration comes between them (a whole step captured in one
+    graph, or in a cycle of graphs): then each replay of a graph already replayed since the last
+    step ends one, so a step of several graphs (a forward and a backward, the pieces around a
+    graph break) counts once. Graphs replayed between optimizer steps or loop iterations (those
+    of torch.compile's mode="reduce-overhead") are parts of those steps, never steps."""
     w = window
-    if w["state"] != "done":
-        if w["at_replay"] == (w["opt"], w["loop"]):
-            guarded(step_ended)("graph")
-        w["at_replay"] = (w["opt"], w["loop"])
+    if w["state"] == "done":
+        return
+    since = _replayed_since_step
+    if w["at_replay"] != (w["opt"], w["loop"]) or len(since) > _REPLAYED_KEPT:
+        since.clear()
+    elif graph in since:
+        since.clear()
+        guarded(step_ended)("graph")
+    since.add(graph)
+    w["at_replay"] = (w["opt"], w["loop"])
 
 
 def close():
