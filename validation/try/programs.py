@@ -31,6 +31,8 @@ PROGRAMS = {
                                    "without non_blocking (the host waits for each copy, so for the GPU's queue)"),
     "pinned_conv": ("non-blocking", "a conv net, 6 layers of 3x3 at 64 channels, 64x64 images, batch 32, its batches "
                                     "copied from pinned host memory without non_blocking"),
+    "pinned_wide": ("non-blocking", "a wide input (8192 x 2048 fp32, 64 MiB pinned) into a deep narrow MLP "
+                                    "(16 x 256): the host waits for each large copy, then launches small kernels"),
     "no_caching": ("caching-allocator", "PYTORCH_NO_CUDA_MEMORY_CACHING=1 (set by the runner) on an MLP"),
     "no_caching_conv": ("caching-allocator", "PYTORCH_NO_CUDA_MEMORY_CACHING=1 on a conv net"),
     "compile_encoder": ("compile", "an eager transformer encoder, 4 layers of d=512, seq 256, batch 16 (unfused)"),
@@ -143,12 +145,18 @@ def build(name, fixed, dev):
         model = nn.Sequential(nn.TransformerEncoder(layer, 4), nn.Flatten(), nn.Linear(256 * 512, 10))
         x = torch.randn(16, 256, 512, generator=g)
         batches = fixed_batches(x.to(dev), torch.randint(0, 10, (16,), generator=g).to(dev))
-    elif name in ("pinned_mlp", "pinned_conv"):
+    elif name in ("pinned_mlp", "pinned_conv", "pinned_wide"):
         # A ring of pinned host batches, never rewritten (the safe case for non_blocking copies).
-        shape = (512, 1024) if name == "pinned_mlp" else (32, 3, 64, 64)
-        model = mlp(1024, 8) if name == "pinned_mlp" else conv_net(64)
+        shape = {"pinned_mlp": (512, 1024), "pinned_conv": (32, 3, 64, 64), "pinned_wide": (8192, 2048)}[name]
+        if name == "pinned_wide":
+            # Where the host is the slower side, a blocking copy adds its time to every step:
+            # the step becomes max(GPU work, host work) + copy, against max(copy + GPU, host).
+            model = nn.Sequential(nn.Linear(2048, 256), nn.ReLU(), mlp(256, 16))
+        else:
+            model = mlp(1024, 8) if name == "pinned_mlp" else conv_net(64)
         ring = [(torch.randn(*shape, generator=g).pin_memory(),
-                 torch.randint(0, 10, (shape[0],), generator=g).pin_memory()) for _ in range(4)]
+                 torch.randint(0, 10, (shape[0],), generator=g).pin_memory())
+                for _ in range(2 if name == "pinned_wide" else 4)]
 
         def pinned_batches():
             i = 0
