@@ -206,7 +206,7 @@ TEST(Analysis, IdleWithTheNextKernelAlreadySubmittedIsQueuedNotLaunch) {
                            [](const Finding& f) { return f.id == "launch-bound" || f.id == "host-bound"; }));
 }
 
-Trace launch_bound_steps();
+Trace launch_bound_steps(bool optimizer_ranges = false);
 
 TEST(Analysis, LaunchBoundEvidenceGivesTheFixedStepTime) {
   const auto r = only(launch_bound_steps());
@@ -224,17 +224,39 @@ TEST(Analysis, LaunchBoundEvidenceGivesTheFixedStepTime) {
   EXPECT_NEAR(*f.est_speedup, 5.0, 0.1);
 }
 
-// Four steps of 5 ms: 500 kernels of 2 us each, each launched by an 8 us call right before it.
-Trace launch_bound_steps() {
+// Four steps of 5 ms: 500 kernels of 2 us each, each launched by an 8 us call right before it;
+// with `optimizer_ranges`, the last 0.2 ms of each step in an optimizer step's range.
+Trace launch_bound_steps(bool optimizer_ranges) {
   TraceBuilder b;
   for (int st = 0; st < 4; ++st) {
     b.annotation(st * 5000.0, st * 5000.0 + 5000, "ProfilerStep#" + std::to_string(st + 1));
+    if (optimizer_ranges) b.annotation(st * 5000.0 + 4800, st * 5000.0 + 5000, "Optimizer.step#AdamW.step");
     for (int i = 0; i < 500; ++i) {
       const double t = st * 5000.0 + i * 10.0;
       b.kernel(t + 8, t + 10, "vectorized_elementwise_kernel", 1000, 0, 7, t, 8);
     }
   }
   return b.build();
+}
+
+// The same steps with their last 20 launches inside the optimizer step (too few for
+// optimizer-unfused to claim them): a CUDA graph of the whole step removes every gap (5 ms ->
+// 1 ms, x5); torch.compile's reduce-overhead graphs the modules and leaves the optimizer's 20
+// gaps of 8 us, 0.16 ms a step (5 ms -> 1.16 ms, at most x4.31).
+TEST(Analysis, LaunchBoundGivesReduceOverheadTheModulesAlone) {
+  const auto r = only(launch_bound_steps(true));
+  ASSERT_FALSE(r.findings.empty());
+  const Finding& f = r.findings.front();
+  EXPECT_EQ(f.id, "launch-bound");
+  EXPECT_NEAR(*f.est_speedup, 5.0, 0.1);
+  ASSERT_EQ(f.est_speedup_of_fix.size(), 1u);
+  EXPECT_EQ(f.est_speedup_of_fix[0].first, "reduce-overhead");
+  EXPECT_NEAR(f.est_speedup_of_fix[0].second, 5.0 / 1.16, 0.05);
+  EXPECT_NE(f.evidence.find("0.16 ms per step are inside the optimizer step"), std::string::npos) << f.evidence;
+  EXPECT_NE(f.evidence.find("at most x4.31"), std::string::npos) << f.evidence;
+  // Without an optimizer step in the trace, no part for reduce-overhead.
+  const auto plain = only(launch_bound_steps());
+  EXPECT_TRUE(plain.findings.front().est_speedup_of_fix.empty());
 }
 
 TEST(Analysis, MeasuredTracingCostComesOutOfTheLaunchBoundBase) {
