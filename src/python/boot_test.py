@@ -915,6 +915,42 @@ main()
         self.assertEqual([r["control"] for r in self.records() if "control" in r], [1, 0])
         self.assertEqual(len(self.iter_starts()), 5)
 
+    def test_the_search_reads_each_code_objects_loops_once(self):
+        # A sample runs while the program waits for the GIL: the step loop sits in a function
+        # called from a long one with no loop around the call (a dispatcher), and reading that
+        # function's bytecode at every sample cost the program about a millisecond each.
+        program = textwrap.dedent("""
+            import sys, threading, time
+            import _gpuscope_loop as loop
+            reads = []
+            original = loop.loops_of
+            loop.loops_of = lambda code: reads.append(code.co_name) or original(code)
+            finder = loop.LoopFinder(lambda label: None, patience_s=0.0)
+            done = []
+            def sampler():
+                main = threading.main_thread().ident
+                while not done:
+                    frame = sys._current_frames().get(main)
+                    if frame is not None:
+                        finder.observe(frame)
+                    del frame
+                    time.sleep(0.001)
+            def train():
+                for step in range(150):
+                    time.sleep(0.002)
+            def dispatch(row):
+            """) + "".join(f"    if row == {i}:\n        return {i}\n" for i in range(40)) + textwrap.dedent("""
+                return train()
+            threading.Thread(target=sampler, daemon=True).start()
+            dispatch("train")
+            done.append(1)
+            print(len(reads), len(set(reads)), finder.chosen is not None)
+            """)
+        proc = self.run_program(program, python=PYTHON312)
+        reads, codes, chosen = proc.stdout.split()
+        self.assertEqual(chosen, "True")
+        self.assertEqual(int(reads), int(codes), proc.stdout)
+
     def test_a_compilers_loops_are_not_the_step_loop(self):
         # Before its first step the program "compiles" for 0.4 s in a loop of torch/_inductor
         # code that turns every millisecond: the step loop is still the program's own.

@@ -37,6 +37,7 @@ _RECENT = 64  # positions kept per frame
 _MIN_SAMPLES = 8  # samples of a frame before it is a candidate
 _MIN_ITERATIONS = 3  # iterations of a loop before it is chosen
 _MAX_CODES = 8  # code objects instrumented at once while searching
+_MAX_LOOPS_KEPT = 256  # code objects whose loops are kept (read once: dis costs ~1 ms a code object)
 _TIMED = 8  # periods of the chosen loop timed before its iterations are reported
 # Frames of a compiler at work (dynamo, inductor, FX, AOT autograd, Triton): a sample with one on
 # its stack is not looked at. Compiling a model takes seconds, in loops over nodes and kernels
@@ -95,6 +96,7 @@ class LoopFinder:
         self.target = threading.main_thread().ident
         self.frames = {}  # id(frame) -> _Frame, the frames of the latest sample
         self.codes = {}  # code -> (loops, time instrumented)
+        self.loops = {}  # code -> its loops, for every code object on the sampled stacks
         self.counts = {}  # (code, head) -> iterations seen while searching
         self.chosen = None  # (code, head, label)
         self.periods = []  # the chosen loop's first periods, in seconds
@@ -214,7 +216,7 @@ class LoopFinder:
             if info.samples < _MIN_SAMPLES:
                 return  # frames further in are younger still
             entry = self.codes.get(info.code)
-            loops = entry[0] if entry else loops_of(info.code)
+            loops = entry[0] if entry else self._loops(info.code)
             around = enclosing_loops(loops, info.positions)
             if not around:
                 continue
@@ -229,6 +231,16 @@ class LoopFinder:
                     return
                 if now - entry[1] < self.patience_s:
                     return
+
+    def _loops(self, code):
+        """The loops of `code`, read once: a sample runs while the program waits for the GIL, and
+        reading a large function's bytecode at every sample would cost it a millisecond each."""
+        loops = self.loops.get(code)
+        if loops is None:
+            if len(self.loops) >= _MAX_LOOPS_KEPT:
+                self.loops.clear()
+            loops = self.loops[code] = loops_of(code)
+        return loops
 
     def _choose(self, code, head):
         line = code.co_firstlineno
@@ -245,3 +257,4 @@ class LoopFinder:
                 del self.codes[other]
         self.frames = {}
         self.counts = {}
+        self.loops = {}
