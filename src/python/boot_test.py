@@ -826,6 +826,18 @@ import torch.nn.modules.module as m""")
         events = [("replay" if "replay" in r else r["control"]) for r in records if "replay" in r or "control" in r]
         self.assertEqual(events, ["replay"] * 6 + [1] + ["replay"] * 4 + [0] + ["replay"] * 10, events)
 
+    def test_the_fast_loop_search_only_where_the_loop_may_be_the_step(self):
+        # 400 Hz in the first 2 s after CUDA started, while searching; not once an optimizer step
+        # ended (they are the steps then), and not in a --try trial, whose as-is run would be
+        # timed inside those seconds and its compiled tried run after them.
+        proc = self.run_program("""
+import _gpuscope_sampler as s
+cases = [(True, 0.5, {"opt": 0}), (True, 2.5, {"opt": 0}), (False, 0.5, {"opt": 0}),
+         (True, 0.5, {"opt": 1}), (True, 0.5, {"opt": 0, "trial": object()})]
+print(" ".join(str(s.search_fast(*c)) for c in cases))
+""")
+        self.assertEqual(proc.stdout.split(), ["True", "False", "False", "False", "False"])
+
     def test_no_timing_event_while_a_graph_is_captured(self):
         # Steps 3-5 end while the stream is being captured (a step captured whole): no event is
         # recorded then, so the program's graph gains no node. Steps 1-2 and 6-8 record one each.

@@ -7,7 +7,8 @@ for the step loop's search (_gpuscope_loop) and as NVTX marks naming the program
 
 Rate: GPUSCOPE_PY_SAMPLE_HZ (default 100, 0 turns the marks off, at most 500); while the step
 loop is searched for, in the first 2 s after CUDA started, 400 Hz (marks still at the set rate),
-so that the loop of a program with a fraction of a second of steps is found before it ends. It
+so that the loop of a program with a fraction of a second of steps is found before it ends; not
+once an optimizer step has ended, nor in a `--try` trial (search_fast). It
 reads `sys._current_frames()` and changes nothing. It also runs the trace window's clock
 (_gpuscope_window: a window opened by time, a capped fine loop).
 """
@@ -54,6 +55,14 @@ def describe_stack(frame, limit=3):
             frames.append(f"{os.path.basename(filename)}:{frame.f_lineno} {code.co_name}")
         frame = frame.f_back
     return tag + ";" + "|".join(frames)
+
+
+def search_fast(searching, since_cuda_s, w):
+    """Whether the step-loop search samples at _SEARCH_HZ: in the first _SEARCH_FAST_S after
+    CUDA started, until an optimizer step ends (optimizer steps are then the program's steps),
+    and never in a `--try` trial (its as-is and tried runs are observed alike: a tried run that
+    compiles reaches its timed steps after those seconds, the as-is run inside them)."""
+    return bool(searching) and since_cuda_s < _SEARCH_FAST_S and not w["opt"] and w.get("trial") is None
 
 
 def _sample_rate_hz():
@@ -108,7 +117,7 @@ def _sample_loop():
                 finder.stop()
             return
         searching = finder is not None and finder.chosen is None and not finder.stopped
-        fast = searching and time.perf_counter() - started < _SEARCH_FAST_S
+        fast = search_fast(searching, time.perf_counter() - started, w)
         fine_capped = w["max_steps"] and finder is not None and finder.fine_period_s
         if hz <= 0 and not searching and w["state"] == "always" and not fine_capped:
             return
