@@ -963,6 +963,19 @@ main()
         self.assertEqual(chosen, "True")
         self.assertEqual(int(reads), int(codes), proc.stdout)
 
+    def test_a_loop_is_found_soon_after_setup_in_the_same_function(self):
+        # The step loop's function sets up first (2.3 s at other lines, sampled), then turns 150
+        # iterations of 3 ms (0.45 s). Past the fast search's first 2 s, at 100 Hz, the
+        # positions sampled in the setup must not keep the loop from being found for most of
+        # its iterations (they did while a loop had to hold 97% of the last 64).
+        program = self.PLAIN.replace("""    h = 0
+    for step in range(int(os.environ.get("ITERS", "60"))):   # the step loop""", """    h = 0
+    time.sleep(2.0)
+    time.sleep(0.3)  # setup, in the loop's own frame
+    for step in range(int(os.environ.get("ITERS", "60"))):   # the step loop""")
+        self.run_loop(program, env={"GPUSCOPE_PY_SAMPLE_HZ": "100", "LAYERS": "1", "ITERS": "150"})
+        self.assertGreaterEqual(len(self.iter_starts()), 40)
+
     def test_a_compilers_loops_are_not_the_step_loop(self):
         # Before its first step the program "compiles" for 0.4 s in a loop of torch/_inductor
         # code that turns every millisecond: the step loop is still the program's own.

@@ -32,8 +32,11 @@ import sys
 import threading
 import time
 
-_CONTAIN_SHARE = 0.97  # share of a frame's recent positions a loop must hold to be its loop
-_RECENT = 64  # positions kept per frame
+# A loop must hold all but one of a frame's last _RECENT sampled positions to be its loop: few
+# enough that positions sampled before the loop began (setup in the same function) are gone
+# soon after it begins, one spare for a position sampled outside it by chance.
+_CONTAIN_SHARE = 0.93
+_RECENT = 16  # positions kept per frame
 _MIN_SAMPLES = 8  # samples of a frame before it is a candidate
 _MIN_ITERATIONS = 3  # iterations of a loop before it is chosen
 _MAX_CODES = 8  # code objects instrumented at once while searching
