@@ -139,12 +139,15 @@ std::optional<TrialSpeedup> compare_rounds(std::span<const TrialRound> rounds, i
   std::vector<double> ratios;
   for (const Sides& s : used) ratios.push_back(median(s.before) / median(s.after));
   out.speedup = combined(ratios);
+  // Two levels: the rounds themselves (with replacement), so that runs that disagree widen the
+  // interval as much as they move the answer, then each side's steps within each round drawn.
   std::mt19937_64 rng(0x5eed);
+  std::uniform_int_distribution<size_t> pick_round(0, used.size() - 1);
   std::vector<double> resampled;
   resampled.reserve(static_cast<size_t>(resamples));
   for (int i = 0; i < resamples; ++i) {
     for (size_t k = 0; k < used.size(); ++k) {
-      const Sides& s = used[k];
+      const Sides& s = used[used.size() > 1 ? pick_round(rng) : k];
       std::vector<double> a(s.before.size()), b(s.after.size());
       std::uniform_int_distribution<size_t> pick_a(0, s.before.size() - 1), pick_b(0, s.after.size() - 1);
       for (double& x : a) x = s.before[pick_a(rng)];

@@ -59,7 +59,8 @@ std::optional<TrialSpeedup> compare_steps(std::span<const int64_t> before_ns, st
 // bracket it (the round's own and the next, or the one at the end), so that a machine whose
 // speed drifts from run to run moves both sides of each ratio alike. The speedup is the
 // geometric mean of the rounds' ratios of medians; the interval, a percentile bootstrap of that
-// mean (each side of each round resampled). Rounds with fewer than 3 steps on a side are left
+// mean in two levels (the rounds drawn with replacement, then each side's steps within each), so
+// that rounds which disagree widen it. Rounds with fewer than 3 steps on a side are left
 // out; nullopt when none is left. One round is compare_steps. The medians and counts are those
 // of all the rounds' steps together.
 struct TrialRound {

@@ -83,6 +83,28 @@ TEST(Trial, RoundsCompareEachTriedRunWithTheAsIsRunsAroundIt) {
   EXPECT_NEAR(compare_rounds(rounds)->speedup, 2.0, 1e-9);
 }
 
+TEST(Trial, RoundsThatDisagreeWidenTheInterval) {
+  // Three rounds with little spread inside each run, but ratios of x1.5, x2 and x2.5 between
+  // them: the interval spans the rounds, not the few percent one round's steps would give.
+  auto steps = [](int64_t us, int n) {
+    std::vector<int64_t> v;
+    for (int i = 0; i < n; ++i) v.push_back((us + i % 3) * 1'000);
+    return v;
+  };
+  std::vector<TrialRound> rounds = {
+      {steps(3000, 30), steps(2000, 30)}, {steps(4000, 30), steps(2000, 30)}, {steps(5000, 30), steps(2000, 30)}};
+  auto s = compare_rounds(rounds);
+  ASSERT_TRUE(s);
+  EXPECT_NEAR(s->speedup, std::cbrt(1.5 * 2.0 * 2.5), 0.01);
+  EXPECT_LT(s->low, 1.85);
+  EXPECT_GT(s->high, 2.15);
+  // One round: its steps only (the interval stays within a few percent).
+  auto one = compare_rounds(std::span<const TrialRound>(rounds.data(), 1));
+  ASSERT_TRUE(one);
+  EXPECT_GT(one->low, 1.45);
+  EXPECT_LT(one->high, 1.55);
+}
+
 TEST(Trial, NoSpeedupWithoutSteps) {
   const std::vector<int64_t> two = {1, 2};
   const std::vector<int64_t> three = {1, 2, 3};
