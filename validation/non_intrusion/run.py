@@ -39,6 +39,7 @@ import tempfile
 import time
 
 RUN_ARGS = []  # extra options of `gpuscope run` (--run-args)
+TRACED_ENV = {}  # extra environment of the traced runs (--traced-env)
 KEEP_CAPTURES = False  # --keep-captures
 NO_CALIBRATE = False  # --no-calibrate
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -61,7 +62,8 @@ def run_once(row, steps, traced, gpuscope, work, tag, resume=False):
         # its findings, which is what "no finding caused by tracing" checks.
         cmd = [gpuscope, "run", "--no-report", *(["--no-calibrate"] if NO_CALIBRATE else []), "-o", cap, *RUN_ARGS,
                "--"] + cmd
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    env = dict(os.environ, **TRACED_ENV) if traced and TRACED_ENV else None
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     if proc.returncode != 0 or not os.path.exists(result):
         # The whole output stays beside the results: a crash's cause is rarely in its last lines.
         with open(os.path.join(work, f"{row}-{tag}.failed.log"), "w") as f:
@@ -135,7 +137,16 @@ def main():
                     "torch.compile's caches before the pairs (a first max-autotune run spends minutes there)")
     ap.add_argument("--run-args", default="", help="options for `gpuscope run`, e.g. '--steps 50': the table "
                     "then also gives the last third of the steps (after a bounded window) traced and untraced")
+    ap.add_argument("--traced-env", action="append", default=[], metavar="NAME=VALUE",
+                    help="environment of the traced runs only, e.g. GPUSCOPE_PY_SAMPLE_HZ=0 (the stack sampler "
+                    "off) or GPUSCOPE_PYTHON=0 (no bootstrap), to see what part of a cost is whose; repeatable. "
+                    "Use a --work of its own: --resume does not tell runs apart by it")
     a = ap.parse_args()
+    for item in a.traced_env:
+        name, eq, value = item.partition("=")
+        if not name or not eq:
+            ap.error(f"--traced-env {item}: expected NAME=VALUE")
+        TRACED_ENV[name] = value
     import programs  # needs torch: after --help
 
     RUN_ARGS.extend(a.run_args.split())
@@ -182,7 +193,8 @@ def main():
         pairs_done += 1
         longest = max(longest, time.monotonic() - began)
     print(f"{pairs_done} interleaved pairs per row, {a.steps} steps per run, median step time after 5 warm-up steps"
-          + (f"; traced with `gpuscope run {a.run_args}`" if a.run_args else ""))
+          + (f"; traced with `gpuscope run {a.run_args}`" if a.run_args else "")
+          + (f"; traced runs with {' '.join(a.traced_env)}" if a.traced_env else ""))
     print("| program | untraced ms | traced ms | delta | dynamo graphs/breaks/recompiles | same losses | steps found (program's own) |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for row in rows:

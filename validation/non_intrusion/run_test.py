@@ -23,11 +23,14 @@ class Runner(unittest.TestCase):
         self.calls = []
         run.subprocess.run = self.fake
         run.RUN_ARGS.clear()
+        run.TRACED_ENV.clear()
+        self.envs = []
 
     def fake(self, cmd, **kwargs):
         """A program whose steps take 2.0 ms untraced and 2.1 ms traced; analyze finds 30 steps.
         `noisy` gives other losses in every run, traced or not; `crash` dies traced."""
         self.calls.append(cmd)
+        self.envs.append(kwargs.get("env"))
         if cmd[1] == "analyze":
             doc = {"devices": [{"window_us": 1, "steps": {"source": "optimizer", "count": 30, "mean_ms": 2.2,
                                                           "list": [{"duration_ms": 2.1}] * 30, "skipped_warmup": 0},
@@ -51,6 +54,20 @@ class Runner(unittest.TestCase):
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
             run.main()
         return out.getvalue()
+
+    def test_traced_env_reaches_the_traced_runs_only(self):
+        out = self.table("--pairs", "1", "--rows", "eager", "--no-warm", "--traced-env", "GPUSCOPE_PY_SAMPLE_HZ=0")
+        self.assertIn("traced runs with GPUSCOPE_PY_SAMPLE_HZ=0", out)
+        runs = [(cmd[1] == "run", env) for cmd, env in zip(self.calls, self.envs) if cmd[1] != "analyze"]
+        self.assertEqual(sorted(traced for traced, _ in runs), [False, True])
+        for traced, env in runs:
+            if traced:
+                self.assertEqual(env["GPUSCOPE_PY_SAMPLE_HZ"], "0")
+            else:
+                self.assertIsNone(env)
+        with self.assertRaises(SystemExit):
+            with contextlib.redirect_stderr(io.StringIO()):
+                self.table("--traced-env", "NOVALUE")
 
     def test_pairs_are_interleaved_and_the_table_compares_them(self):
         out = self.table("--pairs", "2")
