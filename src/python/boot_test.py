@@ -653,6 +653,16 @@ with open(os.environ["STUB_LOG"], "a") as f:
                         "backward_wrapped": hasattr(torch.autograd.backward, "_gpuscope")}) + "\\n")
 """
 
+    def window_program(self, opt, then):
+        """WINDOW_PROGRAM with `opt` optimizer steps and no module call, then the code `then`."""
+        return self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", str(opt)).replace(
+            "import torch.nn.modules.module as m", then + "\nimport torch.nn.modules.module as m")
+
+    @staticmethod
+    def replay_events(records):
+        """The program's logged replays and the window's controls (1 open, 0 close), in order."""
+        return [("replay" if "replay" in r else r["control"]) for r in records if "replay" in r or "control" in r]
+
     def window_records(self, fwd, opt, steps, skip):
         program = self.WINDOW_PROGRAM.replace("STEPS_FWD", str(fwd)).replace("STEPS_OPT", str(opt))
         self.run_program(program, env={"GPUSCOPE_STEPS": str(steps), "GPUSCOPE_SKIP_STEPS": str(skip),
@@ -769,28 +779,24 @@ with open(os.environ["STUB_LOG"], "a") as f:
         # then replays that call neither the optimizer nor a module. From the second replay on,
         # each is a step: the window opens within the fourth replay (4 + 3 = 7 steps; the
         # program logs each replay after it returns) and closes within the sixth.
-        program = self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "4")
-        program = program.replace("import torch.nn.modules.module as m", """graph = torch.cuda.CUDAGraph()
+        program = self.window_program(4, """graph = torch.cuda.CUDAGraph()
 for _ in range(10):
     graph.replay()
     with open(os.environ["STUB_LOG"], "a") as f:
-        f.write(json.dumps({"replay": 1}) + "\\n")
-import torch.nn.modules.module as m""")
+        f.write(json.dumps({"replay": 1}) + "\\n")""")
         self.run_program(program, env={"GPUSCOPE_STEPS": "2", "GPUSCOPE_SKIP_STEPS": "7", "GPUSCOPE_PY_SAMPLE_HZ": "0"})
         records = self.records()
-        events = [("replay" if "replay" in r else r["control"]) for r in records if "replay" in r or "control" in r]
+        events = self.replay_events(records)
         self.assertEqual(events, ["replay"] * 3 + [1] + ["replay"] * 2 + [0] + ["replay"] * 5, events)
         marks = " ".join(r.get("name", "") for r in records if r.get("kind") == "mark")
         self.assertIn("untraced_step_us=", marks)
         self.assertIn("gpuscope.host#optimizer_steps=4", marks)
         # Replays interleaved with optimizer steps (a graphed forward and backward) are not steps
         # by themselves.
-        program = self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "0")
-        program = program.replace("import torch.nn.modules.module as m", """graph = torch.cuda.CUDAGraph()
+        program = self.window_program(0, """graph = torch.cuda.CUDAGraph()
 for x in range(10):
     opt.step()
-    graph.replay()
-import torch.nn.modules.module as m""")
+    graph.replay()""")
         os.remove(self.log)
         self.run_program(program, env={"GPUSCOPE_STEPS": "3", "GPUSCOPE_SKIP_STEPS": "4", "GPUSCOPE_PY_SAMPLE_HZ": "0"})
         starts = [r["name"] for r in self.records() if r.get("kind") == "start"]
@@ -798,13 +804,11 @@ import torch.nn.modules.module as m""")
         # torch.compile's mode="reduce-overhead" in training: a forward and a backward graph,
         # then an eager optimizer step. Each iteration is one step, so a window of 3 steps holds
         # 3 optimizer steps (counting the backward's replay as well halves them).
-        program = self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "0")
-        program = program.replace("import torch.nn.modules.module as m", """forward, backward = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
+        program = self.window_program(0, """forward, backward = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
 for x in range(10):
     forward.replay()
     backward.replay()
-    opt.step()
-import torch.nn.modules.module as m""")
+    opt.step()""")
         os.remove(self.log)
         self.run_program(program, env={"GPUSCOPE_STEPS": "3", "GPUSCOPE_SKIP_STEPS": "4", "GPUSCOPE_PY_SAMPLE_HZ": "0"})
         starts = [r["name"] for r in self.records() if r.get("kind") == "start"]
@@ -814,16 +818,14 @@ import torch.nn.modules.module as m""")
         # A whole step in two graphs (a graph break), replayed in turn with nothing else: a step
         # ends at each replay of the first graph from the second cycle on. The window opens
         # within the 7th replay (cycle 4: 3 steps) and closes within the 11th (cycle 6).
-        program = self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "0")
-        program = program.replace("import torch.nn.modules.module as m", """graphs = [torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()]
+        program = self.window_program(0, """graphs = [torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()]
 for x in range(20):
     graphs[x % 2].replay()
     with open(os.environ["STUB_LOG"], "a") as f:
-        f.write(json.dumps({"replay": 1}) + "\\n")
-import torch.nn.modules.module as m""")
+        f.write(json.dumps({"replay": 1}) + "\\n")""")
         self.run_program(program, env={"GPUSCOPE_STEPS": "2", "GPUSCOPE_SKIP_STEPS": "3", "GPUSCOPE_PY_SAMPLE_HZ": "0"})
         records = self.records()
-        events = [("replay" if "replay" in r else r["control"]) for r in records if "replay" in r or "control" in r]
+        events = self.replay_events(records)
         self.assertEqual(events, ["replay"] * 6 + [1] + ["replay"] * 4 + [0] + ["replay"] * 10, events)
 
     def test_the_fast_loop_search_only_where_the_loop_may_be_the_step(self):
@@ -841,11 +843,9 @@ print(" ".join(str(s.search_fast(*c)) for c in cases))
     def test_no_timing_event_while_a_graph_is_captured(self):
         # Steps 3-5 end while the stream is being captured (a step captured whole): no event is
         # recorded then, so the program's graph gains no node. Steps 1-2 and 6-8 record one each.
-        program = self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "0")
-        program = program.replace("import torch.nn.modules.module as m", """for x in range(10):
+        program = self.window_program(0, """for x in range(10):
     torch.cuda._capturing[0] = 3 <= x + 1 <= 5
-    opt.step()
-import torch.nn.modules.module as m""")
+    opt.step()""")
         self.run_program(program, env={"GPUSCOPE_STEPS": "1", "GPUSCOPE_SKIP_STEPS": "8", "GPUSCOPE_PY_SAMPLE_HZ": "0"})
         self.assertEqual(len([r for r in self.records() if "event_record" in r]), 5)
 
