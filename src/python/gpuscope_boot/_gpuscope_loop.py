@@ -98,7 +98,7 @@ class LoopFinder:
         self.clock = clock
         self.target = threading.main_thread().ident
         self.frames = {}  # id(frame) -> _Frame, the frames of the latest sample
-        self.codes = {}  # code -> (loops, time instrumented)
+        self.codes = {}  # code -> when its loops were instrumented
         self.loops = {}  # code -> its loops, for every code object on the sampled stacks
         self.counts = {}  # (code, head) -> iterations seen while searching
         self.chosen = None  # (code, head, label)
@@ -218,21 +218,20 @@ class LoopFinder:
         for info in chain:
             if info.samples < _MIN_SAMPLES:
                 return  # frames further in are younger still
-            entry = self.codes.get(info.code)
-            loops = entry[0] if entry else self._loops(info.code)
-            around = enclosing_loops(loops, info.positions)
+            around = enclosing_loops(self._loops(info.code), info.positions)
             if not around:
                 continue
-            if entry is None:
+            since = self.codes.get(info.code)
+            if since is None:
                 if len(self.codes) >= _MAX_CODES:
                     return
                 self._instrument(info.code, True)
-                entry = self.codes[info.code] = (loops, now)
+                since = self.codes[info.code] = now
             for head, _ in around:
                 if self.counts.get((info.code, head), 0) >= _MIN_ITERATIONS:
                     self._choose(info.code, head)
                     return
-                if now - entry[1] < self.patience_s:
+                if now - since < self.patience_s:
                     return
 
     def _loops(self, code):

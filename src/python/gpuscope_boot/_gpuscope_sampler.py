@@ -8,8 +8,8 @@ for the step loop's search (_gpuscope_loop) and as NVTX marks naming the program
 Rate: GPUSCOPE_PY_SAMPLE_HZ (default 100, 0 turns the marks off, at most 500); while the step
 loop is searched for, in the first 2 s after CUDA started, 400 Hz (marks still at the set rate),
 so that the loop of a program with a fraction of a second of steps is found before it ends; not
-once an optimizer step has ended, nor in a `--try` trial (search_fast). It
-reads `sys._current_frames()` and changes nothing. It also runs the trace window's clock
+once an optimizer step has ended, nor in a `--try` trial (search_fast). It reads
+`sys._current_frames()` and changes nothing. It also runs the trace window's clock
 (_gpuscope_window: a window opened by time, a capped fine loop).
 """
 import functools
@@ -105,7 +105,7 @@ def _sample_loop():
     finder = guarded(_loop_finder)()
     state["finder"] = finder
     mark = state["torch"].cuda.nvtx.mark
-    fast = finder is not None
+    fast = search_fast(finder is not None, 0.0, win.window)
     last_mark = 0.0
     while True:
         time.sleep(min(period_s, 1.0 / _SEARCH_HZ) if fast else period_s)
