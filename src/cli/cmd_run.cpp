@@ -315,11 +315,11 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
       if (!options.no_report && json_on_stdout(options))
         print_json_without_devices({"the trace window never opened: nothing was traced"});
       return child.exit_code;
-    } else
-      fmt::print(stderr, "gpuscope run: traced a bounded window ({}); CUPTI was detached after it\n",
-                 options.steps > 0 ? fmt::format("{} steps after {} warm-up", options.steps, options.skip_steps)
-                                   : fmt::format("{}{}", options.after.empty() ? "" : "after " + options.after,
-                                                 options.for_.empty() ? "" : " for " + options.for_));
+    }
+    fmt::print(stderr, "gpuscope run: traced a bounded window ({}); CUPTI was detached after it\n",
+               options.steps > 0 ? fmt::format("{} steps after {} warm-up", options.steps, options.skip_steps)
+                                 : fmt::format("{}{}", options.after.empty() ? "" : "after " + options.after,
+                                               options.for_.empty() ? "" : " for " + options.for_));
   }
   if (capped) {
     // What a plain run left untraced, and why: the bootstrap marks a stop after its steps; the

@@ -246,12 +246,12 @@ std::optional<Finding> launch_bound(const FindingContext& f) {
     return cause.ns > 0 ? part * steady_idle_ns(cause) / static_cast<double>(cause.ns) : 0.0;
   };
   double eager_optimizer = 0;
-  if (unfused && c->optimizer_ns > 0) {
+  if (!unfused) {
+    eager_optimizer += removable_share(*c, static_cast<double>(c->optimizer_ns));
+  } else if (c->optimizer_ns > 0) {
     saved -= static_cast<double>(c->optimizer_ns);
     ev += fmt::format("; of them {} per step inside the optimizer step are optimizer-unfused's",
                       fmt_ms(static_cast<int64_t>(static_cast<double>(c->optimizer_ns) / f.steps())));
-  } else if (!unfused) {
-    eager_optimizer += removable_share(*c, static_cast<double>(c->optimizer_ns));
   }
   if (const double host = launch_claimed_host_ns(f); host > 0) {
     saved += host;
