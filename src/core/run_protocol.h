@@ -80,6 +80,8 @@ inline constexpr EnvVar kEnvVerbose{"GPUSCOPE_VERBOSE", kUser, kInject, "unset",
 inline constexpr EnvVar kEnvKindsOff{
     "GPUSCOPE_KINDS_OFF", kUser, kInject, "unset",
     "comma-separated optional activity kinds not to record (MEMCPY, MEMSET, RUNTIME, ...)"};
+inline constexpr EnvVar kEnvKindsOn{"GPUSCOPE_KINDS_ON", kUser, kInject, "unset",
+                                    "comma-separated activity kinds off by default to record too (SYNCHRONIZATION)"};
 
 // --- Knobs of the Python bootstrap ------------------------------------------------------------
 
@@ -163,16 +165,16 @@ inline constexpr EnvVar kEnvTestFakeCuda{"GPUSCOPE_TEST_FAKE_CUDA", kTests, kTes
                                          "the fake CUDA program, for tests/cli_test.py"};
 
 inline constexpr std::array kEnvironment = {
-    kEnvRun,           kEnvPython,        kEnvCapturePrefix, kEnvTraceDeferred,   kEnvTraceAfterMs,
-    kEnvTraceForMs,    kEnvSteps,         kEnvSkipSteps,     kEnvMaxSteps,        kEnvDisable,
-    kEnvCompress,      kEnvDriverApi,     kEnvRuntimeApi,    kEnvHandleSignals,   kEnvVerbose,
-    kEnvKindsOff,      kEnvPySampleHz,    kEnvLoop,          kEnvLoaderProbe,     kEnvStepWaitS,
-    kEnvFallbackS,     kEnvFineLoopS,     kEnvCudaInjection, kEnvNvtxInjection,   kEnvLdPreload,
-    kEnvPythonPath,    kEnvRank,          kEnvWorldSize,     kEnvLocalWorldSize,  kEnvLibDir,
-    kEnvNvmlLibrary,   kEnvProcRoot,      kEnvMaxInflate,    kEnvInputTimeout,    kEnvThreads,
-    kEnvSimKernels,    kEnvSimNcclUs,     kEnvSimGapUs,      kEnvFakeNvmlFixture, kEnvSourceDir,
-    kEnvUpdateGoldens, kEnvTestPython312, kEnvTestSimLib,    kEnvTestFakeCuda,    kEnvTry,
-    kEnvTryResult,     kEnvTryWarmup,     kEnvTryWorkers,
+    kEnvRun,        kEnvPython,        kEnvCapturePrefix, kEnvTraceDeferred, kEnvTraceAfterMs,
+    kEnvTraceForMs, kEnvSteps,         kEnvSkipSteps,     kEnvMaxSteps,      kEnvDisable,
+    kEnvCompress,   kEnvDriverApi,     kEnvRuntimeApi,    kEnvHandleSignals, kEnvVerbose,
+    kEnvKindsOff,   kEnvKindsOn,       kEnvPySampleHz,    kEnvLoop,          kEnvLoaderProbe,
+    kEnvStepWaitS,  kEnvFallbackS,     kEnvFineLoopS,     kEnvCudaInjection, kEnvNvtxInjection,
+    kEnvLdPreload,  kEnvPythonPath,    kEnvRank,          kEnvWorldSize,     kEnvLocalWorldSize,
+    kEnvLibDir,     kEnvNvmlLibrary,   kEnvProcRoot,      kEnvMaxInflate,    kEnvInputTimeout,
+    kEnvThreads,    kEnvSimKernels,    kEnvSimNcclUs,     kEnvSimGapUs,      kEnvFakeNvmlFixture,
+    kEnvSourceDir,  kEnvUpdateGoldens, kEnvTestPython312, kEnvTestSimLib,    kEnvTestFakeCuda,
+    kEnvTry,        kEnvTryResult,     kEnvTryWarmup,     kEnvTryWorkers,
 };
 
 // The injection library's one entry point beside the driver's: the bootstrap opens (1) and

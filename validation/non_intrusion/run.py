@@ -6,6 +6,7 @@ shows.
 usage: validation/non_intrusion/run.py [--rows eager,compile,...] [--pairs 5] [--steps 40]
                                        [--budget-s 3600] [--gpuscope PATH] [--work DIR] [--resume]
                                        [--no-calibrate]
+       validation/non_intrusion/run.py --split ROW [--pairs ROUNDS] [--steps 200] [--gpuscope PATH]
 
 A matrix too long for one sitting is made in several: the same --work and --resume each time
 (each run's result is kept there as ROW-TAG.run.json, its capture analysed and removed), with
@@ -22,6 +23,10 @@ step times after 5 warm-up steps, and a row's is the median over its pairs. Colu
   steps found          what `gpuscope analyze` found in the last traced run's capture: source,
                        count (and the warm-up steps it left out of its window) and median ms
                        per step, beside that run's own count and median
+--split ROW instead splits one row's tracing cost: rounds of runs, one per condition of SPLIT
+(untraced; plain `gpuscope run`; then with the stack sampler, the bootstrap, each optional
+activity kind and finally tracing itself turned off in turn), the order reversed every other
+round; the table gives each condition's median step per run and its change against untraced.
 A run that fails keeps its whole output in --work as ROW-TAG.failed.log, and its capture.
 Before the pairs, each row runs once untimed, so that torch.compile's caches are warm in every
 timed run, traced or not, as in a user's second run (--no-warm skips it).
@@ -47,9 +52,60 @@ PROGRAMS = os.path.join(HERE, "programs.py")
 sys.path.insert(0, HERE)
 
 
-def run_once(row, steps, traced, gpuscope, work, tag, resume=False):
+# --split: the conditions whose traced runs split a row's tracing cost into its parts, each the
+# environment of a plain `gpuscope run` (None: untraced). Every optional activity kind can be
+# turned off (GPUSCOPE_KINDS_OFF) or, where off by default, on (GPUSCOPE_KINDS_ON).
+SPLIT = [
+    ("untraced", "untraced", None),
+    ("traced", "gpuscope run, defaults", {}),
+    ("no-sampler", "stack sampler off", {"GPUSCOPE_PY_SAMPLE_HZ": "0"}),
+    ("no-loop", "step-loop search off", {"GPUSCOPE_LOOP": "0"}),
+    ("no-boot", "no Python bootstrap", {"GPUSCOPE_PYTHON": "0"}),
+    ("sync", "no bootstrap, + SYNCHRONIZATION records", {"GPUSCOPE_PYTHON": "0", "GPUSCOPE_KINDS_ON": "SYNCHRONIZATION"}),
+    ("no-runtime", "no bootstrap, no RUNTIME records", {"GPUSCOPE_PYTHON": "0", "GPUSCOPE_KINDS_OFF": "RUNTIME"}),
+    ("no-copy", "no bootstrap, no MEMCPY/MEMSET records",
+     {"GPUSCOPE_PYTHON": "0", "GPUSCOPE_KINDS_OFF": "MEMCPY,MEMSET"}),
+    ("kernels", "no bootstrap, kernel records only",
+     {"GPUSCOPE_PYTHON": "0", "GPUSCOPE_KINDS_OFF": "RUNTIME,MEMCPY,MEMSET,MARKER,MEMORY2,DEVICE"}),
+    ("disabled", "injection loaded, tracing off", {"GPUSCOPE_DISABLE": "1"}),
+]
+
+
+def split(row, rounds, steps, gpuscope, work, deadline):
+    """Rounds of one run per SPLIT condition of ROW (the order reversed every other round, so that
+    no condition always runs after the same one); prints each condition's median step per run,
+    their median, and its change against the untraced runs'."""
+    order = list(SPLIT)
+    ms = {key: [] for key, _, _ in SPLIT}
+    longest = 0.0
+    for r in range(rounds):
+        if time.monotonic() + longest > deadline:
+            break
+        began = time.monotonic()
+        for key, _, env in (order if r % 2 == 0 else order[::-1]):
+            out = run_once(row, steps, env is not None, gpuscope, work, f"split-{key}-{r}", env=env, analyse=False)
+            if "run_ms" in out:
+                ms[key].append(out["run_ms"])
+            print(f"round {r + 1} {key}: {out.get('run_ms', float('nan')):.3f} ms/step", file=sys.stderr, flush=True)
+        longest = max(longest, time.monotonic() - began)
+    base = statistics.median(ms["untraced"]) if ms["untraced"] else None
+    print(f"{row}: {len(ms['untraced'])} rounds, {steps} steps per run, median step per run after 5 warm-up steps")
+    print("| condition | ms per run | median ms | vs untraced |")
+    print("| --- | --- | --- | --- |")
+    for key, text, env in SPLIT:
+        if not ms[key]:
+            print(f"| {text} | failed | | |")
+            continue
+        m = statistics.median(ms[key])
+        change = f"{100 * (m / base - 1):+.1f}%" if base and env is not None else ""
+        print(f"| {text} | {', '.join(f'{x:.3f}' for x in ms[key])} | {m:.3f} | {change} |")
+    return 0
+
+
+def run_once(row, steps, traced, gpuscope, work, tag, resume=False, env=None, analyse=True):
     """One run of a row; its result (the program's, with the runner's findings added) is kept in
-    WORK/ROW-TAG.run.json, which --resume reads instead of running again."""
+    WORK/ROW-TAG.run.json, which --resume reads instead of running again. ENV: the traced run's
+    extra environment (default: --traced-env); ANALYSE: what its capture shows, in the result."""
     result = os.path.join(work, f"{row}-{tag}.json")
     kept = os.path.join(work, f"{row}-{tag}.run.json")
     if resume and os.path.exists(kept):
@@ -62,7 +118,8 @@ def run_once(row, steps, traced, gpuscope, work, tag, resume=False):
         # its findings, which is what "no finding caused by tracing" checks.
         cmd = [gpuscope, "run", "--no-report", *(["--no-calibrate"] if NO_CALIBRATE else []), "-o", cap, *RUN_ARGS,
                "--"] + cmd
-    env = dict(os.environ, **TRACED_ENV) if traced and TRACED_ENV else None
+    extra = TRACED_ENV if env is None else env
+    env = dict(os.environ, **extra) if traced and extra else None
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
     if proc.returncode != 0 or not os.path.exists(result):
         # The whole output stays beside the results: a crash's cause is rarely in its last lines.
@@ -82,7 +139,8 @@ def run_once(row, steps, traced, gpuscope, work, tag, resume=False):
         captures = sorted(os.path.join(work, f) for f in os.listdir(work)
                           if os.path.join(work, f).startswith(stem) and f.endswith(".gpuscope"))
         # What the capture shows, now: a later --resume needs the result, not the capture.
-        out["steps_found"] = steps_found(gpuscope, captures)
+        if analyse:
+            out["steps_found"] = steps_found(gpuscope, captures)
         if not KEEP_CAPTURES:
             for c in captures:
                 os.remove(c)
@@ -141,6 +199,10 @@ def main():
                     help="environment of the traced runs only, e.g. GPUSCOPE_PY_SAMPLE_HZ=0 (the stack sampler "
                     "off) or GPUSCOPE_PYTHON=0 (no bootstrap), to see what part of a cost is whose; repeatable. "
                     "Use a --work of its own: --resume does not tell runs apart by it")
+    ap.add_argument("--split", metavar="ROW", help="instead of the matrix: rounds (--pairs of them) of ROW "
+                    "untraced and traced with parts of the tracer turned off in turn (no stack sampler, no "
+                    "bootstrap, each optional activity kind off or on, kernels only, tracing off), to see what "
+                    "part of the tracing cost is whose; traced runs are not calibrated")
     a = ap.parse_args()
     for item in a.traced_env:
         name, eq, value = item.partition("=")
@@ -157,6 +219,13 @@ def main():
     work = a.work or tempfile.mkdtemp(prefix="gpuscope-nonintrusion-")
     os.makedirs(work, exist_ok=True)
     deadline = time.monotonic() + a.budget_s
+    if a.split:
+        if a.split not in programs.ROWS:
+            ap.error(f"--split {a.split}: not a row of programs.py ({', '.join(programs.ROWS)})")
+        NO_CALIBRATE = True
+        if not a.no_warm:
+            run_once(a.split, 6, False, a.gpuscope, work, "warm")
+        return split(a.split, a.pairs, a.steps, a.gpuscope, work, deadline)
     runs = {row: {"untraced": [], "traced": []} for row in rows}
     warm = {}  # row: its untimed warm-up run, kept as a determinism control
     pairs_done = 0

@@ -43,8 +43,11 @@ class Runner(unittest.TestCase):
         if traced and "crash" in cmd:
             return types.SimpleNamespace(returncode=1, stdout="", stderr="the cause\n" + "noise\n" * 5)
         losses = [1.0 + (len(self.calls) if "noisy" in cmd else 0)] * 20
+        env = kwargs.get("env") or {}
+        # Under --split: sync records cost 0.3 ms a step, tracing turned off nothing.
+        step = 2.0 if not traced or env.get("GPUSCOPE_DISABLE") == "1" else 2.4 if env.get("GPUSCOPE_KINDS_ON") else 2.1
         with open(cmd[cmd.index("--result") + 1], "w") as f:
-            json.dump({"step_ms": [2.1 if traced else 2.0] * 30, "losses": losses,
+            json.dump({"step_ms": [step] * 30, "losses": losses,
                        "dynamo": {"unique_graphs": 1, "graph_breaks": 0, "recompiles": 0}}, f)
         return types.SimpleNamespace(returncode=0, stdout="", stderr="")
 
@@ -88,6 +91,28 @@ class Runner(unittest.TestCase):
         self.assertFalse([c for c in programs if c[1] == "run" and "--no-calibrate" in c])
         # The captures are analysed at once and not kept, but for a failed run's.
         self.assertEqual([f for f in os.listdir(self.work) if f.endswith(".gpuscope")], ["crash-t0.gpuscope"])
+
+    def test_split_runs_each_condition_in_rounds_of_alternating_order(self):
+        out = self.table("--split", "eager", "--pairs", "2", "--steps", "30")
+        programs = [(c, e) for c, e in zip(self.calls, self.envs) if c[1] != "analyze"]
+        # One warm run, then two rounds of every condition; no capture is analysed.
+        self.assertEqual(len(programs), 1 + 2 * len(run.SPLIT))
+        self.assertFalse([c for c in self.calls if c[1] == "analyze"])
+        first = [e for _, e in programs[1:1 + len(run.SPLIT)]]
+        second = [e for _, e in programs[1 + len(run.SPLIT):]]
+        self.assertEqual(first, second[::-1])
+        for (cmd, env), (_, _, want) in zip(programs[1:], run.SPLIT):
+            self.assertEqual(cmd[1] == "run", want is not None)
+            if want:
+                self.assertEqual({k: env[k] for k in want}, want)
+            if cmd[1] == "run":
+                self.assertIn("--no-calibrate", cmd)
+        self.assertIn("| untraced | 2.000, 2.000 | 2.000 |  |", out)
+        self.assertIn("| no bootstrap, + SYNCHRONIZATION records | 2.400, 2.400 | 2.400 | +20.0% |", out)
+        self.assertIn("| injection loaded, tracing off | 2.000, 2.000 | 2.000 | +0.0% |", out)
+        with self.assertRaises(SystemExit):
+            with contextlib.redirect_stderr(io.StringIO()):
+                self.table("--split", "nosuchrow")
 
     def test_resume_reuses_the_kept_runs_and_adds_pairs(self):
         self.table("--pairs", "1")
