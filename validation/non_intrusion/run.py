@@ -25,7 +25,7 @@ step times after 5 warm-up steps, and a row's is the median over its pairs. Colu
                        per step, beside that run's own count and median
 --split ROW instead splits one row's tracing cost: rounds of runs, one per condition of SPLIT
 (untraced; plain `gpuscope run`; then with the stack sampler, the bootstrap, each optional
-activity kind and finally tracing itself turned off in turn), the order reversed every other
+activity kind and finally CUPTI itself turned off in turn), the order reversed every other
 round; the table gives each condition's median step per run and its change against untraced.
 A run that fails keeps its whole output in --work as ROW-TAG.failed.log, and its capture.
 Before the pairs, each row runs once untimed, so that torch.compile's caches are warm in every
@@ -67,7 +67,8 @@ SPLIT = [
      {"GPUSCOPE_PYTHON": "0", "GPUSCOPE_KINDS_OFF": "MEMCPY,MEMSET"}),
     ("kernels", "no bootstrap, kernel records only",
      {"GPUSCOPE_PYTHON": "0", "GPUSCOPE_KINDS_OFF": "RUNTIME,MEMCPY,MEMSET,MARKER,MEMORY2,DEVICE"}),
-    ("disabled", "injection loaded, tracing off", {"GPUSCOPE_DISABLE": "1"}),
+    ("cupti-off", "CUPTI off: bootstrap and cuBLAS interposer only", {"GPUSCOPE_DISABLE": "1"}),
+    ("interposer", "CUPTI off, no bootstrap: cuBLAS interposer only", {"GPUSCOPE_DISABLE": "1", "GPUSCOPE_PYTHON": "0"}),
 ]
 
 
@@ -201,7 +202,7 @@ def main():
                     "Use a --work of its own: --resume does not tell runs apart by it")
     ap.add_argument("--split", metavar="ROW", help="instead of the matrix: rounds (--pairs of them) of ROW "
                     "untraced and traced with parts of the tracer turned off in turn (no stack sampler, no "
-                    "bootstrap, each optional activity kind off or on, kernels only, tracing off), to see what "
+                    "bootstrap, each optional activity kind off or on, kernels only, CUPTI off), to see what "
                     "part of the tracing cost is whose; traced runs are not calibrated")
     a = ap.parse_args()
     for item in a.traced_env:

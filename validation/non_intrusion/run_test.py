@@ -109,7 +109,7 @@ class Runner(unittest.TestCase):
                 self.assertIn("--no-calibrate", cmd)
         self.assertIn("| untraced | 2.000, 2.000 | 2.000 |  |", out)
         self.assertIn("| no bootstrap, + SYNCHRONIZATION records | 2.400, 2.400 | 2.400 | +20.0% |", out)
-        self.assertIn("| injection loaded, tracing off | 2.000, 2.000 | 2.000 | +0.0% |", out)
+        self.assertIn("| CUPTI off: bootstrap and cuBLAS interposer only | 2.000, 2.000 | 2.000 | +0.0% |", out)
         with self.assertRaises(SystemExit):
             with contextlib.redirect_stderr(io.StringIO()):
                 self.table("--split", "nosuchrow")
