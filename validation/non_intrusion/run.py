@@ -6,7 +6,8 @@ shows.
 usage: validation/non_intrusion/run.py [--rows eager,compile,...] [--pairs 5] [--steps 40]
                                        [--budget-s 3600] [--gpuscope PATH] [--work DIR] [--resume]
                                        [--no-calibrate]
-       validation/non_intrusion/run.py --split ROW [--pairs ROUNDS] [--steps 200] [--gpuscope PATH]
+       validation/non_intrusion/run.py --split ROW [--conditions A,B] [--pairs ROUNDS] [--steps 200]
+                                       [--gpuscope PATH]
 
 A matrix too long for one sitting is made in several: the same --work and --resume each time
 (each run's result is kept there as ROW-TAG.run.json, its capture analysed and removed), with
@@ -68,16 +69,19 @@ SPLIT = [
     ("kernels", "no bootstrap, kernel records only",
      {"GPUSCOPE_PYTHON": "0", "GPUSCOPE_KINDS_OFF": "RUNTIME,MEMCPY,MEMSET,MARKER,MEMORY2,DEVICE"}),
     ("cupti-off", "CUPTI off: bootstrap and cuBLAS interposer only", {"GPUSCOPE_DISABLE": "1"}),
+    ("hooks-only", "CUPTI off, bootstrap without sampler or loop search",
+     {"GPUSCOPE_DISABLE": "1", "GPUSCOPE_PY_SAMPLE_HZ": "0", "GPUSCOPE_LOOP": "0"}),
     ("interposer", "CUPTI off, no bootstrap: cuBLAS interposer only", {"GPUSCOPE_DISABLE": "1", "GPUSCOPE_PYTHON": "0"}),
 ]
 
 
-def split(row, rounds, steps, gpuscope, work, deadline):
-    """Rounds of one run per SPLIT condition of ROW (the order reversed every other round, so that
-    no condition always runs after the same one); prints each condition's median step per run,
-    their median, and its change against the untraced runs'."""
-    order = list(SPLIT)
-    ms = {key: [] for key, _, _ in SPLIT}
+def split(row, rounds, steps, gpuscope, work, deadline, conditions=None):
+    """Rounds of one run per SPLIT condition of ROW (those named in CONDITIONS, default all; the
+    untraced one always; the order reversed every other round, so that no condition always runs
+    after the same one); prints each condition's median step per run, their median, and its change
+    against the untraced runs'."""
+    order = [c for c in SPLIT if c[0] == "untraced" or conditions is None or c[0] in conditions]
+    ms = {key: [] for key, _, _ in order}
     longest = 0.0
     for r in range(rounds):
         if time.monotonic() + longest > deadline:
@@ -93,7 +97,7 @@ def split(row, rounds, steps, gpuscope, work, deadline):
     print(f"{row}: {len(ms['untraced'])} rounds, {steps} steps per run, median step per run after 5 warm-up steps")
     print("| condition | ms per run | median ms | vs untraced |")
     print("| --- | --- | --- | --- |")
-    for key, text, env in SPLIT:
+    for key, text, env in order:
         if not ms[key]:
             print(f"| {text} | failed | | |")
             continue
@@ -204,6 +208,8 @@ def main():
                     "untraced and traced with parts of the tracer turned off in turn (no stack sampler, no "
                     "bootstrap, each optional activity kind off or on, kernels only, CUPTI off), to see what "
                     "part of the tracing cost is whose; traced runs are not calibrated")
+    ap.add_argument("--conditions", metavar="A,B", help="with --split: only these conditions (and untraced): "
+                    + ", ".join(key for key, _, _ in SPLIT[1:]))
     a = ap.parse_args()
     for item in a.traced_env:
         name, eq, value = item.partition("=")
@@ -224,9 +230,13 @@ def main():
         if a.split not in programs.ROWS:
             ap.error(f"--split {a.split}: not a row of programs.py ({', '.join(programs.ROWS)})")
         NO_CALIBRATE = True
+        conditions = a.conditions.split(",") if a.conditions else None
+        unknown = sorted(set(conditions or []) - {key for key, _, _ in SPLIT})
+        if unknown:
+            ap.error(f"--conditions {','.join(unknown)}: not a condition ({', '.join(k for k, _, _ in SPLIT)})")
         if not a.no_warm:
             run_once(a.split, 6, False, a.gpuscope, work, "warm")
-        return split(a.split, a.pairs, a.steps, a.gpuscope, work, deadline)
+        return split(a.split, a.pairs, a.steps, a.gpuscope, work, deadline, conditions)
     runs = {row: {"untraced": [], "traced": []} for row in rows}
     warm = {}  # row: its untimed warm-up run, kept as a determinism control
     pairs_done = 0

@@ -114,6 +114,18 @@ class Runner(unittest.TestCase):
             with contextlib.redirect_stderr(io.StringIO()):
                 self.table("--split", "nosuchrow")
 
+    def test_split_conditions_keeps_untraced_and_the_named_ones(self):
+        before = len(self.calls)
+        out = self.table("--split", "eager", "--pairs", "1", "--steps", "30", "--conditions", "traced,kernels")
+        programs = [c for c in self.calls[before:] if c[1] != "analyze"]
+        self.assertEqual(len(programs), 1 + 3)  # the warm run, then untraced, traced, kernels
+        self.assertIn("| untraced |", out)
+        self.assertIn("| no bootstrap, kernel records only |", out)
+        self.assertNotIn("stack sampler off", out)
+        with self.assertRaises(SystemExit):
+            with contextlib.redirect_stderr(io.StringIO()):
+                self.table("--split", "eager", "--conditions", "traced,nosuch")
+
     def test_resume_reuses_the_kept_runs_and_adds_pairs(self):
         self.table("--pairs", "1")
         before = len(self.calls)
