@@ -683,6 +683,9 @@ __attribute__((visibility("default"))) int gpuscope_trace_control(int open) {
 // using the libcupti already loaded as our dependency.
 typedef int (*NvtxInitFn)(void*);
 __attribute__((visibility("default"))) int InitializeInjectionNvtx2(void* get_export_table) {
+  // Tracing off: NVTX stays without a tool, each range or mark a no-op.
+  if (const char* off = std::getenv(gpuscope::run_protocol::kEnvDisable.name); off && std::strcmp(off, "1") == 0)
+    return 0;
   void* handle = dlopen("libcupti.so.13", RTLD_NOLOAD | RTLD_LAZY);
   if (!handle) handle = dlopen("libcupti.so", RTLD_NOLOAD | RTLD_LAZY);
   if (!handle) return 0;
