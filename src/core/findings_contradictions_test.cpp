@@ -74,6 +74,67 @@ TEST(Contradictions, LaunchAndHostFindingsClaimEachGapOnce) {
   }
 }
 
+// Steps of 3.6 ms, as `gpuscope run` records them (no profiler ops): 3 ms of numpy on the CPU
+// (no GPU call), then twenty 2 us kernels, each launched by a 10 us call after 15 us of the
+// model's Python. One Python sample a step, taken among the launches, names the stack until the
+// next one, so it also labels the next step's numpy time: a label alone does not make host time
+// code that issues launches.
+Trace numpy_between_launch_bursts() {
+  TraceBuilder b;
+  for (int step = 0; step < 6; ++step) {
+    const double s = 100 + step * 3600.0;
+    b.annotation(s, s + 3600, "ProfilerStep#" + std::to_string(step));
+    b.op(s + 3599, s + 3599, "autograd::engine::evaluate_function: AddBackward0");  // Training.
+    for (int i = 0; i < 20; ++i) {
+      const double t = s + 3000 + i * 27.0;
+      b.kernel(t + 26, t + 28, "vectorized_elementwise_kernel<Add>", 1000, 0, 7, t + 15, 10);
+    }
+    b.annotation(s + 3100, s + 3100, "gpuscope.py#;train.py:30 forward");
+  }
+  return b.build();
+}
+
+TEST(Contradictions, HostCodeThatIssuesNoLaunchIsNotLaunchBoundsWhateverSampleNamesIt) {
+  const DeviceReport r = only(numpy_between_launch_bursts());
+  const Finding* host = FindingById(r, "host-bound");
+  ASSERT_NE(host, nullptr);
+  // The numpy time (3 ms of a 3.6 ms step) stays host-bound's: a CUDA graph does not replay it.
+  EXPECT_EQ(host->evidence.find("launch-bound's"), std::string::npos) << host->evidence;
+  EXPECT_GT(*host->est_speedup, 3.0);
+  if (const Finding* launch = FindingById(r, "launch-bound")) {
+    EXPECT_EQ(launch->evidence.find("go too"), std::string::npos) << launch->evidence;
+    EXPECT_LT(*launch->est_speedup, *host->est_speedup);
+  }
+}
+
+// Ten layers a step, each a 200 us kernel followed by a read of one statistic into pageable
+// memory (`.tolist()`: cudaMemcpyAsync of 4 bytes, device to host), which returns only once the
+// copy is done; then 40 us of Python and the next layer's launch. The GPU idles after every read
+// because the host waited for it: a synchronisation, not a copy stall or host code.
+TEST(Contradictions, ScalarReadIntoPageableMemoryIsASynchronisation) {
+  TraceBuilder b;
+  double t = 100;
+  for (int step = 0; step < 6; ++step) {
+    b.annotation(t, t + 10 * 262, "ProfilerStep#" + std::to_string(step));
+    for (int layer = 0; layer < 10; ++layer) {
+      b.kernel(t + 12, t + 212, "ampere_sgemm_128x64_nn", 1000, 0, 7, t, 10);
+      const uint64_t corr = b.correlation();
+      b.memcpy(t + 213, t + 215, CopyKind::kDtoH, HostMemory::kPageable, 0, 4, corr);
+      b.api(t + 11, t + 220, "cudaMemcpyAsync", 1, corr);
+      b.api(t + 220, t + 221, "cudaStreamSynchronize");
+      t += 262;  // 40 us of Python, then the next layer's launch.
+    }
+    b.op(t - 1, t - 1, "autograd::engine::evaluate_function: AddBackward0");  // Training.
+  }
+  const DeviceReport r = only(b.build());
+  EXPECT_GT(cause(r, "sync").pct, cause(r, "host").pct);
+  EXPECT_GT(cause(r, "sync").pct, cause(r, "launch").pct);
+  const Finding* sync = FindingById(r, "host-sync");
+  ASSERT_NE(sync, nullptr);
+  const Finding* copy = FindingById(r, "memcpy");
+  if (copy) EXPECT_LT(*copy->est_speedup, *sync->est_speedup);
+}
+
 // 200 iterations of a 20 us kernel launched 5 us ahead, the GPU busy; one launch call of the
 // middle takes 300 ms (first-launch code loading) and a cudaFree takes 5 s.
 Trace steady_loop_with_one_offs(bool with_free) {

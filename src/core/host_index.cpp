@@ -289,6 +289,15 @@ HostIndex::HostIndex(const Trace& trace)
     const Memcpy& m = *it->second;
     return m.kind == CopyKind::kDtoD || (m.bytes && *m.bytes < kSmallCopyBytes);
   };
+  // A copy from the device into pageable host memory returns only once it is done, "Async" or
+  // not (the CUDA runtime's documented behaviour): the host waits there for everything queued
+  // before it, as a synchronisation does (`.tolist()` of a scalar, `.cpu()`).
+  const auto copy_to_pageable = [&](const ApiCall& c) {
+    if (c.api_class != ApiClass::kMemcpy || !c.correlation) return false;
+    const auto it = copy_by_correlation.find(*c.correlation);
+    return it != copy_by_correlation.end() && it->second->kind == CopyKind::kDtoH &&
+           it->second->host_memory == HostMemory::kPageable;
+  };
   // Per thread, the open cudaStreamBeginCapture (index), while a capture is open.
   std::unordered_map<uint64_t, uint32_t> capture_begin;
   for (uint32_t i = 0; i < trace.api_calls.size(); ++i) {
@@ -297,6 +306,7 @@ HostIndex::HostIndex(const Trace& trace)
     uint16_t flags = api_call_flags(c.api_class, name);
     if (one_off[i] || name.find("GraphInstantiate") != std::string_view::npos) flags |= kHostOneOff;
     if (copy_wait(c)) flags |= kHostCopyWait;
+    if (copy_to_pageable(c)) flags |= kHostBlocking;
     items_for(c.pid, c.tid).push_back({c.start_ns, c.end_ns, c.name, flags, true, false, false, i});
     if (c.correlation) api_by_correlation_.emplace(*c.correlation, i);
     if (name.find("BeginCapture") != std::string_view::npos) capture_begin[thread_key(c.pid, c.tid)] = i;

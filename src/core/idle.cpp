@@ -22,6 +22,8 @@ struct CauseAccumulator {
   int64_t optimizer_ns = 0;                       // Of ns, inside an optimizer step.
   int64_t one_off_ns = 0;                         // Of ns, inside a one-off call or a graph capture.
   std::unordered_map<StringId, int64_t> by_name;  // 0 = outside ops; kDeviceCopyName = device copy.
+  // Of by_name, the time between GPU calls at most kIssuingStretchNs apart (issuing_stretch).
+  std::unordered_map<StringId, int64_t> issuing_by_name;
 };
 using Accumulators = std::array<CauseAccumulator, kNumIdleCauses>;
 
@@ -171,6 +173,38 @@ Piece piece_at(const DeviceContext& ctx, const ThreadTimeline* thread, int64_t t
   return p;
 }
 
+// Host code that issues GPU work runs between GPU calls: an eager model's Python lines take
+// microseconds to a few hundred between launches. A stretch without any GPU call longer than
+// this is code that issues none (numpy, data preparation, logging), whatever Python sample
+// labels it (a sample names the stack until the next one, 10 ms later).
+constexpr int64_t kIssuingStretchNs = 1'000'000;
+
+// Whether [t, end) on `thread` lies between two GPU calls (launch, copy, allocation,
+// synchronisation) at most kIssuingStretchNs apart.
+bool issuing_stretch(const ThreadTimeline* thread, int64_t t, int64_t end) {
+  if (!thread) return false;
+  const auto& segs = thread->segments;
+  const auto is_call = [](const HostSegment& s) {
+    return !(s.flags & kHostAnnotationOnly) && (s.flags & (kHostLaunch | kHostMemcpy | kHostAlloc | kHostBlocking));
+  };
+  const auto after =
+      std::lower_bound(segs.begin(), segs.end(), end, [](const HostSegment& s, int64_t v) { return s.start_ns < v; });
+  std::optional<int64_t> prev_end;
+  for (auto it = after; it != segs.begin();) {
+    --it;
+    if (it->end_ns < t - kIssuingStretchNs) break;
+    if (it->end_ns <= t && is_call(*it)) {
+      prev_end = it->end_ns;
+      break;
+    }
+  }
+  if (!prev_end) return false;
+  for (auto it = after; it != segs.end() && it->start_ns <= *prev_end + kIssuingStretchNs; ++it) {
+    if (is_call(*it)) return true;
+  }
+  return false;
+}
+
 // True when a thread other than `thread` is inside a range that issues GPU work at t.
 bool issuing_elsewhere(const DeviceContext& ctx, const ThreadTimeline* thread, int64_t t) {
   for (const ThreadTimeline& other : ctx.host.threads()) {
@@ -236,6 +270,7 @@ void attribute_gap(const DeviceContext& ctx, const Interval& gap, const ThreadTi
     StringId label = p.segment ? p.segment->name : 0;
     if (p.sample && !p.copying && (label == 0 || (flags & kHostAnnotationOnly))) label = p.sample->name;
     a.by_name[p.copying ? kDeviceCopyName : label] += len;
+    if (cause == IdleCauseId::kHost && issuing_stretch(thread, t, p.end_ns)) a.issuing_by_name[label] += len;
     if (tracing_ns > 0) pieces.emplace_back(cause, len);
     t = p.end_ns;
   }
@@ -285,16 +320,18 @@ IdleCause idle_cause(const DeviceContext& ctx, IdleCauseId id, const CauseAccumu
   return ic;
 }
 
-// Of the host idle, the time at code that also issues the launches around which the GPU idles
-// (a label of the host cause that is a label of the launch cause too: the model's Python lines
-// between launches). Generic labels ("(host code outside profiled ops)") say nothing of the
-// code and are not counted.
+// Of the host idle, the time at code that also issues the launches around which the GPU idles:
+// between GPU calls close together (issuing_stretch), under a label of the host cause that is a
+// label of the launch cause too (the model's Python lines between launches). Generic labels
+// ("(host code outside profiled ops)") say nothing of the code and are not counted.
 int64_t host_at_launching_code_ns(const DeviceContext& ctx, const Accumulators& acc) {
   std::unordered_map<std::string, int64_t> launching;
   for (const auto& [label, ns] : cause_labels(ctx, acc[static_cast<size_t>(IdleCauseId::kLaunch)]))
     launching[label] = ns;
+  CauseAccumulator issuing;
+  issuing.by_name = acc[static_cast<size_t>(IdleCauseId::kHost)].issuing_by_name;
   int64_t out = 0;
-  for (const auto& [label, ns] : cause_labels(ctx, acc[static_cast<size_t>(IdleCauseId::kHost)])) {
+  for (const auto& [label, ns] : cause_labels(ctx, issuing)) {
     if (!label.starts_with("(") && launching.contains(label)) out += ns;
   }
   return out;

@@ -62,14 +62,16 @@ class TraceBuilder {
   }
 
   TraceBuilder& memcpy(double start_us, double end_us, CopyKind kind = CopyKind::kHtoD,
-                       HostMemory mem = HostMemory::kPageable, int32_t device = 0) {
+                       HostMemory mem = HostMemory::kPageable, int32_t device = 0, uint64_t bytes = 1 << 20,
+                       std::optional<uint64_t> corr = std::nullopt) {
     Memcpy m;
+    m.correlation = corr;
     m.start_ns = ns(start_us);
     m.end_ns = ns(end_us);
     m.device = device;
     m.kind = kind;
     m.host_memory = mem;
-    m.bytes = 1 << 20;
+    m.bytes = bytes;
     t_.memcpys.push_back(m);
     return *this;
   }
@@ -121,6 +123,8 @@ class TraceBuilder {
   }
 
   static int64_t ns(double us) { return static_cast<int64_t>(us * 1000.0 + 0.5); }
+  // A fresh correlation id, for a copy and its API call.
+  uint64_t correlation() { return next_corr_++; }
 
  private:
   Trace t_;

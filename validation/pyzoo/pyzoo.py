@@ -27,13 +27,32 @@ cases (planted cause -> fix):
   fp32        fp32 GEMMs                                          -> bf16 autocast
   attention   attention written out (q @ k^T, softmax, @ v)       -> scaled_dot_product_attention
   healthy     large bf16 GEMMs, nothing between them, fused AdamW -> (nothing to fix)
+
+hidden-style cases: other models and other sizes than the nine above, one planted cause each
+(validation/pyzoo/run's PYZOO_SET=hidden):
+  lstm             nn.LSTMCell over 24 steps at batch 8, SGD: small  -> the step in a CUDA graph
+                   kernels launched one by one
+  pageable_both    96 MiB up and 16 MiB down through pageable memory -> both pinned; the upload a step ahead
+                   every step                                           on a side stream, the download
+                                                                        non-blocking
+  numpy_aug        crop, flip, normalise in numpy in the loop        -> uint8 uploaded, the same augmentation
+                                                                        in torch on the GPU
+  attention_bidir  bidirectional attention written out               -> scaled_dot_product_attention
+  tolist_layers    a per-layer statistic read with .tolist()         -> kept on the GPU, read once a step
+  fp32_encoder     nn.TransformerEncoder in fp32                     -> bf16 autocast
+  adam_loop        100 layers of 512, Adam(foreach=False)           -> Adam(fused=True)
+  alloc_conv       conv net, torch.cuda.empty_cache() every step     -> caching allocator left alone
+  loader_images    numpy-built images in the main process            -> 6 workers, pinned memory
+  launch_conv      3 tiny convs at batch 2, SGD: small kernels       -> the step in a CUDA graph
 """
 import argparse
+import itertools
 import json
 import math
 import statistics
 import time
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -41,7 +60,8 @@ import torch.nn.functional as F
 DEV = "cuda"
 ARGS = argparse.Namespace(workers=8, loader_width=1024, attn_seq=2048, attn_heads=16, attn_dmodel=1024,
                           compile=False, graph=False, no_host_work=False, no_input=False)  # main() sets these
-GRAPH_CASES = ("launch", "optimizer", "fp32", "attention", "healthy")
+GRAPH_CASES = ("launch", "optimizer", "fp32", "attention", "healthy", "lstm", "attention_bidir", "fp32_encoder",
+               "adam_loop", "launch_conv")
 ONLY_CASE = {"no_host_work": "item", "no_input": "dataloader"}  # --compare fixes of one case
 
 
@@ -77,6 +97,16 @@ def mlp(d, layers, act=nn.GELU):
     return nn.Sequential(*mods)
 
 
+def convnet(chans, strides=None, classes=10):
+    """3x3 convolutions with ReLU from 3 channels through the widths chans (stride 1 unless told),
+    global average pooling and a linear head."""
+    mods, c_in = [], 3
+    for c, s in zip(chans, strides or [1] * len(chans)):
+        mods += [nn.Conv2d(c_in, c, 3, stride=s, padding=1), nn.ReLU()]
+        c_in = c
+    return nn.Sequential(*mods, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c_in, classes))
+
+
 def train_step(model, opt, x, autocast=True):
     """One step on the zoo's stand-in objective (the squared output), bf16 autocast unless
     told otherwise; returns the loss."""
@@ -88,6 +118,36 @@ def train_step(model, opt, x, autocast=True):
     opt.step()
     opt.zero_grad(set_to_none=True)
     return loss
+
+
+def _cross_entropy(model, x, y):
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        return F.cross_entropy(model(x), y)
+
+
+def classify_step(model, opt, x, y):
+    """One step of classification training (cross-entropy on labels y, bf16 autocast); returns the loss."""
+    fn = _LOSSES.get(id(model))
+    if fn is None:
+        fn = _LOSSES[id(model)] = loss_of(_cross_entropy)
+    loss = fn(model, x, y)
+    loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss
+
+
+def static_step(model, opt, loss_fn, *inputs):
+    """A training step on inputs that stay where they are, its gradients kept in place (zeroed, not
+    freed), so that a CUDA graph can capture it as it is."""
+
+    def step():
+        loss = loss_fn(model, *inputs)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=False)
+
+    return step
 
 
 class Chunks(torch.utils.data.Dataset):
@@ -267,20 +327,22 @@ def case_fp32(fixed):
 
 
 class Attention(nn.Module):
-    def __init__(self, d, heads, fused):
+    def __init__(self, d, heads, fused, causal=True):
         super().__init__()
-        self.heads, self.fused = heads, fused
+        self.heads, self.fused, self.causal = heads, fused, causal
         self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
 
     def forward(self, x):
         b, t, d = x.shape
         q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in self.qkv(x).split(d, dim=2))
         if self.fused:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
         else:
             att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-            mask = torch.ones(t, t, device=x.device, dtype=torch.bool).tril()
-            y = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1) @ v
+            if self.causal:
+                mask = torch.ones(t, t, device=x.device, dtype=torch.bool).tril()
+                att = att.masked_fill(~mask, float("-inf"))
+            y = F.softmax(att, dim=-1) @ v
         return x + self.proj(y.transpose(1, 2).reshape(b, t, d))
 
 
@@ -302,6 +364,237 @@ def case_healthy(fixed):
     x = torch.randn(batch, d, device=DEV, dtype=torch.bfloat16)
 
     return lambda: train_step(model, opt, x, autocast=False)
+
+
+# Hidden-style cases: other models and other sizes than the cases above, one planted cause each.
+
+
+def case_lstm(fixed):
+    # A recurrence written by hand: a few small kernels per time step, each launched from Python.
+    seq, batch, d_in, hidden = 24, 8, 64, 192
+    model = built(nn.ModuleList([nn.LSTMCell(d_in, hidden), nn.Linear(hidden, 1)]))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2, momentum=0.9)
+    x, y = torch.randn(seq, batch, d_in, device=DEV), torch.randn(batch, 1, device=DEV)
+
+    def sequence_loss(model, x, y):
+        cell, head = model
+        h, c = cell(x[0])
+        for xt in x[1:]:
+            h, c = cell(xt, (h, c))
+        return F.mse_loss(head(h), y)
+
+    eager = static_step(model, opt, loss_of(sequence_loss), x, y)
+    return in_graph(eager) if fixed and not ARGS.graph else eager  # --graph: main() captures it
+
+
+def case_pageable_both(fixed):
+    # Features in, embeddings out: each step a batch of 2048 rows of 12,288 fp32 features (96 MiB)
+    # goes up and its 2048 x 2048 fp32 output (16 MiB) comes back, both through pageable memory.
+    batch, d_in, d = 2048, 12288, 2048
+    model = built(nn.Sequential(nn.Linear(d_in, d), nn.GELU(), mlp(d, 2)))
+    opt = adamw(model.parameters(), fused=True)
+    data, out_host = torch.randn(4, batch, d_in), torch.empty(batch, d)  # four batches, read in turn
+    if fixed:
+        data, out_host = data.pin_memory(), out_host.pin_memory()
+        copy_stream, copied = torch.cuda.Stream(), torch.cuda.Event()
+    batches = itertools.cycle(data)
+
+    def fetch():  # fixed: the next batch copied asynchronously on a side stream
+        with torch.cuda.stream(copy_stream):
+            return next(batches).to(DEV, non_blocking=True)
+
+    def output_and_loss(model, x):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            out = model(x).float()
+        return out, out.pow(2).mean()
+
+    fn, pending = loss_of(output_and_loss), [fetch() if fixed else None]
+
+    def step():
+        if fixed:
+            torch.cuda.current_stream().wait_stream(copy_stream)
+            x = pending[0]
+            x.record_stream(torch.cuda.current_stream())
+            pending[0] = fetch()  # one step ahead of its use
+        else:
+            x = next(batches).to(DEV)
+        out, loss = fn(model, x)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        out_host.copy_(out.detach(), non_blocking=fixed)
+        if fixed:
+            copied.record()
+            copied.synchronize()  # the host reads the output only once it has landed
+        return out_host[0, 0].item()  # the host uses the output (stand-in: one element)
+
+    return step
+
+
+def case_numpy_aug(fixed):
+    # Augmentation in the training loop's own thread: uint8 images padded, randomly cropped and
+    # flipped, converted and normalised in numpy before the upload. Fixed: the uint8 batch goes up
+    # and the same augmentation (the same random choices) runs in torch on the GPU.
+    n, batch, size, pad = 768, 48, 112, 8
+    model = built(convnet([32, 64, 64, 64], strides=[2, 1, 2, 1]))
+    opt = adamw(model.parameters(), fused=True)
+    images = np.random.default_rng(0).integers(0, 256, (n, 3, size, size), dtype=np.uint8)
+    labels = torch.randint(0, 10, (n,), device=DEV)
+    mean = np.array([0.485, 0.456, 0.406], np.float32).reshape(3, 1, 1)
+    std = np.array([0.229, 0.224, 0.225], np.float32).reshape(3, 1, 1)
+    mean_gpu, std_gpu, r = torch.from_numpy(mean).to(DEV), torch.from_numpy(std).to(DEV), torch.arange(size, device=DEV)
+    rng, starts = np.random.default_rng(1), itertools.cycle(range(0, n, batch))
+
+    def step():
+        i = next(starts)
+        imgs = images[i:i + batch]
+        oy, ox = rng.integers(0, 2 * pad + 1, (2, batch))
+        flip = rng.random(batch) < 0.5
+        if fixed:
+            u = F.pad(torch.from_numpy(imgs).to(DEV), (pad,) * 4)
+            oy, ox, flip = torch.from_numpy(np.stack([oy, ox, flip])).to(DEV)[:, :, None]
+            rows, cols = oy + r, ox + torch.where(flip == 1, size - 1 - r, r)  # crop and flip as one gather
+            x = u[torch.arange(batch, device=DEV)[:, None, None, None], torch.arange(3, device=DEV)[:, None, None],
+                  rows[:, None, :, None], cols[:, None, None, :]].float()
+            x = (x / 255 - mean_gpu) / std_gpu
+        else:
+            padded = np.pad(imgs, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+            x = np.empty((batch, 3, size, size), np.float32)
+            for j in range(batch):
+                crop = padded[j, :, oy[j]:oy[j] + size, ox[j]:ox[j] + size]
+                x[j] = crop[:, :, ::-1] if flip[j] else crop
+            x = torch.from_numpy((x / 255 - mean) / std).to(DEV)
+        classify_step(model, opt, x, labels[i:i + batch])
+
+    return step
+
+
+def case_attention_bidir(fixed):
+    # An encoder's attention (no mask) written out: the (32, 12, 512, 512) scores are written and read
+    # back by each step between the two products, forward and backward. 16,384 tokens a step.
+    model = built(nn.Sequential(*[Attention(768, 12, fixed, causal=False) for _ in range(4)]))
+    opt = adamw(model.parameters(), fused=True)
+    x = torch.randn(32, 512, 768, device=DEV)
+
+    return lambda: train_step(model, opt, x)
+
+
+class Residual(nn.Module):
+    """x + MLP(LayerNorm(x)), the MLP twice as wide inside."""
+
+    def __init__(self, d):
+        super().__init__()
+        self.mlp = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, d))
+
+    def forward(self, x):
+        return x + self.mlp(x)
+
+
+def case_tolist_layers(fixed):
+    d, batch = 1536, 1024
+    blocks = built(nn.ModuleList([Residual(d) for _ in range(10)]))
+    opt = adamw(blocks.parameters(), fused=True)
+    x = torch.randn(batch, d, device=DEV)
+    log = []
+
+    def forward(blocks, x):
+        h, stats = x, []
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            for blk in blocks:
+                h = blk(h)
+                # Each layer's activation scale, for the log. Read on the host at once, it is a sync
+                # per layer: the GPU drains and waits for the next layer's launches. Fixed: it stays
+                # on the GPU until the step is done.
+                s = h.detach().float().abs().mean()
+                stats.append(s if fixed else s.tolist())
+        return h.float().pow(2).mean(), stats
+
+    fn = loss_of(forward)
+
+    def step():
+        loss, stats = fn(blocks, x)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        log.append(torch.stack(stats).tolist() if fixed else stats)  # fixed: one read a step
+
+    return step
+
+
+def case_fp32_encoder(fixed):
+    layer = nn.TransformerEncoderLayer(640, 10, dim_feedforward=2560, dropout=0.0, batch_first=True)
+    model = built(nn.TransformerEncoder(layer, 6))
+    opt = adamw(model.parameters(), fused=True)
+    x = torch.randn(24, 384, 640, device=DEV)
+
+    return lambda: train_step(model, opt, x, autocast=fixed)
+
+
+def case_adam_loop(fixed):
+    # foreach=False: Adam updates the 200 parameters one by one, about ten kernels each, three
+    # times the kernels of forward and backward together.
+    d, batch = 512, 256
+    model = built(mlp(d, 100, act=nn.ReLU))
+    kw = dict(fused=True) if fixed else dict(foreach=False)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, **kw)
+    x = torch.randn(batch, d, device=DEV)
+
+    return lambda: train_step(model, opt, x)
+
+
+def case_alloc_conv(fixed):
+    model = built(convnet([64] * 6))
+    opt = adamw(model.parameters(), fused=True)
+
+    def step():
+        x = torch.randn(64, 3, 56, 56, device=DEV)
+        scratch = [torch.empty(96 << 20, dtype=torch.uint8, device=DEV) for _ in range(4)]  # per-step buffers, 384 MiB
+        train_step(model, opt, x)
+        del scratch
+        if not fixed:
+            torch.cuda.empty_cache()  # "to avoid fragmentation": the cache goes back, to be cudaMalloc'ed again
+
+    return step
+
+
+class Images(torch.utils.data.Dataset):
+    """Each item a 3x96x96 fp32 image and a label, built on the CPU with numpy (decoding and
+    augmentation stand-in: a seeded 192x192 uint8 image, halved by 2x2 averaging, a 5x5 box blur,
+    per-channel normalisation)."""
+
+    def __len__(self):
+        return 10**6
+
+    def __getitem__(self, i):
+        g = np.random.default_rng(i)
+        img = g.integers(0, 256, (3, 192, 192), dtype=np.uint8).astype(np.float32) / 255
+        img = (img[:, ::2, ::2] + img[:, 1::2, ::2] + img[:, ::2, 1::2] + img[:, 1::2, 1::2]) / 4
+        p = np.pad(img, ((0, 0), (2, 2), (2, 2)), mode="edge")
+        img = sum(p[:, dy:dy + 96, dx:dx + 96] for dy in range(5) for dx in range(5)) / 25
+        img = (img - img.mean(axis=(1, 2), keepdims=True)) / (img.std(axis=(1, 2), keepdims=True) + 1e-6)
+        return torch.from_numpy(img), int(g.integers(10))
+
+
+def case_loader_images(fixed):
+    model = built(convnet([32, 64, 128, 128], strides=[1, 2, 2, 1]))
+    opt = adamw(model.parameters(), fused=True)
+    kw = dict(num_workers=6, pin_memory=True, persistent_workers=True, prefetch_factor=4) if fixed else {}
+    it = iter(torch.utils.data.DataLoader(Images(), batch_size=64, **kw))
+
+    def step():
+        x, y = next(it)
+        classify_step(model, opt, x.to(DEV, non_blocking=fixed), y.to(DEV, non_blocking=fixed))
+
+    return step
+
+
+def case_launch_conv(fixed):
+    model = built(convnet([16, 16, 16]))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-2)
+    x, y = torch.randn(2, 3, 16, 16, device=DEV), torch.randint(0, 10, (2,), device=DEV)
+
+    eager = static_step(model, opt, loss_of(lambda model, x, y: F.cross_entropy(model(x), y)), x, y)
+    return in_graph(eager) if fixed and not ARGS.graph else eager  # --graph: main() captures it
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}
