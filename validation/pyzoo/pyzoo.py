@@ -578,7 +578,9 @@ class Images(torch.utils.data.Dataset):
 def case_loader_images(fixed):
     model = built(convnet([32, 64, 128, 128], strides=[1, 2, 2, 1]))
     opt = adamw(model.parameters(), fused=True)
-    kw = dict(num_workers=6, pin_memory=True, persistent_workers=True, prefetch_factor=4) if fixed else {}
+    # The default prefetch (2 batches a worker): a deeper queue, filled while the model builds,
+    # would time the queue, not the workers, over the case's 35 steps.
+    kw = dict(num_workers=6, pin_memory=True, persistent_workers=True) if fixed else {}
     it = iter(torch.utils.data.DataLoader(Images(), batch_size=64, **kw))
 
     def step():
