@@ -174,36 +174,47 @@ Piece piece_at(const DeviceContext& ctx, const ThreadTimeline* thread, int64_t t
 }
 
 // Host code that issues GPU work runs between GPU calls: an eager model's Python lines take
-// microseconds to a few hundred between launches. A stretch without any GPU call longer than
-// this is code that issues none (numpy, data preparation, logging), whatever Python sample
-// labels it (a sample names the stack until the next one, 10 ms later).
+// microseconds to a few hundred between launches. A stretch without any GPU call of the process
+// longer than this is code that issues none (numpy, data preparation, logging), whatever Python
+// sample labels it (a sample names the stack until the next one, 10 ms later).
 constexpr int64_t kIssuingStretchNs = 1'000'000;
 
-// Whether [t, end) on `thread` lies between two GPU calls (launch, copy, allocation,
-// synchronisation) at most kIssuingStretchNs apart.
-bool issuing_stretch(const ThreadTimeline* thread, int64_t t, int64_t end) {
-  if (!thread) return false;
-  const auto& segs = thread->segments;
-  const auto is_call = [](const HostSegment& s) {
-    return !(s.flags & kHostAnnotationOnly) && (s.flags & (kHostLaunch | kHostMemcpy | kHostAlloc | kHostBlocking));
-  };
-  const auto after =
-      std::lower_bound(segs.begin(), segs.end(), end, [](const HostSegment& s, int64_t v) { return s.start_ns < v; });
-  std::optional<int64_t> prev_end;
-  for (auto it = after; it != segs.begin();) {
-    --it;
-    if (it->end_ns < t - kIssuingStretchNs) break;
-    if (it->end_ns <= t && is_call(*it)) {
-      prev_end = it->end_ns;
-      break;
+// The GPU calls (launch, copy, allocation, synchronisation: every API call but kOther) of each
+// process, as sorted starts and sorted ends. Of the process, not of the thread: PyTorch launches
+// the backward from its autograd thread while the Python thread waits in backward().
+class GpuCalls {
+ public:
+  explicit GpuCalls(const Trace& trace) {
+    for (const ApiCall& c : trace.api_calls) {
+      if (c.api_class == ApiClass::kOther) continue;
+      Calls& calls = by_pid_[c.pid];
+      calls.starts.push_back(c.start_ns);
+      calls.ends.push_back(c.end_ns);
+    }
+    for (auto& [pid, calls] : by_pid_) {
+      std::sort(calls.starts.begin(), calls.starts.end());
+      std::sort(calls.ends.begin(), calls.ends.end());
     }
   }
-  if (!prev_end) return false;
-  for (auto it = after; it != segs.end() && it->start_ns <= *prev_end + kIssuingStretchNs; ++it) {
-    if (is_call(*it)) return true;
+  // Whether [t, end) of process `pid` overlaps a GPU call or lies between two at most
+  // kIssuingStretchNs apart.
+  bool issuing_stretch(int32_t pid, int64_t t, int64_t end) const {
+    const auto it = by_pid_.find(pid);
+    if (it == by_pid_.end()) return false;
+    const Calls& c = it->second;
+    const auto begun = std::lower_bound(c.starts.begin(), c.starts.end(), end);  // Calls starting before end.
+    const auto ended = std::upper_bound(c.ends.begin(), c.ends.end(), t);        // Calls ending by t.
+    if (begun - c.starts.begin() > ended - c.ends.begin()) return true;          // One is running.
+    if (ended == c.ends.begin() || begun == c.starts.end()) return false;
+    return *begun - *std::prev(ended) <= kIssuingStretchNs;
   }
-  return false;
-}
+
+ private:
+  struct Calls {
+    std::vector<int64_t> starts, ends;
+  };
+  std::unordered_map<int32_t, Calls> by_pid_;
+};
 
 // True when a thread other than `thread` is inside a range that issues GPU work at t.
 bool issuing_elsewhere(const DeviceContext& ctx, const ThreadTimeline* thread, int64_t t) {
@@ -219,8 +230,8 @@ bool issuing_elsewhere(const DeviceContext& ctx, const ThreadTimeline* thread, i
 // its cause. The tracer's part is taken from the end of the gap backwards (it delayed the
 // launch that ended it), so no cause is charged more than it has.
 // `fallback` is the thread that explains gaps with no launching thread.
-void attribute_gap(const DeviceContext& ctx, const Interval& gap, const ThreadTimeline* fallback, Accumulators& acc,
-                   TimelineBuckets& timeline, std::vector<IdleInterval>& intervals,
+void attribute_gap(const DeviceContext& ctx, const GpuCalls& calls, const Interval& gap, const ThreadTimeline* fallback,
+                   Accumulators& acc, TimelineBuckets& timeline, std::vector<IdleInterval>& intervals,
                    std::unordered_map<StringId, int64_t>& one_off_by_name) {
   auto next = std::lower_bound(ctx.device_kernels.begin(), ctx.device_kernels.end(), gap.end_ns,
                                [](const Kernel* k, int64_t t) { return k->start_ns < t; });
@@ -270,7 +281,8 @@ void attribute_gap(const DeviceContext& ctx, const Interval& gap, const ThreadTi
     StringId label = p.segment ? p.segment->name : 0;
     if (p.sample && !p.copying && (label == 0 || (flags & kHostAnnotationOnly))) label = p.sample->name;
     a.by_name[p.copying ? kDeviceCopyName : label] += len;
-    if (cause == IdleCauseId::kHost && issuing_stretch(thread, t, p.end_ns)) a.issuing_by_name[label] += len;
+    if (cause == IdleCauseId::kHost && thread && calls.issuing_stretch(thread->pid, t, p.end_ns))
+      a.issuing_by_name[label] += len;
     if (tracing_ns > 0) pieces.emplace_back(cause, len);
     t = p.end_ns;
   }
@@ -321,7 +333,7 @@ IdleCause idle_cause(const DeviceContext& ctx, IdleCauseId id, const CauseAccumu
 }
 
 // Of the host idle, the time at code that also issues the launches around which the GPU idles:
-// between GPU calls close together (issuing_stretch), under a label of the host cause that is a
+// between GPU calls close together (GpuCalls::issuing_stretch), under a label of the host cause that is a
 // label of the launch cause too (the model's Python lines between launches). Generic labels
 // ("(host code outside profiled ops)") say nothing of the code and are not counted.
 int64_t host_at_launching_code_ns(const DeviceContext& ctx, const Accumulators& acc) {
@@ -375,8 +387,9 @@ void add_idle_attribution(const DeviceContext& ctx, DeviceReport& r) {
   Accumulators acc;
   const ThreadTimeline* fallback = ctx.host.main_thread();
   std::unordered_map<StringId, int64_t> one_off_by_name;
+  const GpuCalls calls(ctx.trace);
   for (const Interval& gap : gaps(ctx.kernel_union, ctx.window_start, ctx.window_end)) {
-    attribute_gap(ctx, gap, fallback, acc, timeline, r.idle_intervals, one_off_by_name);
+    attribute_gap(ctx, calls, gap, fallback, acc, timeline, r.idle_intervals, one_off_by_name);
   }
   for (const IdleCauseInfo& c : kIdleCauseTable) {
     r.idle_causes.push_back(idle_cause(ctx, c.id, acc[static_cast<size_t>(c.id)]));
