@@ -22,7 +22,7 @@ struct CauseAccumulator {
   int64_t optimizer_ns = 0;                       // Of ns, inside an optimizer step.
   int64_t one_off_ns = 0;                         // Of ns, inside a one-off call or a graph capture.
   std::unordered_map<StringId, int64_t> by_name;  // 0 = outside ops; kDeviceCopyName = device copy.
-  // Of by_name, the time between GPU calls at most kIssuingStretchNs apart (issuing_stretch).
+  // Of by_name, the time between GPU calls at most kIssuingStretchNs apart (GpuCalls).
   std::unordered_map<StringId, int64_t> issuing_by_name;
 };
 using Accumulators = std::array<CauseAccumulator, kNumIdleCauses>;
