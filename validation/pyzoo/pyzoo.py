@@ -107,17 +107,23 @@ def convnet(chans, strides=None, classes=10):
     return nn.Sequential(*mods, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c_in, classes))
 
 
-def train_step(model, opt, x, autocast=True):
-    """One step on the zoo's stand-in objective (the squared output), bf16 autocast unless
-    told otherwise; returns the loss."""
+def _train(model, opt, objective, *args):
+    """One training step on objective(model, *args) (compiled once per model under --compile);
+    returns the loss."""
     fn = _LOSSES.get(id(model))
     if fn is None:
-        fn = _LOSSES[id(model)] = loss_of(_squared_output)
-    loss = fn(model, x, autocast)
+        fn = _LOSSES[id(model)] = loss_of(objective)
+    loss = fn(model, *args)
     loss.backward()
     opt.step()
     opt.zero_grad(set_to_none=True)
     return loss
+
+
+def train_step(model, opt, x, autocast=True):
+    """One step on the zoo's stand-in objective (the squared output), bf16 autocast unless
+    told otherwise; returns the loss."""
+    return _train(model, opt, _squared_output, x, autocast)
 
 
 def _cross_entropy(model, x, y):
@@ -127,14 +133,7 @@ def _cross_entropy(model, x, y):
 
 def classify_step(model, opt, x, y):
     """One step of classification training (cross-entropy on labels y, bf16 autocast); returns the loss."""
-    fn = _LOSSES.get(id(model))
-    if fn is None:
-        fn = _LOSSES[id(model)] = loss_of(_cross_entropy)
-    loss = fn(model, x, y)
-    loss.backward()
-    opt.step()
-    opt.zero_grad(set_to_none=True)
-    return loss
+    return _train(model, opt, _cross_entropy, x, y)
 
 
 def static_step(model, opt, loss_fn, *inputs):
