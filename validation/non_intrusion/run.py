@@ -28,7 +28,9 @@ step times after 5 warm-up steps, and a row's is the median over its pairs. Colu
 (untraced; plain `gpuscope run`; then with the stack sampler, the bootstrap, each optional
 activity kind and finally CUPTI itself turned off in turn), the order reversed every other
 round; the table gives each condition's median step per run and its change against untraced.
-A run that fails keeps its whole output in --work as ROW-TAG.failed.log, and its capture.
+A run that fails keeps its whole output in --work as ROW-TAG.failed.log, and its capture. After
+every round of pairs the table so far is written to --work as table.md, and each run's wall time
+goes to stderr: a sitting cut short keeps its table and shows which run was slow.
 Before the pairs, each row runs once untimed, so that torch.compile's caches are warm in every
 timed run, traced or not, as in a user's second run (--no-warm skips it).
 Pairs are taken pair-major (pair 1 of every row, then pair 2, ...): a round of pairs that would
@@ -36,6 +38,7 @@ end past --budget-s (judged by the longest round so far) is not begun, so every 
 number of pairs, and the table says how many.
 """
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -125,7 +128,9 @@ def run_once(row, steps, traced, gpuscope, work, tag, resume=False, env=None, an
                "--"] + cmd
     extra = TRACED_ENV if env is None else env
     env = dict(os.environ, **extra) if traced and extra else None
+    began = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+    print(f"  {row} {tag}: {time.monotonic() - began:.1f} s", file=sys.stderr, flush=True)
     if proc.returncode != 0 or not os.path.exists(result):
         # The whole output stays beside the results: a crash's cause is rarely in its last lines.
         with open(os.path.join(work, f"{row}-{tag}.failed.log"), "w") as f:
@@ -180,6 +185,43 @@ def dynamo_text(runs):
     if not d or "error" in d[0]:
         return "-"
     return "/".join(str(max(x.get(k, 0) for x in d)) for k in ("unique_graphs", "graph_breaks", "recompiles"))
+
+
+def table(rows, runs, warm, a, pairs_done, out):
+    """The matrix table of the pairs so far, to OUT."""
+    emit = functools.partial(print, file=out)
+    emit(f"{pairs_done} interleaved pairs per row, {a.steps} steps per run, median step time after 5 warm-up steps"
+          + (f"; traced with `gpuscope run {a.run_args}`" if a.run_args else "")
+          + (f"; traced runs with {' '.join(a.traced_env)}" if a.traced_env else ""))
+    emit("| program | untraced ms | traced ms | delta | dynamo graphs/breaks/recompiles | same losses | steps found (program's own) |")
+    emit("| --- | --- | --- | --- | --- | --- | --- |")
+    for row in rows:
+        u = [r for r in runs[row]["untraced"] if "run_ms" in r]
+        t = [r for r in runs[row]["traced"] if "run_ms" in r]
+        errors = [r["error"] for r in runs[row]["untraced"] + runs[row]["traced"] if "error" in r]
+        if not u or not t:
+            emit(f"| {row} | failed: {errors[:1]} | | | | | |")
+            continue
+        um = statistics.median(r["run_ms"] for r in u)
+        tm = statistics.median(r["run_ms"] for r in t)
+        same = "yes" if all(r["losses"][:20] == u[0]["losses"][:20] for r in t) else "NO"
+        # The control: untraced runs (the warm-up run's first steps included) that disagree among
+        # themselves make a difference under tracing no evidence of anything.
+        control = [r["losses"] for r in u[1:]] + [warm[row]["losses"]] if row in warm else [r["losses"] for r in u[1:]]
+        if any(c[:min(20, len(c))] != u[0]["losses"][:min(20, len(c))] for c in control):
+            same = "not deterministic (untraced runs differ)"
+        elif same == "NO" and not control:
+            same = "NO (no untraced control)"
+        if a.run_args:
+            ut = statistics.median(r["tail_ms"] for r in u)
+            tt = statistics.median(r["tail_ms"] for r in t)
+            found = f"last third {ut:.2f} -> {tt:.2f} ms ({100 * (tt / ut - 1):+.1f}%); "
+        else:
+            found = ""
+        found += t[-1].get("steps_found", "no capture")
+        own = statistics.median(t[-1]["step_ms"][1:] or t[-1]["step_ms"])
+        emit(f"| {row} | {um:.2f} | {tm:.2f} | {100 * (tm / um - 1):+.1f}% | {dynamo_text(u)} -> {dynamo_text(t)} | "
+              f"{same} | {found} ({len(t[-1]['step_ms'])} x {own:.2f} ms) |")
 
 
 def main():
@@ -272,38 +314,10 @@ def main():
                 for k, v in runs[row].items()), file=sys.stderr, flush=True)
         pairs_done += 1
         longest = max(longest, time.monotonic() - began)
-    print(f"{pairs_done} interleaved pairs per row, {a.steps} steps per run, median step time after 5 warm-up steps"
-          + (f"; traced with `gpuscope run {a.run_args}`" if a.run_args else "")
-          + (f"; traced runs with {' '.join(a.traced_env)}" if a.traced_env else ""))
-    print("| program | untraced ms | traced ms | delta | dynamo graphs/breaks/recompiles | same losses | steps found (program's own) |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for row in rows:
-        u = [r for r in runs[row]["untraced"] if "run_ms" in r]
-        t = [r for r in runs[row]["traced"] if "run_ms" in r]
-        errors = [r["error"] for r in runs[row]["untraced"] + runs[row]["traced"] if "error" in r]
-        if not u or not t:
-            print(f"| {row} | failed: {errors[:1]} | | | | | |")
-            continue
-        um = statistics.median(r["run_ms"] for r in u)
-        tm = statistics.median(r["run_ms"] for r in t)
-        same = "yes" if all(r["losses"][:20] == u[0]["losses"][:20] for r in t) else "NO"
-        # The control: untraced runs (the warm-up run's first steps included) that disagree among
-        # themselves make a difference under tracing no evidence of anything.
-        control = [r["losses"] for r in u[1:]] + [warm[row]["losses"]] if row in warm else [r["losses"] for r in u[1:]]
-        if any(c[:min(20, len(c))] != u[0]["losses"][:min(20, len(c))] for c in control):
-            same = "not deterministic (untraced runs differ)"
-        elif same == "NO" and not control:
-            same = "NO (no untraced control)"
-        if a.run_args:
-            ut = statistics.median(r["tail_ms"] for r in u)
-            tt = statistics.median(r["tail_ms"] for r in t)
-            found = f"last third {ut:.2f} -> {tt:.2f} ms ({100 * (tt / ut - 1):+.1f}%); "
-        else:
-            found = ""
-        found += t[-1].get("steps_found", "no capture")
-        own = statistics.median(t[-1]["step_ms"][1:] or t[-1]["step_ms"])
-        print(f"| {row} | {um:.2f} | {tm:.2f} | {100 * (tm / um - 1):+.1f}% | {dynamo_text(u)} -> {dynamo_text(t)} | "
-              f"{same} | {found} ({len(t[-1]['step_ms'])} x {own:.2f} ms) |")
+        # The table so far, kept in --work: a sitting cut short still leaves its pairs' table.
+        with open(os.path.join(work, "table.md"), "w") as f:
+            table(rows, runs, warm, a, pairs_done, f)
+    table(rows, runs, warm, a, pairs_done, sys.stdout)
     return 0
 
 

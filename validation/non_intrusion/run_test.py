@@ -91,6 +91,9 @@ class Runner(unittest.TestCase):
         self.assertFalse([c for c in programs if c[1] == "run" and "--no-calibrate" in c])
         # The captures are analysed at once and not kept, but for a failed run's.
         self.assertEqual([f for f in os.listdir(self.work) if f.endswith(".gpuscope")], ["crash-t0.gpuscope"])
+        # The table of the pairs so far is kept after every pair: a sitting cut short keeps it.
+        with open(os.path.join(self.work, "table.md")) as f:
+            self.assertEqual(f.read(), out)
 
     def test_split_runs_each_condition_in_rounds_of_alternating_order(self):
         out = self.table("--split", "eager", "--pairs", "2", "--steps", "30")
