@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """ctest validation_entry_point: `validation/run --list` names one runner per claim, every runner
 it names exists and is executable, every runner folder under validation/ is named, docs/validation.md
-cites each claim's command, and an unknown name is a usage error (exit 2, one line on stderr)."""
+cites each claim's command, and an unknown name is a usage error (exit 2, one line on stderr);
+and the runners' way of running a program (program_run) returns when the program exits, not when
+the processes it left behind do."""
 import os
 import re
+import signal
 import subprocess
+import sys
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -40,6 +45,24 @@ class EntryPoint(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertIn("no-such-claim", p.stderr)
         self.assertEqual(len(p.stderr.strip().splitlines()), 1)
+
+
+class ProgramRun(unittest.TestCase):
+    def test_returns_when_the_program_exits_though_its_child_holds_the_output(self):
+        sys.path.insert(0, HERE)
+        from program_run import run_program
+
+        # The program starts a child that keeps its stdout and stderr for 60 s (as a compile
+        # worker pool can), prints the child's pid and exits.
+        prog = ("import subprocess, sys; p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+                "print(p.pid); sys.stderr.write('bye')")
+        began = time.monotonic()
+        proc = run_program([sys.executable, "-c", prog], timeout=50)
+        elapsed = time.monotonic() - began
+        os.kill(int(proc.stdout.split()[0]), signal.SIGKILL)
+        self.assertEqual(proc.returncode, 0)
+        self.assertEqual(proc.stderr, "bye")
+        self.assertLess(elapsed, 30)  # With pipes it waits the child's 60 s (or times out).
 
 
 if __name__ == "__main__":

@@ -54,6 +54,8 @@ NO_CALIBRATE = False  # --no-calibrate
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = os.path.join(HERE, "programs.py")
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+from program_run import run_program  # noqa: E402
 
 
 # --split: the conditions whose traced runs split a row's tracing cost into its parts, each the
@@ -129,7 +131,7 @@ def run_once(row, steps, traced, gpuscope, work, tag, resume=False, env=None, an
     extra = TRACED_ENV if env is None else env
     env = dict(os.environ, **extra) if traced and extra else None
     began = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env)
+    proc = run_program(cmd, env=env)
     print(f"  {row} {tag}: {time.monotonic() - began:.1f} s", file=sys.stderr, flush=True)
     if proc.returncode != 0 or not os.path.exists(result):
         # The whole output stays beside the results: a crash's cause is rarely in its last lines.

@@ -30,6 +30,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+from program_run import run_program  # noqa: E402
 PROGRAMS_PY = os.path.join(HERE, "programs.py")
 
 
@@ -50,7 +52,7 @@ def untraced(name, fixed, steps, work, tag, resume=False):
     env = program_env(name)
     if fixed and name.startswith("no_caching"):
         env.pop("PYTORCH_NO_CUDA_MEMORY_CACHING")
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    proc = run_program(cmd, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"{name} {'fixed' if fixed else 'as is'}: " + (proc.stderr.strip().splitlines() or ["?"])[-1])
     with open(result) as f:
@@ -68,7 +70,7 @@ def tried(gpuscope, name, fix, steps, work, resume=False, rounds=1):
     cmd = [gpuscope, "run", "--try", fix, "--try-rounds", str(rounds), "--json", "-o", out, "--", sys.executable,
            PROGRAMS_PY, name,
            "--steps", str(steps)]
-    proc = subprocess.run(cmd, env=program_env(name), capture_output=True, text=True, timeout=1800)
+    proc = run_program(cmd, env=program_env(name), timeout=1800)
     if proc.returncode != 0:
         raise RuntimeError(f"{name} --try {fix}: exit {proc.returncode}: " + (proc.stderr.strip().splitlines() or ["?"])[-1])
     doc = json.loads(proc.stdout)
