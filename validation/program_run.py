@@ -17,6 +17,4 @@ def run_program(cmd, env=None, timeout=900):
         proc = subprocess.run(cmd, env=env, stdout=out, stderr=err, text=True, timeout=timeout)
         out.seek(0)
         err.seek(0)
-        # A stand-in for subprocess.run (the runners' tests) may return its output itself.
-        return types.SimpleNamespace(returncode=proc.returncode, stdout=getattr(proc, "stdout", None) or out.read(),
-                                     stderr=getattr(proc, "stderr", None) or err.read())
+        return types.SimpleNamespace(returncode=proc.returncode, stdout=out.read(), stderr=err.read())

@@ -282,21 +282,21 @@ HostIndex::HostIndex(const Trace& trace)
   for (const Memcpy& m : trace.memcpys) {
     if (m.correlation) copy_by_correlation.emplace(*m.correlation, &m);
   }
-  const auto copy_wait = [&](const ApiCall& c) {
-    if (c.api_class != ApiClass::kMemcpy || !c.correlation) return false;
+  const auto copy_of = [&](const ApiCall& c) -> const Memcpy* {
+    if (c.api_class != ApiClass::kMemcpy || !c.correlation) return nullptr;
     const auto it = copy_by_correlation.find(*c.correlation);
-    if (it == copy_by_correlation.end()) return false;
-    const Memcpy& m = *it->second;
-    return m.kind == CopyKind::kDtoD || (m.bytes && *m.bytes < kSmallCopyBytes);
+    return it == copy_by_correlation.end() ? nullptr : it->second;
   };
-  // A copy from the device into pageable host memory returns only once it is done, "Async" or
-  // not (the CUDA runtime's documented behaviour): the host waits there for everything queued
-  // before it, as a synchronisation does (`.tolist()` of a scalar, `.cpu()`).
-  const auto copy_to_pageable = [&](const ApiCall& c) {
-    if (c.api_class != ApiClass::kMemcpy || !c.correlation) return false;
-    const auto it = copy_by_correlation.find(*c.correlation);
-    return it != copy_by_correlation.end() && it->second->kind == CopyKind::kDtoH &&
-           it->second->host_memory == HostMemory::kPageable;
+  // Flags a copy call gets from its device copy: kHostCopyWait where it moves little or stays on
+  // the device; kHostBlocking where it goes from the device into pageable host memory, which
+  // returns only once it is done, "Async" or not (the CUDA runtime's documented behaviour): the
+  // host waits there for everything queued before it, as a synchronisation does (`.tolist()` of
+  // a scalar, `.cpu()`).
+  const auto copy_flags = [](const Memcpy& m) {
+    uint16_t f = 0;
+    if (m.kind == CopyKind::kDtoD || (m.bytes && *m.bytes < kSmallCopyBytes)) f |= kHostCopyWait;
+    if (m.kind == CopyKind::kDtoH && m.host_memory == HostMemory::kPageable) f |= kHostBlocking;
+    return f;
   };
   // Per thread, the open cudaStreamBeginCapture (index), while a capture is open.
   std::unordered_map<uint64_t, uint32_t> capture_begin;
@@ -305,8 +305,7 @@ HostIndex::HostIndex(const Trace& trace)
     const std::string_view name = trace.strings.view(c.name);
     uint16_t flags = api_call_flags(c.api_class, name);
     if (one_off[i] || name.find("GraphInstantiate") != std::string_view::npos) flags |= kHostOneOff;
-    if (copy_wait(c)) flags |= kHostCopyWait;
-    if (copy_to_pageable(c)) flags |= kHostBlocking;
+    if (const Memcpy* m = copy_of(c)) flags |= copy_flags(*m);
     items_for(c.pid, c.tid).push_back({c.start_ns, c.end_ns, c.name, flags, true, false, false, i});
     if (c.correlation) api_by_correlation_.emplace(*c.correlation, i);
     if (name.find("BeginCapture") != std::string_view::npos) capture_begin[thread_key(c.pid, c.tid)] = i;

@@ -295,8 +295,9 @@ void attribute_gap(const DeviceContext& ctx, const GpuCalls& calls, const Interv
 
 // What filled a cause's idle time, by label (op, API call, or the program's Python line: samples
 // of one line merge into one entry), longest first.
-std::vector<std::pair<std::string, int64_t>> cause_labels(const DeviceContext& ctx, const CauseAccumulator& acc) {
-  std::vector<std::pair<StringId, int64_t>> names(acc.by_name.begin(), acc.by_name.end());
+std::vector<std::pair<std::string, int64_t>> cause_labels(const DeviceContext& ctx,
+                                                          const std::unordered_map<StringId, int64_t>& by_name) {
+  std::vector<std::pair<StringId, int64_t>> names(by_name.begin(), by_name.end());
   std::sort(names.begin(), names.end(), [](auto& a, auto& b) { return a.second > b.second; });
   std::vector<std::pair<std::string, int64_t>> labels;
   std::unordered_map<std::string, size_t> label_index;  // Into labels: a trace has thousands of samples.
@@ -327,7 +328,7 @@ IdleCause idle_cause(const DeviceContext& ctx, IdleCauseId id, const CauseAccumu
   if (ctx.trace.tracing_cost) ic.tracing_ns = static_cast<int64_t>(acc.tracing_ns);
   ic.optimizer_ns = acc.optimizer_ns;
   ic.one_off_ns = acc.one_off_ns;
-  const auto labels = cause_labels(ctx, acc);
+  const auto labels = cause_labels(ctx, acc.by_name);
   for (size_t i = 0; i < labels.size() && i < 3; ++i) ic.top_host.push_back({labels[i].first, labels[i].second});
   return ic;
 }
@@ -338,12 +339,10 @@ IdleCause idle_cause(const DeviceContext& ctx, IdleCauseId id, const CauseAccumu
 // ("(host code outside profiled ops)") say nothing of the code and are not counted.
 int64_t host_at_launching_code_ns(const DeviceContext& ctx, const Accumulators& acc) {
   std::unordered_map<std::string, int64_t> launching;
-  for (const auto& [label, ns] : cause_labels(ctx, acc[static_cast<size_t>(IdleCauseId::kLaunch)]))
+  for (const auto& [label, ns] : cause_labels(ctx, acc[static_cast<size_t>(IdleCauseId::kLaunch)].by_name))
     launching[label] = ns;
-  CauseAccumulator issuing;
-  issuing.by_name = acc[static_cast<size_t>(IdleCauseId::kHost)].issuing_by_name;
   int64_t out = 0;
-  for (const auto& [label, ns] : cause_labels(ctx, issuing)) {
+  for (const auto& [label, ns] : cause_labels(ctx, acc[static_cast<size_t>(IdleCauseId::kHost)].issuing_by_name)) {
     if (!label.starts_with("(") && launching.contains(label)) out += ns;
   }
   return out;

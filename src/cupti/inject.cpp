@@ -57,6 +57,12 @@
 namespace gpuscope::cupti {
 namespace {
 
+// GPUSCOPE_DISABLE=1: the program runs untraced, NVTX without a tool.
+bool tracing_disabled() {
+  const char* off = std::getenv(run_protocol::kEnvDisable.name);
+  return off && std::strcmp(off, "1") == 0;
+}
+
 constexpr size_t kBufferBytes = 4 << 20;
 constexpr size_t kMaxBuffers = 64;  // 256 MiB of unwritten records at most; then CUPTI drops.
 constexpr int kFlushPeriodMs = 1000;
@@ -556,7 +562,7 @@ void Tracer::check_window_deadlines() {
 
 int Tracer::initialize() {
   if (initialized_.exchange(true)) return 1;
-  if (const char* off = std::getenv(run_protocol::kEnvDisable.name); off && std::strcmp(off, "1") == 0) return 1;
+  if (tracing_disabled()) return 1;
 
   std::string prefix = "gpuscope";
   if (const char* p = std::getenv(run_protocol::kEnvCapturePrefix.name); p && *p) prefix = p;
@@ -684,8 +690,7 @@ __attribute__((visibility("default"))) int gpuscope_trace_control(int open) {
 typedef int (*NvtxInitFn)(void*);
 __attribute__((visibility("default"))) int InitializeInjectionNvtx2(void* get_export_table) {
   // Tracing off: NVTX stays without a tool, each range or mark a no-op.
-  if (const char* off = std::getenv(gpuscope::run_protocol::kEnvDisable.name); off && std::strcmp(off, "1") == 0)
-    return 0;
+  if (gpuscope::cupti::tracing_disabled()) return 0;
   void* handle = dlopen("libcupti.so.13", RTLD_NOLOAD | RTLD_LAZY);
   if (!handle) handle = dlopen("libcupti.so", RTLD_NOLOAD | RTLD_LAZY);
   if (!handle) return 0;

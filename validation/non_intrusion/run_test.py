@@ -22,6 +22,7 @@ class Runner(unittest.TestCase):
         self.work = tempfile.mkdtemp(prefix="gpuscope-ni-test-")
         self.calls = []
         run.subprocess.run = self.fake
+        run.run_program = lambda cmd, env=None, timeout=900: self.fake(cmd, env=env)
         run.RUN_ARGS.clear()
         run.TRACED_ENV.clear()
         self.envs = []

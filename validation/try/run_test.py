@@ -22,6 +22,7 @@ class Runner(unittest.TestCase):
         self.work = tempfile.mkdtemp(prefix="gpuscope-try-test-")
         self.calls = []
         run.subprocess.run = self.fake
+        run.run_program = lambda cmd, env=None, timeout=900: self.fake(cmd, env=env)
 
     def fake(self, cmd, **kwargs):
         """Untraced: 10 ms a step as is, 5 ms fixed. --try: the as-is trial 10.1 ms, tf32 x1.9;
