@@ -2,12 +2,14 @@
 """The PyTorch zoo's validation table from validation/pyzoo/run's pyzoo.jsonl.
 
 usage: table.py PYZOO_JSONL [--markdown]
+       table.py --residuals RESIDUALS_JSONL [--markdown]
 
 Per case: the planted finding, whether it is the top finding in every traced round, its
 prediction (median over rounds) against the measured speedup of the fix (median untraced step
 unfixed / median untraced step fixed), the error, and after the fix (traced again) the planted
 finding's estimate and the largest other finding. The healthy control passes when no finding
-exceeds x1.05.
+exceeds x1.05. --residuals: each residual finding of a fixed case beside the speedup measured by
+applying it (validation/pyzoo/run's RESIDUALS mode) and the error.
 """
 import json
 import statistics
@@ -30,7 +32,25 @@ def est(rec, fid):
     return None
 
 
+def residuals(path, md):
+    head = ("case", "residual finding", "estimate", "applied", "measured", "error")
+    if md:
+        print("| " + " | ".join(head) + " |")
+        print("|" + " --- |" * len(head))
+    for line in open(path):
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        meas = r["speedup"]
+        err = f"{(r['estimate'] / meas - 1) * 100:+.0f}%" if meas else "-"
+        cells = [r["case"], r["residual"], f"x{r['estimate']:.2f}", r["applied"] or "no way here",
+                 f"x{meas:.2f}" if meas else ("failed" if r["applied"] else "-"), err]
+        print(("| " + " | ".join(cells) + " |") if md else "  ".join(f"{c:<16}" for c in cells))
+
+
 def main():
+    if sys.argv[1] == "--residuals":
+        return residuals(sys.argv[2], "--markdown" in sys.argv)
     recs = [json.loads(line) for line in open(sys.argv[1]) if line.strip()]
     md = "--markdown" in sys.argv
     rows = []
