@@ -2,13 +2,16 @@
 """ctest validation_entry_point: `validation/run --list` names one runner per claim, every runner
 it names exists and is executable, every runner folder under validation/ is named, docs/validation.md
 cites each claim's command, and an unknown name is a usage error (exit 2, one line on stderr);
-and the runners' way of running a program (program_run) returns when the program exits, not when
-the processes it left behind do."""
+the runners' way of running a program (program_run) returns when the program exits, not when
+the processes it left behind do; and the PyTorch zoo's residual table gives each check's error
+and marks the findings it could not apply."""
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -63,6 +66,22 @@ class ProgramRun(unittest.TestCase):
         self.assertEqual(proc.returncode, 0)
         self.assertEqual(proc.stderr, "bye")
         self.assertLess(elapsed, 30)  # With pipes it waits the child's 60 s (or times out).
+
+
+class PyzooResiduals(unittest.TestCase):
+    def test_each_check_has_its_error_and_an_unapplied_finding_says_so(self):
+        rows = [{"case": "attention_bidir", "residual": "kernel-fusion", "estimate": 1.29, "applied": "compile",
+                 "speedup": 1.20},
+                {"case": "numpy_aug", "residual": "launch-bound", "estimate": 2.42, "applied": None, "speedup": None},
+                {"case": "lstm", "residual": "launch-bound", "estimate": 1.5, "applied": "graph", "speedup": None}]
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in rows))
+            f.flush()
+            out = subprocess.run([sys.executable, os.path.join(HERE, "pyzoo", "table.py"), "--residuals", f.name,
+                                  "--markdown"], capture_output=True, text=True, check=True).stdout.splitlines()
+        self.assertEqual(out[2], "| attention_bidir | kernel-fusion | x1.29 | compile | x1.20 | +8% |")
+        self.assertEqual(out[3], "| numpy_aug | launch-bound | x2.42 | no way here | - | - |")
+        self.assertEqual(out[4], "| lstm | launch-bound | x1.50 | graph | failed | - |")
 
 
 if __name__ == "__main__":
