@@ -41,8 +41,16 @@ PROGRAMS = {
     "graphs_mlp": ("reduce-overhead", "an eager MLP of small kernels, 8 x 512, batch 64 (launch-bound)"),
     "graphs_encoder": ("reduce-overhead", "a small transformer encoder, 2 layers of d=256, seq 32, batch 8 "
                                           "(launch-bound)"),
+    "frag_tokens": ("expandable-segments", "a bf16 MLP over batches of 1024 to 16384 tokens (2048 wide, a new "
+                                           "length each step) on a GPU kept nearly full: the caching allocator frees "
+                                           "its cache and calls cudaMalloc again whenever no cached block fits"),
+    "frag_images": ("expandable-segments", "a conv net (32 channels) over batches of 16 images of 64 to 256 pixels "
+                                           "a side (a new size each step) on a GPU kept nearly full"),
     "three": ("auto", "fp32 matmuls, an unfused AdamW and a loader without workers, together"),
 }
+# frag_*: the GPU's free memory is filled but for HEADROOM times what the largest step needs (the
+# fixed variant runs with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, set by the runner).
+HEADROOM = 1.3
 
 
 class Items(torch.utils.data.Dataset):
@@ -169,6 +177,24 @@ def build(name, fixed, dev):
         width, depth = (256, 400) if name == "adamw_many" else (128, 800)
         model, x = mlp(width, depth), torch.randn(64, width, generator=g)
         batches = fixed_batches(x.to(dev), torch.randint(0, 10, (64,), generator=g).to(dev))
+    elif name in ("frag_tokens", "frag_images"):
+        # The first batch is the largest (main() sizes the headroom with it), then seeded sizes.
+        model = mlp(2048, 6) if name == "frag_tokens" else conv_net(32)
+        amp = torch.bfloat16 if name == "frag_tokens" else None
+        sizes = torch.Generator(device="cpu").manual_seed(1)
+
+        def varying():
+            first = True
+            while True:
+                if name == "frag_tokens":
+                    n = 16384 if first else 1024 * int(torch.randint(1, 17, (1,), generator=sizes))
+                    shape, rows = (n, 2048), n
+                else:
+                    side = 256 if first else 32 * int(torch.randint(2, 9, (1,), generator=sizes))
+                    shape, rows = (16, 3, side, side), 16
+                first = False
+                yield torch.randn(*shape, device=dev), torch.randint(0, 10, (rows,), device=dev)
+        batches = varying()
     elif name in ("loader_heavy", "loader_light", "three"):
         dim, work, bs = {"loader_heavy": (1024, 256, 32), "loader_light": (1024, 48, 128),
                          "three": (2048, 128, 64)}[name]
@@ -204,14 +230,31 @@ def main():
     dev = torch.device("cuda")
     model, opt, batches, amp = build(a.name, a.fixed, dev)
     loss_fn = nn.CrossEntropyLoss()
-    ends, losses = [], []
-    for step in range(a.steps):
-        x, y = next(batches)
+
+    def train_step(x, y):
         with torch.autocast("cuda", dtype=amp, enabled=amp is not None):
             loss = loss_fn(model(x).float(), y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
+        return loss
+
+    ballast = None
+    if PROGRAMS[a.name][0] == "expandable-segments":
+        # One step of the largest batch sizes what a step needs; then all free memory but
+        # HEADROOM times that is taken, as a GPU filled by a larger model would be.
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        train_step(*next(batches))
+        torch.cuda.synchronize()
+        need = torch.cuda.max_memory_allocated() - base
+        torch.cuda.empty_cache()
+        free = torch.cuda.mem_get_info()[0]
+        ballast = torch.empty(max(0, free - int(HEADROOM * need)), dtype=torch.uint8, device=dev)
+    ends, losses = [], []
+    for step in range(a.steps):
+        loss = train_step(*next(batches))
         ev = torch.cuda.Event(enable_timing=True)
         ev.record()
         ends.append(ev)
@@ -220,8 +263,11 @@ def main():
     torch.cuda.synchronize()
     step_ms = [a.elapsed_time(b) for a, b in zip(ends, ends[1:])]
     if a.result:
+        out = {"step_ms": step_ms, "losses": [float(v) for v in losses]}
+        if ballast is not None:
+            out["alloc_retries"] = torch.cuda.memory_stats().get("num_alloc_retries")
         with open(a.result, "w") as f:
-            json.dump({"step_ms": step_ms, "losses": [float(v) for v in losses]}, f)
+            json.dump(out, f)
 
 
 if __name__ == "__main__":

@@ -52,6 +52,8 @@ def untraced(name, fixed, steps, work, tag, resume=False):
     env = program_env(name)
     if fixed and name.startswith("no_caching"):
         env.pop("PYTORCH_NO_CUDA_MEMORY_CACHING")
+    if fixed and name.startswith("frag_"):  # the expandable-segments programs: the fix is the environment's
+        env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
     proc = run_program(cmd, env=env)
     if proc.returncode != 0:
         raise RuntimeError(f"{name} {'fixed' if fixed else 'as is'}: " + (proc.stderr.strip().splitlines() or ["?"])[-1])
