@@ -135,7 +135,9 @@ TEST(Contradictions, ScalarReadIntoPageableMemoryIsASynchronisation) {
   // is the kernels and copies, 2.02 ms of 2.62.
   EXPECT_NEAR(*sync->est_speedup, 2620.0 / 2020.0, 0.02);
   const Finding* copy = FindingById(r, "memcpy");
-  if (copy) EXPECT_LT(*copy->est_speedup, *sync->est_speedup);
+  if (copy) {
+    EXPECT_LT(*copy->est_speedup, *sync->est_speedup);
+  }
 }
 
 // 200 iterations of a 20 us kernel launched 5 us ahead, the GPU busy; one launch call of the
