@@ -250,6 +250,20 @@ TEST(Analysis, ForeachKernelsEndFusionChains) {
   EXPECT_EQ(r.fusion[0].occurrences, 3);
 }
 
+// cuDNN's layout conversions around a convolution (bf16 NCHW tensors: nchwToNhwc before the
+// kernel, nhwcToNchw after) are not the model's elementwise work: torch.compile cannot fuse
+// them, so they end chains. GELU -> nhwcToNchw -> Add -> LayerNorm leaves Add -> LayerNorm.
+TEST(Analysis, CudnnLayoutConversionsEndFusionChains) {
+  const auto r = only(gemm_then_chain({"vectorized_elementwise_kernel<GeluFunctor>",
+                                       "void cudnn::engines_precompiled::nhwcToNchwKernel<__nv_bfloat16, "
+                                       "__nv_bfloat16, float, false, true, (cudnnKernelDataType_t)0>",
+                                       "vectorized_elementwise_kernel<AddFunctor>", "vectorized_layer_norm_kernel"})
+                          .build());
+  ASSERT_EQ(r.fusion.size(), 1u);
+  EXPECT_EQ(r.fusion[0].kernels.size(), 2u);
+  EXPECT_EQ(r.fusion[0].kernels[0], "vectorized_elementwise_kernel<AddFunctor>");
+}
+
 // The chains of the first test above save 60 us of the window (over x1.3), but a copy on a side
 // stream lasts the whole step: the step cannot get shorter than its copies, so fusing gains
 // nothing and makes no finding.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace gpuscope {
@@ -46,9 +47,13 @@ void add_run(const DeviceContext& ctx, const std::vector<size_t>& idx, size_t be
 
 // Foreach kernels (multi_tensor_apply_kernel: _foreach_* arithmetic, the optimizers' foreach
 // paths) already batch many tensors per launch and run in the optimizer step, which
-// torch.compile(model) leaves eager: they end a chain instead of joining it.
+// torch.compile(model) leaves eager; cuDNN's layout conversions (nchwToNhwc, nhwcToNchw) run
+// inside a convolution call, around its kernel, where no compiler fuses them (a channels_last
+// model does not need them). Either ends a chain instead of joining it.
 bool joins_chains(const DeviceContext& ctx, const Kernel& k) {
-  return !ctx.short_name_of(k.name).starts_with("multi_tensor_apply_kernel");
+  const std::string_view name = ctx.short_name_of(k.name);
+  return !name.starts_with("multi_tensor_apply_kernel") && name.find("nchwToNhwc") == std::string_view::npos &&
+         name.find("nhwcToNchw") == std::string_view::npos;
 }
 
 }  // namespace
