@@ -535,7 +535,7 @@ def case_adam_loop(fixed):
     d, batch = 512, 256
     model = built(mlp(d, 100, act=nn.ReLU))
     kw = dict(fused=True) if fixed else dict(foreach=False)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-4, **kw)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-4, capturable=ARGS.graph, **kw)  # --graph: in a CUDA graph
     x = torch.randn(batch, d, device=DEV)
 
     return lambda: train_step(model, opt, x)
