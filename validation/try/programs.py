@@ -45,7 +45,8 @@ PROGRAMS = {
                                            "length each step) on a GPU kept nearly full: the caching allocator frees "
                                            "its cache and calls cudaMalloc again whenever no cached block fits"),
     "frag_images": ("expandable-segments", "a conv net (32 channels) over batches of 16 images of 64 to 256 pixels "
-                                           "a side (a new size each step) on a GPU kept nearly full"),
+                                           "a side (a new size each step), each step also keeping a 16 to 128 MiB "
+                                           "buffer for 3 steps, on a GPU kept nearly full"),
     "three": ("auto", "fp32 matmuls, an unfused AdamW and a loader without workers, together"),
 }
 # frag_*: the GPU's free memory is filled but for HEADROOM times what the largest step needs (the
@@ -183,6 +184,8 @@ def build(name, fixed, dev):
         amp = torch.bfloat16 if name == "frag_tokens" else None
         sizes = torch.Generator(device="cpu").manual_seed(1)
 
+        kept = []  # frag_images: per step a buffer of 16 to 128 MiB kept for 3 steps (a cache, features)
+
         def varying():
             first = True
             while True:
@@ -192,6 +195,10 @@ def build(name, fixed, dev):
                 else:
                     side = 256 if first else 32 * int(torch.randint(2, 9, (1,), generator=sizes))
                     shape, rows = (16, 3, side, side), 16
+                    # Long-lived blocks between the transient ones leave holes no later size fits.
+                    mib = 128 if first else 16 * int(torch.randint(1, 9, (1,), generator=sizes))
+                    kept.append(torch.empty(mib << 20, dtype=torch.uint8, device=dev))
+                    del kept[:-3]
                 first = False
                 yield torch.randn(*shape, device=dev), torch.randint(0, 10, (rows,), device=dev)
         batches = varying()
