@@ -196,7 +196,7 @@ def build(name, fixed, dev):
                     side = 256 if first else 32 * int(torch.randint(2, 9, (1,), generator=sizes))
                     shape, rows = (16, 3, side, side), 16
                     # Long-lived blocks between the transient ones leave holes no later size fits.
-                    mib = 128 if first else 16 * int(torch.randint(1, 9, (1,), generator=sizes))
+                    mib = 3 * 128 if first else 16 * int(torch.randint(1, 9, (1,), generator=sizes))  # first: 3 at most
                     kept.append(torch.empty(mib << 20, dtype=torch.uint8, device=dev))
                     del kept[:-3]
                 first = False
