@@ -236,32 +236,24 @@ TEST(Analysis, RecurringElementwiseChainsAreFusionCandidates) {
   EXPECT_EQ(r.fusion[0].est_saving_ns, 60'000);  // (k-1)/k of the chain.
 }
 
-// A foreach kernel (the optimizer's multi_tensor_apply_kernel) ends a chain: torch.compile of
-// the model does not fuse it with the backward's elementwise kernels. GELU -> foreach -> Add
-// -> LayerNorm leaves the chain Add -> LayerNorm.
-TEST(Analysis, ForeachKernelsEndFusionChains) {
-  const auto r = only(gemm_then_chain({"vectorized_elementwise_kernel<GeluFunctor>",
-                                       "void at::native::multi_tensor_apply_kernel<TensorListMetadata<2>, "
-                                       "BinaryOpListAlphaFunctor>",
-                                       "vectorized_elementwise_kernel<AddFunctor>", "vectorized_layer_norm_kernel"})
-                          .build());
-  ASSERT_EQ(r.fusion.size(), 1u);
-  EXPECT_EQ(r.fusion[0].kernels.size(), 2u);
-  EXPECT_EQ(r.fusion[0].occurrences, 3);
-}
-
+// Kernels no compiler fuses with the model's elementwise work end a chain: a foreach kernel
+// (the optimizer's multi_tensor_apply_kernel, which torch.compile of the model leaves eager) and
 // cuDNN's layout conversions around a convolution (bf16 NCHW tensors: nchwToNhwc before the
-// kernel, nhwcToNchw after) are not the model's elementwise work: torch.compile cannot fuse
-// them, so they end chains. GELU -> nhwcToNchw -> Add -> LayerNorm leaves Add -> LayerNorm.
-TEST(Analysis, CudnnLayoutConversionsEndFusionChains) {
-  const auto r = only(gemm_then_chain({"vectorized_elementwise_kernel<GeluFunctor>",
-                                       "void cudnn::engines_precompiled::nhwcToNchwKernel<__nv_bfloat16, "
-                                       "__nv_bfloat16, float, false, true, (cudnnKernelDataType_t)0>",
-                                       "vectorized_elementwise_kernel<AddFunctor>", "vectorized_layer_norm_kernel"})
-                          .build());
-  ASSERT_EQ(r.fusion.size(), 1u);
-  EXPECT_EQ(r.fusion[0].kernels.size(), 2u);
-  EXPECT_EQ(r.fusion[0].kernels[0], "vectorized_elementwise_kernel<AddFunctor>");
+// kernel, nhwcToNchw after, inside the convolution call). GELU -> breaker -> Add -> LayerNorm
+// leaves the chain Add -> LayerNorm.
+TEST(Analysis, KernelsNoCompilerFusesEndFusionChains) {
+  for (const char* breaker :
+       {"void at::native::multi_tensor_apply_kernel<TensorListMetadata<2>, BinaryOpListAlphaFunctor>",
+        "void cudnn::engines_precompiled::nhwcToNchwKernel<__nv_bfloat16, __nv_bfloat16, float, false, true, "
+        "(cudnnKernelDataType_t)0>"}) {
+    const auto r = only(gemm_then_chain({"vectorized_elementwise_kernel<GeluFunctor>", breaker,
+                                         "vectorized_elementwise_kernel<AddFunctor>", "vectorized_layer_norm_kernel"})
+                            .build());
+    ASSERT_EQ(r.fusion.size(), 1u) << breaker;
+    EXPECT_EQ(r.fusion[0].kernels.size(), 2u) << breaker;
+    EXPECT_EQ(r.fusion[0].kernels[0], "vectorized_elementwise_kernel<AddFunctor>") << breaker;
+    EXPECT_EQ(r.fusion[0].occurrences, 3) << breaker;
+  }
 }
 
 // The chains of the first test above save 60 us of the window (over x1.3), but a copy on a side
