@@ -169,6 +169,10 @@ bool is_plain_softmax(std::string_view raw) {
   return !contains_any(name, kLoss) && classify_kernel(raw) != KernelCategory::kAttention;
 }
 
+bool is_layout_conversion(std::string_view name) {
+  return name.find("nchwToNhwc") != std::string_view::npos || name.find("nhwcToNchw") != std::string_view::npos;
+}
+
 std::string_view precision_name(Precision p) {
   switch (p) {
     case Precision::kUnknown:

@@ -78,6 +78,10 @@ std::string demangle_kernel_name(std::string_view name);
 // score matrix, as opposed to log-softmax / cross-entropy kernels of a classifier's loss.
 bool is_plain_softmax(std::string_view kernel_name);
 
+// True for cuDNN's layout conversions around a convolution (nchwToNhwc, nhwcToNchw): its
+// tensors are NCHW while the kernel runs in NHWC, so each call converts its input and output.
+bool is_layout_conversion(std::string_view kernel_name);
+
 // True for categories limited by memory bandwidth rather than math: what fusion can save.
 bool is_memory_bound(KernelCategory c);
 // True for tensor-core math: GEMM, convolution, attention. These run at low occupancy by

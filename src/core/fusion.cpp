@@ -52,8 +52,7 @@ void add_run(const DeviceContext& ctx, const std::vector<size_t>& idx, size_t be
 // model does not need them). Either ends a chain instead of joining it.
 bool joins_chains(const DeviceContext& ctx, const Kernel& k) {
   const std::string_view name = ctx.short_name_of(k.name);
-  return !name.starts_with("multi_tensor_apply_kernel") && name.find("nchwToNhwc") == std::string_view::npos &&
-         name.find("nhwcToNchw") == std::string_view::npos;
+  return !name.starts_with("multi_tensor_apply_kernel") && !is_layout_conversion(name);
 }
 
 }  // namespace
