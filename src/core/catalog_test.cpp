@@ -106,6 +106,15 @@ TEST(Catalog, PlainSoftmaxIsManualAttentionNotTheLoss) {
   EXPECT_FALSE(is_plain_softmax("vectorized_elementwise_kernel"));
 }
 
+TEST(Catalog, CudnnLayoutConversions) {
+  EXPECT_TRUE(is_layout_conversion(
+      "void cudnn::engines_precompiled::nchwToNhwcKernel<__nv_bfloat16, __nv_bfloat16, float, false, true, "
+      "(cudnnKernelDataType_t)0>"));
+  EXPECT_TRUE(is_layout_conversion("void cudnn::engines_precompiled::nhwcToNchwKernel<float, float, float, true>"));
+  EXPECT_FALSE(is_layout_conversion("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nchw"));
+  EXPECT_FALSE(is_layout_conversion("vectorized_elementwise_kernel<direct_copy_kernel_cuda>"));
+}
+
 TEST(Catalog, KernelCategories) {
   EXPECT_EQ(classify_kernel("nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"), KernelCategory::kGemm);
   EXPECT_EQ(classify_kernel("void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>"),
