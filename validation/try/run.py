@@ -35,10 +35,18 @@ from program_run import run_program  # noqa: E402
 PROGRAMS_PY = os.path.join(HERE, "programs.py")
 
 
-def program_env(name):
+def program_env(name, fixed=False):
+    """The environment of a program's run. Two programs' causes and fixes are the environment's:
+    no_caching* run with the caching allocator off (on, fixed), frag_* (expandable-segments) with
+    PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True where fixed."""
     env = dict(os.environ)
     if name.startswith("no_caching"):
-        env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
+        if fixed:
+            env.pop("PYTORCH_NO_CUDA_MEMORY_CACHING", None)
+        else:
+            env["PYTORCH_NO_CUDA_MEMORY_CACHING"] = "1"
+    if name.startswith("frag_") and fixed:
+        env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
     return env
 
 
@@ -49,12 +57,7 @@ def untraced(name, fixed, steps, work, tag, resume=False):
         with open(result) as f:
             return json.load(f)["step_ms"][10:]
     cmd = [sys.executable, PROGRAMS_PY, name, "--steps", str(steps), "--result", result] + (["--fixed"] if fixed else [])
-    env = program_env(name)
-    if fixed and name.startswith("no_caching"):
-        env.pop("PYTORCH_NO_CUDA_MEMORY_CACHING")
-    if fixed and name.startswith("frag_"):  # the expandable-segments programs: the fix is the environment's
-        env["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True"
-    proc = run_program(cmd, env=env)
+    proc = run_program(cmd, env=program_env(name, fixed))
     if proc.returncode != 0:
         raise RuntimeError(f"{name} {'fixed' if fixed else 'as is'}: " + (proc.stderr.strip().splitlines() or ["?"])[-1])
     with open(result) as f:
