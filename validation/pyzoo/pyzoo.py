@@ -40,7 +40,7 @@ hidden-style cases: other models and other sizes than the nine above, one plante
   attention_bidir  bidirectional attention written out               -> scaled_dot_product_attention
   tolist_layers    a per-layer statistic read with .tolist()         -> kept on the GPU, read once a step
   fp32_encoder     nn.TransformerEncoder in fp32                     -> bf16 autocast
-  adam_loop        100 layers of 512, Adam(foreach=False)           -> Adam(fused=True)
+  adam_loop        40 layers of 1024, Adam(foreach=False)           -> Adam(fused=True)
   alloc_conv       conv net, torch.cuda.empty_cache() every step     -> caching allocator left alone
   loader_images    numpy-built images in the main process            -> 6 workers, pinned memory
   launch_conv      3 tiny convs at batch 2, SGD: small kernels       -> the step in a CUDA graph
@@ -534,10 +534,11 @@ def case_fp32_encoder(fixed):
 
 
 def case_adam_loop(fixed):
-    # foreach=False: Adam updates the 200 parameters one by one, about ten kernels each, three
-    # times the kernels of forward and backward together.
-    d, batch = 512, 256
-    model = built(mlp(d, 100, act=nn.ReLU))
+    # foreach=False: Adam updates the 80 parameters one by one, about ten kernels each, three
+    # times the kernels of forward and backward together. (At 100 layers of 512 and batch 256
+    # forward and backward were as launch-bound as the optimizer, and launch-bound tied with it.)
+    d, batch = 1024, 1024
+    model = built(mlp(d, 40, act=nn.ReLU))
     kw = dict(fused=True) if fixed else dict(foreach=False)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, capturable=ARGS.graph, **kw)  # --graph: in a CUDA graph
     x = torch.randn(batch, d, device=DEV)
