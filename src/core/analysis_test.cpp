@@ -256,6 +256,36 @@ TEST(Analysis, KernelsNoCompilerFusesEndFusionChains) {
   }
 }
 
+// Where the GPU waits for the host, a shorter kernel saves nothing: it only lengthens the wait.
+// Each repeat's GEMM and chain are launched 10 us before the repeat starts (queued), but after
+// the chain the GPU waits 100 us for the next GEMM, launched as it starts. Of the window's N
+// repeats' kernel time with a next kernel (the last one has none), the GEMMs, GELUs and Adds are
+// followed by queued work (N x 70 us), the LayerNorms before a wait are not (N - 1 of 10 us):
+// the chains' saving counts 70 N / (80 N - 10) of it.
+TEST(Analysis, ShorterKernelsSaveOnlyWhereTheGpuPacedTheStep) {
+  TraceBuilder b;
+  for (int rep = 0; rep < 3; ++rep) {
+    const double t = 100 + 190.0 * rep;
+    b.annotation(t - 5, t + 185, "ProfilerStep#" + std::to_string(rep + 1));
+    b.kernel(t, t + 50, "nvjet_gemm", 1000, 0, 7, t - 5);
+    double k = t + 50;
+    for (const char* name : kGeluAddNorm) {
+      b.kernel(k, k + 10, name, 1000, 0, 7, t - 10);
+      k += 10;
+    }
+  }
+  const DeviceReport r = only(b.build());
+  const Finding* f = FindingById(r, "kernel-fusion");
+  ASSERT_NE(f, nullptr);
+  const double window = static_cast<double>(r.window_ns);
+  const double n = window / 190'000.0;
+  ASSERT_EQ(n, 2.0);  // The last repeat is a partial step, left out.
+  ASSERT_EQ(r.fusion.size(), 1u);
+  const double paced = 70.0 * n / (80.0 * n - 10.0);  // 140 / 150
+  EXPECT_NEAR(*f->est_speedup, window / (window - static_cast<double>(r.fusion[0].est_saving_ns) * paced), 1e-9);
+  EXPECT_NE(f->evidence.find("next kernel queued after 93% of its kernel time"), std::string::npos) << f->evidence;
+}
+
 // The chains of the first test above save 60 us of the window (over x1.3), but a copy on a side
 // stream lasts the whole step: the step cannot get shorter than its copies, so fusing gains
 // nothing and makes no finding.

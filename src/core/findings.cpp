@@ -383,10 +383,22 @@ double FindingContext::speedup_removing(double saved_ns) const {
   return base / std::max(1.0, base - saved_ns);
 }
 
+// Below this paced share the GPU-time estimates count only the paced part of their saving.
+constexpr double kFullyPaced = 0.98;
+
 double FindingContext::speedup_removing_gpu_time(double saved_ns) const {
   const double base = base_ns();
+  if (gpu_paced && *gpu_paced < kFullyPaced) saved_ns *= *gpu_paced;
   const double copies = static_cast<double>(covered(device.copy_union, device.window_start, device.window_end));
   return base / std::max(1.0, std::max(base - saved_ns, std::min(base, copies)));
+}
+
+std::string FindingContext::gpu_paced_clause() const {
+  if (!gpu_paced || *gpu_paced >= kFullyPaced) return "";
+  return fmt::format(
+      "; the GPU had its next kernel queued after {:.0f}% of its kernel time; after the rest it waited for the "
+      "host's next launch, where a shorter kernel only lengthens the wait, so {:.0f}% of the saving is counted",
+      100 * *gpu_paced, 100 * *gpu_paced);
 }
 
 const IdleCause& FindingContext::idle(IdleCauseId cause) const {

@@ -27,6 +27,8 @@ struct FindingContext {
   const std::vector<KernelCategory>& categories;
   const std::vector<Precision>& precisions;
   const CopyStats& copies;
+  // gpu_paced_share(device): a fix that shortens kernels saves this share of their time.
+  std::optional<double> gpu_paced = std::nullopt;
 
   double window_ns() const { return static_cast<double>(report.window_ns); }
   double steps() const { return static_cast<double>(std::max<int64_t>(1, report.step_count)); }
@@ -39,7 +41,11 @@ struct FindingContext {
   // The same for GPU work a fix makes shorter (fusion, precision, fuller grids): the step
   // cannot get shorter than the time the copy engines are busy in it (a copy on a side stream
   // can be what paces the loop).
+  // Only the share of the saving the GPU paced counts (gpu_paced): elsewhere the GPU waited for
+  // the host's next launch, and a shorter kernel only lengthens the wait.
   double speedup_removing_gpu_time(double saved_ns) const;
+  // The evidence clause that says so, empty where the GPU paced (almost) all of its kernel time.
+  std::string gpu_paced_clause() const;
   // The idle cause's entry of the report.
   const IdleCause& idle(IdleCauseId cause) const;
 };

@@ -252,6 +252,7 @@ std::optional<Finding> attention_unfused(const FindingContext& f) {
       "the score passes and the score GEMMs go; the fused kernels, about {} per step, do the same matmul FLOPs "
       "(forward 2 GEMMs, backward 5: FlashAttention-2 recomputes the scores) {}; {}.",
       call, per_step(p.fused_est_ns()), rate, mask);
+  evidence += f.gpu_paced_clause();
   return proposal("Attention materialises its score matrix", std::move(evidence),
                   f.speedup_removing_gpu_time(p.saved_ns()), advice);
 }

@@ -141,7 +141,8 @@ std::optional<Finding> precision_fp32(const FindingContext& f) {
                          fmt::format("{} of {} GEMM/convolution/attention time per step ({:.0f}%) is {}",
                                      fmt_ms(static_cast<int64_t>(static_cast<double>(slow_ns) / f.steps())),
                                      fmt_ms(static_cast<int64_t>(static_cast<double>(gemm_ns) / f.steps())),
-                                     pct(slow_ns, gemm_ns), any_tf32 ? "fp32 or tf32" : "fp32"),
+                                     pct(slow_ns, gemm_ns), any_tf32 ? "fp32 or tf32" : "fp32") +
+                             f.gpu_paced_clause(),
                          f.speedup_removing_gpu_time(saved), std::move(advice));
   if (tf32_alone) out.est_speedup_of_fix.emplace_back("tf32", *tf32_alone);
   return out;
@@ -271,7 +272,8 @@ std::optional<Finding> kernel_fusion(const FindingContext& f) {
   return proposal("Chains of memory-bound kernels could be fused",
                   fmt::format("{} recurring chains of elementwise/normalisation kernels; the largest: {} ({} times, "
                               "{:.1f}% of the window)",
-                              chains.size(), chain, top.occurrences, top.pct),
+                              chains.size(), chain, top.occurrences, top.pct) +
+                      f.gpu_paced_clause(),
                   f.speedup_removing_gpu_time(static_cast<double>(fusion_saving)),
                   advice + " Estimate assumes a fused chain of k kernels costs one kernel's time.");
 }
@@ -315,7 +317,8 @@ std::optional<Finding> small_grid(const FindingContext& f) {
                   fmt::format("{:.0f}% of kernel time is {} capacity left idle by grids smaller than {} {} "
                               "(SM-active estimate {:.1f}% vs busy {:.1f}%)",
                               pct(lost, busy), sms_word.substr(0, 2), *dev->num_sms, sms_word,
-                              f.report.sm_active_est_pct.value_or(0), f.report.busy_pct),
+                              f.report.sm_active_est_pct.value_or(0), f.report.busy_pct) +
+                      f.gpu_paced_clause(),
                   f.speedup_removing_gpu_time(saved),
                   fmt::format("Give each kernel more parallel work: a larger batch or sequence, fewer but larger "
                               "tensors, more blocks per kernel (split the work){}. Estimate: the same work spread "
@@ -348,7 +351,8 @@ std::optional<Finding> low_occupancy(const FindingContext& f) {
       "Kernels keep too few warps resident to hide memory latency",
       fmt::format("{:.0f}% of kernel time runs at under 25% theoretical occupancy, limited by {} ({} "
                   "launches by registers, {} by shared memory)",
-                  pct(starved_ns, kernel_ns), by_regs >= by_smem ? "registers" : "shared memory", by_regs, by_smem),
+                  pct(starved_ns, kernel_ns), by_regs >= by_smem ? "registers" : "shared memory", by_regs, by_smem) +
+          f.gpu_paced_clause(),
       f.speedup_removing_gpu_time(saved_ns),
       is_amd_device(f.report.name)
           ? "Cut registers per thread (__launch_bounds__, simpler per-thread state) or LDS per block so "

@@ -78,7 +78,8 @@ const std::map<std::string, Expect>& expectations() {
       {"hta/amd_trace_mi250_minitoy_train_ROCm6_2_kineto.json.gz", {Kind::kAmd, std::nullopt}},
       {"hta/critical_path_alexnet_benchmark_result_2869224_1695835535_trace.json.gz", {Kind::kAmpereHopper, {}}},
       {"hta/critical_path_cuda_event_sync_event_sync_trace.json.gz", {Kind::kAmpereHopper, {}}},
-      {"hta/critical_path_cuda_event_sync_multi_stream_event_sync_trace.json.gz", {Kind::kAmpereHopper, true}},
+      // fp32 GEMMs, but the GPU waits for the host 95% of the window: faster GEMMs save under 1%.
+      {"hta/critical_path_cuda_event_sync_multi_stream_event_sync_trace.json.gz", {Kind::kAmpereHopper, false}},
       {"hta/nccl_parser_config_nccl_data.json.gz", {Kind::kAmpereHopper, true}},
       {"hta/negative_queue_length_values_check_rank0.json.gz", {Kind::kAmpereHopper, true}},
       {"hta/ns_resolution_trace_rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", {Kind::kVolta, true}},
