@@ -46,7 +46,7 @@ DeviceReport analyze_device(const Trace& trace, const HostIndex& host, int32_t d
   add_serving_metrics(ctx, r);
   add_communication(ctx, r);
   const CopyStats copies = copy_stats(ctx);
-  add_findings({ctx, r, mix.categories, mix.precisions, copies, gpu_paced_share(ctx)}, r);
+  add_findings({ctx, r, mix.categories, mix.precisions, copies, gpu_paced_kernels(ctx)}, r);
   return r;
 }
 

@@ -386,19 +386,19 @@ double FindingContext::speedup_removing(double saved_ns) const {
 // Below this paced share the GPU-time estimates count only the paced part of their saving.
 constexpr double kFullyPaced = 0.98;
 
-double FindingContext::speedup_removing_gpu_time(double saved_ns) const {
+double FindingContext::speedup_removing_gpu_time(double saved_ns, std::optional<double> paced_share) const {
   const double base = base_ns();
-  if (gpu_paced && *gpu_paced < kFullyPaced) saved_ns *= *gpu_paced;
+  if (paced_share && *paced_share < kFullyPaced) saved_ns *= *paced_share;
   const double copies = static_cast<double>(covered(device.copy_union, device.window_start, device.window_end));
   return base / std::max(1.0, std::max(base - saved_ns, std::min(base, copies)));
 }
 
-std::string FindingContext::gpu_paced_clause() const {
-  if (!gpu_paced || *gpu_paced >= kFullyPaced) return "";
+std::string FindingContext::gpu_paced_clause(std::optional<double> paced_share) {
+  if (!paced_share || *paced_share >= kFullyPaced) return "";
   return fmt::format(
-      "; the GPU had its next kernel queued after {:.0f}% of its kernel time; after the rest it waited for the "
-      "host's next launch, where a shorter kernel only lengthens the wait, so {:.0f}% of the saving is counted",
-      100 * *gpu_paced, 100 * *gpu_paced);
+      "; the GPU had its next kernel queued after {:.0f}% of these kernels' time; after the rest it waited for "
+      "the host's next launch, where a shorter kernel only lengthens the wait, so {:.0f}% of the saving is counted",
+      100 * *paced_share, 100 * *paced_share);
 }
 
 const IdleCause& FindingContext::idle(IdleCauseId cause) const {

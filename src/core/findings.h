@@ -27,8 +27,8 @@ struct FindingContext {
   const std::vector<KernelCategory>& categories;
   const std::vector<Precision>& precisions;
   const CopyStats& copies;
-  // gpu_paced_share(device): a fix that shortens kernels saves this share of their time.
-  std::optional<double> gpu_paced = std::nullopt;
+  // gpu_paced_kernels(device): a fix that shortens kernels saves only where the GPU paced.
+  std::vector<int8_t> paced = {};
 
   double window_ns() const { return static_cast<double>(report.window_ns); }
   double steps() const { return static_cast<double>(std::max<int64_t>(1, report.step_count)); }
@@ -41,11 +41,28 @@ struct FindingContext {
   // The same for GPU work a fix makes shorter (fusion, precision, fuller grids): the step
   // cannot get shorter than the time the copy engines are busy in it (a copy on a side stream
   // can be what paces the loop).
-  // Only the share of the saving the GPU paced counts (gpu_paced): elsewhere the GPU waited for
-  // the host's next launch, and a shorter kernel only lengthens the wait.
-  double speedup_removing_gpu_time(double saved_ns) const;
-  // The evidence clause that says so, empty where the GPU paced (almost) all of its kernel time.
-  std::string gpu_paced_clause() const;
+  // Only the share of the saving the GPU paced counts (paced_share of the kernels the fix
+  // shortens): elsewhere the GPU waited for the host's next launch, and a shorter kernel only
+  // lengthens the wait.
+  double speedup_removing_gpu_time(double saved_ns, std::optional<double> paced_share) const;
+  // Of the time of the window's kernels i with shortened(i), the share after which the GPU had
+  // its next kernel already (gpu_paced_kernels); null where that is unknown for over half of it.
+  template <typename Pred>
+  std::optional<double> paced_share(Pred shortened) const {
+    double all = 0, known = 0, yes = 0;
+    for (size_t i = 0; i < device.kernels.size() && i < paced.size(); ++i) {
+      if (!shortened(i)) continue;
+      const double d = static_cast<double>(device.kernels[i]->end_ns - device.kernels[i]->start_ns);
+      all += d;
+      if (paced[i] < 0) continue;
+      known += d;
+      if (paced[i] > 0) yes += d;
+    }
+    if (known <= 0 || 2 * known < all) return std::nullopt;
+    return yes / known;
+  }
+  // The evidence clause that says so, empty where the GPU paced (almost) all of that time.
+  static std::string gpu_paced_clause(std::optional<double> paced_share);
   // The idle cause's entry of the report.
   const IdleCause& idle(IdleCauseId cause) const;
 };

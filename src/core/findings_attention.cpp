@@ -252,9 +252,12 @@ std::optional<Finding> attention_unfused(const FindingContext& f) {
       "the score passes and the score GEMMs go; the fused kernels, about {} per step, do the same matmul FLOPs "
       "(forward 2 GEMMs, backward 5: FlashAttention-2 recomputes the scores) {}; {}.",
       call, per_step(p.fused_est_ns()), rate, mask);
-  evidence += f.gpu_paced_clause();
+  // The passes and score GEMMs it removes are matrix and memory-bound kernels.
+  const auto paced =
+      f.paced_share([&](size_t i) { return is_matrix_math(f.categories[i]) || is_memory_bound(f.categories[i]); });
+  evidence += FindingContext::gpu_paced_clause(paced);
   return proposal("Attention materialises its score matrix", std::move(evidence),
-                  f.speedup_removing_gpu_time(p.saved_ns()), advice);
+                  f.speedup_removing_gpu_time(p.saved_ns(), paced), advice);
 }
 
 }  // namespace gpuscope

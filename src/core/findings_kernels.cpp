@@ -72,6 +72,10 @@ std::optional<Finding> precision_fp32(const FindingContext& f) {
     if (f.precisions[i] == Precision::kFp32) fp32_ns += d;
   }
   if (gemm_ns <= 0 || slow_ns <= 0.1 * gemm_ns) return std::nullopt;
+  const auto paced = f.paced_share([&](size_t i) {
+    return is_matrix_math(f.categories[i]) && kernels[i]->end_ns - kernels[i]->start_ns >= kLatencyBoundMatrixNs &&
+           (f.precisions[i] == Precision::kFp32 || f.precisions[i] == Precision::kTf32);
+  });
   const std::string& device = f.report.name;
   const bool amd = is_amd_device(device);
   const std::string_view cores = amd ? "matrix cores" : "tensor cores";
@@ -126,7 +130,7 @@ std::optional<Finding> precision_fp32(const FindingContext& f) {
     const auto fp32_peak = peak_tflops(device, Precision::kFp32);
     const auto tf32_peak = peak_tflops(device, Precision::kTf32);
     if (fp32_peak && tf32_peak && *tf32_peak > *fp32_peak)
-      tf32_alone = f.speedup_removing_gpu_time(static_cast<double>(fp32_ns) * (1 - *fp32_peak / *tf32_peak));
+      tf32_alone = f.speedup_removing_gpu_time(static_cast<double>(fp32_ns) * (1 - *fp32_peak / *tf32_peak), paced);
   }
   const bool any_tf32 = slow_ns > fp32_ns;
   advice += any_tf32 ? fmt::format(
@@ -142,8 +146,8 @@ std::optional<Finding> precision_fp32(const FindingContext& f) {
                                      fmt_ms(static_cast<int64_t>(static_cast<double>(slow_ns) / f.steps())),
                                      fmt_ms(static_cast<int64_t>(static_cast<double>(gemm_ns) / f.steps())),
                                      pct(slow_ns, gemm_ns), any_tf32 ? "fp32 or tf32" : "fp32") +
-                             f.gpu_paced_clause(),
-                         f.speedup_removing_gpu_time(saved), std::move(advice));
+                             FindingContext::gpu_paced_clause(paced),
+                         f.speedup_removing_gpu_time(saved, paced), std::move(advice));
   if (tf32_alone) out.est_speedup_of_fix.emplace_back("tf32", *tf32_alone);
   return out;
 }
@@ -256,6 +260,8 @@ std::optional<Finding> kernel_fusion(const FindingContext& f) {
   if (chains.empty() || fusion_saving <= 0.02 * f.window_ns()) return std::nullopt;
   const double triton = triton_share(chain_kernels);
   if (triton > 0.5) return std::nullopt;
+  // The chains' kernels are the memory-bound ones (fusion_candidates).
+  const auto paced = f.paced_share([&](size_t i) { return is_memory_bound(f.categories[i]); });
   const auto& top = *chains.front();
   std::string chain;
   for (size_t i = 0; i < top.kernels.size() && i < 4; ++i) chain += (i ? " -> " : "") + top.kernels[i];
@@ -273,8 +279,8 @@ std::optional<Finding> kernel_fusion(const FindingContext& f) {
                   fmt::format("{} recurring chains of elementwise/normalisation kernels; the largest: {} ({} times, "
                               "{:.1f}% of the window)",
                               chains.size(), chain, top.occurrences, top.pct) +
-                      f.gpu_paced_clause(),
-                  f.speedup_removing_gpu_time(static_cast<double>(fusion_saving)),
+                      FindingContext::gpu_paced_clause(paced),
+                  f.speedup_removing_gpu_time(static_cast<double>(fusion_saving), paced),
                   advice + " Estimate assumes a fused chain of k kernels costs one kernel's time.");
 }
 
@@ -291,6 +297,7 @@ std::optional<Finding> small_grid(const FindingContext& f) {
   const double sms = *dev->num_sms;
   const auto& kernels = f.device.kernels;
   double lost = 0, busy = 0, saved = 0;
+  std::vector<bool> small(kernels.size());
   for (size_t i = 0; i < kernels.size(); ++i) {
     const Kernel* k = kernels[i];
     const double d = duration(k);
@@ -298,6 +305,7 @@ std::optional<Finding> small_grid(const FindingContext& f) {
     if (!k->has_grid() || f.categories[i] == KernelCategory::kCommunication) continue;
     const double g = static_cast<double>(k->grid.volume());
     if (g >= sms) continue;
+    small[i] = true;
     lost += d * (1.0 - g / sms);
     double gain = sms / g;
     const auto occ = theoretical_occupancy(*dev, *k);
@@ -310,6 +318,7 @@ std::optional<Finding> small_grid(const FindingContext& f) {
     saved += std::max(0.0, d - std::max(d / gain, std::min(d, kMinKernelNs)));
   }
   if (busy <= 0 || lost <= 0.1 * busy || saved <= 0) return std::nullopt;
+  const auto paced = f.paced_share([&](size_t i) { return small[i]; });
   const std::string_view sms_word = sm_word(f);
   // Compiled code is not told to compile.
   const bool compiled = uses_torch_compile(f);
@@ -318,8 +327,8 @@ std::optional<Finding> small_grid(const FindingContext& f) {
                               "(SM-active estimate {:.1f}% vs busy {:.1f}%)",
                               pct(lost, busy), sms_word.substr(0, 2), *dev->num_sms, sms_word,
                               f.report.sm_active_est_pct.value_or(0), f.report.busy_pct) +
-                      f.gpu_paced_clause(),
-                  f.speedup_removing_gpu_time(saved),
+                      FindingContext::gpu_paced_clause(paced),
+                  f.speedup_removing_gpu_time(saved, paced),
                   fmt::format("Give each kernel more parallel work: a larger batch or sequence, fewer but larger "
                               "tensors, more blocks per kernel (split the work){}. Estimate: the same work spread "
                               "over every {}, throughput growing with resident warps up to 50% occupancy.",
@@ -336,6 +345,7 @@ std::optional<Finding> low_occupancy(const FindingContext& f) {
   const auto& kernels = f.device.kernels;
   double kernel_ns = 0, starved_ns = 0, saved_ns = 0;
   int64_t by_regs = 0, by_smem = 0;
+  std::vector<bool> starved(kernels.size());
   for (size_t i = 0; i < kernels.size(); ++i) {
     const double d = duration(kernels[i]);
     kernel_ns += d;
@@ -343,17 +353,19 @@ std::optional<Finding> low_occupancy(const FindingContext& f) {
     const auto occ = theoretical_occupancy(*dev, *kernels[i]);
     if (!occ || occ->fraction >= 0.25 || occ->limiter == OccupancyLimiter::kThreads) continue;
     starved_ns += d;
+    starved[i] = true;
     saved_ns += d * (1.0 - occ->fraction / 0.5);
     (occ->limiter == OccupancyLimiter::kRegisters ? by_regs : by_smem) += 1;
   }
   if (kernel_ns <= 0 || starved_ns <= 0.1 * kernel_ns) return std::nullopt;
+  const auto paced = f.paced_share([&](size_t i) { return starved[i]; });
   return proposal(
       "Kernels keep too few warps resident to hide memory latency",
       fmt::format("{:.0f}% of kernel time runs at under 25% theoretical occupancy, limited by {} ({} "
                   "launches by registers, {} by shared memory)",
                   pct(starved_ns, kernel_ns), by_regs >= by_smem ? "registers" : "shared memory", by_regs, by_smem) +
-          f.gpu_paced_clause(),
-      f.speedup_removing_gpu_time(saved_ns),
+          FindingContext::gpu_paced_clause(paced),
+      f.speedup_removing_gpu_time(saved_ns, paced),
       is_amd_device(f.report.name)
           ? "Cut registers per thread (__launch_bounds__, simpler per-thread state) or LDS per block so "
             "more wavefronts fit per CU; in PyTorch this usually means a custom or Triton kernel: tune "

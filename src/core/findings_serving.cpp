@@ -413,8 +413,10 @@ std::optional<Finding> tensor_unfriendly_shape(const FindingContext& f) {
                       g.multiple, round_up(g.value, 64), fmt_ms(static_cast<int64_t>(g.ns / f.steps())), gain);
   }
   if (v.size() > 3) ev += fmt::format("; {} more", v.size() - 3);
-  ev += f.gpu_paced_clause();
-  return proposal("GEMM dimensions do not fill tensor-core tiles", std::move(ev), f.speedup_removing_gpu_time(saved),
+  const auto paced = f.paced_share([&](size_t i) { return is_matrix_math(f.categories[i]); });
+  ev += FindingContext::gpu_paced_clause(paced);
+  return proposal("GEMM dimensions do not fill tensor-core tiles", std::move(ev),
+                  f.speedup_removing_gpu_time(saved, paced),
                   "Pad the named dimensions to a multiple of 64 (at least 8 for bf16/fp16, 16 for fp8, 4 for "
                   "tf32): a vocabulary padded with unused tokens (50257 -> 50304), hidden and FFN sizes rounded "
                   "up. Estimate: padded, a GEMM comes as close to its roofline as this run's aligned GEMMs of "

@@ -414,28 +414,20 @@ void add_idle_attribution(const DeviceContext& ctx, DeviceReport& r) {
   }
 }
 
-std::optional<double> gpu_paced_share(const DeviceContext& ctx) {
+std::vector<int8_t> gpu_paced_kernels(const DeviceContext& ctx) {
   const auto& ks = ctx.kernels;
-  double known = 0, paced = 0;
-  size_t counted = 0;
+  std::vector<int8_t> paced(ks.size(), -1);
   for (size_t i = 0; i + 1 < ks.size(); ++i) {
     const Kernel& k = *ks[i];
     const Kernel& next = *ks[i + 1];
-    const double d = static_cast<double>(k.end_ns - k.start_ns);
     if (next.start_ns < k.end_ns) {
-      known += d;
-      paced += d;
-      ++counted;
+      paced[i] = 1;
       continue;
     }
     const int64_t api = ctx.host.api_for_correlation(next.correlation);
-    if (api < 0) continue;
-    known += d;
-    ++counted;
-    if (ctx.trace.api_calls[static_cast<size_t>(api)].end_ns <= k.end_ns) paced += d;
+    if (api >= 0) paced[i] = ctx.trace.api_calls[static_cast<size_t>(api)].end_ns <= k.end_ns ? 1 : 0;
   }
-  if (known <= 0 || 2 * counted < ks.size()) return std::nullopt;
-  return paced / known;
+  return paced;
 }
 
 }  // namespace gpuscope

@@ -2,7 +2,8 @@
 // attribution"), and the window is drawn as a strip of letters.
 #pragma once
 
-#include <optional>
+#include <cstdint>
+#include <vector>
 
 #include "core/device_context.h"
 #include "core/report.h"
@@ -14,11 +15,11 @@ namespace gpuscope {
 // Needs r.busy_pct and r.window_ns.
 void add_idle_attribution(const DeviceContext& ctx, DeviceReport& r);
 
-// Of the window's kernel time, the share after which the GPU had its next kernel already:
-// the next kernel started before this one ended (another stream) or its launch call had
-// returned by then. Elsewhere the GPU ran a kernel as soon as the host launched it and then
-// waited for the host, so a shorter kernel there only lengthens that wait. Null where fewer
-// than half of the kernels' launch calls are in the trace.
-std::optional<double> gpu_paced_share(const DeviceContext& ctx);
+// For each kernel of the window (DeviceContext::kernels), whether the GPU had its next kernel
+// already when it ended: 1 when the next kernel started before it ended (another stream) or
+// its launch call had returned by then, 0 when the GPU then waited for the host's next launch
+// (a shorter kernel there only lengthens that wait), -1 where unknown (the last kernel, or a
+// next kernel whose launch call is not in the trace).
+std::vector<int8_t> gpu_paced_kernels(const DeviceContext& ctx);
 
 }  // namespace gpuscope
