@@ -287,6 +287,26 @@ TEST(Analysis, ShorterKernelsSaveOnlyWhereTheGpuPacedTheStep) {
   EXPECT_NE(f->evidence.find("next kernel queued after 80% of these kernels' time"), std::string::npos) << f->evidence;
 }
 
+// The share is of the kernels a fix shortens: here the fp32 GEMMs (3 x 200 us) and the first
+// small kernel after them are launched ahead and run queued, while the 9 other small kernels
+// run as the host launches them (10 us apart): most of the kernels wait for the host, the GEMMs
+// never do.
+// Bf16 saves all of the GEMMs' saving, with no paced clause.
+TEST(Analysis, PacedShareIsOfTheKernelsTheFixShortens) {
+  TraceBuilder b;
+  for (int g = 0; g < 3; ++g)
+    b.kernel(200.0 * g, 200.0 * g + 200, "cutlass_80_simt_sgemm_256x128_8x4_nn_align1", 1000, 0, 7, 1);
+  for (int e = 0; e < 10; ++e) {
+    b.kernel(610.0 + 10 * e, 618.0 + 10 * e, "vectorized_elementwise_kernel<AddFunctor>", 1000, 0, 7, e == 0 ? 1 : -1);
+  }
+  const auto r = only(b.build());
+  const Finding* f = FindingById(r, "precision-fp32");
+  ASSERT_NE(f, nullptr);
+  const double window = static_cast<double>(r.window_ns) / 1e3;
+  EXPECT_NEAR(*f->est_speedup, window / (window - 600 * (1 - 67 / 989.4)), 1e-9);
+  EXPECT_EQ(f->evidence.find("queued after"), std::string::npos) << f->evidence;
+}
+
 // The chains of the first test above save 60 us of the window (over x1.3), but a copy on a side
 // stream lasts the whole step: the step cannot get shorter than its copies, so fusing gains
 // nothing and makes no finding.
