@@ -365,8 +365,8 @@ void kernels_section(std::string& out, const DeviceReport& d) {
   }
   if (!d.fusion.empty()) {
     out +=
-        "<h3>Fusion candidates</h3>\n<table><tr><th>occurrences</th><th>share of window</th><th>saves per step "
-        "(estimate)</th><th>kernels</th></tr>\n";
+        "<h3>Fusion candidates</h3>\n<table><tr><th>occurrences</th><th>share of window</th><th>kernel time saved "
+        "per step (estimate)</th><th>kernels</th></tr>\n";
     for (const FusionCandidate& f : d.fusion) {
       std::string chain;
       for (const std::string& k : f.kernels) chain += (chain.empty() ? "" : " → ") + escape(k);

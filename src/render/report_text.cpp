@@ -332,8 +332,8 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   }
 
   if (!d.fusion.empty()) {
-    out += "\n" +
-           heading(p, "Fusion candidates", "  (recurring chains of memory-bound kernels)", static_cast<size_t>(width));
+    out += "\n" + heading(p, "Fusion candidates", "  (recurring chains of memory-bound kernels; kernel time saved)",
+                          static_cast<size_t>(width));
     for (size_t i = 0; i < d.fusion.size() && i < 3; ++i) {
       const auto& f = d.fusion[i];
       std::string chain;
