@@ -290,8 +290,7 @@ TEST(Analysis, ShorterKernelsSaveOnlyWhereTheGpuPacedTheStep) {
 // The share is of the kernels a fix shortens: here the fp32 GEMMs (3 x 200 us) and the first
 // small kernel after them are launched ahead and run queued, while the 9 other small kernels
 // run as the host launches them (10 us apart): most of the kernels wait for the host, the GEMMs
-// never do.
-// Bf16 saves all of the GEMMs' saving, with no paced clause.
+// never do. Bf16 saves all of the GEMMs' saving, with no paced clause.
 TEST(Analysis, PacedShareIsOfTheKernelsTheFixShortens) {
   TraceBuilder b;
   for (int g = 0; g < 3; ++g)

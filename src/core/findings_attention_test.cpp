@@ -27,7 +27,7 @@ void add_layer(testing::TraceBuilder& b, bool causal, double at) {
   kernel(100, 150, "vectorized_elementwise_kernel<AUnaryFunctor>");  // scale
   if (causal) kernel(150, 151, "void at::native::triu_tril_kernel<bool, int, false, 8, false>");
   // masked_fill, after a gap, though launched (at 140 us) while the scale ran: the GPU had it
-  // queued, so the layer's kernel time is all GPU-paced (gpu_paced_share).
+  // queued, so the layer's kernel time is all GPU-paced (gpu_paced_kernels).
   b.kernel(at + 160, at + 200, "elementwise_kernel", 1000, 0, 7, at + 140);
   kernel(200, 300, "softmax_warp_forward<float>");
   kernel(300, 320, "vectorized_elementwise_kernel<bfloat16_copy_kernel_cuda>");
