@@ -62,20 +62,19 @@ constexpr int64_t kLatencyBoundMatrixNs = 10'000;
 std::optional<Finding> precision_fp32(const FindingContext& f) {
   const auto& kernels = f.device.kernels;
   int64_t gemm_ns = 0, slow_ns = 0, fp32_ns = 0;
+  std::vector<bool> slow(kernels.size());  // The kernels a 16-bit type would shorten.
   for (size_t i = 0; i < kernels.size(); ++i) {
     if (!is_matrix_math(f.categories[i])) continue;
     const int64_t d = kernels[i]->end_ns - kernels[i]->start_ns;
     gemm_ns += d;
     // A kernel this short is bound by latency, not arithmetic: a faster type does not shorten it.
     if (d < kLatencyBoundMatrixNs) continue;
-    if (f.precisions[i] == Precision::kFp32 || f.precisions[i] == Precision::kTf32) slow_ns += d;
+    slow[i] = f.precisions[i] == Precision::kFp32 || f.precisions[i] == Precision::kTf32;
+    if (slow[i]) slow_ns += d;
     if (f.precisions[i] == Precision::kFp32) fp32_ns += d;
   }
   if (gemm_ns <= 0 || slow_ns <= 0.1 * gemm_ns) return std::nullopt;
-  const auto paced = f.paced_share([&](size_t i) {
-    return is_matrix_math(f.categories[i]) && kernels[i]->end_ns - kernels[i]->start_ns >= kLatencyBoundMatrixNs &&
-           (f.precisions[i] == Precision::kFp32 || f.precisions[i] == Precision::kTf32);
-  });
+  const auto paced = f.paced_share([&](size_t i) { return slow[i]; });
   const std::string& device = f.report.name;
   const bool amd = is_amd_device(device);
   const std::string_view cores = amd ? "matrix cores" : "tensor cores";
