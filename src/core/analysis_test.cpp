@@ -233,7 +233,47 @@ TEST(Analysis, RecurringElementwiseChainsAreFusionCandidates) {
   EXPECT_EQ(r.fusion[0].occurrences, 3);
   EXPECT_EQ(r.fusion[0].kernels.size(), 3u);
   EXPECT_EQ(r.fusion[0].ns, 90'000);
-  EXPECT_EQ(r.fusion[0].est_saving_ns, 60'000);  // (k-1)/k of the chain.
+  // Fused, the chain keeps its LayerNorm (10 us of 30 each time): 20 us saved per chain.
+  EXPECT_EQ(r.fusion[0].est_saving_ns, 60'000);
+}
+
+// A compiler folds pointwise kernels into their neighbours, but each reduction stays a kernel
+// of its own: a LayerNorm backward (input gradient, then weight and bias gradients over the
+// other dimension) between a multiply and an add saves the pointwise kernels' time only,
+// 2 x 10 of 60 us each time, not five sixths of it. A chain without a reduction costs one
+// kernel's time fused: its mean.
+TEST(Analysis, FusedChainsKeepTheirReductions) {
+  TraceBuilder b;
+  for (int rep = 0; rep < 4; ++rep) {
+    double t = 300.0 * rep;
+    b.annotation(t, t + 300, "ProfilerStep#" + std::to_string(rep + 1));
+    b.kernel(t, t + 50, "nvjet_gemm", 1000);
+    t += 50;
+    for (const auto& [name, us] :
+         {std::pair{"vectorized_elementwise_kernel<MulFunctor>", 10.0},
+          {"void at::native::(anonymous namespace)::layer_norm_grad_input_kernel_vectorized<float, float>()", 20.0},
+          {"void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernelTemplate<float, "
+           "float, 32u, 8u, true, false>()",
+           20.0},
+          {"vectorized_elementwise_kernel<AddFunctor>", 10.0}}) {
+      b.kernel(t, t + us, name, 1000);
+      t += us;
+    }
+    b.kernel(t, t + 50, "nvjet_gemm", 1000);
+    t += 50;
+    b.kernel(t, t + 10, "vectorized_elementwise_kernel<GeluFunctor>", 1000);
+    b.kernel(t + 10, t + 30, "vectorized_elementwise_kernel<MulFunctor>", 1000);
+  }
+  const auto r = only(b.build());
+  ASSERT_EQ(r.fusion.size(), 2u);
+  const FusionCandidate& norm = r.fusion[0];
+  ASSERT_EQ(norm.kernels.size(), 4u);
+  ASSERT_GE(norm.occurrences, 3);
+  EXPECT_EQ(norm.ns, norm.occurrences * 60'000);
+  EXPECT_EQ(norm.est_saving_ns, norm.occurrences * 20'000);
+  const FusionCandidate& pointwise = r.fusion[1];
+  ASSERT_EQ(pointwise.kernels.size(), 2u);
+  EXPECT_EQ(pointwise.est_saving_ns, pointwise.occurrences * 15'000);  // 30 us each time, fused 15 (the mean).
 }
 
 // Kernels no compiler fuses with the model's elementwise work end a chain: a foreach kernel

@@ -237,7 +237,8 @@ std::optional<Finding> optimizer_unfused(const FindingContext& f) {
 // Trigger: the fusion candidates (fusion.h) would save over 2% of the window, and most of their
 // kernels are not Triton kernels (a chain of kernels Inductor already generated is what
 // torch.compile left unfused: usually a graph break or a reduction boundary, not a missing
-// compile). Estimate: a fused chain of k kernels costs one kernel's time. The advice names
+// compile). Estimate: a fused chain costs its reductions' time, at least one kernel's
+// (fusion.cpp, add_run). The advice names
 // torch.compile only when no chain kernel is a Triton kernel.
 std::optional<Finding> kernel_fusion(const FindingContext& f) {
   const auto& fusion = f.report.fusion;
@@ -280,7 +281,9 @@ std::optional<Finding> kernel_fusion(const FindingContext& f) {
                               chains.size(), chain, top.occurrences, top.pct) +
                       FindingContext::gpu_paced_clause(paced),
                   f.speedup_removing_gpu_time(static_cast<double>(fusion_saving), paced),
-                  advice + " Estimate assumes a fused chain of k kernels costs one kernel's time.");
+                  advice +
+                      " Estimate assumes a fused chain costs the time of its reductions (norms, sums, "
+                      "softmax: each stays a kernel of its own), or one kernel's time where it has none.");
 }
 
 // Trigger: over 10% of kernel time is SM capacity left idle by grids with fewer blocks than

@@ -28,21 +28,28 @@ std::vector<size_t> step_of_kernels(const DeviceContext& ctx, const std::vector<
   return step_of;
 }
 
-// Adds the run idx[begin, end) to its group (keyed by the kernels' short names).
-void add_run(const DeviceContext& ctx, const std::vector<size_t>& idx, size_t begin, size_t end,
-             std::map<std::vector<std::string>, FusionCandidate>& groups) {
+// Adds the run idx[begin, end) to its group (keyed by the kernels' short names). What fusing
+// it saves: a compiler (or a hand-written fused kernel) folds pointwise kernels into their
+// neighbours, but each reduction (a norm, a sum over a dimension, softmax, a loss) stays a
+// kernel of its own, and reductions over different dimensions (a LayerNorm backward's input
+// and weight gradients) do not merge. So the fused run costs its reductions' time, and at
+// least one kernel's (its mean) where it has none.
+void add_run(const DeviceContext& ctx, const std::vector<KernelCategory>& categories, const std::vector<size_t>& idx,
+             size_t begin, size_t end, std::map<std::vector<std::string>, FusionCandidate>& groups) {
   std::vector<std::string> names;
-  int64_t ns = 0;
+  int64_t ns = 0, reduction_ns = 0;
   for (size_t k = begin; k < end; ++k) {
     names.push_back(ctx.short_name_of(ctx.kernels[idx[k]]->name));
-    ns += ctx.kernels[idx[k]]->end_ns - ctx.kernels[idx[k]]->start_ns;
+    const int64_t d = ctx.kernels[idx[k]]->end_ns - ctx.kernels[idx[k]]->start_ns;
+    ns += d;
+    if (categories[idx[k]] == KernelCategory::kReduction) reduction_ns += d;
   }
-  const size_t n = names.size();
+  const auto n = static_cast<int64_t>(names.size());
   FusionCandidate& g = groups[names];
   if (g.kernels.empty()) g.kernels = std::move(names);
   g.occurrences += 1;
   g.ns += ns;
-  g.est_saving_ns += ns * static_cast<int64_t>(n - 1) / static_cast<int64_t>(n);
+  g.est_saving_ns += ns - std::max(reduction_ns, ns / n);
 }
 
 // Foreach kernels (multi_tensor_apply_kernel: _foreach_* arithmetic, the optimizers' foreach
@@ -80,7 +87,7 @@ std::vector<FusionCandidate> fusion_candidates(const DeviceContext& ctx, const s
              step_of[idx[j]] == step_of[idx[i]]) {
         ++j;
       }
-      if (j - i >= 2) add_run(ctx, idx, i, j, groups);
+      if (j - i >= 2) add_run(ctx, categories, idx, i, j, groups);
       i = std::max(j, i + 1);
     }
   }

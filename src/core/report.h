@@ -120,7 +120,7 @@ struct FusionCandidate {
   int64_t occurrences = 0;
   int64_t ns = 0;             // Kernel time of all occurrences.
   double pct = 0;             // Of the window.
-  int64_t est_saving_ns = 0;  // Estimate: (k-1)/k of the run's kernel time.
+  int64_t est_saving_ns = 0;  // Estimate: the runs' kernel time less their reductions' (at least a kernel's).
 };
 
 struct Finding {
