@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A zoo of small PyTorch training programs, each with one planted cause of lost GPU time.
 
-    python3 pyzoo.py CASE [--fixed] [--compile] [--graph] [--compare compile|graph] [--steps N]
+    python3 pyzoo.py CASE [--fixed] [--compile] [--graph] [--bf16] [--compare compile|graph|bf16] [--steps N]
 
 Plain PyTorch as users write it: no profiler, no annotations, nothing of gpuscope. `--fixed`
 applies the usual fix for the planted cause and changes nothing else. The program prints one
@@ -10,8 +10,9 @@ time, wall clock, with a device sync only at the end of each chunk), "steps", "c
 
 The next fix, to measure what gpuscope says about a fixed program: `--compile` compiles forward,
 loss and backward with torch.compile (kernel fusion), `--graph` captures the whole step in a CUDA graph (launch
-overhead; cases whose step has static inputs and no host sync). `--compare FIX` (compile,
-graph, no_host_work, no_input) builds the program twice, without and with that fix, and times
+overhead; cases whose step has static inputs and no host sync), `--bf16` runs the step under bf16 autocast
+(fp32 matrix math; a CUDA graph captures it so). `--compare FIX` (compile, graph, bf16,
+no_host_work, no_input) builds the program twice, without and with that fix, and times
 their chunks alternately in one process, so the two share the host's noise; it adds
 "step_ms_with" and "speedup".
 
@@ -59,7 +60,7 @@ import torch.nn.functional as F
 
 DEV = "cuda"
 ARGS = argparse.Namespace(workers=8, loader_width=1024, attn_seq=2048, attn_heads=16, attn_dmodel=1024,
-                          compile=False, graph=False, no_host_work=False, no_input=False)  # main() sets these
+                          compile=False, graph=False, bf16=False, no_host_work=False, no_input=False)  # main() sets these
 GRAPH_CASES = ("launch", "optimizer", "fp32", "attention", "healthy", "lstm", "attention_bidir", "fp32_encoder",
                "adam_loop", "launch_conv")
 ONLY_CASE = {"no_host_work": "item", "no_input": "dataloader"}  # --compare fixes of one case
@@ -623,7 +624,9 @@ def main():
     p.add_argument("--attn-dmodel", type=int, default=1024, help="attention: model width")
     p.add_argument("--compile", action="store_true", help="the model in torch.compile (the next fix: fusion)")
     p.add_argument("--graph", action="store_true", help="the step in a CUDA graph (the next fix: launches)")
-    p.add_argument("--compare", choices=("compile", "graph", *ONLY_CASE),
+    p.add_argument("--bf16", action="store_true",
+                   help="the step under torch.autocast(bfloat16), built so (the next fix: fp32 matrix math)")
+    p.add_argument("--compare", choices=("compile", "graph", "bf16", *ONLY_CASE),
                    help="time the program without and with this fix, chunks alternating in one process "
                         "(no_host_work: item without its per-step host work; no_input: dataloader reusing its "
                         "first batch, the input hidden entirely)")
@@ -635,14 +638,17 @@ def main():
         p.error(f"--graph: the {a.case} step has host syncs or host inputs; graph cases: {', '.join(GRAPH_CASES)}")
     variants = [{}] if a.compare is None else [{a.compare: False}, {a.compare: True}]
     steps = []
+    autocast = []  # each variant's: bf16 autocast while it is built (a CUDA graph captures it) and runs
     for v in variants:
         ARGS.__dict__.update(v)
         torch.manual_seed(0)
-        step = CASES[a.case](a.fixed)
-        if ARGS.graph:
-            step = in_graph(step)
-        for _ in range(a.warmup):
-            step()
+        autocast.append(ARGS.bf16)
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=ARGS.bf16):
+            step = CASES[a.case](a.fixed)
+            if ARGS.graph:
+                step = in_graph(step)
+            for _ in range(a.warmup):
+                step()
         torch.cuda.synchronize()
         steps.append(step)
     # Steps are timed in chunks with a device sync only at chunk ends, so the timing adds no
@@ -650,13 +656,14 @@ def main():
     chunk = max(1, a.steps // a.chunks)
     times = [[] for _ in steps]
     for _ in range(a.chunks):
-        for step, t in zip(steps, times):
+        for step, t, bf16 in zip(steps, times, autocast):
             t0 = time.perf_counter()
-            for _ in range(chunk):
-                step()
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16):
+                for _ in range(chunk):
+                    step()
             torch.cuda.synchronize()
             t.append((time.perf_counter() - t0) * 1e3 / chunk)
-    out = {"case": a.case, "fixed": a.fixed, "compile": a.compile, "graph": a.graph,
+    out = {"case": a.case, "fixed": a.fixed, "compile": a.compile, "graph": a.graph, "bf16": a.bf16,
            "step_ms": round(statistics.median(times[0]), 4), "steps": chunk * a.chunks,
            "chunk_ms": [round(t, 4) for t in times[0]]}
     if a.compare:
