@@ -240,7 +240,7 @@ TEST(Analysis, RecurringElementwiseChainsAreFusionCandidates) {
 // A compiler folds pointwise kernels into their neighbours, but each reduction stays a kernel
 // of its own: a LayerNorm backward (input gradient, then weight and bias gradients over the
 // other dimension) between a multiply and an add saves the pointwise kernels' time only,
-// 2 x 10 of 60 us each time, not five sixths of it. A chain without a reduction costs one
+// 2 x 10 of 60 us each time, not three quarters of it. A chain without a reduction costs one
 // kernel's time fused: its mean.
 TEST(Analysis, FusedChainsKeepTheirReductions) {
   TraceBuilder b;
