@@ -849,8 +849,8 @@ class RunTorchrunSimulated(unittest.TestCase):
 
 class PyZooHidden(unittest.TestCase):
     """Captures of the hidden-style zoo programs (`PYZOO_SET=hidden validation/run pyzoo`) on an
-    H100, 2026-12-07 (testdata/pyzoo/README.md), each of a class the analysis once got wrong;
-    the speedups measured by editing the code are in docs/validation.md."""
+    H100, 2026-12-07, each of a class the analysis once got wrong; testdata/pyzoo/README.md
+    gives the speedups measured by editing the code in that run."""
 
     def report(self, name):
         r = run("analyze", "--json", os.path.join(ROOT, "testdata", "pyzoo", "hidden", name + ".gpuscope"))
