@@ -8,6 +8,7 @@
 #include <fmt/core.h>
 
 #include "core/findings.h"
+#include "core/findings_serving_detail.h"
 #include "core/fusion.h"
 #include "core/occupancy.h"
 #include "core/run_protocol.h"
@@ -51,7 +52,9 @@ std::string_view sm_word(const FindingContext& f) { return is_amd_device(f.repor
 // Trigger: over 10% of matrix-math time (GEMM, convolution, attention) in fp32 or tf32.
 // Estimate: those kernels speed up by the ratio of the device's dense peak in the 16-bit type
 // it supports (bf16, else fp16: preferred_half_precision) to its fp32 (or tf32) peak; without a
-// known device, 4x for fp32 and 2x for tf32. Advice fits the device: bf16 autocast (TF32 as a
+// known device, 4x for fp32 and 2x for tf32. A GEMM of known shape speeds up by the ratio of its
+// roofline times instead (no more than the peaks' ratio; half for a memory-bound one, whose
+// bytes halve). Advice fits the device: bf16 autocast (TF32 as a
 // first step where the device has it), fp16 autocast with loss scaling where it has no bf16
 // (V100), and nothing device-specific for a device the catalogue does not know.
 //
@@ -93,8 +96,39 @@ std::optional<Finding> precision_fp32(const FindingContext& f) {
                           tf32_peak ? fmt::format(", tf32 {:.0f}", *tf32_peak) : std::string());
     }
   }
-  const double saved = static_cast<double>(fp32_ns) * (1 - 1.0 / fp32_factor) +
-                       static_cast<double>(slow_ns - fp32_ns) * (1 - 1.0 / tf32_factor);
+  // TF32 alone (set_float32_matmul_precision("high")): fp32 matrix kernels at TF32's peak, the
+  // TF32 ones as they are; only where both peaks are known.
+  std::optional<double> fp32_to_tf32;  // The fp32 kernels' time ratio, TF32 over fp32.
+  if (half && !amd && device_supports(device, Precision::kTf32).value_or(false)) {
+    const auto fp32_peak = peak_tflops(device, Precision::kFp32);
+    const auto tf32_peak = peak_tflops(device, Precision::kTf32);
+    if (fp32_peak && tf32_peak && *tf32_peak > *fp32_peak) fp32_to_tf32 = *fp32_peak / *tf32_peak;
+  }
+  // Each kernel shortens by the ratio of the peaks; a GEMM of known shape (its op's matmul
+  // record) by the ratio of its roofline times, as close to the roofline in either type: a
+  // compute-bound one by the peaks' ratio, a memory-bound one (few rows: decode, small batches)
+  // by its bytes' ratio only, whatever its math's peak.
+  double saved = 0, tf32_saved = 0, shaped_ns = 0;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (!slow[i]) continue;
+    const double d = static_cast<double>(kernels[i]->end_ns - kernels[i]->start_ns);
+    const bool fp32 = f.precisions[i] == Precision::kFp32;
+    double ratio = 1.0 / (fp32 ? fp32_factor : tf32_factor);
+    // TF32 alone leaves the TF32 kernels as they are.
+    double tf32_ratio = fp32 && fp32_to_tf32 ? *fp32_to_tf32 : 1.0;
+    if (const auto g = half ? serving_detail::kernel_weight_gemm(f, i) : std::nullopt) {
+      const auto before = serving_detail::gemm_roof_s(f, *g, f.precisions[i]);
+      const auto after = serving_detail::gemm_roof_s(f, *g, *half);
+      if (before && after && *before > 0) {
+        ratio = std::max(ratio, *after / *before);
+        shaped_ns += d;
+        const auto tf32 = serving_detail::gemm_roof_s(f, *g, Precision::kTf32);
+        if (fp32 && tf32) tf32_ratio = std::max(tf32_ratio, *tf32 / *before);
+      }
+    }
+    saved += d * (1 - ratio);
+    tf32_saved += d * (1 - tf32_ratio);
+  }
 
   std::string title, advice;
   if (!half) {
@@ -122,15 +156,8 @@ std::optional<Finding> precision_fp32(const FindingContext& f) {
         "but no bf16 or TF32 math).",
         find_peak_table(device)->variant, cores);
   }
-  // TF32 alone (set_float32_matmul_precision("high")): fp32 matrix kernels at TF32's peak, the
-  // TF32 ones as they are; only where both peaks are known.
   std::optional<double> tf32_alone;
-  if (half && !amd && device_supports(device, Precision::kTf32).value_or(false)) {
-    const auto fp32_peak = peak_tflops(device, Precision::kFp32);
-    const auto tf32_peak = peak_tflops(device, Precision::kTf32);
-    if (fp32_peak && tf32_peak && *tf32_peak > *fp32_peak)
-      tf32_alone = f.speedup_removing_gpu_time(static_cast<double>(fp32_ns) * (1 - *fp32_peak / *tf32_peak), paced);
-  }
+  if (fp32_to_tf32) tf32_alone = f.speedup_removing_gpu_time(tf32_saved, paced);
   const bool any_tf32 = slow_ns > fp32_ns;
   advice += any_tf32 ? fmt::format(
                            " Estimate assumes fp32 matrix kernels become {:.1f}x and tf32 {:.1f}x faster ({}); "
@@ -140,12 +167,17 @@ std::optional<Finding> precision_fp32(const FindingContext& f) {
                            " Estimate assumes fp32 matrix kernels become {:.1f}x faster ({}); elementwise "
                            "kernels, which also move half the bytes in 16 bits, are not counted.",
                            fp32_factor, basis);
-  Finding out = proposal(std::move(title),
-                         fmt::format("{} of {} GEMM/convolution/attention time per step ({:.0f}%) is {}",
-                                     fmt_ms(static_cast<int64_t>(static_cast<double>(slow_ns) / f.steps())),
-                                     fmt_ms(static_cast<int64_t>(static_cast<double>(gemm_ns) / f.steps())),
-                                     pct(slow_ns, gemm_ns), any_tf32 ? "fp32 or tf32" : "fp32") +
-                             FindingContext::gpu_paced_clause(paced),
+  std::string ev = fmt::format("{} of {} GEMM/convolution/attention time per step ({:.0f}%) is {}",
+                               fmt_ms(static_cast<int64_t>(static_cast<double>(slow_ns) / f.steps())),
+                               fmt_ms(static_cast<int64_t>(static_cast<double>(gemm_ns) / f.steps())),
+                               pct(slow_ns, gemm_ns), any_tf32 ? "fp32 or tf32" : "fp32");
+  if (shaped_ns > 0) {
+    ev += fmt::format(
+        "; {:.0f}% of that time is GEMMs of known shape, each counted at its roofline's ratio in {} (a "
+        "memory-bound GEMM gains only from moving half the bytes)",
+        pct(shaped_ns, static_cast<double>(slow_ns)), precision_name(*half));
+  }
+  Finding out = proposal(std::move(title), ev + FindingContext::gpu_paced_clause(paced),
                          f.speedup_removing_gpu_time(saved, paced), std::move(advice));
   if (tf32_alone) out.est_speedup_of_fix.emplace_back("tf32", *tf32_alone);
   return out;

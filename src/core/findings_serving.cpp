@@ -143,6 +143,31 @@ std::optional<Roof> roof(const FindingContext& f, Precision p) {
   return Roof{*tflops * 1e12, *tbps * 1e12};
 }
 
+}  // namespace
+
+namespace serving_detail {
+
+std::optional<WeightGemm> kernel_weight_gemm(const FindingContext& f, size_t i) {
+  const DeviceContext& d = f.device;
+  if (f.categories[i] != KernelCategory::kGemm) return std::nullopt;
+  const int64_t api = d.host.api_for_correlation(d.kernels[i]->correlation);
+  if (api < 0) return std::nullopt;
+  const int64_t op = d.host.owner_op(static_cast<size_t>(api));
+  if (op < 0) return std::nullopt;
+  return weight_gemm(d.trace, d.trace.host_events[static_cast<size_t>(op)]);
+}
+
+std::optional<double> gemm_roof_s(const FindingContext& f, const WeightGemm& g, Precision p) {
+  const auto r = roof(f, p);
+  if (!r || element_bytes(p) == 0) return std::nullopt;
+  const GemmTime t{g, p};
+  return r->time_s(t.flops(), t.bytes());
+}
+
+}  // namespace serving_detail
+
+namespace {
+
 std::string fmt_shape(const GemmTime& g) {
   return fmt::format("[{}, {}] x [{}, {}] ({})", g.g.m, g.g.k, g.g.k, g.g.n, precision_name(g.precision));
 }

@@ -291,6 +291,35 @@ TEST(ServingFindings, OddDimensionInComputeBoundGemmsGainsAtMostTheTileWaste) {
   EXPECT_NEAR(*f->est_speedup, 100.0 / (100.0 - 20.0 * 22.0 / 1024.0), 1e-6);
 }
 
+// precision-fp32 on a GEMM of known shape: the same roofline efficiency in bf16 as in fp32. A
+// GEMM of 8 rows (the weight's 4096 x 4096 read once, 4 bytes an element) is memory-bound in
+// both types: bf16 halves its bytes, so its 20 us become 10, not 20 / 14.8. One of 8192 rows is
+// compute-bound in both: the peaks' ratio. TF32 alone gains nothing on the memory-bound one.
+TEST(ServingFindings, Fp32GemmsShortenByTheirRooflineRatio) {
+  Loop l;
+  l.training = true;
+  l.dtype = "float";
+  l.gemm_kernel =
+      "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n_tilesize128x128x8_stage3_warpsize2x2x1_ffma_aligna4_alignc4_execute_"
+      "kernel_trt";
+  l.n = 4096;
+  l.k = 4096;
+  l.m = 8;
+  const auto skinny = RunRule(DecodeLoop(l), &precision_fp32);
+  ASSERT_TRUE(skinny.has_value());
+  EXPECT_NE(skinny->evidence.find("100% of that time is GEMMs of known shape"), std::string::npos) << skinny->evidence;
+  EXPECT_NEAR(*skinny->est_speedup, 100.0 / (100.0 - 10.0), 1e-6);
+  ASSERT_EQ(skinny->est_speedup_of_fix.size(), 1u);
+  EXPECT_EQ(skinny->est_speedup_of_fix[0].first, "tf32");
+  EXPECT_NEAR(skinny->est_speedup_of_fix[0].second, 1.0, 1e-9);
+  l.m = 8192;
+  const auto square = RunRule(DecodeLoop(l), &precision_fp32);
+  ASSERT_TRUE(square.has_value());
+  const double ratio =
+      *peak_tflops("NVIDIA H100 80GB HBM3", Precision::kFp32) / *peak_tflops("NVIDIA H100 80GB HBM3", Precision::kBf16);
+  EXPECT_NEAR(*square->est_speedup, 100.0 / (100.0 - 20.0 * (1 - ratio)), 1e-6);
+}
+
 TEST(ServingFindings, Fp8NeedsSixteenAndTf32Four) {
   Loop l;
   l.m = 8192;
