@@ -59,7 +59,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 DEV = "cuda"
-ARGS = argparse.Namespace(workers=8, loader_width=1024, attn_seq=2048, attn_heads=16, attn_dmodel=1024,
+ARGS = argparse.Namespace(workers=8, loader_width=1024, attn_seq=2048, attn_heads=16, attn_dmodel=1024, batch=None,
                           compile=False, graph=False, bf16=False, no_host_work=False, no_input=False)  # main() sets these
 GRAPH_CASES = ("launch", "optimizer", "fp32", "attention", "healthy", "lstm", "attention_bidir", "fp32_encoder",
                "adam_loop", "launch_conv")
@@ -495,7 +495,7 @@ def case_tolist_layers(fixed):
     # issue them: without the reads the host's work hides under the GPU's; with a read per layer
     # it is exposed at every layer. (At 1536 x 1024 the GPU's part was the shorter one, the host
     # was behind anyway, and the reads cost nothing measurable: x0.97.)
-    d, batch = 2048, 4096
+    d, batch = 2048, ARGS.batch or 4096
     blocks = built(nn.ModuleList([Residual(d) for _ in range(10)]))
     opt = adamw(blocks.parameters(), fused=True)
     x = torch.randn(batch, d, device=DEV)
@@ -539,7 +539,7 @@ def case_adam_loop(fixed):
     # 600 kernels a step against about 250 for forward and backward. (At 100 layers of 512 and
     # batch 256 forward and backward were as launch-bound as the optimizer, and launch-bound tied
     # with it.)
-    d, batch = 1024, 1024
+    d, batch = 1024, ARGS.batch or 1024
     model = built(mlp(d, 40, act=nn.ReLU))
     kw = dict(fused=True) if fixed else dict(foreach=False)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, capturable=ARGS.graph, **kw)  # --graph: in a CUDA graph
@@ -622,6 +622,9 @@ def main():
     p.add_argument("--attn-seq", type=int, default=2048, help="attention: sequence length (divides 16384)")
     p.add_argument("--attn-heads", type=int, default=16, help="attention: heads")
     p.add_argument("--attn-dmodel", type=int, default=1024, help="attention: model width")
+    p.add_argument("--batch", type=int,
+                   help="tolist_layers, adam_loop: the batch (default 4096, 1024): how long each layer runs on "
+                        "the GPU against the host's time to issue it, which sets what the planted cause costs")
     p.add_argument("--compile", action="store_true", help="the model in torch.compile (the next fix: fusion)")
     p.add_argument("--graph", action="store_true", help="the step in a CUDA graph (the next fix: launches)")
     p.add_argument("--bf16", action="store_true",
