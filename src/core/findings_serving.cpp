@@ -97,16 +97,22 @@ struct GemmTime {
   }
 };
 
+// The host op (index into Trace::host_events) with recorded shapes that launched window kernel
+// i, a GEMM kernel; -1 for other kernels or where the trace does not say.
+int64_t gemm_owner_op(const FindingContext& f, size_t i) {
+  const DeviceContext& d = f.device;
+  if (f.categories[i] != KernelCategory::kGemm) return -1;
+  const int64_t api = d.host.api_for_correlation(d.kernels[i]->correlation);
+  return api < 0 ? -1 : d.host.owner_op(static_cast<size_t>(api));
+}
+
 // `weight_kernels`, where given, is set to one flag per window kernel: launched by one of them.
 std::vector<GemmTime> window_gemms(const FindingContext& f, std::vector<bool>* weight_kernels = nullptr) {
   const DeviceContext& d = f.device;
   std::map<int64_t, GemmTime> by_op;
   if (weight_kernels) weight_kernels->assign(d.kernels.size(), false);
   for (size_t i = 0; i < d.kernels.size(); ++i) {
-    if (f.categories[i] != KernelCategory::kGemm) continue;
-    const int64_t api = d.host.api_for_correlation(d.kernels[i]->correlation);
-    if (api < 0) continue;
-    const int64_t op = d.host.owner_op(static_cast<size_t>(api));
+    const int64_t op = gemm_owner_op(f, i);
     if (op < 0) continue;
     auto it = by_op.find(op);
     if (it == by_op.end()) {
@@ -148,13 +154,9 @@ std::optional<Roof> roof(const FindingContext& f, Precision p) {
 namespace serving_detail {
 
 std::optional<WeightGemm> kernel_weight_gemm(const FindingContext& f, size_t i) {
-  const DeviceContext& d = f.device;
-  if (f.categories[i] != KernelCategory::kGemm) return std::nullopt;
-  const int64_t api = d.host.api_for_correlation(d.kernels[i]->correlation);
-  if (api < 0) return std::nullopt;
-  const int64_t op = d.host.owner_op(static_cast<size_t>(api));
+  const int64_t op = gemm_owner_op(f, i);
   if (op < 0) return std::nullopt;
-  return weight_gemm(d.trace, d.trace.host_events[static_cast<size_t>(op)]);
+  return weight_gemm(f.device.trace, f.device.trace.host_events[static_cast<size_t>(op)]);
 }
 
 std::optional<double> gemm_roof_s(const FindingContext& f, const WeightGemm& g, Precision p) {
