@@ -41,7 +41,10 @@ hidden-style cases: other models and other sizes than the nine above, one plante
   attention_bidir  bidirectional attention written out               -> scaled_dot_product_attention
   tolist_layers    a per-layer statistic read with .tolist()         -> kept on the GPU, read once a step
   fp32_encoder     nn.TransformerEncoder in fp32                     -> bf16 autocast
-  adam_loop        40 layers of 1024, Adam(foreach=False)           -> Adam(fused=True)
+  adam_loop        40 layers of 1024 at batch 8192,                 -> Adam(fused=True)
+                   Adam(foreach=False)
+  grad_norms       per-parameter gradient and weight norms read with -> the norms stacked on the GPU,
+                   .item() after backward (update-ratio logging)        read once a step
   alloc_conv       conv net, torch.cuda.empty_cache() every step     -> caching allocator left alone
   loader_images    numpy-built images in the main process            -> 6 workers, pinned memory
   launch_conv      3 tiny convs at batch 2, SGD: small kernels       -> the step in a CUDA graph
@@ -535,17 +538,46 @@ def case_fp32_encoder(fixed):
 
 
 def case_adam_loop(fixed):
-    # foreach=False: Adam updates the 80 parameters one by one, seven or so kernels each: about
-    # 600 kernels a step against about 250 for forward and backward. (At 100 layers of 512 and
-    # batch 256 forward and backward were as launch-bound as the optimizer, and launch-bound tied
-    # with it.)
-    d, batch = 1024, ARGS.batch or 1024
+    # foreach=False: Adam updates the 80 parameters one by one, about seven kernels each, at the
+    # host's pace: about 560 launches a step. At batch 8192 each layer's forward and backward
+    # kernels run longer than their launches, so the step is bound by the GPU but for the
+    # optimizer. (At batch 1024 forward and backward were launch-bound themselves, and a CUDA
+    # graph of the step gained more than the fused optimizer.)
+    d, batch = 1024, ARGS.batch or 8192
     model = built(mlp(d, 40, act=nn.ReLU))
     kw = dict(fused=True) if fixed else dict(foreach=False)
     opt = torch.optim.Adam(model.parameters(), lr=1e-4, capturable=ARGS.graph, **kw)  # --graph: in a CUDA graph
     x = torch.randn(batch, d, device=DEV)
 
     return lambda: train_step(model, opt, x)
+
+
+def case_grad_norms(fixed):
+    # Update-ratio logging after backward: each parameter tensor's gradient norm over its weight
+    # norm, each read with .item(): two host syncs per tensor, 144 a step. Each drains the queue,
+    # and the GPU waits while the host reads the value and launches the next norm. Fixed: the
+    # norms computed on the GPU, stacked, and read once, after the step is queued.
+    d, batch = 2048, ARGS.batch or 2048
+    model = built(nn.Sequential(*[Residual(d) for _ in range(12)]))
+    opt = adamw(model.parameters(), fused=True)
+    params = list(model.parameters())
+    x = torch.randn(batch, d, device=DEV)
+    objective = loss_of(_squared_output)
+    log = []
+
+    def step():
+        loss = objective(model, x, True)
+        loss.backward()
+        if fixed:
+            ratios = torch.stack([p.grad.norm() / p.detach().norm() for p in params])
+        else:
+            log.append([p.grad.norm().item() / p.detach().norm().item() for p in params])
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if fixed:
+            log.append(ratios.tolist())
+
+    return step
 
 
 def case_alloc_conv(fixed):
@@ -623,7 +655,7 @@ def main():
     p.add_argument("--attn-heads", type=int, default=16, help="attention: heads")
     p.add_argument("--attn-dmodel", type=int, default=1024, help="attention: model width")
     p.add_argument("--batch", type=int,
-                   help="tolist_layers, adam_loop: the batch (default 4096, 1024): how long each layer runs on "
+                   help="tolist_layers, adam_loop, grad_norms: the batch (default 4096, 8192, 2048): how long each layer runs on "
                         "the GPU against the host's time to issue it, which sets what the planted cause costs")
     p.add_argument("--compile", action="store_true", help="the model in torch.compile (the next fix: fusion)")
     p.add_argument("--graph", action="store_true", help="the step in a CUDA graph (the next fix: launches)")

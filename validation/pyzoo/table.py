@@ -21,7 +21,7 @@ PLANTED = {"launch": "launch-bound", "item": "host-sync", "dataloader": "input-b
            # hidden-style cases (validation/pyzoo/run's PYZOO_SET=hidden)
            "lstm": "launch-bound", "pageable_both": "memcpy", "numpy_aug": "host-bound",
            "attention_bidir": "attention-unfused", "tolist_layers": "host-sync", "fp32_encoder": "precision-fp32",
-           "adam_loop": "optimizer-unfused", "alloc_conv": "allocation", "loader_images": "input-bound",
+           "adam_loop": "optimizer-unfused", "grad_norms": "host-sync", "alloc_conv": "allocation", "loader_images": "input-bound",
            "launch_conv": "launch-bound"}
 
 

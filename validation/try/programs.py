@@ -232,6 +232,8 @@ def main():
     ap.add_argument("--fixed", action="store_true")
     ap.add_argument("--steps", type=int, default=80)
     ap.add_argument("--result")
+    ap.add_argument("--headroom", type=float, default=HEADROOM,
+                    help="frag_*: the free memory left, in steps of the largest batch")
     a = ap.parse_args()
     torch.manual_seed(0)
     dev = torch.device("cuda")
@@ -258,7 +260,7 @@ def main():
         need = torch.cuda.max_memory_allocated() - base
         torch.cuda.empty_cache()
         free = torch.cuda.mem_get_info()[0]
-        ballast = torch.empty(max(0, free - int(HEADROOM * need)), dtype=torch.uint8, device=dev)
+        ballast = torch.empty(max(0, free - int(a.headroom * need)), dtype=torch.uint8, device=dev)
     ends, losses = [], []
     for step in range(a.steps):
         loss = train_step(*next(batches))
