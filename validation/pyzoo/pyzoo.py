@@ -553,8 +553,8 @@ def case_adam_loop(fixed):
 
 
 def case_grad_norms(fixed):
-    # Update-ratio logging after backward: each parameter tensor's gradient norm over its weight
-    # norm, each read with .item(): two host syncs per tensor, 144 a step. Each drains the queue,
+    # Update-ratio logging after backward: each parameter tensor's gradient norm and weight norm,
+    # each read with .item(): two host syncs per tensor, 144 a step. Each drains the queue,
     # and the GPU waits while the host reads the value and launches the next norm. Fixed: the
     # norms computed on the GPU, stacked, and read once, after the step is queued.
     d, batch = 2048, ARGS.batch or 2048
@@ -569,13 +569,13 @@ def case_grad_norms(fixed):
         loss = objective(model, x, True)
         loss.backward()
         if fixed:
-            ratios = torch.stack([p.grad.norm() / p.detach().norm() for p in params])
+            norms = torch.stack([n for p in params for n in (p.grad.norm(), p.detach().norm())])
         else:
-            log.append([p.grad.norm().item() / p.detach().norm().item() for p in params])
+            log.append([(p.grad.norm().item(), p.detach().norm().item()) for p in params])
         opt.step()
         opt.zero_grad(set_to_none=True)
         if fixed:
-            log.append(ratios.tolist())
+            log.append(norms.tolist())
 
     return step
 

@@ -9,6 +9,7 @@ Writes {"step_ms": [...], "losses": [...]} to FILE: every step's period on the G
 (CUDA events at step ends, read after the last step) and the first 20 losses.
 """
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -41,17 +42,19 @@ PROGRAMS = {
     "graphs_mlp": ("reduce-overhead", "an eager MLP of small kernels, 8 x 512, batch 64 (launch-bound)"),
     "graphs_encoder": ("reduce-overhead", "a small transformer encoder, 2 layers of d=256, seq 32, batch 8 "
                                           "(launch-bound)"),
-    "frag_tokens": ("expandable-segments", "a bf16 MLP over batches of 1024 to 16384 tokens (2048 wide, a new "
-                                           "length each step) on a GPU kept nearly full: the caching allocator frees "
-                                           "its cache and calls cudaMalloc again whenever no cached block fits"),
-    "frag_images": ("expandable-segments", "a conv net (32 channels) over batches of 16 images of 64 to 256 pixels "
-                                           "a side (a new size each step), each step also keeping a 16 to 128 MiB "
-                                           "buffer for 3 steps, on a GPU kept nearly full"),
+    "frag_tokens": ("expandable-segments", "a bf16 MLP (2048 wide) over batches that grow by 256 tokens a step "
+                                           "from 2048 (a sequence-length warm-up) on a GPU kept nearly full: no "
+                                           "cached block fits the next step, so the caching allocator frees its cache "
+                                           "and calls cudaMalloc again"),
+    "frag_images": ("expandable-segments", "a conv net (32 channels) over batches of 16 images that grow by 4 "
+                                           "pixels a side a step from 64 (progressive resizing) on a GPU kept "
+                                           "nearly full"),
     "three": ("auto", "fp32 matmuls, an unfused AdamW and a loader without workers, together"),
 }
 # frag_*: the GPU's free memory is filled but for HEADROOM times what the largest step needs (the
 # fixed variant runs with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, set by the runner).
-HEADROOM = 1.3
+HEADROOM = 1.1
+GROWTH_STEPS = 100  # frag_*: the batches grow for this many steps, then start over
 
 
 class Items(torch.utils.data.Dataset):
@@ -179,29 +182,26 @@ def build(name, fixed, dev):
         model, x = mlp(width, depth), torch.randn(64, width, generator=g)
         batches = fixed_batches(x.to(dev), torch.randint(0, 10, (64,), generator=g).to(dev))
     elif name in ("frag_tokens", "frag_images"):
-        # The first batch is the largest (main() sizes the headroom with it), then seeded sizes.
+        # Batches that grow a little every step, as a sequence-length warm-up or progressive
+        # resizing makes them: no block the caching allocator freed fits the next step's tensors,
+        # so it asks cudaMalloc for new ones and, once the GPU is full, frees its whole cache
+        # (synchronising) to retry. Expandable segments grow one mapping in place instead. The
+        # first batch is the largest (main() sizes the headroom with it); the growth starts over
+        # every GROWTH_STEPS steps.
         model = mlp(2048, 6) if name == "frag_tokens" else conv_net(32)
         amp = torch.bfloat16 if name == "frag_tokens" else None
-        sizes = torch.Generator(device="cpu").manual_seed(1)
 
-        kept = []  # frag_images: per step a buffer of 16 to 128 MiB kept for 3 steps (a cache, features)
-
-        def varying():
-            first = True
-            while True:
+        def growing():
+            for i in itertools.count(-1):
+                k = GROWTH_STEPS - 1 if i < 0 else i % GROWTH_STEPS
                 if name == "frag_tokens":
-                    n = 16384 if first else 1024 * int(torch.randint(1, 17, (1,), generator=sizes))
+                    n = 2048 + 256 * k
                     shape, rows = (n, 2048), n
                 else:
-                    side = 256 if first else 32 * int(torch.randint(2, 9, (1,), generator=sizes))
+                    side = 64 + 4 * k
                     shape, rows = (16, 3, side, side), 16
-                    # Long-lived blocks between the transient ones leave holes no later size fits.
-                    mib = 3 * 128 if first else 16 * int(torch.randint(1, 9, (1,), generator=sizes))  # first: 3 at most
-                    kept.append(torch.empty(mib << 20, dtype=torch.uint8, device=dev))
-                    del kept[:-3]
-                first = False
                 yield torch.randn(*shape, device=dev), torch.randint(0, 10, (rows,), device=dev)
-        batches = varying()
+        batches = growing()
     elif name in ("loader_heavy", "loader_light", "three"):
         dim, work, bs = {"loader_heavy": (1024, 256, 32), "loader_light": (1024, 48, 128),
                          "three": (2048, 128, 64)}[name]
