@@ -185,7 +185,11 @@ Json row_json(const Row& row) {
   j["step_ms_median"] = row.measured ? Json(row.measured->after_median_ns / 1e6) : Json();
   j["steps_timed"] = static_cast<int64_t>(row.run->step_ns.size());
   j["clock"] = row.run->clock.empty() ? Json() : Json(row.run->clock);
+  j["step_ms_mean"] = row.measured ? Json(row.measured->after_mean_ns / 1e6) : Json();
+  j["statistic"] = row.measured ? Json(std::string(statistic_name(row.measured->statistic))) : Json();
   j["speedup"] = row.measured ? Json(row.measured->speedup) : Json();
+  j["speedup_median"] = row.measured ? Json(row.measured->median_speedup) : Json();
+  j["speedup_mean"] = row.measured ? Json(row.measured->mean_speedup) : Json();
   j["speedup_interval_95"] = row.measured ? Json::array({row.measured->low, row.measured->high}) : Json();
   j["estimated_speedup"] = row.estimate ? Json(row.estimate->speedup) : Json();
   j["estimate_finding"] = row.estimate ? Json(row.estimate->finding) : Json();
@@ -229,8 +233,17 @@ void print_row(const Row& row) {
     beside("too few steps to compare");
     return;
   }
-  beside(fmt::format("{}  measured x{:.2f} (95% x{:.2f}-x{:.2f})", fmt_step(row.measured->after_median_ns),
-                     row.measured->speedup, row.measured->low, row.measured->high));
+  const TrialSpeedup& m = *row.measured;
+  const bool by_mean = m.statistic == StepStatistic::kMean;
+  // The other statistic where it tells another story (slow steps every few steps).
+  const double other = by_mean ? m.median_speedup : m.mean_speedup;
+  const std::string aside =
+      std::abs(other / m.speedup - 1) > 0.05
+          ? fmt::format("; by {} step x{:.2f}", by_mean ? "median" : "mean", other)
+          : "";
+  beside(fmt::format("{}  measured x{:.2f} ({} step; 95% x{:.2f}-x{:.2f}{})",
+                     fmt_step(by_mean ? m.after_mean_ns : m.after_median_ns), m.speedup, statistic_name(m.statistic),
+                     m.low, m.high, aside));
   if (row.estimate)
     fmt::print("{}estimated x{:.2f} ({} finding{}{})\n", pad, row.estimate->speedup, row.estimate->finding,
                row.estimate->part.empty() ? "" : ": ", row.estimate->part);
@@ -442,7 +455,7 @@ int run_try(const TryRequest& request) {
     if (!run.error.empty()) return row;
     row.not_applied = not_applied_reason(run);
     if (!row.not_applied.empty()) return row;  // Not the fix's speedup: not reported as one.
-    row.measured = compare_rounds(rounds_of(run.label));
+    row.measured = compare_rounds(rounds_of(run.label), 2000, trial_statistic(run.fixes));
     if (as_is_report) row.estimate = estimate_for(*as_is_report, run.fixes);
     row.losses = compare_losses(as_is.losses, run.losses);
     return row;

@@ -65,6 +65,10 @@ TEST_F(RunTryTest, EachFixIsMeasuredAgainstTheProgramAsItIs) {
   EXPECT_EQ(tf32["estimated_speedup"], nullptr);  // The as-is run has no precision finding.
   const auto& segments = doc["tries"][1];
   EXPECT_NEAR(segments["speedup"].get<double>(), 1 / 0.9, 1e-9);  // The variable reached the program.
+  EXPECT_EQ(tf32["statistic"], "median");
+  EXPECT_EQ(segments["statistic"], "mean");  // Its gain comes as slow steps (an allocator's retries).
+  EXPECT_NEAR(segments["speedup_mean"].get<double>(), 1 / 0.9, 1e-9);
+  EXPECT_NEAR(segments["speedup_median"].get<double>(), 1 / 0.9, 1e-9);
   EXPECT_EQ(segments["estimated_speedup"], nullptr);
   EXPECT_FALSE(segments["changes_numerics"].get<bool>());
   // Each trial keeps its capture and log in the folder.

@@ -27,13 +27,13 @@ constexpr TrialFix kFixes[] = {
      kPrecisionFindings, "precision"},
     {"fused-optimizer", "Adam, AdamW, SGD and Adagrad built with fused=True", false, "", kOptimizerFindings},
     {"dataloader", "DataLoaders without workers get workers, pin_memory and persistent_workers", false, "",
-     kInputFindings},
+     kInputFindings, "", true},
     {"non-blocking", "copies of pinned host tensors to the GPU made asynchronous (non_blocking=True)", false, "",
      kCopyFindings},
     {"caching-allocator", "PyTorch's caching allocator back on (PYTORCH_NO_CUDA_MEMORY_CACHING unset)", false,
      "PYTORCH_NO_CUDA_MEMORY_CACHING", kAllocationFindings},
     {"expandable-segments", "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True", false, "PYTORCH_CUDA_ALLOC_CONF",
-     kAllocationFindings},
+     kAllocationFindings, "", true},
     // Last: its trial spends its warm-up compiling.
     {"compile", "torch.compile (default mode) of each outermost module with parameters, from the second step", false,
      "", kCompileFindings, "compile"},
@@ -51,6 +51,12 @@ double median(std::vector<double> v) {
   return (*std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)) + upper) / 2;
 }
 
+double mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
+}
+
 double quantile_sorted(const std::vector<double>& sorted, double q) {
   const double pos = q * static_cast<double>(sorted.size() - 1);
   const size_t lo = static_cast<size_t>(std::floor(pos));
@@ -61,6 +67,14 @@ double quantile_sorted(const std::vector<double>& sorted, double q) {
 }  // namespace
 
 std::span<const TrialFix> trial_fixes() { return kFixes; }
+
+StepStatistic trial_statistic(std::span<const TrialFix* const> fixes) {
+  for (const TrialFix* f : fixes)
+    if (f->by_mean) return StepStatistic::kMean;
+  return StepStatistic::kMedian;
+}
+
+std::string_view statistic_name(StepStatistic s) { return s == StepStatistic::kMean ? "mean" : "median"; }
 
 std::optional<double> median_ns(std::span<const int64_t> steps_ns) {
   if (steps_ns.empty()) return std::nullopt;
@@ -103,13 +117,13 @@ std::optional<std::vector<const TrialFix*>> parse_trial_fixes(std::string_view t
 }
 
 std::optional<TrialSpeedup> compare_steps(std::span<const int64_t> before_ns, std::span<const int64_t> after_ns,
-                                          int resamples) {
+                                          int resamples, StepStatistic stat) {
   const TrialRound one{std::vector<int64_t>(before_ns.begin(), before_ns.end()),
                        std::vector<int64_t>(after_ns.begin(), after_ns.end())};
-  return compare_rounds(std::span<const TrialRound>(&one, 1), resamples);
+  return compare_rounds(std::span<const TrialRound>(&one, 1), resamples, stat);
 }
 
-std::optional<TrialSpeedup> compare_rounds(std::span<const TrialRound> rounds, int resamples) {
+std::optional<TrialSpeedup> compare_rounds(std::span<const TrialRound> rounds, int resamples, StepStatistic stat) {
   struct Sides {
     std::vector<double> before, after;
   };
@@ -125,9 +139,14 @@ std::optional<TrialSpeedup> compare_rounds(std::span<const TrialRound> rounds, i
     used.push_back(std::move(s));
   }
   if (used.empty()) return std::nullopt;
+  // The statistic `stat` names, of one side's steps (a copy: median reorders).
+  auto typical = [stat](const std::vector<double>& v) { return stat == StepStatistic::kMean ? mean(v) : median(v); };
   TrialSpeedup out;
+  out.statistic = stat;
   out.before_median_ns = median(all_before);
   out.after_median_ns = median(all_after);
+  out.before_mean_ns = mean(all_before);
+  out.after_mean_ns = mean(all_after);
   out.before_steps = static_cast<int64_t>(all_before.size());
   out.after_steps = static_cast<int64_t>(all_after.size());
   // The geometric mean of the rounds' ratios of medians (one round: its ratio).
@@ -136,8 +155,14 @@ std::optional<TrialSpeedup> compare_rounds(std::span<const TrialRound> rounds, i
     for (double r : ratios) log_sum += std::log(r);
     return std::exp(log_sum / static_cast<double>(ratios.size()));
   };
-  std::vector<double> ratios;
-  for (const Sides& s : used) ratios.push_back(median(s.before) / median(s.after));
+  std::vector<double> ratios, by_median, by_mean;
+  for (const Sides& s : used) {
+    by_median.push_back(median(s.before) / median(s.after));
+    by_mean.push_back(mean(s.before) / mean(s.after));
+  }
+  out.median_speedup = combined(by_median);
+  out.mean_speedup = combined(by_mean);
+  ratios = stat == StepStatistic::kMean ? by_mean : by_median;
   out.speedup = combined(ratios);
   // Two levels: the rounds themselves (with replacement), so that runs that disagree widen the
   // interval as much as they move the answer, then each side's steps within each round drawn.
@@ -152,7 +177,7 @@ std::optional<TrialSpeedup> compare_rounds(std::span<const TrialRound> rounds, i
       std::uniform_int_distribution<size_t> pick_a(0, s.before.size() - 1), pick_b(0, s.after.size() - 1);
       for (double& x : a) x = s.before[pick_a(rng)];
       for (double& x : b) x = s.after[pick_b(rng)];
-      ratios[k] = median(a) / median(b);
+      ratios[k] = typical(a) / typical(b);
     }
     resampled.push_back(combined(ratios));
   }

@@ -61,6 +61,36 @@ TEST(Trial, SpeedupIsTheRatioOfMediansWithAnIntervalAroundIt) {
   EXPECT_DOUBLE_EQ(again->high, s->high);
 }
 
+TEST(Trial, FixesWhoseGainComesAsSlowStepsCompareMeans) {
+  // A loader with workers: most steps 2 ms, but every fifth waits 60 ms for a batch the workers
+  // have not finished; without workers, every step 15 ms. The median says x7.5; the job's
+  // throughput (the mean, 13.6 ms a step) says x1.10.
+  std::vector<int64_t> before(30, 15'000'000), after;
+  for (int i = 0; i < 30; ++i) after.push_back(i % 5 == 4 ? 60'000'000 : 2'000'000);
+  auto by_median = compare_steps(before, after);
+  auto by_mean = compare_steps(before, after, 2000, StepStatistic::kMean);
+  ASSERT_TRUE(by_median && by_mean);
+  EXPECT_DOUBLE_EQ(by_median->speedup, 7.5);
+  EXPECT_DOUBLE_EQ(by_median->mean_speedup, 15.0 / 13.6);
+  EXPECT_EQ(by_mean->statistic, StepStatistic::kMean);
+  EXPECT_NEAR(by_mean->speedup, 15.0 / 13.6, 1e-9);
+  EXPECT_DOUBLE_EQ(by_mean->median_speedup, 7.5);
+  EXPECT_DOUBLE_EQ(by_mean->after_mean_ns, 13'600'000);
+  EXPECT_LE(by_mean->low, by_mean->speedup);
+  EXPECT_GE(by_mean->high, by_mean->speedup);
+  EXPECT_LT(by_mean->high, 4.0);  // Resampled means (how many slow steps a draw has), not medians.
+  // Which fixes compare means: those whose effect comes as slow steps every few steps.
+  const TrialFix* loader = find_trial_fix("dataloader");
+  const TrialFix* segments = find_trial_fix("expandable-segments");
+  const TrialFix* tf32 = find_trial_fix("tf32");
+  EXPECT_TRUE(loader->by_mean && segments->by_mean);
+  EXPECT_FALSE(tf32->by_mean);
+  const TrialFix* alone[] = {tf32};
+  const TrialFix* together[] = {tf32, loader};
+  EXPECT_EQ(trial_statistic(alone), StepStatistic::kMedian);
+  EXPECT_EQ(trial_statistic(together), StepStatistic::kMean);
+}
+
 TEST(Trial, RoundsCompareEachTriedRunWithTheAsIsRunsAroundIt) {
   // The machine slowed by 20% in the second round, both sides alike: each round's ratio is 2,
   // so is their mean, where pooling every step would mix 10 ms as-is steps with 6 ms tried ones.

@@ -39,7 +39,6 @@ hidden-style cases: other models and other sizes than the nine above, one plante
   numpy_aug        crop, flip, normalise in numpy in the loop        -> uint8 uploaded, the same augmentation
                                                                         in torch on the GPU
   attention_bidir  bidirectional attention written out               -> scaled_dot_product_attention
-  tolist_layers    a per-layer statistic read with .tolist()         -> kept on the GPU, read once a step
   fp32_encoder     nn.TransformerEncoder in fp32                     -> bf16 autocast
   adam_loop        40 layers of 1024 at batch 8192,                 -> Adam(fused=True)
                    Adam(foreach=False)
@@ -48,6 +47,10 @@ hidden-style cases: other models and other sizes than the nine above, one plante
   alloc_conv       conv net, torch.cuda.empty_cache() every step     -> caching allocator left alone
   loader_images    numpy-built images in the main process            -> 6 workers, pinned memory
   launch_conv      3 tiny convs at batch 2, SGD: small kernels       -> the step in a CUDA graph
+
+outside the sets:
+  tolist_layers    a per-layer statistic read with .tolist()         -> kept on the GPU, read once a step
+                   (its reads cost little: each layer's kernels outlast the next layer's launches)
 """
 import argparse
 import itertools
