@@ -237,10 +237,9 @@ void print_row(const Row& row) {
   const bool by_mean = m.statistic == StepStatistic::kMean;
   // The other statistic where it tells another story (slow steps every few steps).
   const double other = by_mean ? m.median_speedup : m.mean_speedup;
-  const std::string aside =
-      std::abs(other / m.speedup - 1) > 0.05
-          ? fmt::format("; by {} step x{:.2f}", by_mean ? "median" : "mean", other)
-          : "";
+  const std::string aside = std::abs(other / m.speedup - 1) > 0.05
+                                ? fmt::format("; by {} step x{:.2f}", by_mean ? "median" : "mean", other)
+                                : "";
   beside(fmt::format("{}  measured x{:.2f} ({} step; 95% x{:.2f}-x{:.2f}{})",
                      fmt_step(by_mean ? m.after_mean_ns : m.after_median_ns), m.speedup, statistic_name(m.statistic),
                      m.low, m.high, aside));
