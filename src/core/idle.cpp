@@ -230,8 +230,9 @@ bool issuing_elsewhere(const DeviceContext& ctx, const ThreadTimeline* thread, i
 // its cause. The tracer's part is taken from the end of the gap backwards (it delayed the
 // launch that ended it), so no cause is charged more than it has.
 // `fallback` is the thread that explains gaps with no launching thread.
-void attribute_gap(const DeviceContext& ctx, const GpuCalls& calls, const Interval& gap, const ThreadTimeline* fallback,
-                   Accumulators& acc, TimelineBuckets& timeline, std::vector<IdleInterval>& intervals,
+// Returns whether the gap ended as a host wait's (it began in one, or a chained wait took it).
+bool attribute_gap(const DeviceContext& ctx, const GpuCalls& calls, const Interval& gap, const ThreadTimeline* fallback,
+                   bool chained, Accumulators& acc, TimelineBuckets& timeline, std::vector<IdleInterval>& intervals,
                    std::unordered_map<StringId, int64_t>& one_off_by_name) {
   auto next = std::lower_bound(ctx.device_kernels.begin(), ctx.device_kernels.end(), gap.end_ns,
                                [](const Kernel* k, int64_t t) { return k->start_ns < t; });
@@ -239,7 +240,7 @@ void attribute_gap(const DeviceContext& ctx, const GpuCalls& calls, const Interv
   // The launch call of the kernel that ends the gap.
   const int64_t api = next != ctx.device_kernels.end() ? ctx.host.api_for_correlation((*next)->correlation) : -1;
   double tracing_ns = gap_tracing_ns(ctx, gap, api);
-  const GapStart start = gap_start(thread, gap);
+  GapStart start = gap_start(thread, gap);
   const int64_t queued_from = queued_since(ctx, api);
   // Host-side collectives of the launching thread's process (HostIndex::collectives).
   const std::vector<Interval>& collectives = ctx.host.collectives(thread ? thread->pid : -1);
@@ -253,6 +254,19 @@ void attribute_gap(const DeviceContext& ctx, const GpuCalls& calls, const Interv
     const uint16_t flags = p.segment ? p.segment->flags : 0;
     const bool host_known = thread && t >= thread->first_ns && t < thread->last_ns;
     IdleCauseId cause = idle_cause_at(p.copying, flags, start, host_known, p.sample, collective);
+    // A host that reads a scalar after every few tiny kernels (.item() in a loop) reaches each
+    // read after the GPU is done with them: the gap begins just before the wait, not in it.
+    // After a first wait that drained the queue (`chained`: the gap before was the sync's, the
+    // GPU busy only briefly since), in a gap shorter than kIssuingStretchNs, once the launching
+    // thread waits for the GPU (synchronize, .item(): a blocking call that is not a copy or an
+    // allocation), the rest of the gap is that wait's, as a gap that begins in one is: without
+    // the waits the host would have stayed ahead. A host that was never ahead (launch-bound,
+    // then a synchronize) and a longer gap (host work, a long run of launches) keep their causes.
+    if (!start.in_sync && chained && gap.end_ns - gap.start_ns <= kIssuingStretchNs &&
+        (cause == IdleCauseId::kSync ||
+         ((flags & kHostBlocking) && !(flags & (kHostMemcpy | kHostAlloc)) && !p.copying)))
+      start.in_sync = true;
+    if (start.in_sync && (cause == IdleCauseId::kLaunch || cause == IdleCauseId::kHost)) cause = IdleCauseId::kSync;
     if (t >= queued_from && cause != IdleCauseId::kMemcpy && cause != IdleCauseId::kCollective) {
       cause = IdleCauseId::kQueued;
     } else if (cause == IdleCauseId::kHost && !(flags & kHostAnnotationOnly) && issuing_elsewhere(ctx, thread, t)) {
@@ -291,6 +305,7 @@ void attribute_gap(const DeviceContext& ctx, const GpuCalls& calls, const Interv
     acc[static_cast<size_t>(it->first)].tracing_ns += part;
     tracing_ns -= part;
   }
+  return start.in_sync;
 }
 
 // What filled a cause's idle time, by label (op, API call, or the program's Python line: samples
@@ -387,8 +402,13 @@ void add_idle_attribution(const DeviceContext& ctx, DeviceReport& r) {
   const ThreadTimeline* fallback = ctx.host.main_thread();
   std::unordered_map<StringId, int64_t> one_off_by_name;
   const GpuCalls calls(ctx.trace);
+  // A run of short gaps after a wait that drained the queue (attribute_gap's `chained`).
+  bool after_wait = false;
+  int64_t previous_end = std::numeric_limits<int64_t>::min();
   for (const Interval& gap : gaps(ctx.kernel_union, ctx.window_start, ctx.window_end)) {
-    attribute_gap(ctx, calls, gap, fallback, acc, timeline, r.idle_intervals, one_off_by_name);
+    const bool chained = after_wait && gap.start_ns - previous_end <= kIssuingStretchNs;
+    after_wait = attribute_gap(ctx, calls, gap, fallback, chained, acc, timeline, r.idle_intervals, one_off_by_name);
+    previous_end = gap.end_ns;
   }
   for (const IdleCauseInfo& c : kIdleCauseTable) {
     r.idle_causes.push_back(idle_cause(ctx, c.id, acc[static_cast<size_t>(c.id)]));

@@ -127,6 +127,54 @@ TEST(Analysis, SyncIdleBeginsWhenTheHostWaits) {
   EXPECT_EQ(r.findings.front().id, "host-sync");
 }
 
+// .item() after every tiny kernel, once backward is done: the first read drains the queue (its
+// gap begins in the wait); then each 3 us kernel is done before the host reaches the next read,
+// so each gap (32 us) begins before the wait. From the wait on, the gap is the wait's: without
+// the reads the host would have stayed ahead.
+TEST(Analysis, ScalarReadsAfterTinyKernelsAreTheSyncsIdle) {
+  TraceBuilder b;
+  b.kernel(0, 100, "gemm", 1000, 0, 7, 0, 5);
+  b.api(10, 102, "cudaStreamSynchronize");
+  for (int i = 0; i < 10; ++i) {
+    const double t = 100 + i * 35.0;
+    b.kernel(t + 8, t + 11, "reduce_kernel", 1000, 0, 7, t, 7);
+    b.api(t + 17, t + 22, "cudaStreamSynchronize");
+  }
+  const auto r = only(b.build());
+  // [100, 108) begins in the first wait; then nine gaps of 32 us: [11, 17) before the wait
+  // stays the host's; [17, 43), the wait, the Python after it and the next launch call, is
+  // the sync's.
+  EXPECT_NEAR(cause(r, "sync").ns, 8'000 + 9 * 26'000, 1);
+  EXPECT_NEAR(cause(r, "launch").ns, 0, 1);
+  EXPECT_NEAR(idle_sum_pct(r), r.idle_pct, 1e-9);
+  EXPECT_NE(FindingById(r, "host-sync"), nullptr);
+}
+
+// A host that was never ahead (tiny kernels launched one by one, then a synchronize it reaches
+// after the GPU is done): the gaps stay the launches'.
+TEST(Analysis, ASynchronizeInALaunchBoundLoopLeavesItsGapsToLaunches) {
+  TraceBuilder b;
+  for (int i = 0; i < 10; ++i) {
+    const double t = i * 35.0;
+    b.kernel(t + 8, t + 11, "reduce_kernel", 1000, 0, 7, t, 7);
+    b.api(t + 17, t + 22, "cudaStreamSynchronize");
+  }
+  const auto r = only(b.build());
+  EXPECT_NEAR(cause(r, "sync").ns, 0, 1);
+}
+
+// A wait in a gap of host work longer than an issuing stretch (numpy between steps, then a
+// synchronize on the way) leaves the gap to that work.
+TEST(Analysis, AWaitInsideLongHostWorkLeavesTheGapToIt) {
+  TraceBuilder b;
+  b.kernel(0, 100, "gemm", 1000, 0, 7, 0, 5);
+  b.api(150, 160, "cudaDeviceSynchronize");
+  b.kernel(3000, 3100, "gemm", 1000, 0, 7, 2990, 5);
+  const auto r = only(b.build());
+  EXPECT_NEAR(cause(r, "sync").ns, 0, 1);
+  EXPECT_GT(cause(r, "host").ns + cause(r, "other").ns, 2'800'000);
+}
+
 TEST(Analysis, IdleAfterAnAllocationStallIsAllocation) {
   TraceBuilder b;
   b.kernel(0, 100, "gemm", 1000, 0, 7, 0, 5);
