@@ -40,6 +40,9 @@ struct LoaderHost {
   // copy of the process on one thread (`loader_one_thread_us`), with the batches it timed.
   std::optional<double> one_thread_ns;
   int64_t one_thread_batches = 0;
+  // The copy's CPU time per batch, every thread (`loader_one_thread_cpu_us`): well above
+  // one_thread_ns, a thread pool outside torch (numpy's BLAS, OpenMP) ran, which workers keep.
+  std::optional<double> one_thread_cpu_ns;
   // Then, in the same copy, a DataLoader with workers over the same data (`loader_pool_us`):
   // the time between its batches once its first round arrived, with how many workers and the
   // batches received. What the fix delivers, workers sharing the CPUs and each batch moved to
@@ -91,6 +94,7 @@ LoaderHost loader_host(const Trace& t, const LoaderMarks& marks, int64_t window_
   if (marks.one_thread_us) {
     host.one_thread_ns = static_cast<double>(*marks.one_thread_us) * 1e3;
     host.one_thread_batches = marks.one_thread_batches;
+    if (marks.one_thread_cpu_us) host.one_thread_cpu_ns = static_cast<double>(*marks.one_thread_cpu_us) * 1e3;
   }
   if (marks.pool_us) {
     host.pool_ns = static_cast<double>(*marks.pool_us) * 1e3;
@@ -144,7 +148,35 @@ struct InputEstimate {
   int64_t workers = kLoaderWorkers;
   std::string evidence;
   std::string assumes;
+  std::string advice;  // Beyond the workers themselves (empty: nothing more).
 };
+
+// A copy that ran torch on one thread and still spent more than this many threads' worth of CPU
+// per batch ran a thread pool outside torch.
+constexpr double kPoolThreads = 1.5;
+
+// The copy's batches kept a thread pool outside torch busy (numpy's BLAS, OpenMP): DataLoader
+// workers set torch's threads to one, not those, so each worker would run that many threads
+// and W of them can want more CPUs than there are. Spinning pool threads on oversubscribed CPUs
+// can make workers slower than none (an H100 run: 8 workers, 3.9 threads' worth a batch in
+// the main process, 16 CPUs: the step 2.6 times slower by its mean). Adds that to the evidence,
+// the limit to the advice, and says the estimate assumes it.
+void pool_threads_caveat(const LoaderHost& host, InputEstimate& e) {
+  if (!host.one_thread_ns || !host.one_thread_cpu_ns || *host.one_thread_ns <= 0) return;
+  const double threads = *host.one_thread_cpu_ns / *host.one_thread_ns;
+  if (threads <= kPoolThreads) return;
+  e.evidence += fmt::format(
+      "; that copy ran torch on one thread yet spent {} of CPU per batch, {:.1f} threads' worth: a thread pool "
+      "outside torch (numpy's BLAS, OpenMP), which DataLoader workers do not limit, so {} workers would keep "
+      "about {:.0f} threads busy{}",
+      fmt_ms(static_cast<int64_t>(*host.one_thread_cpu_ns)), threads, e.workers,
+      threads * static_cast<double>(e.workers), host.cpus ? fmt::format(" on {} CPUs", *host.cpus) : std::string());
+  e.advice =
+      " Limit each worker's thread pools to one thread (a worker_init_fn calling "
+      "threadpoolctl.threadpool_limits(1), or OMP_NUM_THREADS=1 set before numpy is imported): workers that "
+      "oversubscribe the CPUs can be slower than none.";
+  e.assumes += "; with their thread pools so limited (an upper bound: the copy did not run them limited)";
+}
 
 // "; with 8 loader workers the step would take about ..." for a fixed window.
 std::string workers_evidence(const FindingContext& f, int64_t workers, double fixed, double hidden) {
@@ -258,6 +290,7 @@ InputEstimate measured_estimate(const FindingContext& f, const LoaderHost& host,
         fmt_ms(static_cast<int64_t>(cpu)), range);
   }
   e.evidence += workers_evidence(f, e.workers, e.fixed_ns, base - input);
+  pool_threads_caveat(host, e);
   if (e.workers < kLoaderWorkers && host.cpus) {
     e.assumes +=
         fmt::format("; {} workers: as many as the {} CPUs here leave beside the main process", e.workers, *host.cpus);
@@ -342,8 +375,8 @@ std::optional<Finding> input_bound(const FindingContext& f) {
                   fmt::format("Prepare batches off the training loop: DataLoader(num_workers={} (up to the CPU "
                               "cores per GPU), pin_memory=True, prefetch_factor=2+, persistent_workers=True) and "
                               ".to(device, non_blocking=True); move CPU preprocessing into the workers or onto the "
-                              "GPU. Estimate assumes {} workers, {}.",
-                              e.workers, e.workers, e.assumes));
+                              "GPU.{} Estimate assumes {} workers, {}.",
+                              e.workers, e.advice, e.workers, e.assumes));
 }
 
 }  // namespace gpuscope

@@ -112,6 +112,33 @@ TEST(InputBound, AOneThreadCopyMeasuresTheWorkersCost) {
   EXPECT_FALSE(has(f.recommendation, "middle of that range")) << f.recommendation;
 }
 
+// The same copy spent 8000 us of CPU per 2000 us batch with torch on one thread: a thread pool
+// outside torch (numpy's BLAS) that workers keep. The estimate stands, as an upper bound with the
+// pools limited, and the advice says to limit them; a copy whose CPU time is its wall time does
+// not get that.
+TEST(InputBound, ACopyThatKeptAThreadPoolBusyAdvisesLimitingIt) {
+  for (const int cpu_us : {8000, 2100}) {
+    TraceBuilder b = loader_steps();
+    b.annotation(0, 0, "gpuscope.host#cpus=17,torch_threads=4");
+    b.annotation(0, 0,
+                 fmt::format("gpuscope.host#loader_one_thread_us=2000,batches=3,loader_one_thread_cpu_us={}", cpu_us));
+    batch_mark(b, 1799, 3200, 800);
+    batch_mark(b, 2799, 3200, 800);
+    const DeviceReport r = only(b.build());
+    const Finding& f = input_finding(r);
+    EXPECT_NEAR(*f.est_speedup, 4.0, 1e-9) << cpu_us;
+    const bool pool = cpu_us == 8000;
+    EXPECT_EQ(has(f.evidence,
+                  "; that copy ran torch on one thread yet spent 8.00 ms of CPU per batch, 4.0 threads' worth: a "
+                  "thread pool outside torch (numpy's BLAS, OpenMP), which DataLoader workers do not limit, so 8 "
+                  "workers would keep about 32 threads busy on 17 CPUs"),
+              pool)
+        << f.evidence;
+    EXPECT_EQ(has(f.recommendation, "threadpoolctl.threadpool_limits(1)"), pool) << f.recommendation;
+    EXPECT_EQ(has(f.recommendation, "with their thread pools so limited (an upper bound"), pool) << f.recommendation;
+  }
+}
+
 // Then the copy ran a DataLoader with 6 workers: a batch every 600 us, not the 2000 / 6 = 333 us
 // one worker's time alone would give (workers share the CPUs; each batch goes through shared
 // memory and is copied as pinning would). The step: max(400, 1600 * 600 / 800) = 1200 us of

@@ -57,6 +57,7 @@ HostMarks parse_host_marks(const Trace& trace) {
       if (const std::optional<int64_t> us = field(rp::kKeyLoaderOneThreadUs); us && *us > 0) {
         loader.one_thread_us = us;
         loader.one_thread_batches = field(rp::kKeyBatches).value_or(0);
+        loader.one_thread_cpu_us = field(rp::kKeyLoaderOneThreadCpuUs);
       }
     }
     if (!loader.pool_us) {

@@ -54,6 +54,8 @@ struct LoaderMarks {
   // batches it timed.
   std::optional<int64_t> one_thread_us;
   int64_t one_thread_batches = 0;
+  // Its CPU time per batch, every thread of the copy (a thread pool outside torch shows here).
+  std::optional<int64_t> one_thread_cpu_us;
   // The copy's DataLoader with the advised workers: the time between its batches (the first mark
   // with positive time and workers), its workers and the batches received.
   std::optional<int64_t> pool_us;

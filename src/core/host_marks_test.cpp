@@ -27,31 +27,33 @@ TEST(MarkField, ReadsWholeKeysAndDigits) {
 TEST(HostMarks, EveryFieldMarkOfTheProtocolIsParsed) {
   // One mark of each kind the bootstrap writes (run_protocol.h's kFieldMarks), from two
   // processes where values repeat: window values are the largest, loader values the first.
-  const Trace t = TraceBuilder()
-                      .annotation(1, 1, "gpuscope.host#cpus=16,torch_threads=4")
-                      .annotation(2, 2, "gpuscope.host#cpus=8,loader_workers=3")
-                      .annotation(3, 3, "gpuscope.host#loader_cpu_us=1440,loader_wall_us=900")
-                      .annotation(4, 4, "gpuscope.host#loader_one_thread_us=0,batches=1")
-                      .annotation(5, 5, "gpuscope.host#loader_one_thread_us=440000,batches=3")
-                      .annotation(6, 6, "gpuscope.host#loader_pool_us=52000,pool_workers=8,batches=24")
-                      .annotation(7, 7, "gpuscope.host#dist_world_size=2,dist_gloo=1")
-                      .annotation(8, 8, "gpuscope.host#untraced_step_us=4920,steps=8")
-                      .annotation(9, 9, "gpuscope.host#untraced_step_us=5000,steps=8")
-                      .annotation(10, 10, "gpuscope.host#optimizer_steps=4")
-                      .annotation(11, 11, "gpuscope.host#untraced_device_step_us=5100,steps=8")
-                      .annotation(12, 12, "gpuscope.host#time_window_us=500000,loop_period_ns=4100")
-                      .annotation(13, 13, "gpuscope.host#time_window_us=10000000,no_steps=1")
-                      .annotation(14, 14, "gpuscope.host#capped_after_steps=300")
-                      .annotation(15, 15, "gpuscope.host#capped_after_us=5000000,loop_period_ns=900")
-                      .annotation(16, 16, "gpuscope.python#ranges=3,samples=2,hook_errors=0")
-                      .annotation(17, 17, "not.a.host#cpus=99")
-                      .build();
+  const Trace t =
+      TraceBuilder()
+          .annotation(1, 1, "gpuscope.host#cpus=16,torch_threads=4")
+          .annotation(2, 2, "gpuscope.host#cpus=8,loader_workers=3")
+          .annotation(3, 3, "gpuscope.host#loader_cpu_us=1440,loader_wall_us=900")
+          .annotation(4, 4, "gpuscope.host#loader_one_thread_us=0,batches=1")
+          .annotation(5, 5, "gpuscope.host#loader_one_thread_us=440000,batches=3,loader_one_thread_cpu_us=1300000")
+          .annotation(6, 6, "gpuscope.host#loader_pool_us=52000,pool_workers=8,batches=24")
+          .annotation(7, 7, "gpuscope.host#dist_world_size=2,dist_gloo=1")
+          .annotation(8, 8, "gpuscope.host#untraced_step_us=4920,steps=8")
+          .annotation(9, 9, "gpuscope.host#untraced_step_us=5000,steps=8")
+          .annotation(10, 10, "gpuscope.host#optimizer_steps=4")
+          .annotation(11, 11, "gpuscope.host#untraced_device_step_us=5100,steps=8")
+          .annotation(12, 12, "gpuscope.host#time_window_us=500000,loop_period_ns=4100")
+          .annotation(13, 13, "gpuscope.host#time_window_us=10000000,no_steps=1")
+          .annotation(14, 14, "gpuscope.host#capped_after_steps=300")
+          .annotation(15, 15, "gpuscope.host#capped_after_us=5000000,loop_period_ns=900")
+          .annotation(16, 16, "gpuscope.python#ranges=3,samples=2,hook_errors=0")
+          .annotation(17, 17, "not.a.host#cpus=99")
+          .build();
   const HostMarks m = parse_host_marks(t);
   EXPECT_EQ(m.loader.cpus, 16);
   EXPECT_EQ(m.loader.torch_threads, 4);
   EXPECT_EQ(m.loader.workers, 3);
   EXPECT_EQ(m.loader.one_thread_us, 440000);  // The first positive one.
   EXPECT_EQ(m.loader.one_thread_batches, 3);
+  EXPECT_EQ(m.loader.one_thread_cpu_us, 1300000);
   EXPECT_EQ(m.loader.pool_us, 52000);
   EXPECT_EQ(m.loader.pool_workers, 8);
   EXPECT_EQ(m.loader.pool_batches, 24);

@@ -270,6 +270,7 @@ inline constexpr std::string_view kKeyLoaderWorkers = "loader_workers";
 inline constexpr std::string_view kKeyLoaderCpuUs = "loader_cpu_us";
 inline constexpr std::string_view kKeyLoaderWallUs = "loader_wall_us";
 inline constexpr std::string_view kKeyLoaderOneThreadUs = "loader_one_thread_us";
+inline constexpr std::string_view kKeyLoaderOneThreadCpuUs = "loader_one_thread_cpu_us";
 inline constexpr std::string_view kKeyLoaderPoolUs = "loader_pool_us";
 inline constexpr std::string_view kKeyPoolWorkers = "pool_workers";
 inline constexpr std::string_view kKeyBatches = "batches";
@@ -309,9 +310,10 @@ inline constexpr std::array kFieldMarks = {
               kCore,
               "after each batch built in the main process: its CPU time (all threads) and wall time"},
     FieldMark{&kHostMark,
-              {kKeyLoaderOneThreadUs, kKeyBatches},
+              {kKeyLoaderOneThreadUs, kKeyBatches, kKeyLoaderOneThreadCpuUs},
               kCore,
-              "once, the forked copy's time per batch on one thread, and the batches it timed"},
+              "once, the forked copy's time per batch with torch on one thread, the batches it timed, and its CPU "
+              "time per batch (every thread)"},
     FieldMark{&kHostMark,
               {kKeyLoaderPoolUs, kKeyPoolWorkers, kKeyBatches},
               kCore,

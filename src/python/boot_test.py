@@ -467,12 +467,15 @@ print("seen", seen, torch.get_num_threads())
         self.assertEqual([l for l in lines if l.startswith("item")], [f"item {i}" for i in range(8)])
         marks = self.probe_marks()
         self.assertEqual(len(marks), 1, marks)
-        m = re.fullmatch(r"gpuscope\.host#loader_one_thread_us=(\d+),batches=(\d+)", marks[0])
+        m = re.fullmatch(r"gpuscope\.host#loader_one_thread_us=(\d+),batches=(\d+),loader_one_thread_cpu_us=(\d+)",
+                         marks[0])
         self.assertIsNotNone(m, marks)
         # The copy ran on one thread: 40 ms a batch, not the program's 5 ms.
         self.assertGreaterEqual(int(m.group(1)), 38_000)
         self.assertLess(int(m.group(1)), 200_000)
         self.assertEqual(int(m.group(2)), 3)
+        # Its CPU time per batch, every thread's: the stub's items sleep.
+        self.assertLess(int(m.group(3)), int(m.group(1)) // 2)
         # Then it ran a loader with the advised workers (one per CPU beside this process, at most
         # 8; the stub's build one after another, 40 ms a batch) and timed the batches after the
         # first round: three rounds.

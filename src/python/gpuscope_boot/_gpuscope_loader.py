@@ -9,7 +9,9 @@ The first batch built in the main process (num_workers=0) adds one mark
 `gpuscope.host#loader_cpu_us=C,loader_wall_us=W` (the process's CPU time and the wall time spent
 building it). What a DataLoader worker would need per batch is measured once, before the first
 step, in a forked copy that builds the next batches on one thread, as a worker does (map-style
-datasets; GPUSCOPE_LOADER_PROBE=0 turns it off): `gpuscope.host#loader_one_thread_us=U,batches=N`;
+datasets; GPUSCOPE_LOADER_PROBE=0 turns it off):
+`gpuscope.host#loader_one_thread_us=U,batches=N,loader_one_thread_cpu_us=C` (C: the copy's CPU
+time per batch, every thread);
 the same copy then runs the fix, a DataLoader with the advised workers over the same data, and
 times what they deliver together: `gpuscope.host#loader_pool_us=I,pool_workers=W,batches=N`.
 """
@@ -143,12 +145,13 @@ def _probe_loader(it, next_batch):
             times, size = [], 0
             while next_batch is not None and len(times) < 3 and (
                     len(times) < 2 or time.perf_counter() - started < _PROBE_BUDGET_S):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 batch = next_batch(it)
                 times.append(time.perf_counter() - t0)
+                cpu = time.process_time() - c0  # every thread of the copy: pools outside torch too
                 if any(getattr(t, "is_cuda", False) is True for t in _leaves(batch)):
                     break  # CUDA tensors: no worker could build them
-                os.write(w, f"t {int(times[-1] * 1e6)}\n".encode())
+                os.write(w, f"t {int(times[-1] * 1e6)} {int(cpu * 1e6)}\n".encode())
                 size = max(size, _batch_bytes(batch))
             else:
                 try:
@@ -183,17 +186,18 @@ def _probe_loader(it, next_batch):
         except OSError:
             pass
         os.waitpid(pid, 0)
-    times, pool = [], None
+    times, cpus, pool = [], [], None
     for line in data.decode().split("\n"):
         fields = line.split()
-        if len(fields) == 2 and fields[0] == "t":
+        if len(fields) == 3 and fields[0] == "t":
             times.append(int(fields[1]))
+            cpus.append(int(fields[2]))
         elif len(fields) == 4 and fields[0] == "w":
             pool = tuple(int(v) for v in fields[1:])
     if times:
         # The first batch of a fresh worker may warm caches up; the rest are its steady cost.
-        steady = sorted(times[1:] or times)
-        _loader["probe"] = (steady[len(steady) // 2], len(times))
+        steady, steady_cpu = sorted(times[1:] or times), sorted(cpus[1:] or cpus)
+        _loader["probe"] = (steady[len(steady) // 2], len(times), steady_cpu[len(steady_cpu) // 2])
     _loader["probe_pool"] = pool
 
 
@@ -301,12 +305,14 @@ def _copy_as_pinning(batch, buffers):
 
 
 def _mark_probe():
-    """`gpuscope.host#loader_one_thread_us=440000,batches=3`, once, in the trace, and where the
-    copy timed its workers together `gpuscope.host#loader_pool_us=52000,pool_workers=8,batches=24`."""
+    """`gpuscope.host#loader_one_thread_us=440000,batches=3,loader_one_thread_cpu_us=452000`
+    (the median wall and CPU time of its batches: CPU well above wall is a thread pool outside
+    torch, which DataLoader workers do not limit), once, in the trace, and where the copy timed
+    its workers together `gpuscope.host#loader_pool_us=52000,pool_workers=8,batches=24`."""
     _loader["probe_marked"] = True
     if _loader.get("probe"):
-        us, n = _loader["probe"]
-        marks.host(loader_one_thread_us=us, batches=n)
+        us, n, cpu_us = _loader["probe"]
+        marks.host(loader_one_thread_us=us, batches=n, loader_one_thread_cpu_us=cpu_us)
     if _loader.get("probe_pool"):
         us, workers, n = _loader["probe_pool"]
         marks.host(loader_pool_us=us, pool_workers=workers, batches=n)
