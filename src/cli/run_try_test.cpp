@@ -54,6 +54,7 @@ TEST_F(RunTryTest, EachFixIsMeasuredAgainstTheProgramAsItIs) {
   const auto doc = run(request("tf32,expandable-segments"));
   EXPECT_EQ(doc["schema"], "gpuscope.try/1");
   EXPECT_DOUBLE_EQ(doc["as_is"]["step_ms_median"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(doc["as_is"]["step_ms_mean"].get<double>(), 10.0);
   ASSERT_EQ(doc["tries"].size(), 2u);
   const auto& tf32 = doc["tries"][0];
   EXPECT_EQ(tf32["label"], "tf32");

@@ -149,7 +149,7 @@ std::optional<TrialSpeedup> compare_rounds(std::span<const TrialRound> rounds, i
   out.after_mean_ns = mean(all_after);
   out.before_steps = static_cast<int64_t>(all_before.size());
   out.after_steps = static_cast<int64_t>(all_after.size());
-  // The geometric mean of the rounds' ratios of medians (one round: its ratio).
+  // The geometric mean of the rounds' ratios of medians or means (one round: its ratio).
   auto combined = [&](const std::vector<double>& ratios) {
     double log_sum = 0;
     for (double r : ratios) log_sum += std::log(r);
