@@ -111,13 +111,20 @@ TEST(Analysis, InputIdleIsAttributedToDataLoading) {
   EXPECT_LE(kernels, 11);
 }
 
-TEST(Analysis, SyncIdleBeginsWhenTheHostWaits) {
+// A 100 us kernel at 0, the host in cudaDeviceSynchronize over [wait_from, wait_to), and the
+// next 100 us kernel at `next`, launched at `launch_at`.
+DeviceReport kernels_around_a_wait(double wait_from, double wait_to, double next, double launch_at) {
   TraceBuilder b;
   b.kernel(0, 100, "gemm", 1000, 0, 7, 0, 5);
-  b.api(10, 102, "cudaDeviceSynchronize");
-  // The host then runs Python for ~190 us and launches the next kernel at 295.
-  b.kernel(300, 400, "gemm", 1000, 0, 7, 295, 5);
-  const auto r = only(b.build());
+  b.api(wait_from, wait_to, "cudaDeviceSynchronize");
+  b.kernel(next, next + 100, "gemm", 1000, 0, 7, launch_at, 5);
+  return only(b.build());
+}
+
+TEST(Analysis, SyncIdleBeginsWhenTheHostWaits) {
+  // The host waits from before the kernel ends, then runs Python for ~190 us and launches the
+  // next kernel at 295.
+  const auto r = kernels_around_a_wait(10, 102, 300, 295);
   EXPECT_NEAR(r.busy_pct, 200.0 / 400.0 * 100.0, 1e-9);
   // The whole gap [100, 300), the next launch call included, is due to the sync that drained
   // the queue: without it the host would have queued that launch long before.
@@ -166,11 +173,7 @@ TEST(Analysis, ASynchronizeInALaunchBoundLoopLeavesItsGapsToLaunches) {
 // A wait in a gap of host work longer than an issuing stretch (numpy between steps, then a
 // synchronize on the way) leaves the gap to that work.
 TEST(Analysis, AWaitInsideLongHostWorkLeavesTheGapToIt) {
-  TraceBuilder b;
-  b.kernel(0, 100, "gemm", 1000, 0, 7, 0, 5);
-  b.api(150, 160, "cudaDeviceSynchronize");
-  b.kernel(3000, 3100, "gemm", 1000, 0, 7, 2990, 5);
-  const auto r = only(b.build());
+  const auto r = kernels_around_a_wait(150, 160, 3000, 2990);
   EXPECT_NEAR(cause(r, "sync").ns, 0, 1);
   EXPECT_GT(cause(r, "host").ns + cause(r, "other").ns, 2'800'000);
 }
