@@ -658,8 +658,9 @@ def main():
     p.add_argument("--attn-heads", type=int, default=16, help="attention: heads")
     p.add_argument("--attn-dmodel", type=int, default=1024, help="attention: model width")
     p.add_argument("--batch", type=int,
-                   help="tolist_layers, adam_loop, grad_norms: the batch (default 4096, 8192, 2048): how long each layer runs on "
-                        "the GPU against the host's time to issue it, which sets what the planted cause costs")
+                   help="tolist_layers, adam_loop, grad_norms: the batch (default 4096, 8192, 2048): how long "
+                        "each layer runs on the GPU against the host's time to issue it, which sets what the planted "
+                        "cause costs")
     p.add_argument("--compile", action="store_true", help="the model in torch.compile (the next fix: fusion)")
     p.add_argument("--graph", action="store_true", help="the step in a CUDA graph (the next fix: launches)")
     p.add_argument("--bf16", action="store_true",

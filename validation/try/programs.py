@@ -185,9 +185,10 @@ def build(name, fixed, dev):
         # Batches that grow a little every step, as a sequence-length warm-up or progressive
         # resizing makes them: no block the caching allocator freed fits the next step's tensors,
         # so it asks cudaMalloc for new ones and, once the GPU is full, frees its whole cache
-        # (synchronising) to retry. Expandable segments grow one mapping in place instead. The
-        # first batch is the largest (main() sizes the headroom with it); the growth starts over
-        # every GROWTH_STEPS steps.
+        # (synchronising) to retry. Expandable segments grow one mapping in place instead. (On an
+        # H100 that made 2 to 7 retries a run, not one a step: docs/validation.md.) The first
+        # batch is the largest (main() sizes the headroom with it); the growth starts over every
+        # GROWTH_STEPS steps.
         model = mlp(2048, 6) if name == "frag_tokens" else conv_net(32)
         amp = torch.bfloat16 if name == "frag_tokens" else None
 
