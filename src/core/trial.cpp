@@ -26,8 +26,10 @@ constexpr TrialFix kFixes[] = {
     {"bf16", "autocast to bfloat16 around each outermost module call, from the second step", true, "",
      kPrecisionFindings, "precision"},
     {"fused-optimizer", "Adam, AdamW, SGD and Adagrad built with fused=True", false, "", kOptimizerFindings},
-    {"dataloader", "DataLoaders without workers get workers, pin_memory and persistent_workers", false, "",
-     kInputFindings, "", true},
+    {"dataloader",
+     "DataLoaders without workers get workers (their thread pools outside torch limited to one thread), "
+     "pin_memory and persistent_workers",
+     false, "", kInputFindings, "", true},
     {"non-blocking", "copies of pinned host tensors to the GPU made asynchronous (non_blocking=True)", false, "",
      kCopyFindings},
     {"caching-allocator", "PyTorch's caching allocator back on (PYTORCH_NO_CUDA_MEMORY_CACHING unset)", false,

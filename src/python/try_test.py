@@ -5,6 +5,7 @@ says why and leaves the program as it was. A stub proves the mechanism only; rea
 GPU proves the behaviour."""
 import json
 import os
+import pickle
 import sys
 import tempfile
 import types
@@ -122,8 +123,10 @@ def stub_torch():
         pass
 
     class DataLoader:
-        def __init__(self, dataset, batch_size=1, num_workers=0, pin_memory=False, persistent_workers=False):
+        def __init__(self, dataset, batch_size=1, num_workers=0, pin_memory=False, persistent_workers=False,
+                     worker_init_fn=None):
             self.num_workers, self.pin_memory, self.persistent_workers = num_workers, pin_memory, persistent_workers
+            self.worker_init_fn = worker_init_fn
     torch.utils = types.SimpleNamespace(data=types.SimpleNamespace(
         DataLoader=DataLoader, Dataset=Dataset, IterableDataset=IterableDataset))
 
@@ -378,6 +381,21 @@ class TryTest(unittest.TestCase):
             del os.environ["GPUSCOPE_TRY_WORKERS"]
         d = t.utils.data.DataLoader(t.utils.data.Dataset(), batch_size=4)
         self.assertEqual((d.num_workers, d.pin_memory, d.persistent_workers), (3, True, True))
+        # Each worker limits its thread pools outside torch (threadpoolctl, where installed:
+        # a stand-in here), then runs the program's own worker_init_fn.
+        limited, seen = [], []
+        sys.modules["threadpoolctl"] = types.SimpleNamespace(threadpool_limits=lambda limits: limited.append(limits))
+        try:
+            d.worker_init_fn(0)
+            mine = t.utils.data.DataLoader(t.utils.data.Dataset(), worker_init_fn=seen.append)
+            mine.worker_init_fn(1)
+        finally:
+            del sys.modules["threadpoolctl"]
+        self.assertEqual(limited, [1, 1])
+        self.assertEqual(seen, [1])
+        pickle.dumps(d.worker_init_fn)  # a loader that spawns its workers pickles it
+        d.worker_init_fn(2)  # without threadpoolctl the worker runs as it would
+        self.assertIn("thread pools outside torch", tr.outcome["dataloader"]["details"][0])
         own = t.utils.data.DataLoader(t.utils.data.Dataset(), num_workers=2)
         self.assertEqual(own.num_workers, 2)
         it = t.utils.data.DataLoader(t.utils.data.IterableDataset())

@@ -24,7 +24,10 @@ program raises NotApplicable with the reason, and the program runs as it is.
   dataloader         DataLoaders without workers get GPUSCOPE_TRY_WORKERS workers (default: one
                      per CPU beside the main process, at most 8), pin_memory=True and
                      persistent_workers=True; an iterable dataset keeps its loader as it is (each
-                     worker would yield the whole dataset).
+                     worker would yield the whole dataset). Each worker's thread pools outside
+                     torch (numpy's BLAS, OpenMP) are limited to one thread, as torch limits its
+                     own, where threadpoolctl is installed (the program's worker_init_fn still
+                     runs, after): unlimited, workers can oversubscribe the CPUs.
   non-blocking       copies of pinned host tensors to the GPU asked for without non_blocking
                      (`.to(device)`, `.cuda()`) made asynchronous: the host goes on queueing work
                      instead of waiting for each copy. Pageable sources, copies from the GPU and
@@ -286,11 +289,42 @@ def _advised_workers():
     return max(1, min(8, cpus - 1))
 
 
+_pool_limits = []  # in a worker: the threadpoolctl limiter, kept for the worker's life
+
+
+class _OneThreadPools:
+    """A DataLoader worker_init_fn: the worker's thread pools outside torch (numpy's BLAS,
+    OpenMP) limited to one thread through threadpoolctl, then the program's own worker_init_fn.
+    A class, not a closure, so that a loader that spawns its workers can pickle it."""
+
+    def __init__(self, user):
+        self.user = user
+
+    def __call__(self, worker_id):
+        try:
+            from threadpoolctl import threadpool_limits
+            _pool_limits.append(threadpool_limits(limits=1))
+        except Exception:
+            pass  # not installed, or no pool to limit: the worker runs as it would
+        if self.user is not None:
+            self.user(worker_id)
+
+
+def _threadpoolctl_installed():
+    import importlib.util
+    try:
+        return importlib.util.find_spec("threadpoolctl") is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _dataloader(torch, report):
     data = torch.utils.data
     cls = data.DataLoader
     init = cls.__init__
     workers = _advised_workers()
+    pools = ("thread pools outside torch limited to one thread in each worker" if _threadpoolctl_installed()
+             else "thread pools outside torch not limited (threadpoolctl is not installed)")
 
     @functools.wraps(init)
     def patched(self, dataset, *args, **kwargs):
@@ -299,10 +333,11 @@ def _dataloader(torch, report):
                    else "it already has workers or passes them positionally")
             report("dataloader", False, why)
             return init(self, dataset, *args, **kwargs)
-        kwargs.update(num_workers=workers, persistent_workers=True)
+        kwargs.update(num_workers=workers, persistent_workers=True,
+                      worker_init_fn=_OneThreadPools(kwargs.get("worker_init_fn")))
         kwargs.setdefault("pin_memory", True)
-        report("dataloader", True, "num_workers=%d, pin_memory=%s, persistent_workers=True"
-               % (workers, kwargs["pin_memory"]))
+        report("dataloader", True, "num_workers=%d, pin_memory=%s, persistent_workers=True, %s"
+               % (workers, kwargs["pin_memory"], pools))
         return init(self, dataset, **kwargs)
     cls.__init__ = patched
     return lambda: setattr(cls, "__init__", init)
