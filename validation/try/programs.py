@@ -102,6 +102,20 @@ def conv_net(ch=128, depth=6):
     return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(ch, 10))
 
 
+def one_thread_pools(worker_id):
+    """The edited loaders' worker_init_fn, as `--try dataloader` does it: each worker's thread
+    pools outside torch (numpy's BLAS, OpenMP) limited to one thread, where threadpoolctl is
+    installed."""
+    try:
+        from threadpoolctl import threadpool_limits
+        _LIMITS.append(threadpool_limits(limits=1))
+    except ImportError:
+        pass
+
+
+_LIMITS = []  # in a worker: its threadpoolctl limiter
+
+
 def build(name, fixed, dev):
     """Model, optimizer, a batch source (an iterator of (x, y) on the device), autocast dtype."""
     g = torch.Generator(device="cpu").manual_seed(0)
@@ -118,7 +132,8 @@ def build(name, fixed, dev):
         fused = {"fused": True}
     if fixed and fix in ("dataloader", "auto"):
         workers = max(1, min(8, len(os.sched_getaffinity(0)) - 1))
-        loader_kwargs = {"num_workers": workers, "pin_memory": True, "persistent_workers": True}
+        loader_kwargs = {"num_workers": workers, "pin_memory": True, "persistent_workers": True,
+                         "worker_init_fn": one_thread_pools}
 
     def fixed_batches(x, y):
         while True:
