@@ -92,6 +92,10 @@ std::vector<Finding> findings_from(const json& arr) {
     x.evidence = get<std::string>(f, "evidence");
     x.est_speedup = opt<double>(f, "est_speedup");
     x.recommendation = get<std::string>(f, "recommendation");
+    if (const auto parts = f.find("est_speedup_of_fix"); parts != f.end() && parts->is_object()) {
+      for (const auto& [fix, speedup] : parts->items())
+        if (speedup.is_number()) x.est_speedup_of_fix.emplace_back(fix, speedup.get<double>());
+    }
     out.push_back(std::move(x));
   }
   return out;

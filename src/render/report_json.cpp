@@ -26,12 +26,18 @@ std::string timeline_legend() {
 json findings_json(const std::vector<Finding>& list) {
   json findings = json::array();
   for (const auto& f : list) {
-    findings.push_back({{"id", f.id},
-                        {"severity", std::string(severity_name(f.severity))},
-                        {"title", f.title},
-                        {"evidence", f.evidence},
-                        {"est_speedup", opt(f.est_speedup)},
-                        {"recommendation", f.recommendation}});
+    json one = {{"id", f.id},
+                {"severity", std::string(severity_name(f.severity))},
+                {"title", f.title},
+                {"evidence", f.evidence},
+                {"est_speedup", opt(f.est_speedup)},
+                {"recommendation", f.recommendation}};
+    if (!f.est_speedup_of_fix.empty()) {
+      json parts = json::object();
+      for (const auto& [fix, speedup] : f.est_speedup_of_fix) parts[fix] = speedup;
+      one["est_speedup_of_fix"] = std::move(parts);
+    }
+    findings.push_back(std::move(one));
   }
   return findings;
 }

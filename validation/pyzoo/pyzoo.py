@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A zoo of small PyTorch training programs, each with one planted cause of lost GPU time.
 
-    python3 pyzoo.py CASE [--fixed] [--compile] [--graph] [--bf16] [--compare compile|graph|bf16] [--steps N]
+    python3 pyzoo.py CASE [--fixed] [--compile] [--reduce-overhead] [--graph] [--bf16]
+                     [--compare compile|reduce_overhead|graph|bf16] [--steps N]
 
 Plain PyTorch as users write it: no profiler, no annotations, nothing of gpuscope. `--fixed`
 applies the usual fix for the planted cause and changes nothing else. The program prints one
@@ -9,9 +10,11 @@ JSON line: {"case", "fixed", "step_ms" (the median over --chunks chunks of the m
 time, wall clock, with a device sync only at the end of each chunk), "steps", "chunk_ms"}.
 
 The next fix, to measure what gpuscope says about a fixed program: `--compile` compiles forward,
-loss and backward with torch.compile (kernel fusion), `--graph` captures the whole step in a CUDA graph (launch
+loss and backward with torch.compile (kernel fusion), `--reduce-overhead` the same with
+mode="reduce-overhead" (their kernels replayed as CUDA graphs, the optimizer and the rest of
+the step eager: launch overhead where the step cannot be captured whole), `--graph` captures the whole step in a CUDA graph (launch
 overhead; cases whose step has static inputs and no host sync), `--bf16` runs the step under bf16 autocast
-(fp32 matrix math; a CUDA graph captures it so). `--compare FIX` (compile, graph, bf16,
+(fp32 matrix math; a CUDA graph captures it so). `--compare FIX` (compile, reduce_overhead, graph, bf16,
 no_host_work, no_input) builds the program twice, without and with that fix, and times
 their chunks alternately in one process, so the two share the host's noise; it adds
 "step_ms_with" and "speedup".
@@ -66,7 +69,8 @@ import torch.nn.functional as F
 
 DEV = "cuda"
 ARGS = argparse.Namespace(workers=8, loader_width=1024, attn_seq=2048, attn_heads=16, attn_dmodel=1024, batch=None,
-                          compile=False, graph=False, bf16=False, no_host_work=False, no_input=False)  # main() sets these
+                          compile=False, reduce_overhead=False, graph=False, bf16=False, no_host_work=False,
+                          no_input=False)  # main() sets these
 GRAPH_CASES = ("launch", "optimizer", "fp32", "attention", "healthy", "lstm", "attention_bidir", "fp32_encoder",
                "adam_loop", "launch_conv")
 ONLY_CASE = {"no_host_work": "item", "no_input": "dataloader"}  # --compare fixes of one case
@@ -81,6 +85,8 @@ def loss_of(fn):
     """The step's forward and loss, fn(model, *inputs) -> loss, as one compiled function under
     --compile (its backward compiled with it), so every elementwise chain of forward, loss and
     backward is in reach of the fusion; the optimizer stays as it is."""
+    if ARGS.reduce_overhead:
+        return torch.compile(fn, mode="reduce-overhead")
     return torch.compile(fn) if ARGS.compile else fn
 
 
@@ -662,10 +668,13 @@ def main():
                         "each layer runs on the GPU against the host's time to issue it, which sets what the planted "
                         "cause costs")
     p.add_argument("--compile", action="store_true", help="the model in torch.compile (the next fix: fusion)")
+    p.add_argument("--reduce-overhead", action="store_true",
+                   help="forward, loss and backward in torch.compile(mode='reduce-overhead'): CUDA graphs of them, "
+                        "the rest of the step eager (launch overhead where the step cannot be captured whole)")
     p.add_argument("--graph", action="store_true", help="the step in a CUDA graph (the next fix: launches)")
     p.add_argument("--bf16", action="store_true",
                    help="the step under torch.autocast(bfloat16), built so (the next fix: fp32 matrix math)")
-    p.add_argument("--compare", choices=("compile", "graph", "bf16", *ONLY_CASE),
+    p.add_argument("--compare", choices=("compile", "reduce_overhead", "graph", "bf16", *ONLY_CASE),
                    help="time the program without and with this fix, chunks alternating in one process "
                         "(no_host_work: item without its per-step host work; no_input: dataloader reusing its "
                         "first batch, the input hidden entirely)")
@@ -702,7 +711,8 @@ def main():
                     step()
             torch.cuda.synchronize()
             t.append((time.perf_counter() - t0) * 1e3 / chunk)
-    out = {"case": a.case, "fixed": a.fixed, "compile": a.compile, "graph": a.graph, "bf16": a.bf16,
+    out = {"case": a.case, "fixed": a.fixed, "compile": a.compile, "reduce_overhead": a.reduce_overhead,
+           "graph": a.graph, "bf16": a.bf16,
            "step_ms": round(statistics.median(times[0]), 4), "steps": chunk * a.chunks,
            "chunk_ms": [round(t, 4) for t in times[0]]}
     if a.compare:
