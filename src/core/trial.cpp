@@ -83,6 +83,11 @@ std::optional<double> median_ns(std::span<const int64_t> steps_ns) {
   return median(std::vector<double>(steps_ns.begin(), steps_ns.end()));
 }
 
+std::optional<double> mean_ns(std::span<const int64_t> steps_ns) {
+  if (steps_ns.empty()) return std::nullopt;
+  return mean(std::vector<double>(steps_ns.begin(), steps_ns.end()));
+}
+
 const TrialFix* find_trial_fix(std::string_view name) {
   for (const TrialFix& f : kFixes)
     if (f.name == name) return &f;
@@ -157,15 +162,15 @@ std::optional<TrialSpeedup> compare_rounds(std::span<const TrialRound> rounds, i
     for (double r : ratios) log_sum += std::log(r);
     return std::exp(log_sum / static_cast<double>(ratios.size()));
   };
-  std::vector<double> ratios, by_median, by_mean;
+  std::vector<double> by_median, by_mean;
   for (const Sides& s : used) {
     by_median.push_back(median(s.before) / median(s.after));
     by_mean.push_back(mean(s.before) / mean(s.after));
   }
   out.median_speedup = combined(by_median);
   out.mean_speedup = combined(by_mean);
-  ratios = stat == StepStatistic::kMean ? by_mean : by_median;
-  out.speedup = combined(ratios);
+  out.speedup = stat == StepStatistic::kMean ? out.mean_speedup : out.median_speedup;
+  std::vector<double> ratios(used.size());  // One draw's, per round.
   // Two levels: the rounds themselves (with replacement), so that runs that disagree widen the
   // interval as much as they move the answer, then each side's steps within each round drawn.
   std::mt19937_64 rng(0x5eed);

@@ -51,6 +51,8 @@ std::optional<std::vector<const TrialFix*>> parse_trial_fixes(std::string_view t
 
 // The median of step periods (the mean of the middle two for an even count); nullopt when empty.
 std::optional<double> median_ns(std::span<const int64_t> steps_ns);
+// Their mean; nullopt when empty.
+std::optional<double> mean_ns(std::span<const int64_t> steps_ns);
 
 // The speedup of `after` over `before` (step periods in ns): the ratio of their medians (or
 // means, by `stat`), and a 95% percentile-bootstrap interval of that ratio (each side resampled

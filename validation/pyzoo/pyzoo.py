@@ -10,14 +10,14 @@ JSON line: {"case", "fixed", "step_ms" (the median over --chunks chunks of the m
 time, wall clock, with a device sync only at the end of each chunk), "steps", "chunk_ms"}.
 
 The next fix, to measure what gpuscope says about a fixed program: `--compile` compiles forward,
-loss and backward with torch.compile (kernel fusion), `--reduce-overhead` the same with
+loss and backward with torch.compile (kernel fusion); `--reduce-overhead` the same with
 mode="reduce-overhead" (their kernels replayed as CUDA graphs, the optimizer and the rest of
-the step eager: launch overhead where the step cannot be captured whole), `--graph` captures the whole step in a CUDA graph (launch
-overhead; cases whose step has static inputs and no host sync), `--bf16` runs the step under bf16 autocast
-(fp32 matrix math; a CUDA graph captures it so). `--compare FIX` (compile, reduce_overhead, graph, bf16,
-no_host_work, no_input) builds the program twice, without and with that fix, and times
-their chunks alternately in one process, so the two share the host's noise; it adds
-"step_ms_with" and "speedup".
+the step eager: launch overhead where the step cannot be captured whole); `--graph` captures
+the whole step in a CUDA graph (launch overhead; cases whose step has static inputs and no host
+sync); `--bf16` runs the step under bf16 autocast (fp32 matrix math; a CUDA graph captures it
+so). `--compare FIX` (compile, reduce_overhead, graph, bf16, no_host_work, no_input) builds the
+program twice, without and with that fix, and times their chunks alternately in one process,
+so the two share the host's noise; it adds "step_ms_with" and "speedup".
 
 cases (planted cause -> fix):
   dataloader  batches built in the main process (num_workers=0)  -> 8 workers, pinned memory

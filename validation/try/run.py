@@ -187,8 +187,7 @@ def main():
         # Each run's step by the statistic the trial compares (mean steps for the fixes whose
         # effect comes as slow steps every few steps), then the median over the runs.
         typical = statistics.fmean if fix in BY_MEAN else statistics.median
-        asis_ms = statistics.median(typical(r) for r in asis)
-        edited = asis_ms / statistics.median(typical(r) for r in fixed)
+        edited = statistics.median(typical(r) for r in asis) / statistics.median(typical(r) for r in fixed)
         drift = doc["as_is"]["step_ms_median"] / statistics.median(statistics.median(r) for r in asis) - 1
         best = [t for t in doc["tries"] if t["speedup"] is not None]
         top = doc.get("top_finding")
