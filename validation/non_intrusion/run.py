@@ -58,6 +58,10 @@ sys.path.insert(0, os.path.dirname(HERE))
 from program_run import run_program  # noqa: E402
 
 
+PROFILER = os.path.join(HERE, "under_profiler.py")
+PROFILER_KEY = "@torch.profiler"  # in a SPLIT condition's environment: run under PROFILER instead
+
+
 # --split: the conditions whose traced runs split a row's tracing cost into its parts, each the
 # environment of a plain `gpuscope run` (None: untraced). Every optional activity kind can be
 # turned off (GPUSCOPE_KINDS_OFF) or, where off by default, on (GPUSCOPE_KINDS_ON).
@@ -77,6 +81,9 @@ SPLIT = [
     ("hooks-only", "CUPTI off, bootstrap without sampler or loop search",
      {"GPUSCOPE_DISABLE": "1", "GPUSCOPE_PY_SAMPLE_HZ": "0", "GPUSCOPE_LOOP": "0"}),
     ("interposer", "CUPTI off, no bootstrap: cuBLAS interposer only", {"GPUSCOPE_DISABLE": "1", "GPUSCOPE_PYTHON": "0"}),
+    # The peer: the same program inside torch.profiler, no gpuscope (under_profiler.py).
+    ("kineto", "no gpuscope: torch.profiler, CPU and CUDA activities", {PROFILER_KEY: "cpu,cuda"}),
+    ("kineto-cuda", "no gpuscope: torch.profiler, CUDA activity only", {PROFILER_KEY: "cuda"}),
 ]
 
 
@@ -93,7 +100,9 @@ def split(row, rounds, steps, gpuscope, work, deadline, conditions=None):
             break
         began = time.monotonic()
         for key, _, env in (order if r % 2 == 0 else order[::-1]):
-            out = run_once(row, steps, env is not None, gpuscope, work, f"split-{key}-{r}", env=env, analyse=False)
+            profiler = (env or {}).get(PROFILER_KEY)
+            out = run_once(row, steps, env is not None and not profiler, gpuscope, work, f"split-{key}-{r}",
+                           env=env, analyse=False, profiler=profiler)
             if "run_ms" in out:
                 ms[key].append(out["run_ms"])
             print(f"round {r + 1} {key}: {out.get('run_ms', float('nan')):.3f} ms/step", file=sys.stderr, flush=True)
@@ -112,16 +121,19 @@ def split(row, rounds, steps, gpuscope, work, deadline, conditions=None):
     return 0
 
 
-def run_once(row, steps, traced, gpuscope, work, tag, resume=False, env=None, analyse=True):
+def run_once(row, steps, traced, gpuscope, work, tag, resume=False, env=None, analyse=True, profiler=None):
     """One run of a row; its result (the program's, with the runner's findings added) is kept in
     WORK/ROW-TAG.run.json, which --resume reads instead of running again. ENV: the traced run's
-    extra environment (default: --traced-env); ANALYSE: what its capture shows, in the result."""
+    extra environment (default: --traced-env); ANALYSE: what its capture shows, in the result;
+    PROFILER: untraced, but inside torch.profiler with these activities (under_profiler.py)."""
     result = os.path.join(work, f"{row}-{tag}.json")
     kept = os.path.join(work, f"{row}-{tag}.run.json")
     if resume and os.path.exists(kept):
         with open(kept) as f:
             return json.load(f)
     cmd = [sys.executable, PROGRAMS, row, "--steps", str(steps), "--result", result]
+    if profiler:
+        cmd = [sys.executable, PROFILER, profiler] + cmd[1:]
     if traced:
         cap = os.path.join(work, f"{row}-{tag}.gpuscope")
         # Calibrated (unless --no-calibrate): the report then takes the tracer's own cost out of

@@ -106,6 +106,12 @@ class Runner(unittest.TestCase):
         second = [e for _, e in programs[1 + len(run.SPLIT):]]
         self.assertEqual(first, second[::-1])
         for (cmd, env), (_, _, want) in zip(programs[1:], run.SPLIT):
+            profiler = (want or {}).get(run.PROFILER_KEY)
+            if profiler:
+                # The peer's conditions: the program inside torch.profiler, no gpuscope at all.
+                self.assertEqual(cmd[1:4], [run.PROFILER, profiler, run.PROGRAMS])
+                self.assertIsNone(env)
+                continue
             self.assertEqual(cmd[1] == "run", want is not None)
             if want:
                 self.assertEqual({k: env[k] for k in want}, want)
@@ -140,6 +146,59 @@ class Runner(unittest.TestCase):
         # failed run again (it kept no result) and goes no further.
         self.assertEqual(len(new), 7)
         self.assertTrue(all(c[c.index("--result") + 1].endswith(("u1.json", "t1.json")) for c in new if "crash" not in c))
+
+
+class UnderProfiler(unittest.TestCase):
+    """under_profiler.py runs the program whole inside one torch.profiler.profile (a stand-in)."""
+
+    def test_the_program_runs_inside_the_profile_with_its_own_argv(self):
+        import under_profiler
+        seen = {}
+
+        class Profile:
+            def __init__(self, activities):
+                seen["activities"] = activities
+
+            def __enter__(self):
+                seen["inside"] = True
+
+            def __exit__(self, *exc):
+                seen["inside"] = False
+
+        stub = types.SimpleNamespace(profile=Profile, ProfilerActivity=types.SimpleNamespace(CPU="C", CUDA="G"))
+        sys.modules["torch"] = types.SimpleNamespace(profiler=stub)
+        sys.modules["torch.profiler"] = stub
+        work = tempfile.mkdtemp(prefix="gpuscope-ni-test-")
+        prog = os.path.join(work, "prog.py")
+        with open(prog, "w") as f:
+            f.write("import sys, json\n"
+                    "import under_profiler_probe\n"
+                    "json.dump({'argv': sys.argv}, open(sys.argv[1], 'w'))\n")
+        with open(os.path.join(work, "under_profiler_probe.py"), "w") as f:
+            f.write("")  # importable only if the program's folder is on sys.path, as for `python3 prog.py`
+        out = os.path.join(work, "out.json")
+        argv, path0 = sys.argv, sys.path[0]
+        try:
+            sys.argv = ["under_profiler.py", "cpu,cuda", prog, out]
+            self.assertEqual(under_profiler.main(), 0)
+        finally:
+            sys.argv, sys.path[0] = argv, path0
+            for name in ("torch", "torch.profiler", "under_profiler_probe"):
+                sys.modules.pop(name, None)
+        self.assertEqual(seen, {"activities": ["C", "G"], "inside": False})
+        with open(out) as f:
+            self.assertEqual(json.load(f)["argv"], [prog, out])
+        sys.argv = ["under_profiler.py", "cpu,gpu", prog]
+        try:
+            sys.modules["torch"] = types.SimpleNamespace(profiler=stub)
+            sys.modules["torch.profiler"] = stub
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                self.assertEqual(under_profiler.main(), 2)
+            self.assertIn("activity gpu unknown", err.getvalue())
+        finally:
+            sys.argv = argv
+            sys.modules.pop("torch", None)
+            sys.modules.pop("torch.profiler", None)
 
 
 if __name__ == "__main__":
