@@ -49,6 +49,10 @@ PROGRAMS = {
     "frag_images": ("expandable-segments", "a conv net (32 channels) over batches of 16 images that grow by 4 "
                                            "pixels a side a step from 64 (progressive resizing) on a GPU kept "
                                            "nearly full"),
+    "frag_varlen": ("expandable-segments", "a bf16 MLP (4096 wide) over batches of 4096 to 16384 tokens drawn at "
+                                           "random every step (variable-length batches) on a GPU kept nearly full: "
+                                           "a step whose tensors outgrow the cached blocks frees the cache and "
+                                           "calls cudaMalloc again"),
     "three": ("auto", "fp32 matmuls, an unfused AdamW and a loader without workers, together"),
 }
 # frag_*: the GPU's free memory is filled but for HEADROOM times what the largest step needs (the
@@ -196,6 +200,21 @@ def build(name, fixed, dev):
         width, depth = (256, 400) if name == "adamw_many" else (128, 800)
         model, x = mlp(width, depth), torch.randn(64, width, generator=g)
         batches = fixed_batches(x.to(dev), torch.randint(0, 10, (64,), generator=g).to(dev))
+    elif name == "frag_varlen":
+        # Variable-length batches (dynamic padding): every activation is over 10 MiB, so the
+        # caching allocator gives each its own segment of its own size, and a step with more tokens
+        # than the last finds no cached block large enough; the GPU being full, it frees its cache
+        # (synchronising) and allocates again. The first batch is the largest (main() sizes the
+        # headroom with it); the lengths are seeded, the same in every run.
+        model, amp = mlp(4096, 6), torch.bfloat16
+        lengths = torch.Generator().manual_seed(1)
+
+        def varlen():
+            n = 16384
+            while True:
+                yield torch.randn(n, 4096, device=dev), torch.randint(0, 10, (n,), device=dev)
+                n = 4096 + 128 * int(torch.randint(0, 97, (1,), generator=lengths))
+        batches = varlen()
     elif name in ("frag_tokens", "frag_images"):
         # Batches that grow a little every step, as a sequence-length warm-up or progressive
         # resizing makes them: no block the caching allocator freed fits the next step's tensors,
