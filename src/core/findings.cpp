@@ -426,6 +426,10 @@ std::string estimate_clause(double before_ns, double after_ns, std::string_view 
 }
 
 void add_findings(const FindingContext& ctx, DeviceReport& r) {
+  // One-off calls filling half the window or more: what is left is start-up too, more often than
+  // not (stream creation, cuDNN's first calls), and nothing in the trace shows the steady state.
+  // A finding there may be right, but its estimate is a guess about start-up: low confidence.
+  const bool no_steady_state = r.one_off_ns > 0 && 2 * r.one_off_ns >= r.window_ns;
   for (const FindingRuleEntry& entry : kFindingRules) {
     std::optional<Finding> f = entry.rule(ctx);
     if (!f || f->est_speedup.value_or(0) < kMinSpeedup) continue;
@@ -438,6 +442,13 @@ void add_findings(const FindingContext& ctx, DeviceReport& r) {
     }
     f->id = std::string(entry.id);
     f->severity = severity_for(*f->est_speedup);
+    if (no_steady_state) {
+      f->severity = Severity::kLow;
+      f->evidence += fmt::format(
+          "; one-off start-up calls fill {:.0f}% of the window, so the trace holds no steady "
+          "state and this estimate is of start-up",
+          pct(static_cast<double>(r.one_off_ns), static_cast<double>(r.window_ns)));
+    }
     r.findings.push_back(std::move(*f));
   }
   std::stable_sort(r.findings.begin(), r.findings.end(), [](const Finding& a, const Finding& b) {

@@ -176,6 +176,29 @@ TEST(Contradictions, OneOffCallsAreStartUpNotSteadyState) {
   }
 }
 
+TEST(Contradictions, FindingsOfATraceWithoutSteadyStateAreLowConfidence) {
+  // A launch-bound loop (100 launches of 30 us, kernels of 2 us: 4 ms) with a 6 ms cudaFree
+  // after its tenth kernel (one-off beside 10 us cudaMallocs), then the same loop alone: the
+  // finding is the same; only where start-up fills the window is it a guess.
+  for (const bool start_up : {false, true}) {
+    TraceBuilder b;
+    double t = 100;
+    for (int i = 0; i < 3; ++i, t += 20) b.api(t, t + 10, "cudaMalloc");
+    for (int i = 0; i < 100; ++i, t += 40) {
+      if (start_up && i == 10) {
+        b.api(t, t + 6000, "cudaFree");
+        t += 6000 + 10;
+      }
+      b.kernel(t + 30, t + 32, "elementwise_kernel", 1000, 0, 7, t, 30);
+    }
+    const DeviceReport r = only(b.build());
+    const Finding* f = FindingById(r, "launch-bound");
+    ASSERT_NE(f, nullptr) << start_up;
+    EXPECT_EQ(f->severity, start_up ? Severity::kLow : Severity::kHigh);
+    EXPECT_EQ(f->evidence.find("no steady state") != std::string::npos, start_up) << f->evidence;
+  }
+}
+
 TEST(Contradictions, RepeatedLongCallsAreSteadyState) {
   // Every iteration's launch takes 30 us against a 2 us kernel: that is the loop, not start-up.
   TraceBuilder b;
