@@ -19,7 +19,7 @@ import torch.nn as nn
 
 ROWS = ["eager", "compile", "autotune", "reduce_overhead", "module_compile", "compiled_fn", "cuda_graph", "amp",
         "ddp", "fsdp2", "hf", "inference", "plain_decode", "layer_loop", "generator", "short",
-        "launch_heavy"]
+        "launch_heavy", "python_optimizer"]
 
 
 def mlp(width=1024, depth=8):
@@ -36,7 +36,8 @@ def batch(width=1024, rows=256):
 
 def train(model, steps, out, opt=None, step_fn=None, width=1024):
     x, y = batch(width)
-    opt = opt or torch.optim.AdamW(model.parameters(), lr=1e-4)
+    if step_fn is None:
+        opt = opt or torch.optim.AdamW(model.parameters(), lr=1e-4)
 
     def default_step():
         loss = nn.functional.mse_loss(model(x), y)
@@ -189,6 +190,34 @@ def row_generator(steps, out):
         t0 = now
 
 
+def row_python_optimizer(steps, out):
+    """A hand-written Adam over each parameter in a Python loop (as custom optimizers and older
+    code are written): 24 layers of 512, 49 parameters, about 10 small kernels each per step,
+    on top of forward and backward; most of the step is the host issuing them."""
+    model = nn.Sequential(*[m for _ in range(24) for m in (nn.Linear(512, 512), nn.ReLU())], nn.Linear(512, 512)).cuda()
+    params = list(model.parameters())
+    m = [torch.zeros_like(p) for p in params]
+    v = [torch.zeros_like(p) for p in params]
+    x, y = batch(512)
+    t = [0]
+
+    def step():
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        t[0] += 1
+        b1, b2, lr = 0.9, 0.999, 1e-4
+        with torch.no_grad():
+            for p, mi, vi in zip(params, m, v):
+                mi.mul_(b1).add_(p.grad, alpha=1 - b1)
+                vi.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
+                denom = (vi / (1 - b2 ** t[0])).sqrt_().add_(1e-8)
+                p.addcdiv_(mi, denom, value=-lr / (1 - b1 ** t[0]))
+                p.grad = None
+        return loss
+
+    return train(model, steps, out, step_fn=step, width=512)
+
+
 def run_row(row, steps, out):
     torch.manual_seed(0)
     if row == "eager":
@@ -267,6 +296,8 @@ def run_row(row, steps, out):
             out["losses"].append(x[0].item())
             out["step_ms"].append((time.perf_counter() - t0) * 1e3)
         return None
+    if row == "python_optimizer":
+        return row_python_optimizer(steps, out)
     raise SystemExit(f"unknown row {row}; one of {', '.join(ROWS)}")
 
 
