@@ -13,7 +13,8 @@ the mean, as their trial compares); the edited speedup is the as-is step over th
 each the median over its runs. Then one `gpuscope run --try FIX --json`
 (warm-up 10, 30 timed). Columns: edited (code changed, untraced), tried (gpuscope's trial), error
 = tried / edited - 1 (target within ±10%), as-is drift = the trial's as-is step against the
-untraced as-is step (target within 2%), estimate (the finding's the fix answers, where one was
+untraced as-is step (target within 2%), spread = how far apart the untraced as-is runs' own steps
+lie, (slowest - fastest) / median (a drift inside it is not resolved), estimate (the finding's the fix answers, where one was
 made), est. error = that estimate / edited - 1 (target within ±25%), and top finding = the first
 finding of the as-is trial's capture (`gpuscope analyze`) with its estimate, which need not be the
 one the fix answers. A second table gives each program's step times as median / mean,
@@ -164,8 +165,9 @@ def main():
     work = a.work or tempfile.mkdtemp(prefix="gpuscope-try-validation-")
     os.makedirs(work, exist_ok=True)
     print(f"{a.pairs} interleaved untraced pairs per program, {a.steps} steps, median after 10; one --try run each")
-    print("| program | fix | edited | tried (95%) | error | as-is drift | estimate | est. error | top finding |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |", flush=True)
+    print("| program | fix | edited | tried (95%) | error | as-is drift | spread | estimate | est. error "
+          "| top finding |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |", flush=True)
     deadline = time.monotonic() + a.budget_s
     measured = []
     for name in a.programs.split(","):
@@ -188,7 +190,9 @@ def main():
         # effect comes as slow steps every few steps), then the median over the runs.
         typical = statistics.fmean if fix in BY_MEAN else statistics.median
         edited = statistics.median(typical(r) for r in asis) / statistics.median(typical(r) for r in fixed)
-        drift = doc["as_is"]["step_ms_median"] / statistics.median(statistics.median(r) for r in asis) - 1
+        runs = [statistics.median(r) for r in asis]
+        drift = doc["as_is"]["step_ms_median"] / statistics.median(runs) - 1
+        spread = f"{(max(runs) - min(runs)) / statistics.median(runs) * 100:.1f}%"
         best = [t for t in doc["tries"] if t["speedup"] is not None]
         top = doc.get("top_finding")
         top_col = (f"{top[0]} x{top[1]:.2f}" if top[1] else top[0]) if top else "-"
@@ -196,7 +200,7 @@ def main():
         if row is None or row["speedup"] is None:
             why = "; ".join(f"{t['label']}: {t.get('error') or t.get('not_applied') or 'no speedup'}"
                             for t in doc["tries"]) or "no trial"
-            add((name, fix, f"x{edited:.2f}", f"no measurement ({why[:300]})", "", "", "", "", top_col))
+            add((name, fix, f"x{edited:.2f}", f"no measurement ({why[:300]})", "", "", spread, "", "", top_col))
             continue
         measured.append((name, row["label"], sum(asis, []), sum(fixed, [])))
         err = row["speedup"] / edited - 1
@@ -205,13 +209,13 @@ def main():
         est_err = f"{(estimate / edited - 1) * 100:+.0f}%" if estimate else "-"
         add((name, row["label"], f"x{edited:.2f}", f"x{row['speedup']:.2f} "
                      f"(x{row['speedup_interval_95'][0]:.2f}-x{row['speedup_interval_95'][1]:.2f})",
-                     f"{err * 100:+.1f}%", f"{drift * 100:+.1f}%", est, est_err, top_col))
+                     f"{err * 100:+.1f}%", f"{drift * 100:+.1f}%", spread, est, est_err, top_col))
     print_step_statistics(measured, work)
 
 
 def add(row):
     """Prints one row of the table (a failed program's reason fills the columns it reaches)."""
-    row = list(row) + [""] * (9 - len(row))
+    row = list(row) + [""] * (10 - len(row))
     print("| " + " | ".join(row) + " |", flush=True)
 
 
