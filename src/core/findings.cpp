@@ -115,12 +115,20 @@ std::optional<Finding> host_bound(const FindingContext& f) {
     ev += fmt::format("; of them {} per step inside the optimizer step are optimizer-unfused's",
                       fmt_ms(static_cast<int64_t>(static_cast<double>(c->optimizer_ns) / f.steps())));
   }
+  // Gaps at the code that issues the launches that launch-bound does not claim (it claims them
+  // only where the step is bound by issuing): PyTorch's own work per op between kernels, not
+  // code that issues no GPU work. Said, and the advice says what removes it.
+  double at_launching_code = 0;
   if (const double by_launch = std::min(saved, launch_claimed_host_ns(f)); by_launch > 0) {
     saved -= by_launch;
     ev += fmt::format(
         "; of them {} per step at the code that issues the launches are launch-bound's (a CUDA "
         "graph of the step removes them)",
         fmt_ms(static_cast<int64_t>(by_launch / f.steps())));
+  } else if (c->launching_code_ns > 0 && c->ns > 0) {
+    at_launching_code =
+        std::min(saved, steady_idle_ns(*c) * static_cast<double>(std::min(c->launching_code_ns, c->ns)) /
+                            static_cast<double>(c->ns));
   }
   if (const int64_t between = scheduling_gap_ns(f); between > 0) {
     const double claimed = std::min(saved, static_cast<double>(between));
@@ -129,11 +137,27 @@ std::optional<Finding> host_bound(const FindingContext& f) {
                       fmt_ms(static_cast<int64_t>(claimed / f.steps())));
   }
   if (pct(saved, f.window_ns()) < 2.0) return std::nullopt;
-  return proposal("The GPU waits while the host runs code that issues no GPU work", std::move(ev),
-                  f.speedup_removing(saved),
-                  "Take that host work off the step's critical path: run it while the GPU computes (after "
-                  "launching the step's work, in a background thread or a worker process), do it less often, "
-                  "or do it on the GPU. The host lines above are where the time went.");
+  constexpr std::string_view kMoveIt =
+      "run it while the GPU computes (after launching the step's work, in a background thread or a "
+      "worker process), do it less often, or do it on the GPU";
+  std::string advice = fmt::format(
+      "Take that host work off the step's critical path: {}. The host lines above are where the time went.", kMoveIt);
+  const bool mostly_issuing = 2 * at_launching_code >= saved;
+  if (at_launching_code > 0) {
+    ev += fmt::format(
+        "; of them {} per step at lines that also issue the step's kernels: PyTorch's own work per op "
+        "between launches",
+        fmt_ms(static_cast<int64_t>(std::min(at_launching_code, saved) / f.steps())));
+    constexpr std::string_view kPerOp =
+        "Where the lines above issue the step's kernels (the model's forward, backward, the optimizer), the "
+        "time is the framework's per-op work: fewer, larger ops (torch.compile) remove part of it, a CUDA "
+        "graph of the step all of it.";
+    advice = mostly_issuing ? fmt::format("{} Host work of other kinds there: {}.", kPerOp, kMoveIt)
+                            : fmt::format("{} {}", advice, kPerOp);
+  }
+  return proposal(mostly_issuing ? "The GPU waits on the host's work between launches"
+                                 : "The GPU waits while the host runs code that issues no GPU work",
+                  std::move(ev), f.speedup_removing(saved), std::move(advice));
 }
 
 // Whether the trace's CUDA collectives run on gloo: PyTorch's profiler names ProcessGroupGloo's

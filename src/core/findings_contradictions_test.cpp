@@ -74,6 +74,37 @@ TEST(Contradictions, LaunchAndHostFindingsClaimEachGapOnce) {
   }
 }
 
+// The same steps with kernels of 20 us, longer than their launch calls: the step is not bound
+// by issuing, so launch-bound does not claim the host gaps at the forward's code. Those gaps are
+// still not "code that issues no GPU work": host-bound says they are the framework's per-op
+// work, and names them in its title where they are most of its gaps (no data preparation).
+TEST(Contradictions, HostGapsAtTheCodeThatLaunchesAreNotCalledCodeWithoutGpuWork) {
+  for (const double prepare_us : {0.0, 200.0}) {
+    TraceBuilder b;
+    for (int step = 0; step < 6; ++step) {
+      const double len = prepare_us + 365;
+      const double s = 100 + step * len;
+      b.annotation(s, s + len, "ProfilerStep#" + std::to_string(step));
+      if (prepare_us > 0) b.op(s, s + prepare_us, "prepare_batch_on_cpu");
+      b.op(s + len - 1, s + len - 1, "autograd::engine::evaluate_function: AddBackward0");
+      for (int i = 0; i < 10; ++i) {
+        const double t = s + prepare_us + i * 36.0;
+        b.op(t, t + 15, "model.py:12 forward");
+        b.op(t + 15, t + 25, "model.py:12 forward");
+        b.kernel(t + 26, t + 46, "vectorized_elementwise_kernel<Add>", 1000, 0, 7, t + 15, 10);
+      }
+    }
+    const DeviceReport r = only(b.build());
+    const Finding* host = FindingById(r, "host-bound");
+    ASSERT_NE(host, nullptr) << prepare_us;
+    EXPECT_EQ(host->evidence.find("launch-bound's"), std::string::npos) << host->evidence;
+    EXPECT_NE(host->evidence.find("at lines that also issue the step's kernels"), std::string::npos) << host->evidence;
+    EXPECT_NE(host->recommendation.find("CUDA graph of the step"), std::string::npos) << host->recommendation;
+    const bool issuing_title = host->title.find("between launches") != std::string::npos;
+    EXPECT_EQ(issuing_title, prepare_us == 0) << host->title;
+  }
+}
+
 // Steps of 3.6 ms, as `gpuscope run` records them (no profiler ops): 3 ms of numpy on the CPU
 // (no GPU call), then twenty 2 us kernels, each launched by a 10 us call after 15 us of the
 // model's Python. One Python sample a step, taken among the launches, names the stack until the
