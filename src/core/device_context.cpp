@@ -155,7 +155,11 @@ CopyStats copy_stats(const DeviceContext& ctx) {
   CopyStats copies;
   for (const Memcpy& m : ctx.trace.memcpys) {
     if (m.device != ctx.device_id || !ctx.in_window(m.start_ns)) continue;
-    if (m.kind == CopyKind::kHtoD || m.kind == CopyKind::kDtoH) copies.host_copy_ns += m.end_ns - m.start_ns;
+    if (m.kind == CopyKind::kHtoD || m.kind == CopyKind::kDtoH) {
+      copies.host_copy_ns += m.end_ns - m.start_ns;
+      if (m.host_memory == HostMemory::kPinned) ++copies.pinned_count;
+      if (m.host_memory != HostMemory::kPinned && m.host_memory != HostMemory::kPageable) ++copies.unknown_memory_count;
+    }
     if (m.kind == CopyKind::kDtoD || m.kind == CopyKind::kPtoP) copies.device_copy_ns += m.end_ns - m.start_ns;
     if (m.host_memory == HostMemory::kPageable) {
       ++copies.pageable_count;

@@ -64,6 +64,8 @@ const ThreadTimeline* launching_thread(const DeviceContext& ctx, const Kernel* k
 struct CopyStats {
   int64_t pageable_count = 0;
   uint64_t pageable_bytes = 0;
+  int64_t pinned_count = 0;                  // Host<->device copies from or to pinned memory.
+  int64_t unknown_memory_count = 0;          // Host<->device copies whose host memory the trace does not say.
   std::optional<double> pinned_bytes_per_s;  // Best host<->device pinned rate seen (>= 1 MiB).
   int64_t other_copy_ns = 0;   // Device time of the window's host<->device copies not from pageable memory.
   int64_t host_copy_ns = 0;    // Device time of the window's host<->device copies (any memory).

@@ -81,11 +81,20 @@ std::optional<Finding> memcpy_stall(const FindingContext& f) {
   }
   if (host_copies) {
     const bool loader = trace_mentions(f.device.trace, "DataLoader");
+    // Host memory that is pinned already is not told to be pinned: what is left is to issue the
+    // copies early enough to overlap compute.
+    const bool all_pinned =
+        f.copies.pageable_count == 0 && f.copies.unknown_memory_count == 0 && f.copies.pinned_count > 0;
+    if (all_pinned) {
+      ev += fmt::format("; all {} host copies are from or to pinned memory", f.copies.pinned_count);
+    }
     advice += fmt::format(
-        "Pin host memory ({}tensor.pin_memory()), copy with non_blocking=True and issue the next "
-        "copy before this step's compute (a side stream{}) so copies overlap compute; keep tensors "
-        "on the GPU between steps. ",
-        loader ? "DataLoader pin_memory=True or " : "", loader ? ", or the DataLoader's prefetch" : "");
+        "{}copy with non_blocking=True and issue the next copy before this step's compute (a side "
+        "stream{}) so copies overlap compute; keep tensors on the GPU between steps. ",
+        all_pinned
+            ? "The host memory is pinned already: "
+            : fmt::format("Pin host memory ({}tensor.pin_memory()), ", loader ? "DataLoader pin_memory=True or " : ""),
+        loader ? ", or the DataLoader's prefetch" : "");
   }
   advice += fmt::format("Estimate assumes copies at {:.0f} GB/s{} that overlap compute.", bw / 1e9,
                         f.copies.pinned_bytes_per_s ? " (the best pinned rate in this trace)"

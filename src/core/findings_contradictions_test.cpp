@@ -312,6 +312,30 @@ TEST(Contradictions, DeviceToDeviceCopiesAreNotToldToPinHostMemory) {
   EXPECT_NE(f->recommendation.find("between device buffers"), std::string::npos) << f->recommendation;
 }
 
+// A kernel, then a 30 us host-to-device copy the compute waits for, twenty times: from pinned
+// memory (a DataLoader with pin_memory=True), from pageable memory, and from memory the trace
+// does not describe. Only host memory that is not known to be pinned is told to be pinned.
+TEST(Contradictions, PinnedCopiesAreNotToldToPinHostMemory) {
+  for (const HostMemory memory : {HostMemory::kPinned, HostMemory::kPageable, HostMemory::kUnknown}) {
+    TraceBuilder b;
+    for (int i = 0; i < 20; ++i) {
+      const double t = 100 + i * 60.0;
+      b.kernel(t + 5, t + 25, "ampere_sgemm_128x64_nn", 1000, 0, 7, t, 5);
+      b.api(t + 20, t + 24, "cudaMemcpyAsync");
+      b.memcpy(t + 26, t + 56, CopyKind::kHtoD, memory);
+    }
+    const DeviceReport r = only(b.build());
+    const Finding* f = FindingById(r, "memcpy");
+    ASSERT_NE(f, nullptr);
+    const bool pinned = memory == HostMemory::kPinned;
+    EXPECT_EQ(f->recommendation.find("Pin host memory") == std::string::npos, pinned) << f->recommendation;
+    EXPECT_EQ(f->recommendation.find("pinned already") != std::string::npos, pinned) << f->recommendation;
+    EXPECT_EQ(f->evidence.find("all 20 host copies are from or to pinned memory") != std::string::npos, pinned)
+        << f->evidence;
+    EXPECT_NE(f->recommendation.find("non_blocking=True"), std::string::npos) << f->recommendation;
+  }
+}
+
 // Two steps of an SGD step with 150 per-tensor kernels each.
 TEST(Contradictions, OptimizerAdviceNamesTheOptimizerUsed) {
   TraceBuilder b;
