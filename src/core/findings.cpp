@@ -146,6 +146,7 @@ std::optional<Finding> host_bound(const FindingContext& f) {
                       fmt_ms(static_cast<int64_t>(claimed / f.steps())));
   }
   if (pct(saved, f.window_ns()) < 2.0) return std::nullopt;
+  at_launching_code = std::min(at_launching_code, saved);
   constexpr std::string_view kMoveIt =
       "run it while the GPU computes (after launching the step's work, in a background thread or a "
       "worker process), do it less often, or do it on the GPU";
@@ -156,7 +157,7 @@ std::optional<Finding> host_bound(const FindingContext& f) {
     ev += fmt::format(
         "; of them {} per step at lines that also issue the step's kernels: PyTorch's own work per op "
         "between launches",
-        fmt_ms(static_cast<int64_t>(std::min(at_launching_code, saved) / f.steps())));
+        fmt_ms(static_cast<int64_t>(at_launching_code / f.steps())));
     constexpr std::string_view kPerOp =
         "Where the lines above issue the step's kernels (the model's forward, backward, the optimizer), the "
         "time is the framework's per-op work: fewer, larger ops (torch.compile) remove part of it, a CUDA "
