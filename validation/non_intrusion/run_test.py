@@ -188,6 +188,10 @@ class UnderProfiler(unittest.TestCase):
         self.assertEqual(seen, {"activities": ["C", "G"], "inside": False})
         with open(out) as f:
             self.assertEqual(json.load(f)["argv"], [prog, out])
+        sys.argv = ["under_profiler.py", "cpu"]
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            self.assertEqual(under_profiler.main(), 2)
+        self.assertIn("usage: under_profiler.py ACTIVITIES PROGRAM", err.getvalue())
         sys.argv = ["under_profiler.py", "cpu,gpu", prog]
         try:
             sys.modules["torch"] = types.SimpleNamespace(profiler=stub)

@@ -15,7 +15,7 @@ import sys
 
 def main():
     if len(sys.argv) < 3:
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
+        print(next(line for line in __doc__.splitlines() if line.startswith("usage:")), file=sys.stderr)
         return 2
     import torch.profiler as tp
 
