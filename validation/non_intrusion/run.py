@@ -26,8 +26,9 @@ step times after 5 warm-up steps, and a row's is the median over its pairs. Colu
                        per step, beside that run's own count and median
 --split ROW instead splits one row's tracing cost: rounds of runs, one per condition of SPLIT
 (untraced; plain `gpuscope run`; then with the stack sampler, the bootstrap, each optional
-activity kind and finally CUPTI itself turned off in turn), the order reversed every other
-round; the table gives each condition's median step per run and its change against untraced.
+activity kind and finally CUPTI itself turned off in turn; last, the peer: the program inside
+torch.profiler with no gpuscope), the order reversed every other round; the table gives each
+condition's median step per run and its change against untraced.
 A run that fails keeps its whole output in --work as ROW-TAG.failed.log, and its capture. After
 every round of pairs the table so far is written to --work as table.md, and each run's wall time
 goes to stderr: a sitting cut short keeps its table and shows which run was slow.
