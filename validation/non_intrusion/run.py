@@ -263,8 +263,9 @@ def main():
                     "Use a --work of its own: --resume does not tell runs apart by it")
     ap.add_argument("--split", metavar="ROW", help="instead of the matrix: rounds (--pairs of them) of ROW "
                     "untraced and traced with parts of the tracer turned off in turn (no stack sampler, no "
-                    "bootstrap, each optional activity kind off or on, kernels only, CUPTI off, torch.profiler instead of gpuscope), to see what "
-                    "part of the tracing cost is whose; traced runs are not calibrated")
+                    "bootstrap, each optional activity kind off or on, kernels only, CUPTI off, torch.profiler "
+                    "instead of gpuscope), to see what part of the tracing cost is whose; traced runs are not "
+                    "calibrated")
     ap.add_argument("--conditions", metavar="A,B", help="with --split: only these conditions (and untraced): "
                     + ", ".join(key for key, _, _ in SPLIT[1:]))
     a = ap.parse_args()
