@@ -155,11 +155,11 @@ std::optional<Finding> host_bound(const FindingContext& f) {
   const bool mostly_issuing = 2 * at_launching_code >= saved;
   if (at_launching_code > 0) {
     ev += fmt::format(
-        "; of them {} per step at lines that also issue the step's kernels: PyTorch's own work per op "
+        "; of them {} per step at code that also issues the step's kernels: PyTorch's own work per op "
         "between launches",
         fmt_ms(static_cast<int64_t>(at_launching_code / f.steps())));
     constexpr std::string_view kPerOp =
-        "Where the lines above issue the step's kernels (the model's forward, backward, the optimizer), the "
+        "Where the code above issues the step's kernels (the model's forward, backward, the optimizer), the "
         "time is the framework's per-op work: fewer, larger ops (torch.compile) remove part of it, a CUDA "
         "graph of the step all of it.";
     advice = mostly_issuing ? fmt::format("{} Host work of other kinds there: {}.", kPerOp, kMoveIt)
