@@ -28,6 +28,7 @@ std::string top_names(const IdleCause& c) {
 }
 
 double launch_claimed_host_ns(const FindingContext& f);
+double steady_at_launching_code(const IdleCause& host);
 
 // The common estimate of the idle-cause rules: that idle removed, less the tracer's part.
 double speedup_removing_idle(const FindingContext& f, const IdleCause& c) {
@@ -134,10 +135,8 @@ std::optional<Finding> host_bound(const FindingContext& f) {
         "; of them {} per step at the code that issues the launches are launch-bound's (a CUDA "
         "graph of the step removes them)",
         fmt_ms(static_cast<int64_t>(by_launch / f.steps())));
-  } else if (c->launching_code_ns > 0 && c->ns > 0) {
-    at_launching_code =
-        std::min(saved, steady_idle_ns(*c) * static_cast<double>(std::min(c->launching_code_ns, c->ns)) /
-                            static_cast<double>(c->ns));
+  } else {
+    at_launching_code = steady_at_launching_code(*c);
   }
   if (const int64_t between = scheduling_gap_ns(f); between > 0) {
     const double claimed = std::min(saved, static_cast<double>(between));
@@ -233,6 +232,15 @@ bool replays_cuda_graphs(const Trace& t) {
   return false;
 }
 
+// Of a host cause's idle, the part at the code that issues the launches
+// (IdleCause::launching_code_ns), as the same share of what a fix can remove (the tracer's part
+// and one-off start-up left out).
+double steady_at_launching_code(const IdleCause& host) {
+  if (host.ns <= 0 || host.launching_code_ns <= 0) return 0;
+  return steady_idle_ns(host) * static_cast<double>(std::min(host.launching_code_ns, host.ns)) /
+         static_cast<double>(host.ns);
+}
+
 // The host idle launch-bound claims (0 when it does not fire): where most kernels run shorter
 // than their launch call, the step is bound by issuing and its fix (a CUDA graph of the step, or
 // torch.compile's reduce-overhead) replays the step without running the code that issues it, so
@@ -248,11 +256,8 @@ double launch_claimed_host_ns(const FindingContext& f) {
     return 0;
   }
   const IdleCause& host = f.idle(IdleCauseId::kHost);
-  if (host.ns <= 0 || host.launching_code_ns <= 0) return 0;
-  // The same share of the host idle that a fix can remove (the tracer's part and one-off
-  // start-up left out).
-  double claimed = steady_idle_ns(host) * static_cast<double>(std::min(host.launching_code_ns, host.ns)) /
-                   static_cast<double>(host.ns);
+  double claimed = steady_at_launching_code(host);
+  if (claimed <= 0) return 0;
   if (optimizer_unfused_fires(f)) claimed = std::max(0.0, claimed - static_cast<double>(host.optimizer_ns));
   // The gaps between inference iterations are scheduling-gap's.
   return std::max(0.0, claimed - static_cast<double>(scheduling_gap_ns(f)));
