@@ -158,6 +158,91 @@ bool spans_most_gpu_work(const Trace& trace, const std::vector<Step>& marks) {
   return 2 * static_cast<size_t>(inside) >= trace.kernels.size();
 }
 
+// The step loop's iterations before its first marked one. The bootstrap marks iterations only
+// once it has found the loop, some ten to twenty iterations in; the kernels of the iterations
+// before are in the trace all the same. Walking back from the first marked iteration, each
+// earlier run of launch calls (on the thread that launched the marked ones) whose kernels are
+// the marked iterations' kernels, in order, and whose span is within half to twice their
+// median, is one more iteration. The first three marked iterations must launch the same
+// sequence; a loop whose iterations differ (other shapes, other branches) is not extended.
+std::vector<Step> loop_iterations_before_marks(const Trace& trace, const std::vector<Step>& marked) {
+  constexpr size_t kAgree = 3;
+  if (marked.size() < kAgree || trace.kernels.empty()) return {};
+  std::unordered_map<uint64_t, const Kernel*> first_kernel;  // correlation: its first kernel
+  for (const Kernel& k : trace.kernels) {
+    if (!k.correlation) continue;
+    auto [it, fresh] = first_kernel.try_emplace(*k.correlation, &k);
+    if (!fresh && k.start_ns < it->second->start_ns) it->second = &k;
+  }
+  struct Launch {
+    int64_t at_ns;
+    int32_t pid, tid;
+    StringId kernel;
+  };
+  std::vector<Launch> launches;
+  for (const ApiCall& c : trace.api_calls) {
+    if (c.api_class != ApiClass::kLaunch || !c.correlation) continue;
+    if (auto it = first_kernel.find(*c.correlation); it != first_kernel.end())
+      launches.push_back({c.start_ns, c.pid, c.tid, it->second->name});
+  }
+  if (launches.empty()) return {};
+  std::stable_sort(launches.begin(), launches.end(),
+                   [](const Launch& a, const Launch& b) { return a.at_ns < b.at_ns; });
+  const auto first_in = [&](const Step& s) {
+    return std::lower_bound(launches.begin(), launches.end(), s.start_ns,
+                            [](const Launch& l, int64_t t) { return l.at_ns < t; });
+  };
+  // The launching thread: that of the first marked iteration's first launch.
+  const auto first = first_in(marked.front());
+  if (first == launches.end() || first->at_ns >= marked.front().end_ns) return {};
+  const int32_t pid = first->pid, tid = first->tid;
+  std::vector<const Launch*> own;  // the launching thread's launches, in time order
+  for (const Launch& l : launches) {
+    if (l.pid == pid && l.tid == tid) own.push_back(&l);
+  }
+  std::vector<StringId> sequence;
+  std::vector<int64_t> offsets;  // iteration start to its first launch
+  for (size_t i = 0; i < kAgree; ++i) {
+    std::vector<StringId> seq;
+    for (const Launch* l : own) {
+      if (l->at_ns >= marked[i].start_ns && l->at_ns < marked[i].end_ns) seq.push_back(l->kernel);
+    }
+    if (seq.empty() || (i > 0 && seq != sequence)) return {};
+    if (i == 0) sequence = std::move(seq);
+    for (const Launch* l : own) {
+      if (l->at_ns >= marked[i].start_ns) {
+        offsets.push_back(l->at_ns - marked[i].start_ns);
+        break;
+      }
+    }
+  }
+  std::sort(offsets.begin(), offsets.end());
+  const int64_t offset = offsets[offsets.size() / 2];
+  std::vector<int64_t> lengths;
+  for (const Step& s : marked) lengths.push_back(s.end_ns - s.start_ns);
+  std::nth_element(lengths.begin(), lengths.begin() + static_cast<ptrdiff_t>(lengths.size() / 2), lengths.end());
+  const int64_t median = lengths[lengths.size() / 2];
+  size_t k = static_cast<size_t>(
+      std::find_if(own.begin(), own.end(), [&](const Launch* l) { return l->at_ns >= marked.front().start_ns; }) -
+      own.begin());
+  const size_t n = sequence.size();
+  int64_t next_start = marked.front().start_ns;
+  std::vector<Step> before;
+  while (k >= n) {
+    bool same = true;
+    for (size_t j = 0; j < n && same; ++j) same = own[k - n + j]->kernel == sequence[j];
+    if (!same) break;
+    const int64_t start = own[k - n]->at_ns - offset;
+    const int64_t length = next_start - start;
+    if (2 * length < median || length > 2 * median) break;
+    before.push_back({start, next_start, 0});
+    next_start = start;
+    k -= n;
+  }
+  std::reverse(before.begin(), before.end());
+  return before;
+}
+
 }  // namespace
 
 StepDetection detect_steps(const Trace& trace, std::string_view step_range) {
@@ -215,6 +300,8 @@ StepDetection detect_steps(const Trace& trace, std::string_view step_range) {
     // Each range is one whole iteration, from one jump back to the loop's head to the next.
     d.source = StepSource::kPythonLoop;
     d.steps = outermost(std::move(*loop));
+    std::vector<Step> before = loop_iterations_before_marks(trace, d.steps);
+    d.steps.insert(d.steps.begin(), before.begin(), before.end());
     for (size_t i = 0; i < d.steps.size(); ++i) d.steps[i].number = static_cast<int64_t>(i + 1);
   } else if (forward && forward->size() >= 3 && spans_most_gpu_work(trace, *forward)) {
     // One step runs from the start of one forward to the start of the next.

@@ -27,8 +27,9 @@ void drop_warmup_steps(StepDetection& d);
 // 3. repeated optimizer-step annotations ("Optimizer.step#..."): a step ends where one ends;
 // 4. iterations of the program's step loop ("gpuscope.iter#<file>:<line>" ranges, from gpuscope's
 //    Python bootstrap), with no optimizer (inference, serving, plain tensor code): each range is a
-//    step; captures of older gpuscope: repeated outermost forward passes ("gpuscope.forward#"),
-//    each starting a step;
+//    step, and so is each iteration before the bootstrap found the loop whose launches repeat the
+//    first marked iterations' kernels in order; captures of older gpuscope: repeated outermost
+//    forward passes ("gpuscope.forward#"), each starting a step;
 // 5. the periodic kernel pattern: the rarest kernel name that recurs at regular intervals
 //    (at least 3 times, spanning half the GPU activity; 80% of the gaps between its
 //    occurrences, counted in kernels, within 10% of their median, and the kernel sequence

@@ -40,6 +40,57 @@ TEST(Steps, OptimizerStepsBoundIterations) {
   EXPECT_EQ(d.steps[0].end_ns, 200'000);
 }
 
+// The loop's iterations as the bootstrap marks them from `first_marked` on, each launching
+// kernels a, b, c; the ones before run the same launches unmarked.
+TraceBuilder loop_found_late(int iterations, int first_marked, double period_us = 100) {
+  TraceBuilder b;
+  for (int i = 0; i < iterations; ++i) {
+    const double t = i * period_us;
+    if (i >= first_marked) b.annotation(t, t + period_us, "gpuscope.iter#serve.py:12");
+    b.kernel(t + 20, t + 30, "a", 1000, 0, 7, t + 5);
+    b.kernel(t + 40, t + 50, "b", 1000, 0, 7, t + 15);
+    b.kernel(t + 60, t + 70, "c", 1000, 0, 7, t + 25);
+  }
+  return b;
+}
+
+TEST(Steps, PythonLoopIterationsBeforeTheLoopWasFoundAreSteps) {
+  // The loop was found 12 iterations in; those 12 launched what the marked ones launch.
+  const auto d = detect_steps(loop_found_late(40, 12).build(), "");
+  EXPECT_EQ(d.source, StepSource::kPythonLoop);
+  ASSERT_EQ(d.steps.size(), 40u);
+  EXPECT_EQ(d.steps[0].start_ns, 0);
+  EXPECT_EQ(d.steps[11].end_ns, 1'200'000);
+  EXPECT_EQ(d.steps[12].start_ns, 1'200'000);
+  EXPECT_EQ(d.steps.front().number, 1);
+  EXPECT_EQ(d.steps.back().number, 40);
+}
+
+TEST(Steps, PythonLoopIsNotExtendedOverOtherWork) {
+  // Before the loop, other kernels (a warm-up of other shapes, set-up): no iteration is made of them.
+  TraceBuilder b = loop_found_late(30, 10);
+  for (int i = 0; i < 10; ++i) b.kernel(-1000 + i * 100 + 20, -1000 + i * 100 + 30, "init");
+  auto d = detect_steps(b.build(), "");
+  EXPECT_EQ(d.steps.size(), 30u);
+  // A pause of ten iterations' length before the unmarked ones: the walk stops at it.
+  TraceBuilder c = loop_found_late(30, 10);
+  for (int i = 0; i < 5; ++i) {
+    const double t = -1500 + i * 100;
+    c.kernel(t + 20, t + 30, "a", 1000, 0, 7, t + 5);
+    c.kernel(t + 40, t + 50, "b", 1000, 0, 7, t + 15);
+    c.kernel(t + 60, t + 70, "c", 1000, 0, 7, t + 25);
+  }
+  EXPECT_EQ(detect_steps(c.build(), "").steps.size(), 30u);
+  // Marked iterations that launch different sequences (data-dependent work): not extended.
+  TraceBuilder e = loop_found_late(30, 10);
+  e.kernel(1050, 1055, "extra", 1000, 0, 7, 1045);
+  EXPECT_EQ(detect_steps(e.build(), "").steps.size(), 20u);
+  // Launches of another thread (a helper) between the unmarked iterations do not break them.
+  TraceBuilder f = loop_found_late(30, 10);
+  for (int i = 0; i < 10; ++i) f.kernel(i * 100 + 80, i * 100 + 85, "copy_helper", 1000, 0, 9, i * 100 + 75, 2, 2);
+  EXPECT_EQ(detect_steps(f.build(), "").steps.size(), 30u);
+}
+
 TEST(Steps, PythonLoopIterationsAreSteps) {
   // The bootstrap's step-loop ranges, one per iteration, back to back; a range of another loop
   // with fewer iterations (another process, an earlier phase) does not compete.
