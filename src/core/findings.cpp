@@ -464,11 +464,34 @@ std::string estimate_clause(double before_ns, double after_ns, std::string_view 
   return fmt::format("; estimate: {} {} -> {}", what, fmt_ms_precise(before_ns), fmt_ms_precise(after_ns));
 }
 
+int64_t largest_idle_gap(const DeviceContext& d) {
+  std::vector<Interval> busy;
+  for (const auto* u : {&d.kernel_union, &d.copy_union}) {
+    for (const Interval& i : *u) {
+      const int64_t a = std::max(i.start_ns, d.window_start), b = std::min(i.end_ns, d.window_end);
+      if (b > a) busy.push_back({a, b});
+    }
+  }
+  busy = merge(std::move(busy));
+  int64_t at = d.window_start, gap = 0;
+  for (const Interval& i : busy) {
+    gap = std::max(gap, i.start_ns - at);
+    at = std::max(at, i.end_ns);
+  }
+  return std::max(gap, d.window_end - at);
+}
+
 void add_findings(const FindingContext& ctx, DeviceReport& r) {
   // One-off calls filling half the window or more: what is left is start-up too, more often than
   // not (stream creation, cuDNN's first calls), and nothing in the trace shows the steady state.
-  // A finding there may be right, but its estimate is a guess about start-up: low confidence.
-  const bool no_steady_state = r.one_off_ns > 0 && 2 * r.one_off_ns >= r.window_ns;
+  // Nor does a window without steps (no markers, no loop, no repeating kernel pattern) that one
+  // idle gap fills half of: nothing shows that the gap recurs. A finding there may be right, but
+  // its estimate is a guess about start-up or about one gap: low confidence, and the evidence
+  // says why.
+  const bool start_up = r.one_off_ns > 0 && 2 * r.one_off_ns >= r.window_ns;
+  const int64_t one_gap =
+      r.step_source == step_source_name(StepSource::kWholeWindow) ? largest_idle_gap(ctx.device) : 0;
+  const bool lone_gap = one_gap > 0 && 2 * one_gap >= r.window_ns;
   for (const FindingRuleEntry& entry : kFindingRules) {
     std::optional<Finding> f = entry.rule(ctx);
     if (!f || f->est_speedup.value_or(0) < kMinSpeedup) continue;
@@ -481,12 +504,20 @@ void add_findings(const FindingContext& ctx, DeviceReport& r) {
     }
     f->id = std::string(entry.id);
     f->severity = severity_for(*f->est_speedup);
-    if (no_steady_state) {
+    if (start_up) {
       f->severity = Severity::kLow;
       f->evidence += fmt::format(
           "; one-off start-up calls fill {:.0f}% of the window, so the trace holds no steady "
           "state and this estimate is of start-up",
           pct(static_cast<double>(r.one_off_ns), static_cast<double>(r.window_ns)));
+    } else if (lone_gap) {
+      f->severity = Severity::kLow;
+      f->evidence += fmt::format(
+          "; one idle gap of {} fills {:.0f}% of the window and no steps were found (no step markers, no "
+          "step loop, no repeating kernel pattern), so nothing shows that it recurs: this estimate is of "
+          "one gap",
+          fmt_ms_precise(static_cast<double>(one_gap)),
+          pct(static_cast<double>(one_gap), static_cast<double>(r.window_ns)));
     }
     r.findings.push_back(std::move(*f));
   }

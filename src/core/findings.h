@@ -78,7 +78,12 @@ struct FindingRuleEntry {
 // Every device finding, in the order they are evaluated (ties in speedup keep this order).
 std::span<const FindingRuleEntry> finding_rules();
 
-// Runs every rule into r.findings, largest estimated speedup first.
+// The longest time in the window with neither a kernel nor a copy on the device.
+int64_t largest_idle_gap(const DeviceContext& d);
+
+// Runs every rule into r.findings, largest estimated speedup first. Where the window holds no
+// steady state (one-off start-up calls fill half of it, or it has no steps and one idle gap
+// fills half of it), every finding is low severity and its evidence says why.
 void add_findings(const FindingContext& ctx, DeviceReport& r);
 
 // high >= x1.25, medium >= x1.05, else low.

@@ -230,6 +230,31 @@ TEST(Contradictions, FindingsOfATraceWithoutSteadyStateAreLowConfidence) {
   }
 }
 
+TEST(Contradictions, OneGapOfAWindowWithoutStepsIsNotASteadyState) {
+  // Three GEMMs, then the host away for 18 ms in code that launches nothing, then one more: no
+  // steps, and one gap is the window. Host-bound may be right, but nothing shows the gap recurs.
+  TraceBuilder b;
+  b.kernel(100, 200, "ampere_sgemm_128x64_nn");
+  b.kernel(220, 320, "ampere_sgemm_128x64_nn");
+  b.kernel(340, 440, "ampere_sgemm_128x64_nn");
+  b.op(450, 18450, "host_work_between");
+  b.kernel(18500, 18600, "ampere_sgemm_128x64_nn", 1000, 0, 7, 18480);
+  const DeviceReport r = only(b.build());
+  EXPECT_EQ(r.step_source, "whole_window");
+  ASSERT_FALSE(r.findings.empty());
+  for (const Finding& f : r.findings) {
+    EXPECT_EQ(f.severity, Severity::kLow) << f.id;
+    EXPECT_NE(f.evidence.find("one idle gap of"), std::string::npos) << f.evidence;
+  }
+  // The same gap among many short ones of a steady loop without steps: not one gap's window.
+  TraceBuilder c;
+  for (int i = 0; i < 400; ++i)
+    c.kernel(100 + i * 40.0 + 30, 100 + i * 40.0 + 32, "elementwise_kernel", 1000, 0, 7, 100 + i * 40.0, 30);
+  const DeviceReport s = only(c.build());
+  EXPECT_EQ(s.step_source, "whole_window");
+  for (const Finding& f : s.findings) EXPECT_EQ(f.evidence.find("one idle gap of"), std::string::npos) << f.evidence;
+}
+
 TEST(Contradictions, RepeatedLongCallsAreSteadyState) {
   // Every iteration's launch takes 30 us against a 2 us kernel: that is the loop, not start-up.
   TraceBuilder b;
