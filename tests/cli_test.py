@@ -847,6 +847,31 @@ class RunTorchrunSimulated(unittest.TestCase):
         self.assertTrue(all(len(l) <= 80 for l in table), table)
 
 
+class StepLoopCaptures(unittest.TestCase):
+    """Captures of programs without an optimizer (testdata/nonintrusion/README.md), each of 200
+    steps: the steps are the step loop's iterations, those before the bootstrap found the loop
+    (some fifteen) included."""
+
+    def report(self, name):
+        r = run("analyze", "--json", os.path.join(ROOT, "testdata", "nonintrusion", name + ".gpuscope"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return json.loads(r.stdout)["devices"][0]
+
+    def test_every_iteration_is_a_step(self):
+        for name in ("inference", "generator"):
+            steps = self.report(name)["steps"]
+            self.assertEqual(steps["source"], "python_loop", name)
+            # 200 iterations: the last never jumps back to the loop's head, and the last whole
+            # one is dropped as partial; 185 were found before the unmarked ones counted.
+            self.assertEqual(steps["count"] + steps["skipped_warmup"] + steps["dropped_last"], 199,
+                             (name, steps["count"], steps["skipped_warmup"], steps["dropped_last"]))
+
+    def test_the_programs_own_lines_name_host_time(self):
+        d = self.report("generator")
+        names = [h["name"] for c in d["idle"]["causes"] for h in c["top_host"]]
+        self.assertTrue(any(n.startswith("programs.py:") and n.endswith("(Python)") for n in names), names)
+
+
 class PyZooHidden(unittest.TestCase):
     """Captures of the hidden-style zoo programs (`PYZOO_SET=hidden validation/run pyzoo`) on an
     H100, 2026-12-07, each of a class the analysis once got wrong; testdata/pyzoo/README.md

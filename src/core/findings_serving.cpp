@@ -320,20 +320,25 @@ std::optional<Finding> under_batched(const FindingContext& f) {
       pct(achieved_flops, r0.flops_per_s), r0.flops_per_s / 1e12, precision_name(under.front()->precision),
       achieved_bytes / 1e9, pct(achieved_bytes, r0.bytes_per_s), r0.bytes_per_s / 1e12, tokens);
   const auto per_iter = [&](double ns) { return fmt_ms(static_cast<int64_t>(ns / f.steps())); };
+  // "about A instead of B", or "about as long (B)" where the two print alike.
+  const auto instead = [&](double after_ns, double before_ns) {
+    const std::string a = per_iter(after_ns), b = per_iter(before_ns);
+    return a == b ? fmt::format("about as long ({})", b) : fmt::format("about {} instead of {}", a, b);
+  };
   if (grown.rest_before_ns > 0) {
     ev += fmt::format(
         "; the other kernels work per sequence: with x{:.0f} the blocks, in waves of what the SMs "
-        "hold at once, they would take about {} instead of {} per iteration (est.)",
-        growth, per_iter(grown.rest_after_ns), per_iter(grown.rest_before_ns));
+        "hold at once, they would take {} per iteration (est.)",
+        growth, instead(grown.rest_after_ns, grown.rest_before_ns));
     if (grown.rest_unknown_ns > 0.1 * grown.rest_before_ns) {
       ev += fmt::format(" ({:.0f}% of their time has no launch configuration and is kept as it is)",
                         pct(grown.rest_unknown_ns, grown.rest_before_ns));
     }
   }
   ev += fmt::format(
-      "; with {:.0f} tokens per GEMM an iteration would take about {} instead of {} (est.), "
+      "; with {:.0f} tokens per GEMM an iteration would take {} (est.), "
       "serving about x{:.1f} the tokens per second (est.)",
-      tokens, per_iter(grown.window_ns), per_iter(base), gain);
+      tokens, instead(grown.window_ns, base), gain);
   // The multiplier as two printed times: GPU time per iteration's worth of today's tokens.
   ev += estimate_clause(base / f.steps(), grown.window_ns / f.steps() / growth,
                         fmt::format("time per {} tokens per GEMM", m));
