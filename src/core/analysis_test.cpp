@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <initializer_list>
 #include <numeric>
+#include <string>
 
 #include "core/analysis.h"
 #include "core/analysis_test_util.h"
@@ -394,6 +395,62 @@ TEST(Analysis, RankSummaryAcrossTraces) {
   ASSERT_GE(report.ranks->findings.size(), 1u);
   EXPECT_EQ(report.ranks->findings[0].id, "straggler");
   EXPECT_NEAR(*report.ranks->findings[0].est_speedup, 0.2 / *report.ranks->step_median_ms, 1e-9);
+}
+
+// GPM readings lag the kernel timeline (about 0.1 s on H100 and H200): samples every 100 ms whose
+// SM active describes the 100 ms that ended `lag` before their label.
+Trace busy_then_idle(double busy_from_s, double busy_to_s, double lag_s, double sample_to_s, bool whole_run = true) {
+  testing::TraceBuilder b;
+  b.device(0, 132, "NVIDIA H100 80GB HBM3");
+  // A start-up kernel and a last one far from the busy stretch, as a whole run records them (a
+  // bounded window records only its own).
+  if (whole_run) b.kernel(50'000, 50'100, "vectorized_elementwise_kernel");
+  for (double t = busy_from_s; t < busy_to_s; t += 0.001) b.kernel(t * 1e6, t * 1e6 + 900, "sm90_xmma_gemm_bf16");
+  // Steps of 20 ms over the busy stretch: the window.
+  int n = 0;
+  for (double t = busy_from_s; t + 0.0199 < busy_to_s; t += 0.02)
+    b.annotation(t * 1e6, (t + 0.02) * 1e6, "ProfilerStep#" + std::to_string(++n));
+  if (whole_run) b.kernel(sample_to_s * 1e6 - 100, sample_to_s * 1e6, "vectorized_elementwise_kernel");
+  Trace trace = b.build();
+  for (double t = 0.1; t <= sample_to_s; t += 0.1) {
+    const double a = t - 0.1 - lag_s, e = t - lag_s;  // what the reading describes
+    const double busy = std::max(0.0, std::min(e, busy_to_s) - std::max(a, busy_from_s)) / 0.1;
+    DeviceSample s;
+    s.time_ns = static_cast<int64_t>(t * 1e9);
+    s.interval_ns = 100'000'000;
+    s.sm_active_pct = 90 * busy;
+    s.gpu_util_pct = 100 * busy;
+    trace.device_samples.push_back(s);
+  }
+  return trace;
+}
+
+TEST(Hardware, ReadingsAreAlignedWithTheKernelsByTheirMeasuredLag) {
+  // A second of kernels (90% of a kernel's time fills the SMs) among idle time: the lag is told
+  // by the edges, and the mean over the window is the busy second's.
+  const DeviceReport r = testing::only(busy_then_idle(1.0, 2.0, 0.12, 3.0));
+  ASSERT_TRUE(r.hw_sample_lag_ns.has_value());
+  EXPECT_NEAR(static_cast<double>(*r.hw_sample_lag_ns), 120e6, 10e6);
+  ASSERT_TRUE(r.hw_sm_active_pct.has_value());
+  EXPECT_NEAR(*r.hw_sm_active_pct, 90, 6);
+  // Read as labelled, the window's samples would mix in the idle time before it (~79%).
+  EXPECT_GT(*r.hw_sm_active_pct, 85);
+}
+
+TEST(Hardware, AShortWindowWhoseReadingsTurnOnTheirAlignmentIsUnmeasured) {
+  // A bounded window of 80 ms of kernels, nothing recorded around it: no lag can be told, and
+  // the window's mean moves from 0 to 90% with it. Unmeasured (null), never the idle time around
+  // the window.
+  const DeviceReport r = testing::only(busy_then_idle(1.0, 1.08, 0.12, 2.0, false));
+  EXPECT_FALSE(r.hw_sample_lag_ns.has_value());
+  EXPECT_FALSE(r.hw_sm_active_pct.has_value());
+  EXPECT_FALSE(r.hw_gpu_util_pct.has_value());
+  // The same recorded whole: the lag is told by the edges, and the aligned samples give the
+  // window its own reading (a 100 ms sample over an 80 ms window keeps 20 ms of the idle beside it).
+  const DeviceReport whole = testing::only(busy_then_idle(1.0, 1.08, 0.12, 2.0));
+  ASSERT_TRUE(whole.hw_sample_lag_ns.has_value());
+  ASSERT_TRUE(whole.hw_sm_active_pct.has_value());
+  EXPECT_GT(*whole.hw_sm_active_pct, 60);
 }
 
 }  // namespace

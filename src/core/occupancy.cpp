@@ -31,18 +31,119 @@ std::optional<double> sm_active_estimate(const DeviceContext& ctx) {
   return pct(area, static_cast<double>(ctx.window()));
 }
 
-void add_hardware_counters(const DeviceContext& ctx, DeviceReport& r) {
-  double util = 0, sm = 0, tensor = 0;
-  int n_util = 0, n_sm = 0, n_tensor = 0;
-  for (const DeviceSample& s : ctx.trace.device_samples) {
-    if (s.device != ctx.device_id || !ctx.in_window(s.time_ns)) continue;
-    if (s.gpu_util_pct) util += *s.gpu_util_pct, ++n_util;
-    if (s.sm_active_pct) sm += *s.sm_active_pct, ++n_sm;
-    if (s.tensor_active_pct) tensor += *s.tensor_active_pct, ++n_tensor;
+namespace {
+
+double correlation(const std::vector<double>& x, const std::vector<double>& y) {
+  const double n = static_cast<double>(x.size());
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < x.size(); ++i) mx += x[i] / n, my += y[i] / n;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
   }
-  if (n_util) r.hw_gpu_util_pct = util / n_util;
-  if (n_sm) r.hw_sm_active_pct = sm / n_sm;
-  if (n_tensor) r.hw_tensor_active_pct = tensor / n_tensor;
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0.0;
+}
+
+}  // namespace
+
+std::optional<int64_t> hardware_sample_lag(const DeviceContext& ctx, const std::vector<const DeviceSample*>& samples) {
+  if (ctx.kernel_union.empty()) return std::nullopt;
+  const int64_t first = ctx.kernel_union.front().start_ns, last = ctx.kernel_union.back().end_ns;
+  std::vector<const DeviceSample*> inside;  // every candidate's interval lies where kernels were recorded
+  for (const DeviceSample* s : samples) {
+    if (s->sm_active_pct && s->interval_ns > 0 && s->time_ns - s->interval_ns - kMaxSampleLagNs >= first &&
+        s->time_ns <= last)
+      inside.push_back(s);
+  }
+  if (inside.size() < kMinLagSamples) return std::nullopt;
+  std::vector<double> active;
+  for (const DeviceSample* s : inside) active.push_back(*s->sm_active_pct);
+  double best = -2, at_zero = 0;
+  int64_t best_lag = 0;
+  for (int64_t lag = 0; lag <= kMaxSampleLagNs; lag += kSampleLagStepNs) {
+    std::vector<double> busy;
+    for (const DeviceSample* s : inside)
+      busy.push_back(
+          static_cast<double>(covered(ctx.kernel_union, s->time_ns - s->interval_ns - lag, s->time_ns - lag)) /
+          static_cast<double>(s->interval_ns));
+    const double r = correlation(active, busy);
+    if (lag == 0) at_zero = r;
+    if (r > best + 1e-9) best = r, best_lag = lag;
+  }
+  // Readings that follow the kernels closely at some lag; a lag that does not follow them clearly
+  // better than none is none. Where the GPU's activity is flat, no lag is told apart.
+  if (best < kMinLagCorrelation) return std::nullopt;
+  return best - at_zero < kMinLagGain ? 0 : best_lag;
+}
+
+namespace {
+
+struct WindowMeans {
+  std::optional<double> util, sm, tensor;
+};
+
+// The samples' means over the window with each sample's interval `shift` earlier: a sample counts
+// with the part of its interval inside the window, where that is at least half of it; a mean
+// over samples that cover under half the window is left empty.
+WindowMeans window_means(const DeviceContext& ctx, const std::vector<const DeviceSample*>& samples, int64_t shift) {
+  double util = 0, sm = 0, tensor = 0, w_util = 0, w_sm = 0, w_tensor = 0;
+  bool timed = true;
+  for (const DeviceSample* s : samples) {
+    double w = 1;
+    if (s->interval_ns > 0) {
+      const int64_t a = std::max(s->time_ns - s->interval_ns - shift, ctx.window_start);
+      const int64_t b = std::min(s->time_ns - shift, ctx.window_end);
+      if (2 * (b - a) < s->interval_ns) continue;
+      w = static_cast<double>(b - a);
+    } else {
+      timed = false;
+      if (!ctx.in_window(s->time_ns)) continue;
+    }
+    if (s->gpu_util_pct) util += w * *s->gpu_util_pct, w_util += w;
+    if (s->sm_active_pct) sm += w * *s->sm_active_pct, w_sm += w;
+    if (s->tensor_active_pct) tensor += w * *s->tensor_active_pct, w_tensor += w;
+  }
+  const auto mean = [&](double sum, double w) -> std::optional<double> {
+    if (w <= 0 || (timed && 2 * w < static_cast<double>(ctx.window()))) return std::nullopt;
+    return sum / w;
+  };
+  return {mean(util, w_util), mean(sm, w_sm), mean(tensor, w_tensor)};
+}
+
+}  // namespace
+
+void add_hardware_counters(const DeviceContext& ctx, DeviceReport& r) {
+  std::vector<const DeviceSample*> samples;
+  for (const DeviceSample& s : ctx.trace.device_samples) {
+    if (s.device == ctx.device_id && !s.gpu_instance_id) samples.push_back(&s);
+  }
+  if (samples.empty()) return;
+  if (const std::optional<int64_t> lag = hardware_sample_lag(ctx, samples)) {
+    r.hw_sample_lag_ns = *lag;
+    const WindowMeans m = window_means(ctx, samples, *lag);
+    r.hw_gpu_util_pct = m.util, r.hw_sm_active_pct = m.sm, r.hw_tensor_active_pct = m.tensor;
+    return;
+  }
+  // The lag not measured: a mean is reported only where every lag it could be gives about the
+  // same (within kMaxLagSpreadPct), as the median of those; a short window whose readings turn
+  // on the alignment is left unmeasured.
+  std::vector<WindowMeans> at;
+  for (int64_t lag = 0; lag <= kMaxSampleLagNs; lag += kSampleLagStepNs) at.push_back(window_means(ctx, samples, lag));
+  const auto robust = [&](std::optional<double> WindowMeans::*field) -> std::optional<double> {
+    std::vector<double> v;
+    for (const WindowMeans& m : at) {
+      if (!(m.*field)) return std::nullopt;
+      v.push_back(*(m.*field));
+    }
+    std::sort(v.begin(), v.end());
+    if (v.back() - v.front() > kMaxLagSpreadPct) return std::nullopt;
+    return v[v.size() / 2];
+  };
+  r.hw_gpu_util_pct = robust(&WindowMeans::util);
+  r.hw_sm_active_pct = robust(&WindowMeans::sm);
+  r.hw_tensor_active_pct = robust(&WindowMeans::tensor);
 }
 
 std::optional<Occupancy> theoretical_occupancy(const Device& dev, const Kernel& k) {

@@ -2,7 +2,9 @@
 // counters sampled beside it, and theoretical occupancy from launch configurations.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "core/device_context.h"
 #include "core/report.h"
@@ -15,8 +17,29 @@ namespace gpuscope {
 // the "estimate" would only repeat utilization.
 std::optional<double> sm_active_estimate(const DeviceContext& ctx);
 
-// Sets r.hw_*_pct: the means of the device samples in the window (captures from `gpuscope run`),
-// left empty where none was sampled.
+// How far the device's hardware readings lag its kernel timeline. NVML's GPM readings of a
+// sample labelled t describe, on NVIDIA's H100 and H200, about [t - interval - 0.1 s, t - 0.1 s]
+// of the kernels the trace recorded: measured by the lag, from 0 to kMaxSampleLagNs in
+// kSampleLagStepNs, at which the samples' SM active best follows the share of their interval
+// that kernels ran (Pearson correlation over at least kMinLagSamples samples whose intervals lie
+// where kernels were recorded). Empty where that cannot be told: too few such samples, or no lag
+// at which they follow the kernels (correlation at least kMinLagCorrelation); 0 where no lag
+// follows them clearly better (by kMinLagGain) than none.
+inline constexpr int64_t kMaxSampleLagNs = 300'000'000;
+inline constexpr int64_t kSampleLagStepNs = 10'000'000;
+inline constexpr size_t kMinLagSamples = 6;
+inline constexpr double kMinLagCorrelation = 0.8;
+inline constexpr double kMinLagGain = 0.05;
+std::optional<int64_t> hardware_sample_lag(const DeviceContext& ctx, const std::vector<const DeviceSample*>& samples);
+
+// Sets r.hw_*_pct (captures from `gpuscope run`): the device samples' means over the window,
+// each sample shifted by hardware_sample_lag and weighted by the part of its interval inside
+// the window (a sample with under half of it inside is left out); empty where the samples left
+// cover under half the window, or none was sampled. Sets r.hw_sample_lag_ns where measured.
+// Where the lag is not measured, a mean is reported only if every lag from 0 to kMaxSampleLagNs
+// gives it within kMaxLagSpreadPct points (their median): a window short beside the samples'
+// alignment is left unmeasured rather than read from the time around it.
+inline constexpr double kMaxLagSpreadPct = 5.0;
 void add_hardware_counters(const DeviceContext& ctx, DeviceReport& r);
 
 enum class OccupancyLimiter { kThreads, kRegisters, kSharedMemory, kBlocks };

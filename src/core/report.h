@@ -222,6 +222,9 @@ struct DeviceReport {
   std::optional<double> hw_gpu_util_pct;
   std::optional<double> hw_sm_active_pct;
   std::optional<double> hw_tensor_active_pct;
+  // How far the hardware readings were found to lag the kernel timeline (they are aligned by it
+  // before averaging); empty where it could not be told.
+  std::optional<int64_t> hw_sample_lag_ns;
 
   double idle_pct = 0;
   std::vector<IdleCause> idle_causes;

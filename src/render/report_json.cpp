@@ -79,9 +79,11 @@ json device_json(const DeviceReport& d) {
   j["copy_pct"] = d.copy_pct;
   j["sm_active_est_pct"] = opt(d.sm_active_est_pct);
   j["sm_active_est_note"] = "estimate: kernel time weighted by min(1, blocks/SMs), capped at 1 per instant";
-  j["hardware"] = {{"gpu_util_pct", opt(d.hw_gpu_util_pct)},
-                   {"sm_active_pct", opt(d.hw_sm_active_pct)},
-                   {"tensor_active_pct", opt(d.hw_tensor_active_pct)}};
+  j["hardware"] = {
+      {"gpu_util_pct", opt(d.hw_gpu_util_pct)},
+      {"sm_active_pct", opt(d.hw_sm_active_pct)},
+      {"tensor_active_pct", opt(d.hw_tensor_active_pct)},
+      {"sample_lag_ms", d.hw_sample_lag_ns ? json(static_cast<double>(*d.hw_sample_lag_ns) / 1e6) : json()}};
 
   json causes = json::array();
   int64_t idle_ns = 0;

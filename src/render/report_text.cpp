@@ -190,9 +190,12 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   out +=
       headline_row(p, "SM active (estimate)", d.sm_active_est_pct,
                    d.sm_active_est_pct ? "grid sizes vs SM count" : "needs the GPU's SM count (unknown device)", width);
-  if (d.hw_sm_active_pct) out += headline_row(p, "SM active (hardware)", d.hw_sm_active_pct, "GPM, sampled", width);
-  if (d.hw_tensor_active_pct)
-    out += headline_row(p, "Tensor active (hw)", d.hw_tensor_active_pct, "GPM, sampled", width);
+  // GPM readings lag the kernels; where the lag was measured they were aligned by it.
+  const std::string gpm = d.hw_sample_lag_ns && *d.hw_sample_lag_ns > 0
+                              ? fmt::format("GPM, read {} ms late, aligned", *d.hw_sample_lag_ns / 1'000'000)
+                              : std::string("GPM, sampled");
+  if (d.hw_sm_active_pct) out += headline_row(p, "SM active (hardware)", d.hw_sm_active_pct, gpm, width);
+  if (d.hw_tensor_active_pct) out += headline_row(p, "Tensor active (hw)", d.hw_tensor_active_pct, gpm, width);
   out += headline_row(p, "MFU", d.mfu_pct, d.mfu_pct ? "model FLOPs / dense peak" : "needs --model or --flops-per-step",
                       width);
   out += headline_row(p, "HFU (matmul)", d.hfu_pct,
