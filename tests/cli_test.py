@@ -847,6 +847,28 @@ class RunTorchrunSimulated(unittest.TestCase):
         self.assertTrue(all(len(l) <= 80 for l in table), table)
 
 
+class HardwareCounters(unittest.TestCase):
+    """Every capture in testdata: where the report gives a hardware SM active (GPM samples,
+    aligned with the kernels by their measured lag), it agrees with the independent estimate
+    from the kernels' grid sizes. Read as labelled, samples lag the kernels by about 0.1 s, and
+    windows under a second read the time around them (18.6% against 94% on fp32_fixed)."""
+
+    def test_hardware_sm_active_agrees_with_the_kernels(self):
+        captures = sorted(glob.glob(os.path.join(ROOT, "testdata", "**", "*.gpuscope"), recursive=True))
+        self.assertGreater(len(captures), 40)
+        compared = 0
+        for path in captures:
+            r = run("analyze", "--json", path)
+            self.assertEqual(r.returncode, 0, (path, r.stderr))
+            for d in json.loads(r.stdout)["devices"]:
+                hw, est = d["hardware"]["sm_active_pct"], d["sm_active_est_pct"]
+                if hw is None or est is None:
+                    continue
+                compared += 1
+                self.assertLess(abs(hw - est), 15, (os.path.relpath(path, ROOT), hw, est, d["hardware"]))
+        self.assertGreater(compared, 20)
+
+
 class StepLoopCaptures(unittest.TestCase):
     """Captures of programs without an optimizer (testdata/nonintrusion/README.md), each of 200
     steps: the steps are the step loop's iterations, those before the bootstrap found the loop
