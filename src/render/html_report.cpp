@@ -209,13 +209,17 @@ void samples_section(std::string& out, const DeviceReport& d, std::span<const Tr
   }
   if (samples.empty()) return;
   out += "<h3>Device samples over time</h3>\n";
-  const int64_t from = samples.front()->time_ns - samples.front()->interval_ns;
-  const int64_t to = std::max(samples.back()->time_ns, from + 1);
+  // Each sample drawn where its readings belong on the kernels' timeline: moved back by the lag
+  // measured against them (DeviceReport::hw_sample_lag_ns), where it was.
+  const int64_t lag = d.hw_sample_lag_ns.value_or(0);
+  const int64_t from = samples.front()->time_ns - lag - samples.front()->interval_ns;
+  const int64_t to = std::max(samples.back()->time_ns - lag, from + 1);
   const double span = static_cast<double>(to - from);
   out += fmt::format(
-      "<p class=sub>{} hardware counter samples (percent, each over its interval), mean per {} bin; the "
+      "<p class=sub>{} hardware counter samples (percent, each over its interval), mean per {} bin{}; the "
       "shaded band is the analysed window.</p>\n",
-      samples.size(), html::ms(span / kSampleBins));
+      samples.size(), html::ms(span / kSampleBins),
+      lag > 0 ? fmt::format(", each moved back by the {} ms its readings lag the kernels", lag / 1'000'000) : "");
   const double top = 8, h = 150;
   std::string svg = fmt::format("<svg viewBox=\"0 0 {} {}\" width=\"{}\" role=\"img\" aria-label=\"device samples\">\n",
                                 kWidth, top + h + 22, kWidth);
@@ -238,8 +242,8 @@ void samples_section(std::string& out, const DeviceReport& d, std::span<const Tr
     for (const DeviceSample* s : samples) {
       const auto& v = s->*m.field;
       if (!v || !std::isfinite(*v)) continue;
-      const int bin =
-          std::clamp(static_cast<int>(static_cast<double>(s->time_ns - from) / span * kSampleBins), 0, kSampleBins - 1);
+      const int bin = std::clamp(static_cast<int>(static_cast<double>(s->time_ns - lag - from) / span * kSampleBins), 0,
+                                 kSampleBins - 1);
       sum[static_cast<size_t>(bin)] += *v;
       ++count[static_cast<size_t>(bin)];
     }
