@@ -119,6 +119,8 @@ void add_hardware_counters(const DeviceContext& ctx, DeviceReport& r) {
   for (const DeviceSample& s : ctx.trace.device_samples) {
     if (s.device == ctx.device_id && !s.gpu_instance_id) samples.push_back(&s);
   }
+  r.hw_gpm_samples =
+      std::count_if(samples.begin(), samples.end(), [](const DeviceSample* s) { return s->sm_active_pct.has_value(); });
   if (samples.empty()) return;
   if (const std::optional<int64_t> lag = hardware_sample_lag(ctx, samples)) {
     r.hw_sample_lag_ns = *lag;

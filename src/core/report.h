@@ -225,6 +225,7 @@ struct DeviceReport {
   // How far the hardware readings were found to lag the kernel timeline (they are aligned by it
   // before averaging); empty where it could not be told.
   std::optional<int64_t> hw_sample_lag_ns;
+  int64_t hw_gpm_samples = 0;  // The device's samples with GPM readings in the input (none in profiler traces).
 
   double idle_pct = 0;
   std::vector<IdleCause> idle_causes;

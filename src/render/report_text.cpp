@@ -194,7 +194,10 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   const std::string gpm = d.hw_sample_lag_ns && *d.hw_sample_lag_ns > 0
                               ? fmt::format("GPM, read {} ms late, aligned", *d.hw_sample_lag_ns / 1'000'000)
                               : std::string("GPM, sampled");
-  if (d.hw_sm_active_pct) out += headline_row(p, "SM active (hardware)", d.hw_sm_active_pct, gpm, width);
+  if (d.hw_sm_active_pct)
+    out += headline_row(p, "SM active (hardware)", d.hw_sm_active_pct, gpm, width);
+  else if (d.hw_gpm_samples > 0)
+    out += headline_row(p, "SM active (hardware)", std::nullopt, "no GPM reading covers this window", width);
   if (d.hw_tensor_active_pct) out += headline_row(p, "Tensor active (hw)", d.hw_tensor_active_pct, gpm, width);
   out += headline_row(p, "MFU", d.mfu_pct, d.mfu_pct ? "model FLOPs / dense peak" : "needs --model or --flops-per-step",
                       width);
