@@ -865,8 +865,8 @@ class HardwareCounters(unittest.TestCase):
                 if hw is None or est is None:
                     continue
                 compared += 1
-                self.assertLess(abs(hw - est), 15, (os.path.relpath(path, ROOT), hw, est, d["hardware"]))
-        self.assertGreater(compared, 20)
+                self.assertLess(abs(hw - est), 10, (os.path.relpath(path, ROOT), hw, est, d["hardware"]))
+        self.assertGreater(compared, 40)
 
 
 class StepLoopCaptures(unittest.TestCase):

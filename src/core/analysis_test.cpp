@@ -445,12 +445,14 @@ TEST(Hardware, AShortWindowWhoseReadingsTurnOnTheirAlignmentIsUnmeasured) {
   EXPECT_FALSE(r.hw_sample_lag_ns.has_value());
   EXPECT_FALSE(r.hw_sm_active_pct.has_value());
   EXPECT_FALSE(r.hw_gpu_util_pct.has_value());
-  // The same recorded whole: the lag is told by the edges, and the aligned samples give the
-  // window its own reading (a 100 ms sample over an 80 ms window keeps 20 ms of the idle beside it).
+  // The same recorded whole: the lag is told by the edges, but no 100 ms sample lies (90% of it)
+  // inside 80 ms: still unmeasured. A 300 ms stretch holds two: its own reading.
   const DeviceReport whole = testing::only(busy_then_idle(1.0, 1.08, 0.12, 2.0));
   ASSERT_TRUE(whole.hw_sample_lag_ns.has_value());
-  ASSERT_TRUE(whole.hw_sm_active_pct.has_value());
-  EXPECT_GT(*whole.hw_sm_active_pct, 60);
+  EXPECT_FALSE(whole.hw_sm_active_pct.has_value());
+  const DeviceReport longer = testing::only(busy_then_idle(1.0, 1.3, 0.12, 2.0));
+  ASSERT_TRUE(longer.hw_sm_active_pct.has_value());
+  EXPECT_NEAR(*longer.hw_sm_active_pct, 90, 3);
 }
 
 }  // namespace

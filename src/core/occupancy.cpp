@@ -50,7 +50,17 @@ double correlation(const std::vector<double>& x, const std::vector<double>& y) {
 
 std::optional<int64_t> hardware_sample_lag(const DeviceContext& ctx, const std::vector<const DeviceSample*>& samples) {
   if (ctx.kernel_union.empty()) return std::nullopt;
-  const int64_t first = ctx.kernel_union.front().start_ns, last = ctx.kernel_union.back().end_ns;
+  // Where kernels were recorded, so that no kernel means an idle GPU: a capture of the whole run
+  // records from the program's first CUDA call to its last (or to the cap on its steps); a
+  // bounded window, only the kernels inside it.
+  int64_t first = ctx.kernel_union.front().start_ns, last = ctx.kernel_union.back().end_ns;
+  const HostMarks& marks = ctx.host.marks();
+  if (!marks.window.untraced_step_us && !marks.window.time_window_us) {
+    for (const ApiCall& c : ctx.trace.api_calls) {
+      first = std::min(first, c.start_ns);
+      last = std::max(last, c.end_ns);
+    }
+  }
   std::vector<const DeviceSample*> inside;  // every candidate's interval lies where kernels were recorded
   for (const DeviceSample* s : samples) {
     if (s->sm_active_pct && s->interval_ns > 0 && s->time_ns - s->interval_ns - kMaxSampleLagNs >= first &&
@@ -60,7 +70,7 @@ std::optional<int64_t> hardware_sample_lag(const DeviceContext& ctx, const std::
   if (inside.size() < kMinLagSamples) return std::nullopt;
   std::vector<double> active;
   for (const DeviceSample* s : inside) active.push_back(*s->sm_active_pct);
-  double best = -2, at_zero = 0;
+  double best = -2;
   int64_t best_lag = 0;
   for (int64_t lag = 0; lag <= kMaxSampleLagNs; lag += kSampleLagStepNs) {
     std::vector<double> busy;
@@ -69,13 +79,12 @@ std::optional<int64_t> hardware_sample_lag(const DeviceContext& ctx, const std::
           static_cast<double>(covered(ctx.kernel_union, s->time_ns - s->interval_ns - lag, s->time_ns - lag)) /
           static_cast<double>(s->interval_ns));
     const double r = correlation(active, busy);
-    if (lag == 0) at_zero = r;
     if (r > best + 1e-9) best = r, best_lag = lag;
   }
-  // Readings that follow the kernels closely at some lag; a lag that does not follow them clearly
-  // better than none is none. Where the GPU's activity is flat, no lag is told apart.
+  // Readings that follow the kernels closely at some lag. Where the GPU's activity is flat, no lag
+  // is told apart (no correlation at any).
   if (best < kMinLagCorrelation) return std::nullopt;
-  return best - at_zero < kMinLagGain ? 0 : best_lag;
+  return best_lag;
 }
 
 namespace {
@@ -85,8 +94,8 @@ struct WindowMeans {
 };
 
 // The samples' means over the window with each sample's interval `shift` earlier: a sample counts
-// with the part of its interval inside the window, where that is at least half of it; a mean
-// over samples that cover under half the window is left empty.
+// with the part of its interval inside the window, where that is at least 90% of it; a mean over
+// samples that cover under half the window is left empty.
 WindowMeans window_means(const DeviceContext& ctx, const std::vector<const DeviceSample*>& samples, int64_t shift) {
   double util = 0, sm = 0, tensor = 0, w_util = 0, w_sm = 0, w_tensor = 0;
   bool timed = true;
@@ -95,7 +104,7 @@ WindowMeans window_means(const DeviceContext& ctx, const std::vector<const Devic
     if (s->interval_ns > 0) {
       const int64_t a = std::max(s->time_ns - s->interval_ns - shift, ctx.window_start);
       const int64_t b = std::min(s->time_ns - shift, ctx.window_end);
-      if (2 * (b - a) < s->interval_ns) continue;
+      if (10 * (b - a) < 9 * s->interval_ns) continue;
       w = static_cast<double>(b - a);
     } else {
       timed = false;

@@ -22,23 +22,22 @@ std::optional<double> sm_active_estimate(const DeviceContext& ctx);
 // of the kernels the trace recorded: measured by the lag, from 0 to kMaxSampleLagNs in
 // kSampleLagStepNs, at which the samples' SM active best follows the share of their interval
 // that kernels ran (Pearson correlation over at least kMinLagSamples samples whose intervals lie
-// where kernels were recorded). Empty where that cannot be told: too few such samples, or no lag
-// at which they follow the kernels (correlation at least kMinLagCorrelation); 0 where no lag
-// follows them clearly better (by kMinLagGain) than none.
+// where kernels were recorded: the whole run, or a bounded window alone). Empty where that cannot
+// be told: too few such samples, or no lag at which they follow the kernels (correlation at
+// least kMinLagCorrelation).
 inline constexpr int64_t kMaxSampleLagNs = 300'000'000;
 inline constexpr int64_t kSampleLagStepNs = 10'000'000;
 inline constexpr size_t kMinLagSamples = 6;
 inline constexpr double kMinLagCorrelation = 0.8;
-inline constexpr double kMinLagGain = 0.05;
 std::optional<int64_t> hardware_sample_lag(const DeviceContext& ctx, const std::vector<const DeviceSample*>& samples);
 
 // Sets r.hw_*_pct (captures from `gpuscope run`): the device samples' means over the window,
 // each sample shifted by hardware_sample_lag and weighted by the part of its interval inside
-// the window (a sample with under half of it inside is left out); empty where the samples left
-// cover under half the window, or none was sampled. Sets r.hw_sample_lag_ns where measured.
-// Where the lag is not measured, a mean is reported only if every lag from 0 to kMaxSampleLagNs
-// gives it within kMaxLagSpreadPct points (their median): a window short beside the samples'
-// alignment is left unmeasured rather than read from the time around it.
+// the window (a sample with under 90% of it inside is left out: its reading is of other time);
+// empty where the samples left cover under half the window, or none was sampled. Sets r.hw_sample_lag_ns where
+// measured. Where the lag is not measured, a mean is reported only if every lag from 0 to kMaxSampleLagNs gives it
+// within kMaxLagSpreadPct points (their median): a window short beside the samples' alignment is left unmeasured rather
+// than read from the time around it.
 inline constexpr double kMaxLagSpreadPct = 5.0;
 void add_hardware_counters(const DeviceContext& ctx, DeviceReport& r);
 
