@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/core.h>
+
 namespace gpuscope {
 
 std::optional<double> sm_active_estimate(const DeviceContext& ctx) {
@@ -155,6 +157,13 @@ void add_hardware_counters(const DeviceContext& ctx, DeviceReport& r) {
   r.hw_gpu_util_pct = robust(&WindowMeans::util);
   r.hw_sm_active_pct = robust(&WindowMeans::sm);
   r.hw_tensor_active_pct = robust(&WindowMeans::tensor);
+}
+
+std::string hardware_source(const DeviceReport& r, const std::optional<double>& value) {
+  if (!value) return r.hw_gpm_samples > 0 ? "no GPM reading covers this window" : "no GPM samples in the input";
+  if (r.hw_sample_lag_ns && *r.hw_sample_lag_ns > 0)
+    return fmt::format("GPM, read {} ms late, aligned", *r.hw_sample_lag_ns / 1'000'000);
+  return "GPM, sampled";
 }
 
 std::optional<Occupancy> theoretical_occupancy(const Device& dev, const Kernel& k) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/device_context.h"
@@ -40,6 +41,11 @@ std::optional<int64_t> hardware_sample_lag(const DeviceContext& ctx, const std::
 // than read from the time around it.
 inline constexpr double kMaxLagSpreadPct = 5.0;
 void add_hardware_counters(const DeviceContext& ctx, DeviceReport& r);
+
+// Where a report's hardware readings came from, for the text and HTML reports: "GPM, read N ms
+// late, aligned" where a lag was measured, "GPM, sampled" where none was, or why there is no
+// reading (`value` empty): none of the samples covers the window, or the input has no GPM samples.
+std::string hardware_source(const DeviceReport& r, const std::optional<double>& value);
 
 enum class OccupancyLimiter { kThreads, kRegisters, kSharedMemory, kBlocks };
 struct Occupancy {

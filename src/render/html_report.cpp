@@ -7,6 +7,7 @@
 
 #include <fmt/core.h>
 
+#include "core/occupancy.h"
 #include "render/html_page.h"
 
 namespace gpuscope {
@@ -275,22 +276,14 @@ struct Headline {
   std::string note;
 };
 
-// Where a hardware reading came from, or why there is none.
-std::string hardware_note(const DeviceReport& d, const std::optional<double>& value) {
-  if (!value) return "no GPM reading covers this window";
-  if (d.hw_sample_lag_ns && *d.hw_sample_lag_ns > 0)
-    return fmt::format("GPM, read {} ms late, aligned", *d.hw_sample_lag_ns / 1'000'000);
-  return "GPM, sampled";
-}
-
 void headline_section(std::string& out, const DeviceReport& d) {
   const std::vector<Headline> cards = {
       {"Utilization (busy)", d.busy_pct, "measured", "any kernel running: what nvidia-smi shows"},
       {"SM active", d.sm_active_est_pct, "estimate",
        d.sm_active_est_pct ? "kernel time weighted by min(1, blocks/SMs)"
                            : "needs the GPU's SM count (unknown device)"},
-      {"SM active (hardware)", d.hw_sm_active_pct, "measured", hardware_note(d, d.hw_sm_active_pct)},
-      {"Tensor active (hardware)", d.hw_tensor_active_pct, "measured", hardware_note(d, d.hw_tensor_active_pct)},
+      {"SM active (hardware)", d.hw_sm_active_pct, "measured", hardware_source(d, d.hw_sm_active_pct)},
+      {"Tensor active (hardware)", d.hw_tensor_active_pct, "measured", hardware_source(d, d.hw_tensor_active_pct)},
       {"MFU", d.mfu_pct, "computed", d.mfu_pct ? "model FLOPs / dense peak" : "needs --model or --flops-per-step"},
       {"HFU (matmul)", d.hfu_pct, "computed",
        d.hfu_pct                    ? "matmul FLOPs from shapes / dense peak"

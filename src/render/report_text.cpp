@@ -11,6 +11,7 @@
 #include <fmt/core.h>
 
 #include "core/catalog.h"
+#include "core/occupancy.h"
 #include "render/text_layout.h"
 
 namespace gpuscope {
@@ -190,15 +191,12 @@ void render_device(std::string& out, const DeviceReport& d, const Painter& p, in
   out +=
       headline_row(p, "SM active (estimate)", d.sm_active_est_pct,
                    d.sm_active_est_pct ? "grid sizes vs SM count" : "needs the GPU's SM count (unknown device)", width);
-  // GPM readings lag the kernels; where the lag was measured they were aligned by it.
-  const std::string gpm = d.hw_sample_lag_ns && *d.hw_sample_lag_ns > 0
-                              ? fmt::format("GPM, read {} ms late, aligned", *d.hw_sample_lag_ns / 1'000'000)
-                              : std::string("GPM, sampled");
-  if (d.hw_sm_active_pct)
-    out += headline_row(p, "SM active (hardware)", d.hw_sm_active_pct, gpm, width);
-  else if (d.hw_gpm_samples > 0)
-    out += headline_row(p, "SM active (hardware)", std::nullopt, "no GPM reading covers this window", width);
-  if (d.hw_tensor_active_pct) out += headline_row(p, "Tensor active (hw)", d.hw_tensor_active_pct, gpm, width);
+  // Rows for hardware readings where the input has GPM samples (none in profiler traces).
+  if (d.hw_sm_active_pct || d.hw_gpm_samples > 0)
+    out += headline_row(p, "SM active (hardware)", d.hw_sm_active_pct, hardware_source(d, d.hw_sm_active_pct), width);
+  if (d.hw_tensor_active_pct)
+    out += headline_row(p, "Tensor active (hw)", d.hw_tensor_active_pct, hardware_source(d, d.hw_tensor_active_pct),
+                        width);
   out += headline_row(p, "MFU", d.mfu_pct, d.mfu_pct ? "model FLOPs / dense peak" : "needs --model or --flops-per-step",
                       width);
   out += headline_row(p, "HFU (matmul)", d.hfu_pct,
