@@ -465,20 +465,12 @@ std::string estimate_clause(double before_ns, double after_ns, std::string_view 
 }
 
 int64_t largest_idle_gap(const DeviceContext& d) {
-  std::vector<Interval> busy;
-  for (const auto* u : {&d.kernel_union, &d.copy_union}) {
-    for (const Interval& i : *u) {
-      const int64_t a = std::max(i.start_ns, d.window_start), b = std::min(i.end_ns, d.window_end);
-      if (b > a) busy.push_back({a, b});
-    }
-  }
-  busy = merge(std::move(busy));
-  int64_t at = d.window_start, gap = 0;
-  for (const Interval& i : busy) {
-    gap = std::max(gap, i.start_ns - at);
-    at = std::max(at, i.end_ns);
-  }
-  return std::max(gap, d.window_end - at);
+  std::vector<Interval> busy = d.kernel_union;
+  busy.insert(busy.end(), d.copy_union.begin(), d.copy_union.end());
+  int64_t longest = 0;
+  for (const Interval& g : gaps(merge(std::move(busy)), d.window_start, d.window_end))
+    longest = std::max(longest, g.end_ns - g.start_ns);
+  return longest;
 }
 
 void add_findings(const FindingContext& ctx, DeviceReport& r) {

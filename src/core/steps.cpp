@@ -188,12 +188,9 @@ std::vector<Step> loop_iterations_before_marks(const Trace& trace, const std::ve
   if (launches.empty()) return {};
   std::stable_sort(launches.begin(), launches.end(),
                    [](const Launch& a, const Launch& b) { return a.at_ns < b.at_ns; });
-  const auto first_in = [&](const Step& s) {
-    return std::lower_bound(launches.begin(), launches.end(), s.start_ns,
-                            [](const Launch& l, int64_t t) { return l.at_ns < t; });
-  };
   // The launching thread: that of the first marked iteration's first launch.
-  const auto first = first_in(marked.front());
+  const auto first = std::lower_bound(launches.begin(), launches.end(), marked.front().start_ns,
+                                      [](const Launch& l, int64_t t) { return l.at_ns < t; });
   if (first == launches.end() || first->at_ns >= marked.front().end_ns) return {};
   const int32_t pid = first->pid, tid = first->tid;
   std::vector<const Launch*> own;  // the launching thread's launches, in time order
@@ -205,16 +202,12 @@ std::vector<Step> loop_iterations_before_marks(const Trace& trace, const std::ve
   for (size_t i = 0; i < kAgree; ++i) {
     std::vector<StringId> seq;
     for (const Launch* l : own) {
-      if (l->at_ns >= marked[i].start_ns && l->at_ns < marked[i].end_ns) seq.push_back(l->kernel);
+      if (l->at_ns < marked[i].start_ns || l->at_ns >= marked[i].end_ns) continue;
+      if (seq.empty()) offsets.push_back(l->at_ns - marked[i].start_ns);
+      seq.push_back(l->kernel);
     }
     if (seq.empty() || (i > 0 && seq != sequence)) return {};
     if (i == 0) sequence = std::move(seq);
-    for (const Launch* l : own) {
-      if (l->at_ns >= marked[i].start_ns) {
-        offsets.push_back(l->at_ns - marked[i].start_ns);
-        break;
-      }
-    }
   }
   std::sort(offsets.begin(), offsets.end());
   const int64_t offset = offsets[offsets.size() / 2];

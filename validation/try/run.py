@@ -13,11 +13,11 @@ the mean, as their trial compares); the edited speedup is the as-is step over th
 each the median over its runs. Then one `gpuscope run --try FIX --json`
 (warm-up 10, 30 timed). Columns: edited (code changed, untraced), tried (gpuscope's trial), error
 = tried / edited - 1 (target within ±10%), as-is drift = the trial's as-is step against the
-untraced as-is step (target within 2%), spread = how far apart the untraced as-is runs' own steps
-lie, (slowest - fastest) / median (a drift inside it is not resolved), estimate (the finding's the fix answers, where one was
-made), est. error = that estimate / edited - 1 (target within ±25%), and top finding = the first
-finding of the as-is trial's capture (`gpuscope analyze`) with its estimate, which need not be the
-one the fix answers. A second table gives each program's step times as median / mean,
+untraced as-is step (target within 2%), spread = how far apart the untraced as-is runs' own
+steps lie, (slowest - fastest) / median (a drift inside it is not resolved), estimate (the
+finding's the fix answers, where one was made), est. error = that estimate / edited - 1 (target
+within ±25%), and top finding = the first finding of the as-is trial's capture (`gpuscope
+analyze`) with its estimate, which need not be the one the fix answers. A second table gives each program's step times as median / mean,
 untraced and in the trial's runs on the host's and the GPU's clock: a mean well above its median
 shows stalls every few steps that a ratio of medians leaves out.
 """
