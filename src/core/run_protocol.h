@@ -203,8 +203,9 @@ inline constexpr NvtxName kOptimizerStepRange{"Optimizer.step#",
                                               false,
                                               kBootstrap | kProgram,
                                               kCore,
-                                              "Optimizer.step#<Class>.step",
-                                              "one optimizer step (global step hooks)"};
+                                              "Optimizer.step#<Class>.step[#<n>]",
+                                              "one optimizer step (global step hooks); <n>: the "
+                                              "nth optimizer the program steps, from the 2nd on"};
 inline constexpr NvtxName kDataLoaderRange{"enumerate(DataLoader)#",
                                            NameKind::kRange,
                                            false,

@@ -158,6 +158,25 @@ bool spans_most_gpu_work(const Trace& trace, const std::vector<Step>& marks) {
   return 2 * static_cast<size_t>(inside) >= trace.kernels.size();
 }
 
+// Where the steps end, given the optimizer steps in order, each with the optimizer's name in
+// `number`: at the first optimizer step, and again wherever an optimizer steps that already
+// stepped since the last step ended. A program with one optimizer ends a step at each of its
+// steps; one that steps two an iteration (a GAN's discriminator, then its generator) ends one
+// per iteration, not two; one whose critic steps five times for each generator step ends a
+// step at each critic step, the generator's folded into one of them.
+std::vector<int64_t> optimizer_step_ends(const std::vector<Step>& optimizer_steps) {
+  std::vector<int64_t> ends;
+  std::vector<int64_t> since;  // the optimizers stepped since the last step ended
+  for (const Step& s : optimizer_steps) {
+    if (since.empty() || std::find(since.begin(), since.end(), s.number) != since.end()) {
+      ends.push_back(s.end_ns);
+      since.clear();
+    }
+    since.push_back(s.number);
+  }
+  return ends;
+}
+
 // The step loop's iterations before its first marked one. The bootstrap marks iterations only
 // once it has found the loop, some ten to twenty iterations in; the kernels of the iterations
 // before are in the trace all the same. Walking back from the first marked iteration, each
@@ -258,7 +277,10 @@ StepDetection detect_steps(const Trace& trace, std::string_view step_range) {
       }
       named.push_back({e.start_ns, e.end_ns, n});
     } else if (name.starts_with(run_protocol::kOptimizerStepRange.prefix)) {
-      optimizer.push_back({e.start_ns, e.end_ns, 0});
+      // The name tells the optimizers apart: its class, and the bootstrap's ordinal for each
+      // optimizer after the first ("Optimizer.step#Adam.step#2"). Kept in `number` until the
+      // steps are formed.
+      optimizer.push_back({e.start_ns, e.end_ns, static_cast<int64_t>(e.name)});
     } else if (name.starts_with(run_protocol::kStepLoopRange.prefix)) {
       loops[e.name].push_back({e.start_ns, e.end_ns, 0});
     } else if (name.starts_with(run_protocol::kForwardRange.prefix)) {
@@ -282,13 +304,10 @@ StepDetection detect_steps(const Trace& trace, std::string_view step_range) {
   } else if (!named.empty()) {
     d.source = StepSource::kNvtxRange;
     d.steps = outermost(std::move(named));
-  } else if (optimizer.size() >= 2 && spans_most_gpu_work(trace, optimizer)) {
-    // One step runs from the end of one optimizer step to the end of the next.
-    optimizer = outermost(std::move(optimizer));
+  } else if (const std::vector<int64_t> ends = optimizer_step_ends(outermost(optimizer));
+             ends.size() >= 2 && spans_most_gpu_work(trace, optimizer)) {
     d.source = StepSource::kOptimizerStep;
-    for (size_t i = 1; i < optimizer.size(); ++i) {
-      d.steps.push_back({optimizer[i - 1].end_ns, optimizer[i].end_ns, static_cast<int64_t>(i)});
-    }
+    for (size_t i = 1; i < ends.size(); ++i) d.steps.push_back({ends[i - 1], ends[i], static_cast<int64_t>(i)});
   } else if (loop && loop->size() >= 2 && spans_most_gpu_work(trace, *loop)) {
     // Each range is one whole iteration, from one jump back to the loop's head to the next.
     d.source = StepSource::kPythonLoop;

@@ -40,6 +40,43 @@ TEST(Steps, OptimizerStepsBoundIterations) {
   EXPECT_EQ(d.steps[0].end_ns, 200'000);
 }
 
+TEST(Steps, TwoOptimizersAnIterationAreOneStep) {
+  // A GAN: the discriminator steps, then the generator, every iteration. The bootstrap names the
+  // second optimizer's ranges with its ordinal; PyTorch's profiler names them by class.
+  for (const char* second : {"Optimizer.step#AdamW.step#2", "Optimizer.step#SGD.step"}) {
+    TraceBuilder b;
+    for (int i = 0; i < 4; ++i) {
+      b.annotation(i * 100 + 40, i * 100 + 50, "Optimizer.step#AdamW.step");
+      b.annotation(i * 100 + 90, i * 100 + 100, second);
+    }
+    const auto d = detect_steps(b.build(), "");
+    EXPECT_EQ(d.source, StepSource::kOptimizerStep);
+    ASSERT_EQ(d.steps.size(), 3u) << second;
+    EXPECT_EQ(d.steps[0].start_ns, 50'000);
+    EXPECT_EQ(d.steps[0].end_ns, 150'000);
+    EXPECT_EQ(d.steps[2].end_ns, 350'000);
+  }
+}
+
+TEST(Steps, AnOptimizerSteppingSeveralTimesAnIterationEndsAStepEachTime) {
+  // A critic stepped five times for each generator step; then a program that switches from one
+  // optimizer to another half-way.
+  TraceBuilder b;
+  for (int i = 0; i < 3; ++i) {
+    for (int k = 0; k < 5; ++k)
+      b.annotation(i * 600 + k * 100 + 90, i * 600 + k * 100 + 100, "Optimizer.step#Adam.step");
+    b.annotation(i * 600 + 590, i * 600 + 600, "Optimizer.step#Adam.step#2");
+  }
+  const auto d = detect_steps(b.build(), "");
+  ASSERT_EQ(d.steps.size(), 14u);         // 15 critic steps end 14 steps; the generator's are inside
+  EXPECT_EQ(d.steps[4].end_ns, 700'000);  // the fifth holds the generator's step
+  TraceBuilder c;
+  for (int i = 0; i < 6; ++i)
+    c.annotation(i * 100 + 90, i * 100 + 100, i < 3 ? "Optimizer.step#Adam.step" : "Optimizer.step#SGD.step");
+  // One step at the switch holds two iterations (the first SGD step ends none).
+  EXPECT_EQ(detect_steps(c.build(), "").steps.size(), 4u);
+}
+
 // The loop's iterations as the bootstrap marks them from `first_marked` on, each launching
 // kernels a, b, c; the ones before run the same launches unmarked.
 TraceBuilder loop_found_late(int iterations, int first_marked, double period_us = 100) {

@@ -67,8 +67,9 @@ STUB = {
             return 2
     """,
     "torch/compiler.py": """
-        def is_compiling():
-            return False
+        import os
+        def is_compiling():  # STUB_COMPILING=1: as if dynamo were tracing every call
+            return os.environ.get("STUB_COMPILING") == "1"
     """,
     "torch/cuda/__init__.py": """
         import os, time
@@ -686,6 +687,29 @@ with open(os.environ["STUB_LOG"], "a") as f:
         self.assertFalse([r for r in after if r.get("kind") == "start"])
         left = [r for r in records if "hooks_left" in r][0]
         self.assertEqual(left, {"hooks_left": 2, "backward_wrapped": False})
+
+    def test_two_optimizers_an_iteration_are_one_step(self):
+        # A GAN steps its discriminator, then its generator, every iteration: one step per
+        # iteration. The window opens after 2 iterations and holds 3 (6 optimizer steps); the
+        # second optimizer's ranges carry its ordinal, so the analysis can tell them apart.
+        program = self.window_program(0, "d, g = AdamW(), AdamW()\nfor x in range(8):\n    d.step()\n    g.step()")
+        self.run_program(program, env={"GPUSCOPE_STEPS": "3", "GPUSCOPE_SKIP_STEPS": "2",
+                                       "GPUSCOPE_PY_SAMPLE_HZ": "0", "GPUSCOPE_LOOP": "0"})
+        records = self.records()
+        self.assertEqual([r["control"] for r in records if "control" in r], [1, 0])
+        starts = [r["name"] for r in records if r.get("kind") == "start"]
+        self.assertEqual(starts.count("Optimizer.step#AdamW.step"), 3, starts)
+        self.assertEqual(starts.count("Optimizer.step#AdamW.step#2"), 3, starts)
+
+    def test_optimizer_steps_dynamo_traces_are_left_alone(self):
+        # While dynamo traces (is_compiling() True), the hooks return before anything it could
+        # trace: no range, no step counted, so the window never opens on them.
+        program = self.window_program(5, "")
+        self.run_program(program, env={"GPUSCOPE_STEPS": "1", "GPUSCOPE_SKIP_STEPS": "1", "STUB_COMPILING": "1",
+                                       "GPUSCOPE_PY_SAMPLE_HZ": "0", "GPUSCOPE_LOOP": "0"})
+        records = self.records()
+        self.assertFalse([r for r in records if r.get("kind") == "start"])
+        self.assertFalse([r for r in records if "control" in r])
 
     def test_whole_run_stops_after_max_steps(self):
         program = self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "8")

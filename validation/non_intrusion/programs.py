@@ -19,7 +19,7 @@ import torch.nn as nn
 
 ROWS = ["eager", "compile", "autotune", "reduce_overhead", "module_compile", "compiled_fn", "cuda_graph", "amp",
         "ddp", "fsdp2", "hf", "inference", "plain_decode", "layer_loop", "generator", "short",
-        "launch_heavy", "python_optimizer"]
+        "launch_heavy", "python_optimizer", "gan", "compiled_opt"]
 
 
 def mlp(width=1024, depth=8):
@@ -218,6 +218,55 @@ def row_python_optimizer(steps, out):
     return train(model, steps, out, step_fn=step, width=512)
 
 
+def row_gan(steps, out):
+    """Two optimizers an iteration: a discriminator's step, then a generator's (a GAN)."""
+    gen = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 512)).cuda()
+    disc = nn.Sequential(nn.Linear(512, 1024), nn.LeakyReLU(0.2), nn.Linear(1024, 1024), nn.LeakyReLU(0.2),
+                         nn.Linear(1024, 1)).cuda()
+    opt_g = torch.optim.Adam(gen.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    opt_d = torch.optim.Adam(disc.parameters(), lr=2e-4, betas=(0.5, 0.999))
+    g = torch.Generator(device="cuda").manual_seed(1)
+    real = torch.randn(256, 512, device="cuda", generator=g)
+    z = torch.randn(256, 256, device="cuda", generator=g)
+    ones, zeros = torch.ones(256, 1, device="cuda"), torch.zeros(256, 1, device="cuda")
+    bce = nn.functional.binary_cross_entropy_with_logits
+
+    def step():
+        fake = gen(z)
+        loss_d = bce(disc(real), ones) + bce(disc(fake.detach()), zeros)
+        opt_d.zero_grad(set_to_none=True)
+        loss_d.backward()
+        opt_d.step()
+        loss_g = bce(disc(fake), ones)
+        opt_g.zero_grad(set_to_none=True)
+        loss_g.backward()
+        opt_g.step()
+        return loss_g
+
+    train(gen, steps, out, opt_g, step)
+
+
+def row_compiled_opt(steps, out):
+    """The optimizer step compiled on its own, as PyTorch's recipe for compiling the optimizer
+    shows (`torch.compile` of a function that calls `opt.step()`)."""
+    model = mlp()
+    x, y = batch()
+    opt = torch.optim.AdamW(model.parameters(), lr=torch.tensor(1e-4))
+
+    @torch.compile(fullgraph=False)
+    def opt_step():
+        opt.step()
+
+    def step():
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        opt_step()
+        opt.zero_grad(set_to_none=True)
+        return loss
+
+    train(model, steps, out, opt, step)
+
+
 def run_row(row, steps, out):
     torch.manual_seed(0)
     if row == "eager":
@@ -298,6 +347,10 @@ def run_row(row, steps, out):
         return None
     if row == "python_optimizer":
         return row_python_optimizer(steps, out)
+    if row == "gan":
+        return row_gan(steps, out)
+    if row == "compiled_opt":
+        return row_compiled_opt(steps, out)
     raise SystemExit(f"unknown row {row}; one of {', '.join(ROWS)}")
 
 

@@ -3,8 +3,15 @@ public global optimizer-step hooks), CUDA-graph replays (a wrapper of CUDAGraph.
 iterations of the step loop (reported by _gpuscope_loop's finder). Each ends a step for
 _gpuscope_window, which opens, closes or caps the trace window by them.
 
-  Optimizer.step#<Class>.step   a range around each optimizer step
+  Optimizer.step#<Class>.step   a range around each optimizer step (`...step#<n>` for the
+                                nth optimizer the program steps, from the second on)
   gpuscope.iter#<file>:<line>   a range per iteration of the step loop
+
+A step ends at the first optimizer step, and again wherever an optimizer steps that already
+stepped since the last step ended: a program that steps two optimizers an iteration (a GAN)
+has one step per iteration (src/core/steps.cpp reads the ranges by the same rule). While
+dynamo traces an optimizer step (a compiled training step that calls `opt.step()`), the hooks
+return before anything it could trace: that step is not marked, and no graph breaks on them.
 
 The optimizer hooks, once installed, stay until the process ends (a dict that dynamo may guard
 on never changes); after a bounded window they return at once. A process with an initialised
@@ -33,21 +40,43 @@ def _open_ranges():
 def install_optimizer_hooks(torch):
     from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
+    compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
+    ordinals = {}  # id(optimizer): 1 for the first the program steps, 2 for the next, ...
+    since = set()  # the optimizers (ordinals) that stepped since the last step ended
+
     @guarded
-    def pre(optimizer, args, kwargs):
+    def mark_pre(optimizer):
         if win.done():
             return
         state["target"] = threading.get_ident()
-        _open_ranges()[("opt", id(optimizer))] = win.start(f"{marks.OPTIMIZER_STEP}{type(optimizer).__name__}.step")
+        n = ordinals.setdefault(id(optimizer), len(ordinals) + 1)
+        name = f"{marks.OPTIMIZER_STEP}{type(optimizer).__name__}.step" + (f"#{n}" if n > 1 else "")
+        _open_ranges()[("opt", id(optimizer))] = win.start(name)
 
     @guarded
-    def post(optimizer, args, kwargs):
+    def mark_post(optimizer):
         if win.done():
             return
         win.end(_open_ranges().pop(("opt", id(optimizer)), None))
         if not _steps["dist_marked"] and win.active():
             guarded(_mark_distributed)()
-        win.step_ended("opt")
+        n = ordinals.get(id(optimizer), 0)
+        ends_step = not since or n in since
+        if ends_step:
+            since.clear()
+        since.add(n)
+        if ends_step:
+            win.step_ended("opt")
+
+    # The hooks torch calls: while dynamo traces, is_compiling() is a constant True and the
+    # hooks end there, with nothing traced.
+    def pre(optimizer, args, kwargs):
+        if not compiling():
+            mark_pre(optimizer)
+
+    def post(optimizer, args, kwargs):
+        if not compiling():
+            mark_post(optimizer)
 
     register_optimizer_step_pre_hook(pre)
     register_optimizer_step_post_hook(post)
