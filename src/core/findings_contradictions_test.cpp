@@ -379,6 +379,31 @@ TEST(Contradictions, OptimizerAdviceNamesTheOptimizerUsed) {
   EXPECT_EQ(f->recommendation.find("AdamW"), std::string::npos) << f->recommendation;
 }
 
+// A step whose optimizer runs the forward and backward inside step() (a closure, as PyTorch
+// Lightning's automatic optimisation and LBFGS do): 150 forward kernels launched from the
+// step's thread and 150 backward kernels from autograd's, then one fused update. The forward's
+// and backward's kernels are not optimizer kernels; launched from one thread, with no backward
+// on another, the same 300 per-tensor kernels inside the step are.
+TEST(Contradictions, AnOptimizerStepThatRunsTheBackwardIsNotOptimizerWork) {
+  for (const bool closure : {true, false}) {
+    TraceBuilder b;
+    for (int step = 0; step < 4; ++step) {
+      const double t = 100 + step * 3000.0;
+      b.annotation(t, t + 3000, "ProfilerStep#" + std::to_string(step));
+      b.annotation(t + 5, t + 2990, "Optimizer.step#AdamW.step");
+      for (int i = 0; i < 300; ++i) {
+        const double k = t + 10 + i * 9;
+        b.kernel(k + 6, k + 8, "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>", 10,
+                 0, 7, k, 5, closure && i >= 150 ? 2 : 1);
+      }
+      b.kernel(t + 2900, t + 2950, "void at::native::multi_tensor_apply_kernel<FusedAdamMathFunctor>", 100, 0, 7,
+               t + 2890, 5);
+    }
+    const DeviceReport r = only(b.build());
+    EXPECT_EQ(FindingById(r, "optimizer-unfused") == nullptr, closure) << (closure ? "closure" : "one thread");
+  }
+}
+
 // Inference (no backward, no optimizer): an expert-parallel all-to-all that nothing overlaps.
 TEST(Contradictions, CommunicationAdviceFitsInferenceNotDataParallelTraining) {
   TraceBuilder b;

@@ -151,6 +151,35 @@ std::pair<uint16_t, StringId> segment_label(const Trace& trace, const OpenRanges
   return {flags, name};
 }
 
+// An optimizer step that runs the step's forward and backward inside it (a closure passed to
+// `step()`: PyTorch Lightning's automatic optimisation, LBFGS, SAM) is not optimizer arithmetic:
+// its range loses kHostOptimizer (it still issues GPU work). The sign is the backward: another
+// thread of the process (autograd's) launches kernels while the range is open; a plain
+// optimizer step launches from its own thread only.
+void not_optimizer_arithmetic(const Trace& trace, const std::vector<ThreadTimeline>& threads,
+                              std::vector<std::vector<HostItem>>& items_by_thread) {
+  std::unordered_map<int32_t, std::vector<std::pair<int64_t, int32_t>>> launches;  // pid: (start, tid)
+  for (const ApiCall& c : trace.api_calls) {
+    if (c.api_class == ApiClass::kLaunch) launches[c.pid].emplace_back(c.start_ns, c.tid);
+  }
+  for (auto& [pid, v] : launches) std::sort(v.begin(), v.end());
+  for (size_t t = 0; t < threads.size(); ++t) {
+    const auto found = launches.find(threads[t].pid);
+    if (found == launches.end()) continue;
+    const auto& v = found->second;
+    for (HostItem& item : items_by_thread[t]) {
+      if (item.is_api || !(item.flags & kHostOptimizer)) continue;
+      auto it = std::lower_bound(v.begin(), v.end(), std::pair<int64_t, int32_t>{item.start_ns, INT32_MIN});
+      for (; it != v.end() && it->first < item.end_ns; ++it) {
+        if (it->second != threads[t].tid) {
+          item.flags &= static_cast<uint16_t>(~kHostOptimizer);
+          break;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 uint16_t host_event_flags(std::string_view name) {
@@ -318,6 +347,7 @@ HostIndex::HostIndex(const Trace& trace)
       capture_begin.erase(open);
     }
   }
+  not_optimizer_arithmetic(trace, threads_, items_by_thread);
   for (size_t t = 0; t < threads_.size(); ++t) build_thread(trace, threads_[t], items_by_thread[t]);
   build_collectives(trace);
 }

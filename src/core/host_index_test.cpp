@@ -148,8 +148,15 @@ RefIndex reference_index(const Trace& trace) {
         name.starts_with(run_protocol::kPySampleMark.prefix)) {
       continue;
     }
-    items_for(e.pid, e.tid)
-        .push_back({e.start_ns, e.end_ns, e.name, host_event_flags(name), false, e.kind == HostEventKind::kOp, i});
+    uint16_t flags = host_event_flags(name);
+    // An optimizer step during which another thread of the process launches a kernel holds a
+    // backward (a closure): not optimizer arithmetic.
+    for (const ApiCall& c : trace.api_calls) {
+      if (c.api_class == ApiClass::kLaunch && c.pid == e.pid && c.tid != e.tid && c.start_ns >= e.start_ns &&
+          c.start_ns < e.end_ns)
+        flags &= static_cast<uint16_t>(~kHostOptimizer);
+    }
+    items_for(e.pid, e.tid).push_back({e.start_ns, e.end_ns, e.name, flags, false, e.kind == HostEventKind::kOp, i});
   }
   for (uint32_t i = 0; i < trace.api_calls.size(); ++i) {
     const ApiCall& c = trace.api_calls[i];

@@ -19,7 +19,8 @@ import torch.nn as nn
 
 ROWS = ["eager", "compile", "autotune", "reduce_overhead", "module_compile", "compiled_fn", "cuda_graph", "amp",
         "ddp", "fsdp2", "hf", "inference", "plain_decode", "layer_loop", "generator", "short",
-        "launch_heavy", "python_optimizer", "gan", "compiled_opt"]
+        "launch_heavy", "python_optimizer", "gan", "compiled_opt",
+        "closure"]
 
 
 def mlp(width=1024, depth=8):
@@ -267,6 +268,22 @@ def row_compiled_opt(steps, out):
     train(model, steps, out, opt, step)
 
 
+def row_closure(steps, out):
+    """The forward and backward run inside `opt.step(closure)`, as PyTorch Lightning's automatic
+    optimisation and LBFGS run them."""
+    model = mlp()
+    x, y = batch()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+
+    def closure():
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+
+    train(model, steps, out, opt, lambda: opt.step(closure))
+
+
 def run_row(row, steps, out):
     torch.manual_seed(0)
     if row == "eager":
@@ -351,6 +368,8 @@ def run_row(row, steps, out):
         return row_gan(steps, out)
     if row == "compiled_opt":
         return row_compiled_opt(steps, out)
+    if row == "closure":
+        return row_closure(steps, out)
     raise SystemExit(f"unknown row {row}; one of {', '.join(ROWS)}")
 
 
