@@ -154,8 +154,9 @@ std::pair<uint16_t, StringId> segment_label(const Trace& trace, const OpenRanges
 // An optimizer step that runs the step's forward and backward inside it (a closure passed to
 // `step()`: PyTorch Lightning's automatic optimisation, LBFGS, SAM) is not optimizer arithmetic:
 // its range loses kHostOptimizer (it still issues GPU work). The sign is the backward: another
-// thread of the process (autograd's) launches kernels while the range is open; a plain
-// optimizer step launches from its own thread only.
+// thread of the process (autograd's) launches a tenth or more of the kernels launched while the
+// range is open; a plain optimizer step launches from its own thread, beside at most a few
+// launches of a helper thread (a prefetcher's).
 void not_optimizer_arithmetic(const Trace& trace, const std::vector<ThreadTimeline>& threads,
                               std::vector<std::vector<HostItem>>& items_by_thread) {
   std::unordered_map<int32_t, std::vector<std::pair<int64_t, int32_t>>> launches;  // pid: (start, tid)
@@ -169,13 +170,13 @@ void not_optimizer_arithmetic(const Trace& trace, const std::vector<ThreadTimeli
     const auto& v = found->second;
     for (HostItem& item : items_by_thread[t]) {
       if (item.is_api || !(item.flags & kHostOptimizer)) continue;
+      int64_t all = 0, elsewhere = 0;
       auto it = std::lower_bound(v.begin(), v.end(), std::pair<int64_t, int32_t>{item.start_ns, INT32_MIN});
       for (; it != v.end() && it->first < item.end_ns; ++it) {
-        if (it->second != threads[t].tid) {
-          item.flags &= static_cast<uint16_t>(~kHostOptimizer);
-          break;
-        }
+        ++all;
+        if (it->second != threads[t].tid) ++elsewhere;
       }
+      if (elsewhere > 0 && elsewhere * 10 >= all) item.flags &= static_cast<uint16_t>(~kHostOptimizer);
     }
   }
 }
