@@ -24,9 +24,9 @@ void drop_warmup_steps(StepDetection& d);
 // 1. host annotations named ProfilerStep#N;
 // 2. annotations named `step_range` (or, when empty, a default step name: see
 //    step_range_name_matches);
-// 3. repeated optimizer-step annotations ("Optimizer.step#..."): a step ends where the first
-//    ends, and again where an optimizer steps that already stepped since the last step ended
-//    (two optimizers an iteration, as a GAN's, end one step per iteration);
+// 3. repeated optimizer-step annotations ("Optimizer.step#..."): a step ends where one ends,
+//    or, with several optimizers, at the end of each cycle of their order (a GAN's two: one
+//    step per iteration; see optimizer_step_ends in steps.cpp);
 // 4. iterations of the program's step loop ("gpuscope.iter#<file>:<line>" ranges, from gpuscope's
 //    Python bootstrap), with no optimizer (inference, serving, plain tensor code): each range is a
 //    step, and so is each iteration before the bootstrap found the loop whose launches repeat the

@@ -58,23 +58,32 @@ TEST(Steps, TwoOptimizersAnIterationAreOneStep) {
   }
 }
 
-TEST(Steps, AnOptimizerSteppingSeveralTimesAnIterationEndsAStepEachTime) {
-  // A critic stepped five times for each generator step; then a program that switches from one
-  // optimizer to another half-way.
+TEST(Steps, ACycleOfOptimizerStepsIsOneStep) {
+  // A critic stepped five times for each generator step: one step per cycle of six.
   TraceBuilder b;
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     for (int k = 0; k < 5; ++k)
       b.annotation(i * 600 + k * 100 + 90, i * 600 + k * 100 + 100, "Optimizer.step#Adam.step");
     b.annotation(i * 600 + 590, i * 600 + 600, "Optimizer.step#Adam.step#2");
   }
   const auto d = detect_steps(b.build(), "");
-  ASSERT_EQ(d.steps.size(), 14u);         // 15 critic steps end 14 steps; the generator's are inside
-  EXPECT_EQ(d.steps[4].end_ns, 700'000);  // the fifth holds the generator's step
+  ASSERT_EQ(d.steps.size(), 3u);
+  EXPECT_EQ(d.steps[0].start_ns, 100'000);
+  EXPECT_EQ(d.steps[0].end_ns, 700'000);
+  // A program that switches from one optimizer to another half-way: each step of either is one.
   TraceBuilder c;
-  for (int i = 0; i < 6; ++i)
-    c.annotation(i * 100 + 90, i * 100 + 100, i < 3 ? "Optimizer.step#Adam.step" : "Optimizer.step#SGD.step");
-  // One step at the switch holds two iterations (the first SGD step ends none).
-  EXPECT_EQ(detect_steps(c.build(), "").steps.size(), 4u);
+  for (int i = 0; i < 20; ++i)
+    c.annotation(i * 100 + 90, i * 100 + 100, i < 10 ? "Optimizer.step#Adam.step" : "Optimizer.step#SGD.step");
+  EXPECT_EQ(detect_steps(c.build(), "").steps.size(), 19u);
+  // No cycle (the generator steps after one to four critic steps, at random): a step ends where
+  // an optimizer steps again, so each generator step is folded into the next critic step's.
+  TraceBuilder r;
+  int at = 0, critic = 0;
+  for (int k : {1, 3, 2, 4, 1, 1, 3, 2, 4, 2}) {
+    for (int j = 0; j < k; ++j, ++critic) r.annotation(at * 100 + 90, at * 100 + 100, "Optimizer.step#Adam.step"), ++at;
+    r.annotation(at * 100 + 90, at * 100 + 100, "Optimizer.step#Adam.step#2"), ++at;
+  }
+  EXPECT_EQ(detect_steps(r.build(), "").steps.size(), static_cast<size_t>(critic - 1));
 }
 
 // The loop's iterations as the bootstrap marks them from `first_marked` on, each launching

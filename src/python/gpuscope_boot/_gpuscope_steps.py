@@ -9,7 +9,9 @@ _gpuscope_window, which opens, closes or caps the trace window by them.
 
 A step ends at the first optimizer step, and again wherever an optimizer steps that already
 stepped since the last step ended: a program that steps two optimizers an iteration (a GAN)
-has one step per iteration (src/core/steps.cpp reads the ranges by the same rule). While
+has one step per iteration. (src/core/steps.cpp, with the whole sequence at hand, ends a step
+per cycle where the optimizers' order repeats: a critic stepped five times per generator step
+is counted five times here, once there.) While
 dynamo traces an optimizer step (a compiled training step that calls `opt.step()`), the hooks
 return before anything it could trace: that step is not marked, and no graph breaks on them.
 
