@@ -11,9 +11,9 @@ A step ends at the first optimizer step, and again wherever an optimizer steps t
 stepped since the last step ended: a program that steps two optimizers an iteration (a GAN)
 has one step per iteration. (src/core/steps.cpp, with the whole sequence at hand, ends a step
 per cycle where the optimizers' order repeats: a critic stepped five times per generator step
-is counted five times here, once there.) While
-dynamo traces an optimizer step (a compiled training step that calls `opt.step()`), the hooks
-return before anything it could trace: that step is not marked, and no graph breaks on them.
+is counted five times here, once there.) While dynamo traces an optimizer step (a compiled
+function that calls `opt.step()`), the hooks return before anything it could trace: that step
+is not marked, and no graph breaks on them.
 
 The optimizer hooks, once installed, stay until the process ends (a dict that dynamo may guard
 on never changes); after a bounded window they return at once. A process with an initialised
@@ -63,12 +63,12 @@ def install_optimizer_hooks(torch):
         if not _steps["dist_marked"] and win.active():
             guarded(_mark_distributed)()
         n = ordinals.get(id(optimizer), 0)
-        ends_step = not since or n in since
-        if ends_step:
-            since.clear()
+        if since and n not in since:
+            since.add(n)
+            return
+        since.clear()
         since.add(n)
-        if ends_step:
-            win.step_ended("opt")
+        win.step_ended("opt")
 
     # The hooks torch calls: while dynamo traces, is_compiling() is a constant True and the
     # hooks end there, with nothing traced.
