@@ -954,6 +954,46 @@ main()
         self.assertEqual([r["control"] for r in self.records() if "control" in r], [1, 0])
         self.assertEqual(len(self.iter_starts()), 5)
 
+    def test_a_stopped_finder_leaves_the_events_to_the_programs_thread(self):
+        # Stopping from the sampler thread (the window closed) must not remove events or the
+        # callback while the program's thread may be inside that callback: each jump still
+        # enabled returns DISABLE where it next fires, on the program's thread.
+        program = textwrap.dedent("""
+            import sys, threading, time
+            import _gpuscope_loop as loop
+            mon = sys.monitoring
+            calls = []
+            finder = loop.LoopFinder(lambda label: calls.append(threading.get_ident()), patience_s=0.0)
+            changed = []
+            for name in ("set_local_events", "register_callback", "free_tool_id"):
+                original = getattr(mon, name)
+                def spy(*args, _name=name, _original=original):
+                    changed.append((_name, threading.get_ident() == threading.main_thread().ident, args[-1:]))
+                    return _original(*args)
+                setattr(mon, name, spy)
+            stop = []
+            def sampler():
+                main = threading.main_thread().ident
+                while not stop:
+                    frame = sys._current_frames().get(main)
+                    if frame is not None:
+                        finder.observe(frame)
+                    del frame
+                    if calls and not finder.stopped:
+                        finder.stop()
+                    time.sleep(0.001)
+            def train():
+                for step in range(400):
+                    time.sleep(0.002)
+            threading.Thread(target=sampler, daemon=True).start()
+            train()
+            stop.append(1)
+            removed = [c for c in changed if c[0] != "set_local_events" or c[2] == (0,)]
+            print(finder.chosen is not None, finder.stopped, len(removed), mon.get_tool(finder.tool))
+            """)
+        proc = self.run_program(program, python=PYTHON312)
+        self.assertEqual(proc.stdout.split(), ["True", "True", "0", "gpuscope"], proc.stdout)
+
     def test_the_search_reads_each_code_objects_loops_once(self):
         # A sample runs while the program waits for the GIL: the step loop sits in a function
         # called from a long one with no loop around the call (a dispatcher), and reading that

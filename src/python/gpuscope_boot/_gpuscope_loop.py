@@ -15,11 +15,19 @@ frame that hold almost every position sampled in it (a loop run before or after,
 warm-up, holds none), outermost frame first and, within a frame, outermost loop first. The
 first of them that repeats (3 iterations) is chosen, so a loop over layers inside the step
 loses to the step loop around it; an outer loop that has not repeated in `patience_s` seconds
-(an epoch loop) gives way to the next one inward. Once
-chosen, every other jump is disabled where it fires (sys.monitoring.DISABLE) and the other code
-objects lose their events; a loop that turns faster than `min_period_s` is too fine to mark
-each iteration (the marking would cost more than the iteration): the finder stops and records
-its period.
+(an epoch loop) gives way to the next one inward. Once chosen, every other jump is disabled
+where it fires (sys.monitoring.DISABLE); a loop that turns faster than `min_period_s` is too
+fine to mark each iteration (the marking would cost more than the iteration): the finder stops
+and records its period. A stopped finder's jumps are disabled the same way, each where it
+next fires.
+
+Events are only ever added from the sampler thread, never removed or unregistered from it: the
+program's thread may be inside a JUMP callback at that moment, and CPython reads the code
+object's instrumentation again when the callback returns. (With the events removed from the
+sampler thread, one of three traced `--steps` runs of a step-loop program aborted with a
+corrupted heap.) DISABLE, returned by the callback on the program's own thread, is the way
+CPython provides to remove an event where it fires; the tool id stays claimed until the
+process ends.
 
 Samples taken while torch.compile is at work (a dynamo, inductor, FX or Triton frame on the
 stack) are ignored, and torch's own frames are never candidates: a compiler's loops turn fast
@@ -121,26 +129,13 @@ class LoopFinder:
                 self.tool = tool
                 return
 
-    def _instrument(self, code, on):
-        sys.monitoring.set_local_events(self.tool, code, sys.monitoring.events.JUMP if on else 0)
+    def _instrument(self, code):
+        sys.monitoring.set_local_events(self.tool, code, sys.monitoring.events.JUMP)
 
     def stop(self):
-        """Removes every event and gives the tool id back (from any thread)."""
+        """Stops the search and the counting (from any thread): each jump still enabled returns
+        DISABLE the next time it fires, on the program's own thread."""
         self.stopped = True
-        if self.tool is None:
-            return
-        for code in list(self.codes):
-            try:
-                self._instrument(code, False)
-            except Exception:
-                pass
-        self.codes.clear()
-        try:
-            sys.monitoring.register_callback(self.tool, sys.monitoring.events.JUMP, None)
-            sys.monitoring.free_tool_id(self.tool)
-        except Exception:
-            pass
-        self.tool = None
 
     def _on_jump(self, code, src, dst):
         # Runs inside the program's own loop: nothing may escape into it.
@@ -225,7 +220,7 @@ class LoopFinder:
             if since is None:
                 if len(self.codes) >= _MAX_CODES:
                     return
-                self._instrument(info.code, True)
+                self._instrument(info.code)
                 since = self.codes[info.code] = now
             for head, _ in around:
                 if self.counts.get((info.code, head), 0) >= _MIN_ITERATIONS:
@@ -253,10 +248,8 @@ class LoopFinder:
                 line = ins.positions.lineno
         label = f"{os.path.basename(code.co_filename)}:{line}"
         self.chosen = (code, head, label)
-        for other in list(self.codes):
-            if other is not code:
-                self._instrument(other, False)
-                del self.codes[other]
+        # The other code objects' jumps are disabled where they fire (_jumped), not removed here.
+        self.codes = {code: self.codes.get(code)}
         self.frames = {}
         self.counts = {}
         self.loops = {}

@@ -21,7 +21,7 @@ import time
 import _gpuscope_marks as marks
 import _gpuscope_steps as steps
 import _gpuscope_window as win
-from _gpuscope_state import cuda_ready, guarded, state, stats
+from _gpuscope_state import cuda_ready, guarded, nvtx_lock, state, stats
 
 _LIBRARY_DIRS = tuple(
     os.path.normcase(os.path.abspath(p)) + os.sep
@@ -136,8 +136,11 @@ def _sample_loop():
                 win.close()
             elif hz > 0 and frame is not None and now - last_mark >= 0.9 * period_s and win.active():
                 last_mark = now
-                mark(marks.PY_SAMPLE + describe_stack(frame))
-                stats["samples"] += 1
+                text = marks.PY_SAMPLE + describe_stack(frame)
+                with nvtx_lock:
+                    if win.active():
+                        mark(text)
+                        stats["samples"] += 1
         except Exception:
             stats["hook_errors"] += 1
         finally:

@@ -5,8 +5,13 @@ Contract: nothing here raises into the program: `guarded` wraps every hook, its 
 counted in `stats`.
 """
 import os
+import threading
 
 stats = {"hook_errors": 0, "ranges": 0, "samples": 0}
+# Held around each NVTX range or sample the bootstrap emits and around the window's turn to
+# "done": once the window is done (the injection library then detaches CUPTI on its own thread),
+# no NVTX call of the bootstrap is still running into CUPTI, and none starts.
+nvtx_lock = threading.Lock()
 # The process that installed the hooks (a forked child is another pid), its torch module, the
 # thread that issues GPU work (the sampler's target; the optimizer's thread once it steps), the
 # sampler thread and the step loop's finder, and what detach() undoes.

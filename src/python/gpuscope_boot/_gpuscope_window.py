@@ -32,7 +32,7 @@ import os
 import time
 
 import _gpuscope_marks as marks
-from _gpuscope_state import cuda_ready, detach, env_int, env_seconds, guarded, state, stats
+from _gpuscope_state import cuda_ready, detach, env_int, env_seconds, guarded, nvtx_lock, state, stats
 
 # Trace window: "always" (the whole run), or "waiting" -> "open" -> "done" under --steps.
 window = {"state": "always", "skip": 0, "steps": 0, "opt": 0, "loop": 0, "graph": 0, "at_open": 0, "kind": "opt",
@@ -84,16 +84,26 @@ def active():
 
 
 def start(name):
-    if not active():
-        return None
-    rid = state["torch"].cuda.nvtx.range_start(name)
+    with nvtx_lock:
+        if not active():
+            return None
+        rid = state["torch"].cuda.nvtx.range_start(name)
     stats["ranges"] += 1
     return rid
 
 
 def end(rid):
-    if rid is not None:
-        state["torch"].cuda.nvtx.range_end(rid)
+    if rid is None:
+        return
+    with nvtx_lock:
+        if window["state"] != "done":
+            state["torch"].cuda.nvtx.range_end(rid)
+
+
+def _set_done(w):
+    """The window is over: from here on the bootstrap makes no NVTX call (see nvtx_lock)."""
+    with nvtx_lock:
+        w["state"] = "done"
 
 
 def steps_done(w=window):
@@ -115,7 +125,7 @@ def step_ended(kind):
             # A whole run's trace ends after GPUSCOPE_MAX_STEPS steps: the rest of a long job
             # runs untraced. The mark says so before the window closes.
             guarded(marks.host)(capped_after_steps=steps_done(w))
-            w["state"] = "done"
+            _set_done(w)
             trace_control(False)
             detach()
         return
@@ -139,7 +149,7 @@ def step_ended(kind):
         elif w.get("trial") is not None and done_now >= w["skip"] + w["steps"]:
             # A trial whose window could not open (no injection library) still ends after its
             # steps: what was timed is its measurement, and it has no capture.
-            w["state"] = "done"
+            _set_done(w)
             _end_trial(w)
     elif w["state"] == "open" and w["kind"] != "time" and steps_done(w) - w["at_open"] >= w["steps"]:
         close()
@@ -178,7 +188,7 @@ def graph_replayed(graph):
 
 def close():
     w = window
-    w["state"] = "done"
+    _set_done(w)
     if w["kind"] in _step_events:
         guarded(_mark_untraced_device_step)(_step_events[w["kind"]], w["done"])
     trace_control(False)
@@ -274,7 +284,7 @@ def cap_fine_loop(finder, now):
     if now - found < env_seconds("GPUSCOPE_FINE_LOOP_S", 5):
         return
     marks.host(capped_after_us=int((now - found) * 1e6), loop_period_ns=int(finder.fine_period_s * 1e9))
-    window["state"] = "done"
+    _set_done(window)
     trace_control(False)
     detach()
 
