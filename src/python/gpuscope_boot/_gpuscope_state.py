@@ -12,6 +12,9 @@ stats = {"hook_errors": 0, "ranges": 0, "samples": 0}
 # "done": once the window is done (the injection library then detaches CUPTI on its own thread),
 # no NVTX call of the bootstrap is still running into CUPTI, and none starts.
 nvtx_lock = threading.Lock()
+if hasattr(os, "register_at_fork") and hasattr(nvtx_lock, "_at_fork_reinit"):
+    # A child forked while the sampler held it (a DataLoader worker) starts with it free.
+    os.register_at_fork(after_in_child=nvtx_lock._at_fork_reinit)
 # The process that installed the hooks (a forked child is another pid), its torch module, the
 # thread that issues GPU work (the sampler's target; the optimizer's thread once it steps), the
 # sampler thread and the step loop's finder, and what detach() undoes.
