@@ -159,6 +159,11 @@ std::pair<uint16_t, StringId> segment_label(const Trace& trace, const OpenRanges
 // launches of a helper thread (a prefetcher's).
 void not_optimizer_arithmetic(const Trace& trace, const std::vector<ThreadTimeline>& threads,
                               std::vector<std::vector<HostItem>>& items_by_thread) {
+  const bool any = std::any_of(items_by_thread.begin(), items_by_thread.end(), [](const auto& items) {
+    return std::any_of(items.begin(), items.end(),
+                       [](const HostItem& i) { return !i.is_api && (i.flags & kHostOptimizer); });
+  });
+  if (!any) return;  // No optimizer step: the launches need no index.
   std::unordered_map<int32_t, std::vector<std::pair<int64_t, int32_t>>> launches;  // pid: (start, tid)
   for (const ApiCall& c : trace.api_calls) {
     if (c.api_class == ApiClass::kLaunch) launches[c.pid].emplace_back(c.start_ns, c.tid);

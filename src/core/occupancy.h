@@ -35,10 +35,11 @@ std::optional<int64_t> hardware_sample_lag(const DeviceContext& ctx, const std::
 // Sets r.hw_*_pct (captures from `gpuscope run`): the device samples' means over the window,
 // each sample shifted by hardware_sample_lag and weighted by the part of its interval inside
 // the window (a sample with under 90% of it inside is left out: its reading is of other time);
-// empty where the samples left cover under half the window, or none was sampled. Sets r.hw_sample_lag_ns where
-// measured. Where the lag is not measured, a mean is reported only if every lag from 0 to kMaxSampleLagNs gives it
-// within kMaxLagSpreadPct points (their median): a window short beside the samples' alignment is left unmeasured rather
-// than read from the time around it.
+// empty where the samples left cover under half the window, or none was sampled. Sets
+// r.hw_sample_lag_ns where measured. Where the lag is not measured, a mean is reported only if
+// every lag from 0 to kMaxSampleLagNs gives it within kMaxLagSpreadPct points (their median): a
+// window short beside the samples' alignment is left unmeasured rather than read from the time
+// around it.
 inline constexpr double kMaxLagSpreadPct = 5.0;
 void add_hardware_counters(const DeviceContext& ctx, DeviceReport& r);
 

@@ -886,6 +886,24 @@ print(" ".join(str(s.search_fast(*c)) for c in cases))
         self.assertEqual([r for r in records if r.get("kind") == "start"], [])
 
 
+# The bootstrap's sampler, as a test program runs it against `finder`: samples the main thread
+# every millisecond until `stop` holds something, calling `after_sample()` after each sample.
+SAMPLER = """
+stop = []
+def after_sample():
+    pass
+def sampler():
+    main = threading.main_thread().ident
+    while not stop:
+        frame = sys._current_frames().get(main)
+        if frame is not None:
+            finder.observe(frame)
+        del frame
+        after_sample()
+        time.sleep(0.001)
+"""
+
+
 @unittest.skipIf(PYTHON312 is None, "no Python 3.12+ here (sys.monitoring): the step loop's search is not tested")
 class LoopTest(Harness):
     """The step loop, found with no hook: programs of plain functions, layers called one by one,
@@ -971,17 +989,10 @@ main()
                     changed.append((_name, threading.get_ident() == threading.main_thread().ident, args[-1:]))
                     return _original(*args)
                 setattr(mon, name, spy)
-            stop = []
-            def sampler():
-                main = threading.main_thread().ident
-                while not stop:
-                    frame = sys._current_frames().get(main)
-                    if frame is not None:
-                        finder.observe(frame)
-                    del frame
-                    if calls and not finder.stopped:
-                        finder.stop()
-                    time.sleep(0.001)
+            """) + SAMPLER + textwrap.dedent("""
+            def after_sample():
+                if calls and not finder.stopped:
+                    finder.stop()
             def train():
                 for step in range(400):
                     time.sleep(0.002)
@@ -1005,15 +1016,7 @@ main()
             original = loop.loops_of
             loop.loops_of = lambda code: reads.append(code.co_name) or original(code)
             finder = loop.LoopFinder(lambda label: None, patience_s=0.0)
-            done = []
-            def sampler():
-                main = threading.main_thread().ident
-                while not done:
-                    frame = sys._current_frames().get(main)
-                    if frame is not None:
-                        finder.observe(frame)
-                    del frame
-                    time.sleep(0.001)
+            """) + SAMPLER + textwrap.dedent("""
             def train():
                 for step in range(150):
                     time.sleep(0.002)
@@ -1022,7 +1025,7 @@ main()
                 return train()
             threading.Thread(target=sampler, daemon=True).start()
             dispatch("train")
-            done.append(1)
+            stop.append(1)
             print(len(reads), len(set(reads)), finder.chosen is not None)
             """)
         proc = self.run_program(program, python=PYTHON312)

@@ -248,8 +248,9 @@ class LoopFinder:
                 line = ins.positions.lineno
         label = f"{os.path.basename(code.co_filename)}:{line}"
         self.chosen = (code, head, label)
-        # The other code objects' jumps are disabled where they fire (_jumped), not removed here.
-        self.codes = {code: self.codes.get(code)}
+        # The search's state goes; the other code objects' jumps are disabled where they fire
+        # (_jumped), not removed here.
+        self.codes = {}
         self.frames = {}
         self.counts = {}
         self.loops = {}
