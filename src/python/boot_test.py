@@ -701,6 +701,21 @@ with open(os.environ["STUB_LOG"], "a") as f:
         self.assertEqual(starts.count("Optimizer.step#AdamW.step"), 3, starts)
         self.assertEqual(starts.count("Optimizer.step#AdamW.step#2"), 3, starts)
 
+    def test_a_cycle_of_optimizer_steps_is_one_step(self):
+        # A critic stepped five times per generator step (a WGAN): one step per cycle once the
+        # order has repeated three times (18 optimizer steps, 15 steps by the re-step rule), so
+        # the 16th step ends at the fourth cycle's first critic step and the window holds the
+        # next two cycles whole: 10 critic ranges and 2 generator ranges, not 2 critic ones.
+        program = self.window_program(
+            0, "d, g = AdamW(), AdamW()\nfor x in range(8):\n    for _ in range(5):\n        d.step()\n    g.step()")
+        self.run_program(program, env={"GPUSCOPE_STEPS": "2", "GPUSCOPE_SKIP_STEPS": "16",
+                                       "GPUSCOPE_PY_SAMPLE_HZ": "0", "GPUSCOPE_LOOP": "0"})
+        records = self.records()
+        self.assertEqual([r["control"] for r in records if "control" in r], [1, 0])
+        starts = [r["name"] for r in records if r.get("kind") == "start"]
+        self.assertEqual(starts.count("Optimizer.step#AdamW.step"), 10, starts)
+        self.assertEqual(starts.count("Optimizer.step#AdamW.step#2"), 2, starts)
+
     def test_optimizer_steps_dynamo_traces_are_left_alone(self):
         # While dynamo traces (is_compiling() True), the hooks return before anything it could
         # trace: no range, no step counted, so the window never opens on them.

@@ -9,11 +9,12 @@ _gpuscope_window, which opens, closes or caps the trace window by them.
 
 A step ends at the first optimizer step, and again wherever an optimizer steps that already
 stepped since the last step ended: a program that steps two optimizers an iteration (a GAN)
-has one step per iteration. (src/core/steps.cpp, with the whole sequence at hand, ends a step
-per cycle where the optimizers' order repeats: a critic stepped five times per generator step
-is counted five times here, once there.) While dynamo traces an optimizer step (a compiled
-function that calls `opt.step()`), the hooks return before anything it could trace: that step
-is not marked, and no graph breaks on them.
+has one step per iteration. Once the optimizers' order repeats (the rule of src/core/steps.cpp:
+9 of 10 optimizer steps the same as one cycle earlier, at least 3 cycles of up to 16), a step
+ends once per cycle instead: a critic stepped five times per generator step is one step, not
+five, from its third cycle on. While dynamo traces an optimizer step (a compiled function that
+calls `opt.step()`), the hooks return before anything it could trace: that step is not marked,
+and no graph breaks on them.
 
 The optimizer hooks, once installed, stay until the process ends (a dict that dynamo may guard
 on never changes); after a bounded window they return at once. A process with an initialised
@@ -45,6 +46,7 @@ def install_optimizer_hooks(torch):
     compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (lambda: False)
     ordinals = {}  # id(optimizer): 1 for the first the program steps, 2 for the next, ...
     since = set()  # the optimizers (ordinals) that stepped since the last step ended
+    cycle = OptimizerCycle()
 
     @guarded
     def mark_pre(optimizer):
@@ -63,12 +65,14 @@ def install_optimizer_hooks(torch):
         if not _steps["dist_marked"] and win.active():
             guarded(_mark_distributed)()
         n = ordinals.get(id(optimizer), 0)
-        if since and n not in since:
-            since.add(n)
-            return
-        since.clear()
+        ends = cycle.ends_step(n)
+        if ends is None:  # no cycle (yet): the re-step rule
+            ends = not since or n in since
+        if ends:
+            since.clear()
         since.add(n)
-        win.step_ended("opt")
+        if ends:
+            win.step_ended("opt")
 
     # The hooks torch calls: while dynamo traces, is_compiling() is a constant True and the
     # hooks end there, with nothing traced.
@@ -82,6 +86,41 @@ def install_optimizer_hooks(torch):
 
     register_optimizer_step_pre_hook(pre)
     register_optimizer_step_post_hook(post)
+
+
+class OptimizerCycle:
+    """The period of the optimizers' order, found as the steps come (src/core/steps.cpp's
+    `optimizer_step_ends` finds it in the whole sequence): the shortest period p of up to 16
+    such that 9 of 10 optimizer steps are the same optimizer as p steps earlier, over at least 3
+    cycles. Constant work per optimizer step: a count of matches per period and the last 16
+    ordinals."""
+
+    MAX_PERIOD = 16
+
+    def __init__(self):
+        self.count = 0  # optimizer steps seen
+        self.tail = []  # the last MAX_PERIOD ordinals
+        self.same = [0] * (self.MAX_PERIOD + 1)  # same[p]: steps equal to the one p earlier
+
+    def ends_step(self, n):
+        """Whether the optimizer step just ended (ordinal n) ends a step by the cycle (the first
+        step of each cycle, counting cycles from the first optimizer step), or None while no
+        cycle is found."""
+        tail = self.tail
+        for p in range(1, len(tail) + 1):
+            if tail[-p] == n:
+                self.same[p] += 1
+        tail.append(n)
+        if len(tail) > self.MAX_PERIOD:
+            del tail[0]
+        i = self.count
+        self.count += 1
+        for p in range(1, self.MAX_PERIOD + 1):
+            if 3 * p > self.count:
+                break
+            if self.same[p] * 10 >= (self.count - p) * 9:
+                return i % p == 0
+        return None
 
 
 def _mark_distributed():
