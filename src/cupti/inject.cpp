@@ -17,9 +17,12 @@
 // nothing is recorded until the window opens, either when the Python bootstrap has seen the
 // warm-up steps (gpuscope_trace_control(1)) or GPUSCOPE_TRACE_AFTER_MS after initialisation.
 // The window closes on gpuscope_trace_control(0) or GPUSCOPE_TRACE_FOR_MS after it opened: the
-// writer thread flushes and decodes what CUPTI holds, then detaches CUPTI (cuptiFinalize), so
-// the rest of the run pays nothing for tracing. No CUPTI call is made after that (any call
-// would attach CUPTI again).
+// writer thread turns every kind off, flushes and decodes what CUPTI holds, then asks for the
+// detach, which the next CUDA API call of any program thread performs at its exit
+// (cuptiFinalize in a callback, as CUPTI's documentation says a detach must be done: called
+// from a thread of our own, it races with the program's threads inside CUDA calls, and freed
+// its state under them). The rest of the run pays nothing for tracing. No CUPTI call is made by
+// the tracer's threads from the request on (any call after the detach would attach CUPTI again).
 //
 // Never harm the program: no exception leaves any entry point, nothing calls exit(), and when
 // anything fails the library prints one line on stderr ("gpuscope: ...") and turns itself off.
@@ -90,6 +93,7 @@ class Tracer {
   void on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records);
   void on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size, size_t valid);
   void on_signal(int sig);
+  void on_api_exit();
   bool open_window();
   bool request_close();
   void on_fork_prepare() { queue_mutex_.lock(); }
@@ -112,10 +116,15 @@ class Tracer {
   bool enable_kinds();
   void close_window();
   void check_window_deadlines();
-  bool cupti_attached() const { return window_.load() != kDone; }
+  // Whether the tracer's threads may call CUPTI: not once a detach is asked for.
+  bool cupti_callable() const {
+    const int w = window_.load();
+    return w != kDetaching && w != kDone;
+  }
 
-  // The trace window: the whole run (kAlways), or waiting / open / closing / closed (detached).
-  enum Window : int { kAlways, kWaiting, kOpen, kClosing, kDone };
+  // The trace window: the whole run (kAlways), or waiting / open / closing / detaching (every
+  // kind off, the detach asked for) / done (detached, or left attached with nothing recorded).
+  enum Window : int { kAlways, kWaiting, kOpen, kClosing, kDetaching, kDone };
   std::atomic<int> window_{kAlways};
   std::mutex window_mutex_;
   int64_t open_at_ns_ = 0;   // Realtime deadline to open a waiting window; 0: on request only.
@@ -124,6 +133,7 @@ class Tracer {
   std::vector<CUpti_ActivityKind> kinds_on_;
 
   std::atomic<bool> enabled_{false};
+  std::atomic<bool> detach_pending_{false};  // The next CUDA API exit calls cuptiFinalize.
   std::atomic<bool> initialized_{false};
   bool graph_launched_ = false;  // A CUDA graph launch was recorded (writer thread only).
   bool forked_child_ = false;
@@ -170,6 +180,13 @@ bool Tracer::check(CUptiResult rc, const char* call, bool fatal) {
   return false;
 }
 
+void CUPTIAPI detach_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
+  const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  if ((domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) && info &&
+      info->callbackSite == CUPTI_API_EXIT)
+    Tracer::get().on_api_exit();
+}
+
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
   Tracer::get().on_buffer_requested(buffer, size, max_records);
 }
@@ -205,8 +222,8 @@ void Tracer::on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_rec
 
 void Tracer::on_buffer_completed(CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t, size_t valid) {
   if (!buffer) return;
-  if (window_.load() == kDone) {
-    // Closed with CUPTI left attached (close_window): what it still holds is after the window.
+  if (!cupti_callable()) {
+    // Closed (close_window): what CUPTI still holds is after the window.
     std::memset(buffer, 0, kBufferBytes);
     std::lock_guard<std::mutex> lock(queue_mutex_);
     free_buffers_.push_back(buffer);
@@ -317,8 +334,8 @@ void Tracer::writer_loop() {
     }
     check_window_deadlines();
     auto now = std::chrono::steady_clock::now();
-    if (!cupti_attached()) {
-      // Detached: nothing more arrives, and any CUPTI call would attach it again.
+    if (!cupti_callable()) {
+      // Detaching or detached: no CUPTI call races the detach or attaches CUPTI again.
     } else if (signal_flush) {
       cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     } else if (!stop && now - last_flush >= std::chrono::milliseconds(kFlushPeriodMs)) {
@@ -551,7 +568,24 @@ void Tracer::close_window() {
   process_queue();
   drain_gemms();
   enabled_ = false;
-  check(cuptiFinalize(), "cuptiFinalize", false);
+  // The detach itself runs at the exit of the program's next CUDA API call (on_api_exit): there
+  // no thread is inside CUPTI's state that cuptiFinalize frees. If the callback cannot be had
+  // (another CUPTI client holds it), CUPTI stays attached with every kind off.
+  window_ = kDetaching;
+  detach_pending_ = true;
+  CUpti_SubscriberHandle subscriber = nullptr;
+  const bool subscribed =
+      check(cuptiSubscribe(&subscriber, detach_callback, nullptr), "cuptiSubscribe", false) &&
+      check(cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API), "cuptiEnableDomain(RUNTIME_API)", false) &&
+      check(cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API), "cuptiEnableDomain(DRIVER_API)", false);
+  if (!subscribed && detach_pending_.exchange(false)) window_ = kDone;
+}
+
+// At the exit of a CUDA runtime or driver API call, on the program's thread, once a detach is
+// asked for: the first such call detaches CUPTI for good.
+void Tracer::on_api_exit() {
+  if (!detach_pending_.exchange(false)) return;
+  cuptiFinalize();
   window_ = kDone;
 }
 
@@ -656,7 +690,8 @@ int Tracer::initialize() {
 
 void Tracer::shutdown() {
   if (forked_child_ || shutting_down_.exchange(true) || !thread_.joinable()) return;
-  if (enabled_ && cupti_attached()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  detach_pending_ = false;  // The process ends: no detach inside its exit.
+  if (enabled_ && cupti_callable()) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   char b = 'S';
   (void)!write(wake_pipe_[1], &b, 1);
   std::unique_lock<std::mutex> lock(done_mutex_);
