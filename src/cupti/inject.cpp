@@ -585,8 +585,10 @@ void Tracer::close_window() {
 // asked for: the first such call detaches CUPTI for good.
 void Tracer::on_api_exit() {
   if (!detach_pending_.exchange(false)) return;
-  cuptiFinalize();
+  const CUptiResult rc = cuptiFinalize();
   window_ = kDone;
+  if (std::getenv(run_protocol::kEnvVerbose.name))
+    std::fprintf(stderr, "gpuscope: window closed; CUPTI detached at a CUDA call's exit (%d)\n", static_cast<int>(rc));
 }
 
 void Tracer::check_window_deadlines() {
