@@ -20,7 +20,7 @@ import torch.nn as nn
 ROWS = ["eager", "compile", "autotune", "reduce_overhead", "module_compile", "compiled_fn", "cuda_graph", "amp",
         "ddp", "fsdp2", "hf", "inference", "plain_decode", "layer_loop", "generator", "short",
         "launch_heavy", "python_optimizer", "gan", "compiled_opt",
-        "closure"]
+        "closure", "nvtx"]
 
 
 def mlp(width=1024, depth=8):
@@ -284,6 +284,30 @@ def row_closure(steps, out):
     train(model, steps, out, opt, lambda: opt.step(closure))
 
 
+def row_nvtx(steps, out):
+    """The program's own NVTX ranges around each phase of the step, as Megatron-LM and NeMo
+    emit them: they go on after a bounded window closes and CUPTI detaches."""
+    model = mlp()
+    x, y = batch()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    nvtx = torch.cuda.nvtx
+
+    def step():
+        nvtx.range_push("forward")
+        loss = nn.functional.mse_loss(model(x), y)
+        nvtx.range_pop()
+        nvtx.range_push("backward")
+        loss.backward()
+        nvtx.range_pop()
+        nvtx.range_push("optimizer")
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        nvtx.range_pop()
+        return loss
+
+    train(model, steps, out, opt, step)
+
+
 def run_row(row, steps, out):
     torch.manual_seed(0)
     if row == "eager":
@@ -370,6 +394,8 @@ def run_row(row, steps, out):
         return row_compiled_opt(steps, out)
     if row == "closure":
         return row_closure(steps, out)
+    if row == "nvtx":
+        return row_nvtx(steps, out)
     raise SystemExit(f"unknown row {row}; one of {', '.join(ROWS)}")
 
 
