@@ -18,10 +18,12 @@
 // warm-up steps (gpuscope_trace_control(1)) or GPUSCOPE_TRACE_AFTER_MS after initialisation.
 // The window closes on gpuscope_trace_control(0) or GPUSCOPE_TRACE_FOR_MS after it opened: the
 // writer thread turns every kind off, flushes and decodes what CUPTI holds, then asks for the
-// detach, which the next CUDA API call of any program thread performs at its exit
-// (cuptiFinalize in a callback, as CUPTI's documentation says a detach must be done: called
-// from a thread of our own, it races with the program's threads inside CUDA calls, and freed
-// its state under them). The rest of the run pays nothing for tracing. No CUPTI call is made by
+// detach, which the next CUDA runtime call of any program thread performs at its exit
+// (cuptiFinalize in a callback, where CUPTI's documentation asks for it and PyTorch's profiler
+// does it: called from a thread of our own, it races with the program's threads inside CUDA
+// calls and frees CUPTI's state under them; at a driver call's exit it may be nested inside a
+// runtime call that CUPTI goes on tracing). The rest of the run pays nothing for tracing.
+// GPUSCOPE_DETACH=0 leaves CUPTI attached with every kind off instead. No CUPTI call is made by
 // the tracer's threads from the request on (any call after the detach would attach CUPTI again).
 //
 // Never harm the program: no exception leaves any entry point, nothing calls exit(), and when
@@ -133,7 +135,8 @@ class Tracer {
   std::vector<CUpti_ActivityKind> kinds_on_;
 
   std::atomic<bool> enabled_{false};
-  std::atomic<bool> detach_pending_{false};  // The next CUDA API exit calls cuptiFinalize.
+  std::atomic<bool> detach_pending_{false};  // The next CUDA runtime call's exit detaches CUPTI.
+  CUpti_SubscriberHandle detach_subscriber_ = nullptr;
   std::atomic<bool> initialized_{false};
   bool graph_launched_ = false;  // A CUDA graph launch was recorded (writer thread only).
   bool forked_child_ = false;
@@ -180,10 +183,11 @@ bool Tracer::check(CUptiResult rc, const char* call, bool fatal) {
   return false;
 }
 
+// Runtime calls only: a runtime call is the outermost (the driver calls it makes are nested in
+// it), so at its exit no CUDA call of this thread is still inside CUPTI.
 void CUPTIAPI detach_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
   const auto* info = static_cast<const CUpti_CallbackData*>(data);
-  if ((domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) && info &&
-      info->callbackSite == CUPTI_API_EXIT)
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && info && info->callbackSite == CUPTI_API_EXIT)
     Tracer::get().on_api_exit();
 }
 
@@ -568,27 +572,37 @@ void Tracer::close_window() {
   process_queue();
   drain_gemms();
   enabled_ = false;
-  // The detach itself runs at the exit of the program's next CUDA API call (on_api_exit): there
-  // no thread is inside CUPTI's state that cuptiFinalize frees. If the callback cannot be had
-  // (another CUPTI client holds it), CUPTI stays attached with every kind off.
+  // The detach itself runs at the exit of the program's next CUDA runtime call (on_api_exit). If
+  // the callback cannot be had (another CUPTI client holds it), or GPUSCOPE_DETACH=0, CUPTI
+  // stays attached with every kind off.
+  if (const char* d = std::getenv(run_protocol::kEnvDetach.name); d && std::strcmp(d, "0") == 0) {
+    window_ = kDone;
+    return;
+  }
   window_ = kDetaching;
+  if (!check(cuptiSubscribe(&detach_subscriber_, detach_callback, nullptr), "cuptiSubscribe", false)) {
+    window_ = kDone;
+    return;
+  }
   detach_pending_ = true;
-  CUpti_SubscriberHandle subscriber = nullptr;
-  const bool subscribed =
-      check(cuptiSubscribe(&subscriber, detach_callback, nullptr), "cuptiSubscribe", false) &&
-      check(cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API), "cuptiEnableDomain(RUNTIME_API)", false) &&
-      check(cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API), "cuptiEnableDomain(DRIVER_API)", false);
-  if (!subscribed && detach_pending_.exchange(false)) window_ = kDone;
+  if (!check(cuptiEnableDomain(1, detach_subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API), "cuptiEnableDomain(RUNTIME_API)",
+             false) &&
+      detach_pending_.exchange(false)) {
+    cuptiUnsubscribe(detach_subscriber_);
+    window_ = kDone;
+  }
 }
 
-// At the exit of a CUDA runtime or driver API call, on the program's thread, once a detach is
-// asked for: the first such call detaches CUPTI for good.
+// At the exit of a CUDA runtime call, on the program's thread, once a detach is asked for: the
+// first such call detaches CUPTI for good (its subscriber first, as PyTorch's profiler does).
 void Tracer::on_api_exit() {
   if (!detach_pending_.exchange(false)) return;
+  cuptiUnsubscribe(detach_subscriber_);
   const CUptiResult rc = cuptiFinalize();
   window_ = kDone;
   if (std::getenv(run_protocol::kEnvVerbose.name))
-    std::fprintf(stderr, "gpuscope: window closed; CUPTI detached at a CUDA call's exit (%d)\n", static_cast<int>(rc));
+    std::fprintf(stderr, "gpuscope: window closed; CUPTI detached at a CUDA runtime call's exit (%d)\n",
+                 static_cast<int>(rc));
 }
 
 void Tracer::check_window_deadlines() {
