@@ -688,33 +688,31 @@ with open(os.environ["STUB_LOG"], "a") as f:
         left = [r for r in records if "hooks_left" in r][0]
         self.assertEqual(left, {"hooks_left": 2, "backward_wrapped": False})
 
+    def gan_window(self, iteration, steps, skip):
+        """A discriminator `d` and a generator `g` (two AdamW) stepped by `iteration` 8 times,
+        under a window of `steps` after `skip`: the window opened and closed once; the ranges
+        started in it, (d's, g's)."""
+        loop = "d, g = AdamW(), AdamW()\nfor x in range(8):\n" + "".join(f"    {line}\n" for line in iteration)
+        self.run_program(self.window_program(0, loop), env={"GPUSCOPE_STEPS": str(steps), "GPUSCOPE_SKIP_STEPS": str(skip),
+                                                            "GPUSCOPE_PY_SAMPLE_HZ": "0", "GPUSCOPE_LOOP": "0"})
+        records = self.records()
+        self.assertEqual([r["control"] for r in records if "control" in r], [1, 0])
+        starts = [r["name"] for r in records if r.get("kind") == "start"]
+        return starts.count("Optimizer.step#AdamW.step"), starts.count("Optimizer.step#AdamW.step#2")
+
     def test_two_optimizers_an_iteration_are_one_step(self):
         # A GAN steps its discriminator, then its generator, every iteration: one step per
         # iteration. The window opens after 2 iterations and holds 3 (6 optimizer steps); the
         # second optimizer's ranges carry its ordinal, so the analysis can tell them apart.
-        program = self.window_program(0, "d, g = AdamW(), AdamW()\nfor x in range(8):\n    d.step()\n    g.step()")
-        self.run_program(program, env={"GPUSCOPE_STEPS": "3", "GPUSCOPE_SKIP_STEPS": "2",
-                                       "GPUSCOPE_PY_SAMPLE_HZ": "0", "GPUSCOPE_LOOP": "0"})
-        records = self.records()
-        self.assertEqual([r["control"] for r in records if "control" in r], [1, 0])
-        starts = [r["name"] for r in records if r.get("kind") == "start"]
-        self.assertEqual(starts.count("Optimizer.step#AdamW.step"), 3, starts)
-        self.assertEqual(starts.count("Optimizer.step#AdamW.step#2"), 3, starts)
+        self.assertEqual(self.gan_window(["d.step()", "g.step()"], steps=3, skip=2), (3, 3))
 
     def test_a_cycle_of_optimizer_steps_is_one_step(self):
         # A critic stepped five times per generator step (a WGAN): one step per cycle once the
         # order has repeated three times (18 optimizer steps, 15 steps by the re-step rule), so
         # the 16th step ends at the fourth cycle's first critic step and the window holds the
         # next two cycles whole: 10 critic ranges and 2 generator ranges, not 2 critic ones.
-        program = self.window_program(
-            0, "d, g = AdamW(), AdamW()\nfor x in range(8):\n    for _ in range(5):\n        d.step()\n    g.step()")
-        self.run_program(program, env={"GPUSCOPE_STEPS": "2", "GPUSCOPE_SKIP_STEPS": "16",
-                                       "GPUSCOPE_PY_SAMPLE_HZ": "0", "GPUSCOPE_LOOP": "0"})
-        records = self.records()
-        self.assertEqual([r["control"] for r in records if "control" in r], [1, 0])
-        starts = [r["name"] for r in records if r.get("kind") == "start"]
-        self.assertEqual(starts.count("Optimizer.step#AdamW.step"), 10, starts)
-        self.assertEqual(starts.count("Optimizer.step#AdamW.step#2"), 2, starts)
+        iteration = ["for _ in range(5):", "    d.step()", "g.step()"]
+        self.assertEqual(self.gan_window(iteration, steps=2, skip=16), (10, 2))
 
     def test_optimizer_steps_dynamo_traces_are_left_alone(self):
         # While dynamo traces (is_compiling() True), the hooks return before anything it could
