@@ -395,6 +395,18 @@ class RunSimulated(unittest.TestCase):
         self.assertEqual(rc, 3, err)
         self.assertEqual(json.loads(out)["devices"][0]["kernels"]["top"][0]["name"][:11], "sim_kernel_")
 
+    def test_a_crash_says_how_to_tell_whether_gpuscope_caused_it(self):
+        # SIGABRT (a crash): the kill is named, and so is the way to tell the tracer's part in it.
+        # SIGTERM (a kill from outside) is named only.
+        rc, _, err = self.finish(self.start("--no-report", program=[FAKE_CUDA, "--signal", "6"]))
+        self.assertNotEqual(rc, 0, err)
+        self.assertIn("was killed by signal 6", err)
+        self.assertIn("docs/troubleshooting.md", err)
+        self.assertIn("GPUSCOPE_DETACH=0", err)
+        rc, _, err = self.finish(self.start("--no-report", program=[FAKE_CUDA, "--signal", "15"]))
+        self.assertIn("was killed by signal 15", err)
+        self.assertNotIn("troubleshooting", err)
+
     def test_text_report_fits_80_columns_and_the_exit_code_passes_through(self):
         rc, out, err = self.finish(self.start(program=[FAKE_CUDA, "--exit", "5"]))
         self.assertEqual(rc, 5, err)

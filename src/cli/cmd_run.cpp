@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <csignal>
 #include <cstdlib>
 #include <memory>
 #include <optional>
@@ -270,6 +271,11 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
   if (!sampling.note().empty()) fmt::print(stderr, "gpuscope run: {}\n", terminal_safe(sampling.note()));
   if (child.signal) {
     fmt::print(stderr, "gpuscope run: '{}' was killed by signal {}\n", terminal_safe(command[0]), *child.signal);
+    // A crash, not a kill: the tracer may have caused it, and the user must be able to tell.
+    if (const int s = *child.signal; s == SIGSEGV || s == SIGABRT || s == SIGBUS || s == SIGILL || s == SIGFPE)
+      fmt::print(stderr,
+                 "gpuscope run: a crash; if the program runs to its end untraced, gpuscope may have caused it: "
+                 "docs/troubleshooting.md says how to tell (PYTHONFAULTHANDLER=1, GPUSCOPE_DETACH=0)\n");
   }
 
   // A bounded run says whether its window opened, report or not (the captures are small).
