@@ -571,6 +571,7 @@ void Tracer::close_window() {
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   process_queue();
   drain_gemms();
+  writer_.flush();  // The window is on disk before the detach, whatever the detach does.
   enabled_ = false;
   // The detach itself runs at the exit of the program's next CUDA runtime call (on_api_exit). If
   // the callback cannot be had (another CUPTI client holds it), or GPUSCOPE_DETACH=0, CUPTI
