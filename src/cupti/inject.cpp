@@ -585,10 +585,10 @@ void Tracer::close_window() {
     window_ = kDone;
     return;
   }
-  detach_pending_ = true;
+  detach_pending_ = true;  // Before the callbacks start: the very first runtime call detaches.
   if (!check(cuptiEnableDomain(1, detach_subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API), "cuptiEnableDomain(RUNTIME_API)",
-             false) &&
-      detach_pending_.exchange(false)) {
+             false)) {
+    detach_pending_ = false;  // No callback comes.
     cuptiUnsubscribe(detach_subscriber_);
     window_ = kDone;
   }

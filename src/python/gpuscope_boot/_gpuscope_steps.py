@@ -21,6 +21,7 @@ on never changes); after a bounded window they return at once. A process with an
 process group marks its backend for CUDA tensors once, at the first optimizer step:
 `gpuscope.host#dist_world_size=W,dist_gloo=G`.
 """
+import collections
 import functools
 import os
 import threading
@@ -99,7 +100,7 @@ class OptimizerCycle:
 
     def __init__(self):
         self.count = 0  # optimizer steps seen
-        self.tail = []  # the last MAX_PERIOD ordinals
+        self.tail = collections.deque(maxlen=self.MAX_PERIOD)  # the last ordinals
         self.same = [0] * (self.MAX_PERIOD + 1)  # same[p]: steps equal to the one p earlier
 
     def ends_step(self, n):
@@ -111,8 +112,6 @@ class OptimizerCycle:
             if tail[-p] == n:
                 self.same[p] += 1
         tail.append(n)
-        if len(tail) > self.MAX_PERIOD:
-            del tail[0]
         i = self.count
         self.count += 1
         for p in range(1, self.MAX_PERIOD + 1):
