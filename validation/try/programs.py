@@ -53,12 +53,17 @@ PROGRAMS = {
                                            "random every step (variable-length batches) on a GPU kept nearly full: "
                                            "a step whose tensors outgrow the cached blocks frees the cache and "
                                            "calls cudaMalloc again"),
+    "frag_kv": ("expandable-segments", "decoding with a KV cache that grows by torch.cat every step (as Hugging "
+                                       "Face's DynamicCache grows it), 8 tokens a step for a batch of 128 over 16 "
+                                       "layers of 1024, prompts of 512 tokens, on a GPU kept nearly full: each "
+                                       "step's caches outgrow the blocks the last step's freed"),
     "three": ("auto", "fp32 matmuls, an unfused AdamW and a loader without workers, together"),
 }
 # frag_*: the GPU's free memory is filled but for HEADROOM times what the largest step needs (the
 # fixed variant runs with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, set by the runner).
 HEADROOM = 1.1
 GROWTH_STEPS = 100  # frag_*: the batches grow for this many steps, then start over
+KV = {"layers": 16, "width": 1024, "batch": 128, "prompt": 512, "tokens": 8, "steps": 64}
 
 
 class Items(torch.utils.data.Dataset):
@@ -104,6 +109,36 @@ def conv_net(ch=128, depth=6):
     for _ in range(depth - 1):
         layers += [nn.Conv2d(ch, ch, 3, padding=1), nn.ReLU()]
     return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(ch, 10))
+
+
+class KVDecoder(nn.Module):
+    """A decoder's attention layers over a KV cache that torch.cat grows every step, as Hugging
+    Face's DynamicCache grows it: each step's keys and values are larger than any block the last
+    step freed. A batch of sequences is decoded for KV["steps"] steps, then the next batch starts
+    from its prompt."""
+
+    def __init__(self, layers, width):
+        super().__init__()
+        self.qkv = nn.ModuleList(nn.Linear(width, 3 * width, bias=False) for _ in range(layers))
+        self.out = nn.ModuleList(nn.Linear(width, width, bias=False) for _ in range(layers))
+        self.cache, self.width = [], width
+
+    def start(self, batch, prompt):
+        self.cache = []
+        p = next(self.parameters())
+        for _ in self.qkv:
+            self.cache.append([torch.randn(batch, prompt, self.width, device=p.device, dtype=p.dtype)
+                               for _ in range(2)])
+
+    def forward(self, x):
+        for layer, (qkv, out) in enumerate(zip(self.qkv, self.out)):
+            q, k, v = qkv(x).chunk(3, dim=-1)
+            kv = self.cache[layer]
+            kv[0] = torch.cat([kv[0], k], dim=1)
+            kv[1] = torch.cat([kv[1], v], dim=1)
+            scores = (q @ kv[0].transpose(1, 2)) * self.width ** -0.5
+            x = x + out(torch.softmax(scores.float(), dim=-1).to(x.dtype) @ kv[1])
+        return x
 
 
 def one_thread_pools(worker_id):
@@ -200,6 +235,15 @@ def build(name, fixed, dev):
         width, depth = (256, 400) if name == "adamw_many" else (128, 800)
         model, x = mlp(width, depth), torch.randn(64, width, generator=g)
         batches = fixed_batches(x.to(dev), torch.randint(0, 10, (64,), generator=g).to(dev))
+    elif name == "frag_kv":
+        model = KVDecoder(KV["layers"], KV["width"]).to(dev, torch.bfloat16)
+
+        def decode():
+            for i in itertools.count():
+                if i % KV["steps"] == 0:
+                    model.start(KV["batch"], KV["prompt"])
+                yield torch.randn(KV["batch"], KV["tokens"], KV["width"], device=dev, dtype=torch.bfloat16), None
+        return model, None, decode(), None
     elif name == "frag_varlen":
         # Variable-length batches (dynamic padding): every activation is over 10 MiB, so the
         # caching allocator gives each its own segment of its own size, and a step with more tokens
@@ -276,6 +320,9 @@ def main():
     loss_fn = nn.CrossEntropyLoss()
 
     def train_step(x, y):
+        if opt is None:  # frag_kv decodes: no loss, no optimizer
+            with torch.inference_mode():
+                return model(x).float().square().mean()
         with torch.autocast("cuda", dtype=amp, enabled=amp is not None):
             loss = loss_fn(model(x).float(), y)
         opt.zero_grad(set_to_none=True)
@@ -286,13 +333,16 @@ def main():
     ballast = None
     if PROGRAMS[a.name][0] == "expandable-segments":
         # One step of the largest batch sizes what a step needs; then all free memory but
-        # HEADROOM times that is taken, as a GPU filled by a larger model would be.
+        # HEADROOM times that is taken, as a GPU filled by a larger model would be. frag_kv needs
+        # its caches at their longest (the blocks its last step freed are what it must give back).
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
         train_step(*next(batches))
         torch.cuda.synchronize()
         need = torch.cuda.max_memory_allocated() - base
+        if a.name == "frag_kv":
+            need = 2 * KV["layers"] * KV["batch"] * KV["width"] * 2 * (KV["prompt"] + KV["tokens"] * KV["steps"])
         torch.cuda.empty_cache()
         free = torch.cuda.mem_get_info()[0]
         ballast = torch.empty(max(0, free - int(a.headroom * need)), dtype=torch.uint8, device=dev)
