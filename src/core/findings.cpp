@@ -104,12 +104,61 @@ std::optional<Finding> memcpy_stall(const FindingContext& f) {
                   std::move(advice));
 }
 
+// The advice follows what the Python bootstrap read of PyTorch's caching allocator (where the
+// trace has its marks): turned off by PYTORCH_NO_CUDA_MEMORY_CACHING; out of memory and retrying
+// (it frees its whole cache, synchronising, and allocates again: fragmentation, or a GPU too
+// full); or neither, so the calls come from the program (empty_cache(), buffers allocated every
+// step). Without the marks (a profiler trace, a program without torch) it names all three.
 std::optional<Finding> allocation(const FindingContext& f) {
   const IdleCause* c = idle_trigger(f, IdleCauseId::kAlloc);
   if (!c) return std::nullopt;
-  return proposal("Memory allocation stalls the GPU", idle_evidence(f, *c), speedup_removing_idle(f, *c),
-                  "Let PyTorch's caching allocator reuse memory: do not call torch.cuda.empty_cache() in the loop, "
-                  "preallocate buffers, try PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.");
+  std::string ev = idle_evidence(f, *c);
+  const AllocatorMarks& alloc = f.device.host.marks().allocator;
+  const std::optional<int64_t> retries = alloc.traced_retries();
+  std::string advice;
+  if (alloc.uncached) {
+    ev +=
+        "; PYTORCH_NO_CUDA_MEMORY_CACHING is set in this process: PyTorch's caching allocator is off, so "
+        "every tensor is a cudaMalloc and every free a cudaFree";
+    advice =
+        "Unset PYTORCH_NO_CUDA_MEMORY_CACHING so that PyTorch's caching allocator reuses memory (`gpuscope run "
+        "--try caching-allocator` measures it).";
+  } else if (retries && *retries > 0) {
+    ev += fmt::format(
+        "; PyTorch's caching allocator ran out of memory {} {} while traced (torch.cuda.memory_stats "
+        "num_alloc_retries): each time it freed its whole cache, synchronising, and allocated again",
+        *retries, *retries == 1 ? "time" : "times");
+    advice = alloc.expandable
+                 ? "Expandable segments are on already: lower the peak memory (smaller batches or sequences, "
+                   "activation checkpointing) so that the cache need not be freed."
+                 : "Set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, so that freed memory can serve larger "
+                   "tensors (`gpuscope run --try expandable-segments` measures it), or lower the peak memory "
+                   "(smaller batches or sequences, activation checkpointing).";
+  } else if (retries) {
+    ev +=
+        "; PyTorch's caching allocator never ran out of memory while traced (no retries), so these calls "
+        "are the program's";
+    advice =
+        "Let PyTorch's caching allocator reuse memory: do not call torch.cuda.empty_cache() in the loop, and "
+        "allocate buffers once instead of every step.";
+  } else {
+    advice =
+        "Let PyTorch's caching allocator reuse memory: do not call torch.cuda.empty_cache() in the loop, "
+        "preallocate buffers; where PYTORCH_NO_CUDA_MEMORY_CACHING is set, unset it; where the allocator runs "
+        "out of memory (torch.cuda.memory_stats()['num_alloc_retries'] grows), try "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.";
+  }
+  const double speedup = speedup_removing_idle(f, *c);
+  Finding out = proposal("Memory allocation stalls the GPU", std::move(ev), speedup, std::move(advice));
+  // What each allocator setting can give here: expandable segments answer retries only (and do
+  // nothing with the cache off); turning the cache back on answers its being off.
+  if (alloc.uncached) {
+    out.est_speedup_of_fix.emplace_back("caching-allocator", speedup);
+    out.est_speedup_of_fix.emplace_back("expandable-segments", 1.0);
+  } else if (retries && (*retries == 0 || alloc.expandable)) {
+    out.est_speedup_of_fix.emplace_back("expandable-segments", 1.0);
+  }
+  return out;
 }
 
 // Estimate: the host idle goes, less what other findings claim of it (each gap is claimed by

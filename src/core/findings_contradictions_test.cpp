@@ -463,5 +463,75 @@ TEST(Contradictions, TritonChainsAreNotFusionCandidates) {
   EXPECT_EQ(FindingById(r, "kernel-fusion"), nullptr);
 }
 
+// Steps of 1 ms: a 300 us GEMM, then the host in cudaFree and cudaMalloc for 500 us while the
+// GPU waits, then another GEMM; `marks` are the bootstrap's reading of PyTorch's allocator.
+Trace allocation_stalls(const std::string& marks, const std::string& at_open = "") {
+  TraceBuilder b;
+  if (!at_open.empty()) b.annotation(50, 50, "gpuscope.host#" + at_open);
+  for (int step = 0; step < 8; ++step) {
+    const double s = 100 + step * 1000.0;
+    b.annotation(s, s + 1000, "ProfilerStep#" + std::to_string(step));
+    b.kernel(s + 5, s + 305, "ampere_sgemm_128x64_nn", 1000, 0, 7, s, 5);
+    b.api(s + 310, s + 610, "cudaFree");
+    b.api(s + 610, s + 810, "cudaMalloc");
+    b.kernel(s + 820, s + 990, "ampere_sgemm_128x64_nn", 1000, 0, 7, s + 812, 5);
+  }
+  if (!marks.empty()) b.annotation(8200, 8200, "gpuscope.host#" + marks);
+  return b.build();
+}
+
+double estimate_of_fix(const Finding& f, std::string_view fix) {
+  for (const auto& [name, speedup] : f.est_speedup_of_fix)
+    if (name == fix) return speedup;
+  return 0;
+}
+
+TEST(Contradictions, AllocationAdviceFollowsWhatTheAllocatorDid) {
+  {  // No marks (a profiler trace): every cause named, none claimed.
+    const DeviceReport r = only(allocation_stalls(""));
+    const Finding* f = FindingById(r, "allocation");
+    ASSERT_NE(f, nullptr);
+    EXPECT_NE(f->recommendation.find("PYTORCH_NO_CUDA_MEMORY_CACHING"), std::string::npos) << f->recommendation;
+    EXPECT_NE(f->recommendation.find("expandable_segments:True"), std::string::npos) << f->recommendation;
+    EXPECT_TRUE(f->est_speedup_of_fix.empty());
+  }
+  {  // The cache turned off: turning it back on is the fix; expandable segments change nothing.
+    const DeviceReport r = only(allocation_stalls("alloc_retries=0,alloc_uncached=1,alloc_expandable=0"));
+    const Finding* f = FindingById(r, "allocation");
+    ASSERT_NE(f, nullptr);
+    EXPECT_NE(f->evidence.find("PYTORCH_NO_CUDA_MEMORY_CACHING is set"), std::string::npos) << f->evidence;
+    EXPECT_EQ(f->recommendation.find("expandable_segments"), std::string::npos) << f->recommendation;
+    ASSERT_TRUE(f->est_speedup.has_value());
+    EXPECT_DOUBLE_EQ(estimate_of_fix(*f, "caching-allocator"), *f->est_speedup);
+    EXPECT_DOUBLE_EQ(estimate_of_fix(*f, "expandable-segments"), 1.0);
+  }
+  {  // Ten retries since a --steps window opened (two before it): fragmentation's fix.
+    const DeviceReport r =
+        only(allocation_stalls("alloc_retries=12,alloc_uncached=0,alloc_expandable=0", "alloc_retries_at_open=2"));
+    const Finding* f = FindingById(r, "allocation");
+    ASSERT_NE(f, nullptr);
+    EXPECT_NE(f->evidence.find("ran out of memory 10 times while traced"), std::string::npos) << f->evidence;
+    EXPECT_NE(f->recommendation.find("expandable_segments:True"), std::string::npos) << f->recommendation;
+    EXPECT_TRUE(f->est_speedup_of_fix.empty());
+  }
+  {  // Retries with expandable segments on already: lower the peak instead.
+    const DeviceReport r = only(allocation_stalls("alloc_retries=3,alloc_uncached=0,alloc_expandable=1"));
+    const Finding* f = FindingById(r, "allocation");
+    ASSERT_NE(f, nullptr);
+    EXPECT_NE(f->recommendation.find("Expandable segments are on already"), std::string::npos) << f->recommendation;
+    EXPECT_DOUBLE_EQ(estimate_of_fix(*f, "expandable-segments"), 1.0);
+  }
+  {  // No retry while traced: the calls are the program's own (empty_cache, per-step buffers).
+    const DeviceReport r =
+        only(allocation_stalls("alloc_retries=4,alloc_uncached=0,alloc_expandable=0", "alloc_retries_at_open=4"));
+    const Finding* f = FindingById(r, "allocation");
+    ASSERT_NE(f, nullptr);
+    EXPECT_NE(f->evidence.find("never ran out of memory"), std::string::npos) << f->evidence;
+    EXPECT_NE(f->recommendation.find("empty_cache"), std::string::npos) << f->recommendation;
+    EXPECT_EQ(f->recommendation.find("expandable_segments"), std::string::npos) << f->recommendation;
+    EXPECT_DOUBLE_EQ(estimate_of_fix(*f, "expandable-segments"), 1.0);
+  }
+}
+
 }  // namespace
 }  // namespace gpuscope

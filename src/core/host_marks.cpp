@@ -39,6 +39,11 @@ std::optional<int64_t> WindowMarks::untraced_step_ns() const {
   return us > 0 ? std::optional<int64_t>(us * 1000) : std::nullopt;
 }
 
+std::optional<int64_t> AllocatorMarks::traced_retries() const {
+  if (!retries) return std::nullopt;
+  return std::max<int64_t>(0, *retries - retries_at_open.value_or(0));
+}
+
 HostMarks parse_host_marks(const Trace& trace) {
   HostMarks marks;
   LoaderMarks& loader = marks.loader;
@@ -82,6 +87,12 @@ HostMarks parse_host_marks(const Trace& trace) {
     keep_max(window.loop_period_ns, field(rp::kKeyLoopPeriodNs));
     keep_max(window.capped_after_steps, field(rp::kKeyCappedAfterSteps));
     keep_max(window.capped_after_us, field(rp::kKeyCappedAfterUs));
+
+    AllocatorMarks& alloc = marks.allocator;
+    keep_max(alloc.retries, field(rp::kKeyAllocRetries));
+    keep_max(alloc.retries_at_open, field(rp::kKeyAllocRetriesAtOpen));
+    if (field(rp::kKeyAllocUncached).value_or(0) > 0) alloc.uncached = true;
+    if (field(rp::kKeyAllocExpandable).value_or(0) > 0) alloc.expandable = true;
   }
   marks.dist_gloo = gloo.value_or(0) > 0;
   return marks;

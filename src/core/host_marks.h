@@ -65,8 +65,22 @@ struct LoaderMarks {
   std::unordered_map<StringId, std::pair<int64_t, int64_t>> batch_cpu_wall_us;
 };
 
+// PyTorch's caching allocator, as the bootstrap read it where the trace ended (and as a --steps
+// window opened).
+struct AllocatorMarks {
+  std::optional<int64_t> retries;          // Its retries since the process began (num_alloc_retries).
+  std::optional<int64_t> retries_at_open;  // The same as a --steps window opened.
+  bool uncached = false;                   // PYTORCH_NO_CUDA_MEMORY_CACHING turned it off.
+  bool expandable = false;                 // Expandable segments were on.
+
+  // Its retries while traced: since the window opened, or since the process began where the
+  // whole run was traced; null without the end mark.
+  std::optional<int64_t> traced_retries() const;
+};
+
 struct HostMarks {
   LoaderMarks loader;
+  AllocatorMarks allocator;
   std::optional<int64_t> dist_world_size;  // The default process group's size (largest).
   bool dist_gloo = false;                  // Its CUDA tensors' collectives run on gloo.
   WindowMarks window;

@@ -76,8 +76,9 @@ inline constexpr EnvVar kEnvRuntimeApi{"GPUSCOPE_RUNTIME_API", kUser, kInject, "
 inline constexpr EnvVar kEnvHandleSignals{"GPUSCOPE_HANDLE_SIGNALS", kUser, kInject, "1",
                                           "0: no flush on SIGTERM/SIGINT left at their default action"};
 inline constexpr EnvVar kEnvDetach{
-    "GPUSCOPE_DETACH", kUser, kInject, "1",
-    "0: CUPTI stays attached, every kind off, after a bounded window (no cuptiFinalize)"};
+    "GPUSCOPE_DETACH", kUser, kInject, "0",
+    "1: after a bounded window, detach CUPTI (cuptiFinalize) at the next CUDA runtime call's exit; "
+    "otherwise it stays attached, every kind off"};
 inline constexpr EnvVar kEnvVerbose{"GPUSCOPE_VERBOSE", kUser, kInject, "unset",
                                     "set: the injection library says what it enables"};
 inline constexpr EnvVar kEnvKindsOff{
@@ -127,6 +128,12 @@ inline constexpr EnvVar kEnvPythonPath{"PYTHONPATH", kRun | kUser, kLoader, "uns
 inline constexpr EnvVar kEnvRank{"RANK", kProgram, kInject, "unset", "the process's rank, recorded in its capture"};
 inline constexpr EnvVar kEnvWorldSize{"WORLD_SIZE", kProgram, kInject, "unset",
                                       "the job's world size, recorded in its capture"};
+inline constexpr EnvVar kEnvNoCudaMemoryCaching{"PYTORCH_NO_CUDA_MEMORY_CACHING", kProgram, kBootstrap, "unset",
+                                                "PyTorch's caching allocator off: the allocator marks' alloc_uncached"};
+inline constexpr EnvVar kEnvCudaAllocConf{"PYTORCH_CUDA_ALLOC_CONF", kProgram, kBootstrap, "unset",
+                                          "PyTorch's allocator settings: the allocator marks' alloc_expandable"};
+inline constexpr EnvVar kEnvAllocConf{"PYTORCH_ALLOC_CONF", kProgram, kBootstrap, "unset",
+                                      "the same, under its newer name"};
 inline constexpr EnvVar kEnvLocalWorldSize{
     "LOCAL_WORLD_SIZE", kProgram, kBootstrap, "1",
     "processes on this node: unpinned ones share its CPUs (the loader marks' cpus)"};
@@ -168,16 +175,59 @@ inline constexpr EnvVar kEnvTestFakeCuda{"GPUSCOPE_TEST_FAKE_CUDA", kTests, kTes
                                          "the fake CUDA program, for tests/cli_test.py"};
 
 inline constexpr std::array kEnvironment = {
-    kEnvRun,        kEnvPython,        kEnvCapturePrefix, kEnvTraceDeferred, kEnvTraceAfterMs,
-    kEnvTraceForMs, kEnvSteps,         kEnvSkipSteps,     kEnvMaxSteps,      kEnvDisable,
-    kEnvCompress,   kEnvDriverApi,     kEnvRuntimeApi,    kEnvHandleSignals, kEnvVerbose,
-    kEnvKindsOff,   kEnvKindsOn,       kEnvPySampleHz,    kEnvLoop,          kEnvLoaderProbe,
-    kEnvStepWaitS,  kEnvFallbackS,     kEnvFineLoopS,     kEnvCudaInjection, kEnvNvtxInjection,
-    kEnvLdPreload,  kEnvPythonPath,    kEnvRank,          kEnvWorldSize,     kEnvLocalWorldSize,
-    kEnvLibDir,     kEnvNvmlLibrary,   kEnvProcRoot,      kEnvMaxInflate,    kEnvInputTimeout,
-    kEnvThreads,    kEnvSimKernels,    kEnvSimNcclUs,     kEnvSimGapUs,      kEnvFakeNvmlFixture,
-    kEnvSourceDir,  kEnvUpdateGoldens, kEnvTestPython312, kEnvTestSimLib,    kEnvTestFakeCuda,
-    kEnvTry,        kEnvTryResult,     kEnvTryWarmup,     kEnvTryWorkers,    kEnvDetach,
+    kEnvRun,
+    kEnvPython,
+    kEnvCapturePrefix,
+    kEnvTraceDeferred,
+    kEnvTraceAfterMs,
+    kEnvTraceForMs,
+    kEnvSteps,
+    kEnvSkipSteps,
+    kEnvMaxSteps,
+    kEnvDisable,
+    kEnvCompress,
+    kEnvDriverApi,
+    kEnvRuntimeApi,
+    kEnvHandleSignals,
+    kEnvVerbose,
+    kEnvKindsOff,
+    kEnvKindsOn,
+    kEnvPySampleHz,
+    kEnvLoop,
+    kEnvLoaderProbe,
+    kEnvStepWaitS,
+    kEnvFallbackS,
+    kEnvFineLoopS,
+    kEnvCudaInjection,
+    kEnvNvtxInjection,
+    kEnvLdPreload,
+    kEnvPythonPath,
+    kEnvRank,
+    kEnvWorldSize,
+    kEnvLocalWorldSize,
+    kEnvLibDir,
+    kEnvNvmlLibrary,
+    kEnvProcRoot,
+    kEnvMaxInflate,
+    kEnvInputTimeout,
+    kEnvThreads,
+    kEnvSimKernels,
+    kEnvSimNcclUs,
+    kEnvSimGapUs,
+    kEnvFakeNvmlFixture,
+    kEnvSourceDir,
+    kEnvUpdateGoldens,
+    kEnvTestPython312,
+    kEnvTestSimLib,
+    kEnvTestFakeCuda,
+    kEnvTry,
+    kEnvTryResult,
+    kEnvTryWarmup,
+    kEnvTryWorkers,
+    kEnvDetach,
+    kEnvNoCudaMemoryCaching,
+    kEnvCudaAllocConf,
+    kEnvAllocConf,
 };
 
 // The injection library's one entry point beside the driver's: the bootstrap opens (1) and
@@ -289,6 +339,10 @@ inline constexpr std::string_view kKeyNoSteps = "no_steps";
 inline constexpr std::string_view kKeyLoopPeriodNs = "loop_period_ns";
 inline constexpr std::string_view kKeyCappedAfterSteps = "capped_after_steps";
 inline constexpr std::string_view kKeyCappedAfterUs = "capped_after_us";
+inline constexpr std::string_view kKeyAllocRetries = "alloc_retries";
+inline constexpr std::string_view kKeyAllocUncached = "alloc_uncached";
+inline constexpr std::string_view kKeyAllocExpandable = "alloc_expandable";
+inline constexpr std::string_view kKeyAllocRetriesAtOpen = "alloc_retries_at_open";
 inline constexpr std::string_view kKeyRanges = "ranges";
 inline constexpr std::string_view kKeySamples = "samples";
 inline constexpr std::string_view kKeyHookErrors = "hook_errors";
@@ -346,6 +400,16 @@ inline constexpr std::array kFieldMarks = {
               {kKeyCappedAfterUs, kKeyLoopPeriodNs},
               kRun,
               "a plain run's trace stopped: its step loop turns too fast to mark"},
+    FieldMark{&kHostMark,
+              {kKeyAllocRetries, kKeyAllocUncached, kKeyAllocExpandable},
+              kCore,
+              "where the trace ends (a window's close, a step cap, exit): the caching allocator's retries so far "
+              "(torch.cuda.memory_stats num_alloc_retries), whether PYTORCH_NO_CUDA_MEMORY_CACHING turns it off, "
+              "whether expandable segments are on"},
+    FieldMark{&kHostMark,
+              {kKeyAllocRetriesAtOpen},
+              kCore,
+              "as a --steps window opens: the caching allocator's retries so far"},
     FieldMark{&kBootStatsMark, {kKeyRanges, kKeySamples, kKeyHookErrors}, 0, "at exit, when anything was emitted"},
 };
 

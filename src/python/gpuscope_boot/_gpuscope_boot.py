@@ -121,6 +121,8 @@ def _at_exit():
         import _gpuscope_marks
         import _gpuscope_window
 
+        if _gpuscope_window.active():
+            _gpuscope_window.guarded(_gpuscope_window.mark_allocator)()
         if _gpuscope_window.active() and (stats["ranges"] or stats["hook_errors"]):
             _gpuscope_marks.python_stats(ranges=stats["ranges"], samples=stats["samples"],
                                          hook_errors=stats["hook_errors"])

@@ -6,7 +6,7 @@ steps are counted here (`step_ended`, called by _gpuscope_steps), from the first
 any: optimizer steps; else iterations of the step loop (inference, serving, programs of plain
 tensor functions); else CUDA-graph replays (a whole step captured in one graph). After K steps
 this opens the injection library's trace window, after N more it closes it (the library then
-detaches CUPTI), and from then on nothing more is emitted. While waiting it times the steps (the
+records nothing more), and from then on nothing more is emitted. While waiting it times the steps (the
 periods between step ends, the first one left out as warm-up); when the window opens it adds one
 mark `gpuscope.host#untraced_step_us=S,steps=N`, the median of the last (up to 32) untraced
 steps, so the analysis knows the program's own step time beside the traced one, and one more,
@@ -25,6 +25,13 @@ When no step source has appeared GPUSCOPE_STEP_WAIT_S seconds (default 20) after
 the window opens anyway for a time (the step loop's period x N when one was found too fine to
 mark, else GPUSCOPE_FALLBACK_S, default 10 s) and says so:
 `gpuscope.host#time_window_us=D,no_steps=1` (or `time_window_us=D,loop_period_ns=P`).
+
+The caching allocator's state is marked where the trace ends (a window's close, a step cap, the
+program's exit): `gpuscope.host#alloc_retries=R,alloc_uncached=U,alloc_expandable=E`, its retries
+so far (torch.cuda.memory_stats' num_alloc_retries: each time it ran out of memory, freed its
+cache, synchronising, and allocated again), whether PYTORCH_NO_CUDA_MEMORY_CACHING turns it off,
+whether expandable segments are on; and as a --steps window opens, `alloc_retries_at_open=R`. One
+read of the allocator's statistics at each, never per step.
 
 Ranges (`start`, `end`) are emitted only while the window is open, or with no window at all.
 """
@@ -125,6 +132,7 @@ def step_ended(kind):
             # A whole run's trace ends after GPUSCOPE_MAX_STEPS steps: the rest of a long job
             # runs untraced. The mark says so before the window closes.
             guarded(marks.host)(capped_after_steps=steps_done(w))
+            guarded(mark_allocator)()
             _set_done(w)
             trace_control(False)
             detach()
@@ -146,6 +154,7 @@ def step_ended(kind):
             # Training or inference, for a window whose steps run in a CUDA graph (no optimizer
             # call inside it to tell).
             guarded(marks.host)(optimizer_steps=w["opt"])
+            guarded(mark_allocator)(at_open=True)
         elif w.get("trial") is not None and done_now >= w["skip"] + w["steps"]:
             # A trial whose window could not open (no injection library) still ends after its
             # steps: what was timed is its measurement, and it has no capture.
@@ -153,6 +162,27 @@ def step_ended(kind):
             _end_trial(w)
     elif w["state"] == "open" and w["kind"] != "time" and steps_done(w) - w["at_open"] >= w["steps"]:
         close()
+
+
+def _switch_on(v):
+    """Whether an environment switch's value torch reads as a boolean is on (c10's check_env: 1,
+    y, yes, on, true; older torch took any value)."""
+    return v is not None and v.strip().lower() not in ("", "0", "n", "no", "off", "false")
+
+
+def mark_allocator(at_open=False):
+    """The caching allocator's retries so far and its settings (module docstring)."""
+    if not cuda_ready():
+        return
+    torch = state["torch"]
+    retries = int(torch.cuda.memory_stats().get("num_alloc_retries", 0))
+    if at_open:
+        marks.host(alloc_retries_at_open=retries)
+        return
+    conf = f'{os.environ.get("PYTORCH_CUDA_ALLOC_CONF")},{os.environ.get("PYTORCH_ALLOC_CONF")}'
+    expandable = "expandable_segments:true" in conf.replace(" ", "").lower()
+    uncached = _switch_on(os.environ.get("PYTORCH_NO_CUDA_MEMORY_CACHING"))
+    marks.host(alloc_retries=retries, alloc_uncached=int(uncached), alloc_expandable=int(expandable))
 
 
 def _open_window(w):
@@ -191,6 +221,7 @@ def close():
     _set_done(w)
     if w["kind"] in _step_events:
         guarded(_mark_untraced_device_step)(_step_events[w["kind"]], w["done"])
+    guarded(mark_allocator)()
     trace_control(False)
     detach()
     if w.get("trial") is not None:
@@ -284,6 +315,7 @@ def cap_fine_loop(finder, now):
     if now - found < env_seconds("GPUSCOPE_FINE_LOOP_S", 5):
         return
     marks.host(capped_after_us=int((now - found) * 1e6), loop_period_ns=int(finder.fine_period_s * 1e9))
+    guarded(mark_allocator)()
     _set_done(window)
     trace_control(False)
     detach()
