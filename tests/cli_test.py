@@ -402,7 +402,7 @@ class RunSimulated(unittest.TestCase):
         self.assertNotEqual(rc, 0, err)
         self.assertIn("was killed by signal 6", err)
         self.assertIn("docs/troubleshooting.md", err)
-        self.assertIn("GPUSCOPE_DETACH=0", err)
+        self.assertIn("PYTHONFAULTHANDLER=1", err)
         rc, _, err = self.finish(self.start("--no-report", program=[FAKE_CUDA, "--signal", "15"]))
         self.assertIn("was killed by signal 15", err)
         self.assertNotIn("troubleshooting", err)

@@ -275,7 +275,7 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
     if (const int s = *child.signal; s == SIGSEGV || s == SIGABRT || s == SIGBUS || s == SIGILL || s == SIGFPE)
       fmt::print(stderr,
                  "gpuscope run: a crash; if the program runs to its end untraced, gpuscope may have caused it: "
-                 "docs/troubleshooting.md says how to tell (PYTHONFAULTHANDLER=1, GPUSCOPE_DETACH=0)\n");
+                 "docs/troubleshooting.md says how to tell (PYTHONFAULTHANDLER=1, GPUSCOPE_PYTHON=0)\n");
   }
 
   // A bounded run says whether its window opened, report or not (the captures are small).
@@ -322,7 +322,7 @@ int run_command(RunOptions& options, std::vector<std::string> command) {
         print_json_without_devices({"the trace window never opened: nothing was traced"});
       return child.exit_code;
     }
-    fmt::print(stderr, "gpuscope run: traced a bounded window ({}); CUPTI was detached after it\n",
+    fmt::print(stderr, "gpuscope run: traced a bounded window ({}); nothing was recorded after it\n",
                options.steps > 0 ? fmt::format("{} steps after {} warm-up", options.steps, options.skip_steps)
                                  : fmt::format("{}{}", options.after.empty() ? "" : "after " + options.after,
                                                options.for_.empty() ? "" : " for " + options.for_));

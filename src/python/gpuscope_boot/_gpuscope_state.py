@@ -9,8 +9,9 @@ import threading
 
 stats = {"hook_errors": 0, "ranges": 0, "samples": 0}
 # Held around each NVTX range or sample the bootstrap emits and around the window's turn to
-# "done": once the window is done (the injection library then detaches CUPTI, which NVTX calls
-# run into), no NVTX call of the bootstrap is still running, and none starts.
+# "done": once the window is done (the injection library then stops recording and, with
+# GPUSCOPE_DETACH=1, detaches CUPTI, which NVTX calls run into), no NVTX call of the bootstrap is
+# still running, and none starts.
 nvtx_lock = threading.Lock()
 if hasattr(os, "register_at_fork") and hasattr(nvtx_lock, "_at_fork_reinit"):
     # A child forked while the sampler held it (a DataLoader worker) starts with it free.
