@@ -102,6 +102,12 @@ STUB = {
             _init = True
         def is_initialized():
             return _init
+        _stats_reads = [0]
+        def memory_stats():
+            # The caching allocator's retries: STUB_RETRIES_PER_READ more at each read.
+            _stats_reads[0] += 1
+            return {"num_alloc_retries": _stats_reads[0] * int(os.environ.get("STUB_RETRIES_PER_READ", "0")),
+                    "num_ooms": 0}
     """,
     "torch/cuda/nvtx.py": """
         import json, os, threading, time
@@ -736,6 +742,42 @@ with open(os.environ["STUB_LOG"], "a") as f:
         starts = [r["name"] for r in records if r.get("kind") == "start"]
         self.assertEqual(starts.count("Optimizer.step#AdamW.step"), 5)
 
+    def allocator_marks(self):
+        """(index in the log, fields) of each allocator mark, and the indices of the controls."""
+        records = self.records()
+        marks = [(i, dict(kv.split("=") for kv in r["name"].split("#", 1)[1].split(",")))
+                 for i, r in enumerate(records) if r.get("kind") == "mark" and "#alloc_" in r["name"]]
+        return marks, [(i, r["control"]) for i, r in enumerate(records) if "control" in r]
+
+    def test_a_window_marks_the_allocator_retries_as_it_opens_and_closes(self):
+        # Three retries more at each read: 3 as the window opens, 6 as it closes (3 while traced),
+        # with expandable segments on; nothing read per step.
+        self.run_program(self.WINDOW_PROGRAM.replace("STEPS_FWD", "0").replace("STEPS_OPT", "10"),
+                         env={"GPUSCOPE_STEPS": "2", "GPUSCOPE_SKIP_STEPS": "4", "GPUSCOPE_PY_SAMPLE_HZ": "0",
+                              "GPUSCOPE_LOOP": "0", "STUB_RETRIES_PER_READ": "3",
+                              "PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:64, expandable_segments:True"})
+        marks, controls = self.allocator_marks()
+        self.assertEqual([c for _, c in controls], [1, 0])
+        self.assertEqual([m for _, m in marks], [
+            {"alloc_retries_at_open": "3"},
+            {"alloc_retries": "6", "alloc_uncached": "0", "alloc_expandable": "1"}])
+        self.assertGreater(marks[0][0], controls[0][0])
+        self.assertLess(marks[1][0], controls[1][0])
+
+    def test_a_whole_run_marks_the_allocator_where_its_trace_ends(self):
+        # Capped after 5 steps: one mark before the trace stops. Not capped: one at exit, with the
+        # cache turned off by PYTORCH_NO_CUDA_MEMORY_CACHING ("0" leaves it on).
+        for cap, no_caching, uncached in (("5", "0", "0"), ("0", "1", "1")):
+            open(self.log, "w").close()
+            self.run_program(self.window_program(8, ""),
+                             env={"GPUSCOPE_MAX_STEPS": cap, "GPUSCOPE_PY_SAMPLE_HZ": "0", "GPUSCOPE_LOOP": "0",
+                                  "STUB_RETRIES_PER_READ": "2", "PYTORCH_NO_CUDA_MEMORY_CACHING": no_caching})
+            marks, controls = self.allocator_marks()
+            self.assertEqual([m for _, m in marks],
+                             [{"alloc_retries": "2", "alloc_uncached": uncached, "alloc_expandable": "0"}], cap)
+            if cap != "0":
+                self.assertLess(marks[0][0], controls[0][0])
+
     def test_window_marks_the_untraced_step_time(self):
         # Each training step sleeps 20 ms; the window opens after 6: 5 periods, the first left out
         # as warm-up, so the median of 4, once, in the window (after the open).
@@ -1058,6 +1100,40 @@ main()
     for step in range(int(os.environ.get("ITERS", "60"))):   # the step loop""")
         self.run_loop(program, env={"GPUSCOPE_PY_SAMPLE_HZ": "100", "LAYERS": "1", "ITERS": "150"})
         self.assertGreaterEqual(len(self.iter_starts()), 40)
+
+    def test_a_models_loop_over_layers_called_before_the_step_loop_is_not_it(self):
+        # A model called once before the step loop, its first call long (a warm-up: kernels load,
+        # cuBLAS starts), its forward a loop over layers: that loop turns many times while the
+        # step loop's frame is still outside its loop. It runs inside the module's call, so it is
+        # never the step loop; the loop that calls the model each step is.
+        program = """
+import json, os, time
+import torch
+import torch.nn as nn
+""" + CONTROL + """
+class Model(nn.Module):
+    def forward(self, h):
+        for i in range(8):   # over layers
+            time.sleep(self.layer_s)
+            h = h + 1
+        return h
+
+def main():
+    torch.cuda.init()
+    model = Model()
+    model.layer_s = 0.05
+    model(0)              # warm-up: 0.4 s in the loop over layers
+    model.layer_s = 0.0005
+    for step in range(150):   # the step loop
+        model(step)
+
+main()
+"""
+        self.run_loop(program, env={"GPUSCOPE_PY_SAMPLE_HZ": "200"})
+        starts = self.iter_starts()
+        line = textwrap.dedent(program).splitlines().index("    for step in range(150):   # the step loop") + 1
+        self.assertTrue(starts)
+        self.assertEqual(set(starts), {f"gpuscope.iter#prog.py:{line}"}, starts[:3])
 
     def test_a_compilers_loops_are_not_the_step_loop(self):
         # Before its first step the program "compiles" for 0.4 s in a loop of torch/_inductor

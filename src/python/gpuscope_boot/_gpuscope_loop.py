@@ -29,6 +29,13 @@ corrupted heap.) DISABLE, returned by the callback on the program's own thread, 
 CPython provides to remove an event where it fires; the tool id stays claimed until the
 process ends.
 
+Code that runs inside an nn.Module's call (a frame of torch/nn/modules/module.py further out on
+the stack: its forward and what that calls) is never a candidate: a loop there is over layers
+or heads, within one step, and it is the code dynamo compiles. Without this, a model called
+once before the step loop (a warm-up or sizing step, whose first call is long: kernels load,
+cuBLAS starts) had its loop over layers chosen while the step loop's frame was still outside
+its loop, and each layer became a step.
+
 Samples taken while torch.compile is at work (a dynamo, inductor, FX or Triton frame on the
 stack) are ignored, and torch's own frames are never candidates: a compiler's loops turn fast
 and often while the step loop waits for it. The finder never calls into torch; the bootstrap receives each iteration through `on_iteration`
@@ -100,6 +107,7 @@ class LoopFinder:
         # torch's own frames are never the program's step loop (they run inside it).
         self.torch_dir = torch_dir
         self.compiling = tuple(torch_dir + part + os.sep for part in _COMPILING)
+        self.module_call = os.path.join(torch_dir + "nn", "modules", "module.py")
         self.skip_prefix = skip_prefix  # frames of files under it (the bootstrap's own) are not the program's
         self.patience_s = patience_s
         self.min_period_s = min_period_s
@@ -189,7 +197,9 @@ class LoopFinder:
             name = frame.f_code.co_filename
             if name.startswith(self.compiling) or _TRITON in name:
                 return  # torch.compile at work: its loops turn, the program's steps do not
-            if not name.startswith((self.skip_prefix, self.torch_dir)) and not name.endswith("threading.py"):
+            if name == self.module_call:
+                chain = []  # inside a module's call: model code, never the step loop
+            elif not name.startswith((self.skip_prefix, self.torch_dir)) and not name.endswith("threading.py"):
                 chain.append(frame)
             frame = frame.f_back
         chain.reverse()  # outermost first
