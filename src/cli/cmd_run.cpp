@@ -389,15 +389,15 @@ CommandRegistration kRun({
                    "2s in all, before and after the program); without it, launch-bound speedups are "
                    "ratios to the slower traced step");
       app.add_option("--steps", options->steps,
-                     "Trace only N steps, then detach CUPTI so the rest of the run pays nothing for "
-                     "tracing (PyTorch programs: optimizer steps, else iterations of the step loop, else CUDA-graph "
-                     "replays; with none of them 20 s after CUDA started, a 10 s window)");
+                     "Trace only N steps, then record nothing more (PyTorch programs: optimizer steps, else "
+                     "iterations of the step loop, else CUDA-graph replays; with none of them 20 s after CUDA "
+                     "started, a 10 s window)");
       app.add_option("--skip-steps", options->skip_steps, "Warm-up steps run untraced before --steps")
           ->capture_default_str();
       app.add_option("--after", options->after, "Start tracing this long after CUDA starts (e.g. 30s, 2m)")
           ->type_name("DURATION")
           ->check(duration_check(window_rule("--after")));
-      app.add_option("--for", options->for_, "Stop tracing (detach CUPTI) this long after it started (e.g. 10s)")
+      app.add_option("--for", options->for_, "Stop tracing this long after it started (e.g. 10s)")
           ->type_name("DURATION")
           ->check(duration_check(window_rule("--for")));
       app.add_flag("--whole", options->whole,
