@@ -20,7 +20,7 @@
 // writer thread turns every kind off, flushes and decodes what CUPTI holds, and from then on
 // makes no CUPTI call: CUPTI stays attached with nothing recorded (no cuptiFinalize). Detaching
 // it (cuptiFinalize) killed traced programs: on an H100, 3 of 13 runs of a 0.4 ms decode loop
-// under `--steps 50` were killed by SIGSEGV or SIGABRT after their window when the detach ran in
+// under `--steps 50`, each window traced, were killed by SIGSEGV or SIGABRT when the detach ran in
 // a callback at a runtime call's exit (as CUPTI's documentation asks and PyTorch's profiler does
 // it), 2 of 15 when it ran at any CUDA call's exit, against 0 of 19 left attached; a CUDA graph's
 // replays failed after it (below). GPUSCOPE_DETACH=1 asks for that detach anyway: the next

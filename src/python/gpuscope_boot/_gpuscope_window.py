@@ -6,8 +6,8 @@ steps are counted here (`step_ended`, called by _gpuscope_steps), from the first
 any: optimizer steps; else iterations of the step loop (inference, serving, programs of plain
 tensor functions); else CUDA-graph replays (a whole step captured in one graph). After K steps
 this opens the injection library's trace window, after N more it closes it (the library then
-records nothing more), and from then on nothing more is emitted. While waiting it times the steps (the
-periods between step ends, the first one left out as warm-up); when the window opens it adds one
+records nothing more), and from then on the bootstrap emits nothing. While waiting it times the
+steps (the periods between step ends, the first one left out as warm-up); when the window opens it adds one
 mark `gpuscope.host#untraced_step_us=S,steps=N`, the median of the last (up to 32) untraced
 steps, so the analysis knows the program's own step time beside the traced one, and one more,
 `gpuscope.host#optimizer_steps=N`, the optimizer steps before it (training or inference, where
@@ -30,8 +30,8 @@ The caching allocator's state is marked where the trace ends (a window's close, 
 program's exit): `gpuscope.host#alloc_retries=R,alloc_uncached=U,alloc_expandable=E`, its retries
 so far (torch.cuda.memory_stats' num_alloc_retries: each time it ran out of memory, freed its
 cache, synchronising, and allocated again), whether PYTORCH_NO_CUDA_MEMORY_CACHING turns it off,
-whether expandable segments are on; and as a --steps window opens, `alloc_retries_at_open=R`. One
-read of the allocator's statistics at each, never per step.
+whether expandable segments are on; and as a --steps window opens (by steps or by time),
+`alloc_retries_at_open=R`. One read of the allocator's statistics at each, never per step.
 
 Ranges (`start`, `end`) are emitted only while the window is open, or with no window at all.
 """
@@ -301,6 +301,7 @@ def fall_back(finder, since_cuda_s):
     if not trace_control(True):
         return
     w.update(state="open", kind="time", close_at=time.perf_counter() + duration)
+    guarded(mark_allocator)(at_open=True)
     if fine is not None:
         marks.host(time_window_us=int(duration * 1e6), loop_period_ns=int(fine * 1e9))
     else:
