@@ -7,8 +7,8 @@ any: optimizer steps; else iterations of the step loop (inference, serving, prog
 tensor functions); else CUDA-graph replays (a whole step captured in one graph). After K steps
 this opens the injection library's trace window, after N more it closes it (the library then
 records nothing more), and from then on the bootstrap emits nothing. While waiting it times the
-steps (the periods between step ends, the first one left out as warm-up); when the window opens it adds one
-mark `gpuscope.host#untraced_step_us=S,steps=N`, the median of the last (up to 32) untraced
+steps (the periods between step ends, the first one left out as warm-up); when the window opens
+it adds one mark `gpuscope.host#untraced_step_us=S,steps=N`, the median of the last (up to 32) untraced
 steps, so the analysis knows the program's own step time beside the traced one, and one more,
 `gpuscope.host#optimizer_steps=N`, the optimizer steps before it (training or inference, where
 the window's steps replay a CUDA graph and call no optimizer). A host that runs ahead of the GPU
