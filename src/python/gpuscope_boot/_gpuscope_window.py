@@ -8,13 +8,13 @@ tensor functions); else CUDA-graph replays (a whole step captured in one graph).
 this opens the injection library's trace window, after N more it closes it (the library then
 records nothing more), and from then on the bootstrap emits nothing. While waiting it times the
 steps (the periods between step ends, the first one left out as warm-up); when the window opens
-it adds one mark `gpuscope.host#untraced_step_us=S,steps=N`, the median of the last (up to 32) untraced
-steps, so the analysis knows the program's own step time beside the traced one, and one more,
-`gpuscope.host#optimizer_steps=N`, the optimizer steps before it (training or inference, where
-the window's steps replay a CUDA graph and call no optimizer). A host that runs ahead of the GPU
-ends its steps faster than the GPU does, so each untraced step end also records a CUDA event on
-the current stream (no sync); as the window closes, those events are long complete and one more
-mark gives the same median on the GPU's timeline, `untraced_device_step_us=D,steps=N`.
+it adds one mark `gpuscope.host#untraced_step_us=S,steps=N`, the median of the last (up to 32)
+untraced steps, so the analysis knows the program's own step time beside the traced one, and one
+more, `gpuscope.host#optimizer_steps=N`, the optimizer steps before it (training or inference,
+where the window's steps replay a CUDA graph and call no optimizer). A host that runs ahead of
+the GPU ends its steps faster than the GPU does, so each untraced step end also records a CUDA
+event on the current stream (no sync); as the window closes, those events are long complete and
+one more mark gives the same median on the GPU's timeline, `untraced_device_step_us=D,steps=N`.
 
 A whole run (no --steps) stops tracing after GPUSCOPE_MAX_STEPS steps (`gpuscope run` sets 300;
 0: never), marking `gpuscope.host#capped_after_steps=N` first, so a job of hours pays for its
