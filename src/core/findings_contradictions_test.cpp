@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "core/analysis.h"
@@ -486,51 +487,52 @@ double estimate_of_fix(const Finding& f, std::string_view fix) {
   return 0;
 }
 
+// The allocation finding of allocation_stalls(marks, at_open), if it fires.
+std::optional<Finding> allocation_finding(const std::string& marks, const std::string& at_open = "") {
+  const DeviceReport r = only(allocation_stalls(marks, at_open));
+  const Finding* f = FindingById(r, "allocation");
+  return f ? std::optional<Finding>(*f) : std::nullopt;
+}
+
+bool has(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
+
 TEST(Contradictions, AllocationAdviceFollowsWhatTheAllocatorDid) {
-  {  // No marks (a profiler trace): every cause named, none claimed.
-    const DeviceReport r = only(allocation_stalls(""));
-    const Finding* f = FindingById(r, "allocation");
-    ASSERT_NE(f, nullptr);
-    EXPECT_NE(f->recommendation.find("PYTORCH_NO_CUDA_MEMORY_CACHING"), std::string::npos) << f->recommendation;
-    EXPECT_NE(f->recommendation.find("expandable_segments:True"), std::string::npos) << f->recommendation;
-    EXPECT_TRUE(f->est_speedup_of_fix.empty());
-  }
-  {  // The cache turned off: turning it back on is the fix; expandable segments change nothing.
-    const DeviceReport r = only(allocation_stalls("alloc_retries=0,alloc_uncached=1,alloc_expandable=0"));
-    const Finding* f = FindingById(r, "allocation");
-    ASSERT_NE(f, nullptr);
-    EXPECT_NE(f->evidence.find("PYTORCH_NO_CUDA_MEMORY_CACHING is set"), std::string::npos) << f->evidence;
-    EXPECT_EQ(f->recommendation.find("expandable_segments"), std::string::npos) << f->recommendation;
-    ASSERT_TRUE(f->est_speedup.has_value());
-    EXPECT_DOUBLE_EQ(estimate_of_fix(*f, "caching-allocator"), *f->est_speedup);
-    EXPECT_DOUBLE_EQ(estimate_of_fix(*f, "expandable-segments"), 1.0);
-  }
-  {  // Ten retries since a --steps window opened (two before it): fragmentation's fix.
-    const DeviceReport r =
-        only(allocation_stalls("alloc_retries=12,alloc_uncached=0,alloc_expandable=0", "alloc_retries_at_open=2"));
-    const Finding* f = FindingById(r, "allocation");
-    ASSERT_NE(f, nullptr);
-    EXPECT_NE(f->evidence.find("ran out of memory 10 times while traced"), std::string::npos) << f->evidence;
-    EXPECT_NE(f->recommendation.find("expandable_segments:True"), std::string::npos) << f->recommendation;
-    EXPECT_TRUE(f->est_speedup_of_fix.empty());
-  }
-  {  // Retries with expandable segments on already: lower the peak instead.
-    const DeviceReport r = only(allocation_stalls("alloc_retries=3,alloc_uncached=0,alloc_expandable=1"));
-    const Finding* f = FindingById(r, "allocation");
-    ASSERT_NE(f, nullptr);
-    EXPECT_NE(f->recommendation.find("Expandable segments are on already"), std::string::npos) << f->recommendation;
-    EXPECT_DOUBLE_EQ(estimate_of_fix(*f, "expandable-segments"), 1.0);
-  }
-  {  // No retry while traced: the calls are the program's own (empty_cache, per-step buffers).
-    const DeviceReport r =
-        only(allocation_stalls("alloc_retries=4,alloc_uncached=0,alloc_expandable=0", "alloc_retries_at_open=4"));
-    const Finding* f = FindingById(r, "allocation");
-    ASSERT_NE(f, nullptr);
-    EXPECT_NE(f->evidence.find("never ran out of memory"), std::string::npos) << f->evidence;
-    EXPECT_NE(f->recommendation.find("empty_cache"), std::string::npos) << f->recommendation;
-    EXPECT_EQ(f->recommendation.find("expandable_segments"), std::string::npos) << f->recommendation;
-    EXPECT_DOUBLE_EQ(estimate_of_fix(*f, "expandable-segments"), 1.0);
-  }
+  // No marks (a profiler trace): every cause named, none claimed.
+  const auto plain = allocation_finding("");
+  ASSERT_TRUE(plain);
+  EXPECT_TRUE(has(plain->recommendation, "PYTORCH_NO_CUDA_MEMORY_CACHING")) << plain->recommendation;
+  EXPECT_TRUE(has(plain->recommendation, "expandable_segments:True")) << plain->recommendation;
+  EXPECT_TRUE(plain->est_speedup_of_fix.empty());
+
+  // The cache turned off: turning it back on is the fix; expandable segments change nothing.
+  const auto off = allocation_finding("alloc_retries=0,alloc_uncached=1,alloc_expandable=0");
+  ASSERT_TRUE(off && off->est_speedup);
+  EXPECT_TRUE(has(off->evidence, "PYTORCH_NO_CUDA_MEMORY_CACHING is set")) << off->evidence;
+  EXPECT_FALSE(has(off->recommendation, "expandable_segments")) << off->recommendation;
+  EXPECT_DOUBLE_EQ(estimate_of_fix(*off, "caching-allocator"), *off->est_speedup);
+  EXPECT_DOUBLE_EQ(estimate_of_fix(*off, "expandable-segments"), 1.0);
+
+  // Ten retries since a --steps window opened (two before it): fragmentation's fix.
+  const auto retried =
+      allocation_finding("alloc_retries=12,alloc_uncached=0,alloc_expandable=0", "alloc_retries_at_open=2");
+  ASSERT_TRUE(retried);
+  EXPECT_TRUE(has(retried->evidence, "ran out of memory 10 times while traced")) << retried->evidence;
+  EXPECT_TRUE(has(retried->recommendation, "expandable_segments:True")) << retried->recommendation;
+  EXPECT_TRUE(retried->est_speedup_of_fix.empty());
+
+  // Retries with expandable segments on already: lower the peak instead.
+  const auto on = allocation_finding("alloc_retries=3,alloc_uncached=0,alloc_expandable=1");
+  ASSERT_TRUE(on);
+  EXPECT_TRUE(has(on->recommendation, "Expandable segments are on already")) << on->recommendation;
+  EXPECT_DOUBLE_EQ(estimate_of_fix(*on, "expandable-segments"), 1.0);
+
+  // No retry while traced: the calls are the program's own (empty_cache, per-step buffers).
+  const auto own = allocation_finding("alloc_retries=4,alloc_uncached=0,alloc_expandable=0", "alloc_retries_at_open=4");
+  ASSERT_TRUE(own);
+  EXPECT_TRUE(has(own->evidence, "never ran out of memory")) << own->evidence;
+  EXPECT_TRUE(has(own->recommendation, "empty_cache")) << own->recommendation;
+  EXPECT_FALSE(has(own->recommendation, "expandable_segments")) << own->recommendation;
+  EXPECT_DOUBLE_EQ(estimate_of_fix(*own, "expandable-segments"), 1.0);
 }
 
 }  // namespace
