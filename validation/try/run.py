@@ -37,6 +37,8 @@ from program_run import run_program  # noqa: E402
 PROGRAMS_PY = os.path.join(HERE, "programs.py")
 # The fixes whose trial compares mean steps, not medians (`gpuscope run --try`'s statistic).
 BY_MEAN = ("dataloader", "expandable-segments")
+# An as-is trial whose step is this far from the untraced program's timed something else.
+OTHER_STEP = 0.5
 
 
 def program_env(name, fixed=False):
@@ -169,7 +171,7 @@ def main():
           "| top finding |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |", flush=True)
     deadline = time.monotonic() + a.budget_s
-    measured = []
+    measured, other_steps = [], []
     for name in a.programs.split(","):
         if time.monotonic() > deadline:
             add((name, PROGRAMS[name][0], "not run: --budget-s spent"))
@@ -210,6 +212,12 @@ def main():
         add((name, row["label"], f"x{edited:.2f}", f"x{row['speedup']:.2f} "
                      f"(x{row['speedup_interval_95'][0]:.2f}-x{row['speedup_interval_95'][1]:.2f})",
                      f"{err * 100:+.1f}%", f"{drift * 100:+.1f}%", spread, est, est_err, top_col))
+        if abs(drift) > OTHER_STEP:
+            other_steps.append(f"{name}: the trial's as-is step ({doc['as_is']['step_ms_median']:.3f} ms) is not "
+                               f"the program's ({statistics.median(runs):.3f} ms untraced): the trial timed "
+                               "something else (a loop inside the step?), so its speedup is not the fix's")
+    for line in other_steps:
+        print(f"\nNote: {line}", flush=True)
     print_step_statistics(measured, work)
 
 

@@ -21,6 +21,7 @@ class Runner(unittest.TestCase):
     def setUp(self):
         self.work = tempfile.mkdtemp(prefix="gpuscope-try-test-")
         self.calls = []
+        self.trial_step_ms = 10.1  # the as-is trial's step
         run.subprocess.run = self.fake
         run.run_program = lambda cmd, env=None, timeout=900: self.fake(cmd, env=env)
 
@@ -49,7 +50,7 @@ class Runner(unittest.TestCase):
                 with open(os.path.join(folder, label + ".result.json"), "w") as f:
                     json.dump({"host_step_ns": [int(v * 1e6) for v in host],
                                "device_step_ns": [int(v * 1e6) for v in device]}, f)
-            doc = {"as_is": {"step_ms_median": 10.1, "capture": capture}, "tries": tries}
+            doc = {"as_is": {"step_ms_median": self.trial_step_ms, "capture": capture}, "tries": tries}
             return types.SimpleNamespace(returncode=0, stdout=json.dumps(doc), stderr="")
         # The loader, fixed: its workers deliver three batches in 2 ms each, then one in 60 ms.
         # The as-is program's second run is 4% slower than its first (a host whose speed moves).
@@ -75,6 +76,15 @@ class Runner(unittest.TestCase):
         # (10.2 ms against 17.47 ms after step 10), where medians would say x5.10.
         self.assertIn("| loader | dataloader | x0.58 | no measurement (dataloader: the program exited with 1) |  |  "
                       "| 3.9% |", out)
+
+    def test_a_trial_that_timed_another_step_is_noted(self):
+        # The as-is trial's step 0.8 ms against the program's 10.2 ms: it timed a loop inside
+        # the step, and the table says so under the row.
+        self.assertNotIn("Note:", self.table("--programs", "mlp_fp32"))
+        self.trial_step_ms = 0.8
+        out = self.table("--programs", "mlp_fp32")
+        self.assertIn("Note: mlp_fp32: the trial's as-is step (0.800 ms) is not the program's (10.200 ms "
+                      "untraced)", out)
 
     def test_step_times_as_median_and_mean_on_each_clock(self):
         out = self.table("--programs", "mlp_fp32")
