@@ -959,6 +959,72 @@ def sampler():
 """
 
 
+class LoopChoiceTest(unittest.TestCase):
+    """Which loop the search chooses, on any Python: real frames of a program fed to
+    LoopFinder.observe, its back-edges reported by hand, sys.monitoring replaced by a stand-in
+    that records what would be instrumented (LoopTest below runs the real events on 3.12+)."""
+
+    SCRIPT = """
+import os, sys, types
+sys.path[:0] = [BOOT, ROOT]
+class Monitoring:
+    events = types.SimpleNamespace(JUMP=1)
+    DISABLE = object()
+    def get_tool(self, tool): return None
+    def use_tool_id(self, tool, name): pass
+    def register_callback(self, tool, event, fn): pass
+    def set_local_events(self, tool, code, events): instrumented.append(code.co_name)
+instrumented = []
+sys.monitoring = Monitoring()
+import _gpuscope_loop as L
+from torch.nn.modules.module import Module
+finder = L.LoopFinder(lambda label: None, torch_dir=os.path.join(ROOT, "torch") + os.sep)
+
+def sample_and_jump():
+    # One stack sample of this thread, then the back-edge of the loop of the caller's frame.
+    caller = sys._getframe(1)
+    finder.observe(caller)
+    for head, end in L.loops_of(caller.f_code):
+        finder._on_jump(caller.f_code, end, head)
+
+class Model(Module):
+    def forward(self, h):
+        for layer in range(40):   # over layers, inside the module's call
+            sample_and_jump()
+        return h
+
+def train(model, steps):
+    for step in range(steps):   # the step loop, in a function called once
+        sample_and_jump()
+
+def main():
+    model = Model()
+    model(0)   # one long warm-up call before the step loop
+    print("after warm-up:", finder.chosen and finder.chosen[2], instrumented)
+    train(model, 40)
+    print("after the loop:", finder.chosen and finder.chosen[2], instrumented)
+
+main()
+"""
+
+    def test_a_loop_inside_a_modules_call_is_never_chosen(self):
+        with tempfile.TemporaryDirectory(prefix="gpuscope-loop-choice-") as root:
+            os.makedirs(os.path.join(root, "torch", "nn", "modules"))
+            with open(os.path.join(root, "torch", "nn", "modules", "module.py"), "w") as f:
+                f.write("class Module:\n    def __call__(self, *args):\n        return self.forward(*args)\n")
+            script = os.path.join(root, "prog.py")
+            with open(script, "w") as f:
+                f.write(f"BOOT, ROOT = {BOOT!r}, {root!r}\n" + self.SCRIPT)
+            proc = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        lines = textwrap.dedent(self.SCRIPT).splitlines()
+        step_line = lines.index("    for step in range(steps):   # the step loop, in a function called once") + 2
+        # The warm-up call's loop over layers turned 40 times: neither chosen nor instrumented.
+        self.assertIn("after warm-up: None []", proc.stdout)
+        # The loop of the function called once is the step loop.
+        self.assertIn(f"after the loop: prog.py:{step_line} ['train']", proc.stdout)
+
+
 @unittest.skipIf(PYTHON312 is None, "no Python 3.12+ here (sys.monitoring): the step loop's search is not tested")
 class LoopTest(Harness):
     """The step loop, found with no hook: programs of plain functions, layers called one by one,
