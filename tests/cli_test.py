@@ -906,6 +906,25 @@ class StepLoopCaptures(unittest.TestCase):
         self.assertTrue(any(n.startswith("programs.py:") and n.endswith("(Python)") for n in names), names)
 
 
+class TryCaptures(unittest.TestCase):
+    """As-is trials of validation/try programs on an H100, 2026-12-08 (testdata/try/README.md)."""
+
+    def test_allocation_advice_names_the_cache_turned_off(self):
+        # PYTORCH_NO_CUDA_MEMORY_CACHING=1: the bootstrap marked it, and the finding advises
+        # unsetting it, not empty_cache() or expandable segments; turning the cache back on
+        # measured x1.60 untraced.
+        r = run("analyze", "--json", os.path.join(ROOT, "testdata", "try", "no_caching.gpuscope"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        findings = json.loads(r.stdout)["devices"][0]["findings"]
+        alloc = next((f for f in findings if f["id"] == "allocation"), None)
+        self.assertIsNotNone(alloc, findings)
+        self.assertIn("PYTORCH_NO_CUDA_MEMORY_CACHING is set", alloc["evidence"])
+        self.assertIn("Unset PYTORCH_NO_CUDA_MEMORY_CACHING", alloc["recommendation"])
+        self.assertNotIn("expandable_segments", alloc["recommendation"])
+        self.assertLess(abs(alloc["est_speedup"] / 1.60 - 1), 0.25, alloc)
+        self.assertEqual(alloc["est_speedup_of_fix"]["expandable-segments"], 1.0)
+
+
 class PyZooHidden(unittest.TestCase):
     """Captures of the hidden-style zoo programs (`PYZOO_SET=hidden validation/run pyzoo`) on an
     H100, 2026-12-07, each of a class the analysis once got wrong; testdata/pyzoo/README.md
