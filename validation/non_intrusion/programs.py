@@ -286,7 +286,7 @@ def row_closure(steps, out):
 
 def row_nvtx(steps, out):
     """The program's own NVTX ranges around each phase of the step, as Megatron-LM and NeMo
-    emit them: they go on after a bounded window closes and CUPTI detaches."""
+    emit them: they go on after a bounded window closes."""
     model = mlp()
     x, y = batch()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)

@@ -123,8 +123,8 @@ def _at_exit():
 
         if _gpuscope_window.active():
             _gpuscope_window.guarded(_gpuscope_window.mark_allocator)()
-        if _gpuscope_window.active() and (stats["ranges"] or stats["hook_errors"]):
-            _gpuscope_marks.python_stats(ranges=stats["ranges"], samples=stats["samples"],
-                                         hook_errors=stats["hook_errors"])
+            if stats["ranges"] or stats["hook_errors"]:
+                _gpuscope_marks.python_stats(ranges=stats["ranges"], samples=stats["samples"],
+                                             hook_errors=stats["hook_errors"])
     except Exception:
         pass

@@ -132,10 +132,7 @@ def step_ended(kind):
             # A whole run's trace ends after GPUSCOPE_MAX_STEPS steps: the rest of a long job
             # runs untraced. The mark says so before the window closes.
             guarded(marks.host)(capped_after_steps=steps_done(w))
-            guarded(mark_allocator)()
-            _set_done(w)
-            trace_control(False)
-            detach()
+            _end_trace(w)
         return
     if w["state"] == "waiting":
         ends = _step_ends[kind]
@@ -216,14 +213,20 @@ def graph_replayed(graph):
     w["at_replay"] = (w["opt"], w["loop"])
 
 
-def close():
-    w = window
-    _set_done(w)
-    if w["kind"] in _step_events:
-        guarded(_mark_untraced_device_step)(_step_events[w["kind"]], w["done"])
+def _end_trace(w):
+    """The trace ends: the allocator's mark, the bootstrap's last NVTX call; the window done; the
+    injection library told to record nothing more; the wrappers and the loop's events undone."""
     guarded(mark_allocator)()
+    _set_done(w)
     trace_control(False)
     detach()
+
+
+def close():
+    w = window
+    if w["kind"] in _step_events:
+        guarded(_mark_untraced_device_step)(_step_events[w["kind"]], w["done"])
+    _end_trace(w)
     if w.get("trial") is not None:
         _end_trial(w)
 
@@ -316,8 +319,5 @@ def cap_fine_loop(finder, now):
     if now - found < env_seconds("GPUSCOPE_FINE_LOOP_S", 5):
         return
     marks.host(capped_after_us=int((now - found) * 1e6), loop_period_ns=int(finder.fine_period_s * 1e9))
-    guarded(mark_allocator)()
-    _set_done(window)
-    trace_control(False)
-    detach()
+    _end_trace(window)
 
